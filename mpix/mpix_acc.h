@@ -1,0 +1,65 @@
+/*
+ * mpix_acc.h - stream-ordered MPI point-to-point communication (mpix-acc).
+ *
+ * Public C API. Usable from C, C++ and CUDA. Includes mpi.h and nothing from
+ * CUDA: a cudaStream_t is passed directly as an MPIX_Acc_stream.
+ *
+ * See mpix_acc(3) and the per-function man pages for the semantics.
+ */
+#ifndef MPIX_ACC_H
+#define MPIX_ACC_H
+
+#include <mpi.h>
+
+#define MPIX_ACC_VERSION_MAJOR 0
+#define MPIX_ACC_VERSION_MINOR 1
+#define MPIX_ACC_VERSION_PATCH 0
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A cudaStream_t, or a host stream made by MPIX_Acc_Hoststream_create.
+ * NULL: the CUDA legacy default stream when CUDA is present, otherwise
+ * "no stream: execute immediately". */
+typedef void *MPIX_Acc_stream;
+
+/* Datatype attribute key (valid after MPI_Init): a stream attached with
+ * MPI_Type_set_attr(type, MPIX_ACC_STREAM_KEYVAL, (void *)stream) makes
+ * point-to-point calls using that datatype stream-ordered. */
+extern int MPIX_ACC_STREAM_KEYVAL;
+
+/* §3 explicit calls */
+int MPIX_Acc_Isend(MPIX_Acc_stream stream, const void *buf, int count, MPI_Datatype datatype,
+                   int dest, int tag, MPI_Comm comm, MPI_Request *request);
+int MPIX_Acc_Irecv(MPIX_Acc_stream stream, void *buf, int count, MPI_Datatype datatype,
+                   int source, int tag, MPI_Comm comm, MPI_Request *request);
+int MPIX_Acc_Wait(MPIX_Acc_stream stream, MPI_Request *request, MPI_Status *status);
+int MPIX_Acc_Waitall(MPIX_Acc_stream stream, int count, MPI_Request requests[],
+                     MPI_Status statuses[]);
+int MPIX_Acc_Send(MPIX_Acc_stream stream, const void *buf, int count, MPI_Datatype datatype,
+                  int dest, int tag, MPI_Comm comm);
+int MPIX_Acc_Recv(MPIX_Acc_stream stream, void *buf, int count, MPI_Datatype datatype,
+                  int source, int tag, MPI_Comm comm, MPI_Status *status);
+
+/* §4 host streams: in-order host queues executed by a library-owned thread */
+int MPIX_Acc_Hoststream_create(MPIX_Acc_stream *stream);
+int MPIX_Acc_Hoststream_launch(MPIX_Acc_stream stream, void (*fn)(void *arg), void *arg);
+int MPIX_Acc_Hoststream_synchronize(MPIX_Acc_stream stream);
+int MPIX_Acc_Hoststream_free(MPIX_Acc_stream *stream);
+
+/* §5 stream communicators and hints */
+int MPIX_Acc_Comm_set_stream(MPI_Comm comm, MPIX_Acc_stream stream); /* collective */
+int MPIX_Acc_Info_set_stream(MPI_Info info, MPIX_Acc_stream stream);
+
+/* Info keys of §5 */
+#define MPIX_ACC_INFO_STREAM       "mpix_acc_stream"
+#define MPIX_ACC_INFO_STREAM_ALIAS "CUDA_STREAM"
+#define MPIX_ACC_INFO_RECV_POST    "mpix_acc_recv_post"
+#define MPIX_ACC_INFO_EAGER_LIMIT  "mpix_acc_eager_limit"
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MPIX_ACC_H */

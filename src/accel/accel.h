@@ -1,0 +1,153 @@
+/*
+ * accel.h - accelerator layer: streams behind one small interface.
+ *
+ * Layering: util <- accel. Nothing here knows MPI or UCX.
+ *
+ * A stream (a cudaStream_t, a host stream made by this library, or "no
+ * stream") is represented inside the library by an mxa_stream_t. Every
+ * stream has two 64-bit sequence words:
+ *
+ *   trigger_word  written BY THE STREAM when it reaches a trigger point
+ *                 (enqueue_trigger(seq) stores seq); read by the engine's
+ *                 progress thread, which then starts every operation whose
+ *                 trigger sequence number is <= the value read.
+ *   release_word  written BY THE ENGINE (release(seq)); the stream blocks at a
+ *                 wait point (enqueue_wait(seq)) until release_word >= seq.
+ *
+ * Both words only grow. Sequence numbers are allocated by the engine from
+ * the per-stream counters below (atomic fetch-add on the application side),
+ * so operations start in enqueue order and waits are released in order.
+ *
+ * Backends: "none" (NULL stream in a build/run without CUDA: triggers are
+ * reached immediately, waits are host waits), "host" (host.c: one library
+ * thread per stream executing an in-order queue), "cuda" (cuda.c: stream
+ * memory operations on host-mapped words, or a kernel fallback).
+ */
+#ifndef MX_ACCEL_H
+#define MX_ACCEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdatomic.h>
+
+#include "util/status.h"
+
+typedef enum {
+    MXA_KIND_NONE = 0, /* no stream: execute immediately */
+    MXA_KIND_HOST = 1, /* library host stream */
+    MXA_KIND_CUDA = 2, /* cudaStream_t */
+} mxa_kind_t;
+
+typedef enum {
+    MXA_MEM_HOST = 0,    /* pageable or pinned host memory */
+    MXA_MEM_DEVICE = 1,  /* accelerator device memory */
+    MXA_MEM_MANAGED = 2, /* managed / unified memory */
+} mxa_memtype_t;
+
+typedef struct mxa_backend mxa_backend_t;
+typedef struct mxa_stream mxa_stream_t;
+
+struct mxa_stream {
+    mxa_kind_t kind;
+    const mxa_backend_t *backend;
+    void *handle; /* the user's handle (cudaStream_t, host stream, NULL) */
+
+    /* Sequence words. For CUDA they live in host-mapped pinned memory; for
+     * host streams in ordinary memory. Accessed with atomics by the host. */
+    _Atomic uint64_t *trigger_word;
+    _Atomic uint64_t *release_word;
+
+    /* Application side: next sequence numbers to hand out (fetch-add). */
+    _Atomic uint64_t next_trigger_seq;
+    _Atomic uint64_t next_wait_seq;
+
+    /* Operations of this stream not yet completed (host-stream synchronize). */
+    _Atomic uint64_t ops_in_flight;
+
+    /* Engine-private state, owned by the progress thread. */
+    void *engine_state;
+
+    /* Backend-private state. */
+    void *backend_state;
+};
+
+struct mxa_backend {
+    const char *name;
+    mxa_kind_t kind;
+    /* Stream points. Called on the application thread, in stream order.
+     * seq is already allocated. Must not block on communication. */
+    mx_status_t (*enqueue_trigger)(mxa_stream_t *s, uint64_t seq);
+    mx_status_t (*enqueue_wait)(mxa_stream_t *s, uint64_t seq);
+    /* Called by the progress thread: publish release_word = seq (seq grows)
+     * and wake the stream if it sleeps. */
+    void (*release)(mxa_stream_t *s, uint64_t seq);
+    /* Called by the progress thread: current trigger_word. */
+    uint64_t (*poll_trigger)(mxa_stream_t *s);
+    /* Non-zero if the progress thread must poll trigger words itself (no
+     * wake-up comes from the stream, e.g. CUDA memops). Host streams wake
+     * the progress thread through mxa_set_trigger_notify(). */
+    int needs_polling;
+};
+
+/* ---- layer-wide entry points (accel.c) ---- */
+
+/* Initialise the available backends. Never fails because a GPU is absent:
+ * the CUDA backend is simply reported off. */
+mx_status_t mxa_init(void);
+void mxa_finalize(void);
+
+/* Map a user stream handle to the library's stream. Validates the handle:
+ * a registered host stream, a live CUDA stream (when CUDA is active), or
+ * NULL ("none" kind without CUDA, legacy default stream with CUDA).
+ * Returns MX_ERR_INVALID_STREAM otherwise. Thread-safe. */
+mx_status_t mxa_stream_lookup(void *handle, mxa_stream_t **out);
+
+/* Memory type of a buffer (cached where the backend can). Host when no
+ * accelerator backend is active. */
+mxa_memtype_t mxa_memtype(const void *buf, size_t len);
+
+/* Callback the host backend calls after it wrote a trigger word, so the
+ * engine's progress thread wakes (set once by the engine). */
+typedef void (*mxa_trigger_notify_fn)(void);
+void mxa_set_trigger_notify(mxa_trigger_notify_fn fn);
+
+/* Call fn(stream) for every stream the layer knows (finalize, reporting). */
+void mxa_foreach_stream(void (*fn)(mxa_stream_t *s, void *arg), void *arg);
+
+/* Feature report for mpixacc_info and logs. */
+typedef struct {
+    int cuda_built;        /* compiled with CUDA support */
+    int cuda_active;       /* driver loaded and at least one device */
+    int cuda_device_count;
+    int cuda_memops;       /* stream memory operations in use */
+    char cuda_driver[64];  /* e.g. "13000" */
+    char cuda_mode[64];    /* "memops", "kernel-fallback", "off: <reason>" */
+} mxa_features_t;
+void mxa_get_features(mxa_features_t *out);
+
+/* ---- host streams (host.c) ---- */
+mx_status_t mxa_host_stream_create(void **handle_out);
+mx_status_t mxa_host_stream_launch(void *handle, void (*fn)(void *), void *arg);
+/* Blocks until the queue has drained and ops_in_flight == 0. */
+mx_status_t mxa_host_stream_synchronize(void *handle);
+mx_status_t mxa_host_stream_free(void *handle);
+/* Internal: resolve a host stream handle (NULL-safe). Returns NULL if the
+ * handle is not a live host stream. */
+mxa_stream_t *mxa_host_stream_find(void *handle);
+/* Internal: fully stop all host stream threads (library finalize). */
+void mxa_host_shutdown(void);
+
+/* The "none" stream singleton (kind NONE). */
+mxa_stream_t *mxa_none_stream(void);
+
+/* ---- CUDA backend (cuda.c), present only in CUDA builds ---- */
+#ifdef MPIXACC_HAVE_CUDA
+mx_status_t mxa_cuda_init(void);     /* dlopen libcuda; MX_ERR_NO_DEVICE if absent */
+void mxa_cuda_finalize(void);
+int mxa_cuda_active(void);
+mx_status_t mxa_cuda_stream_lookup(void *handle, mxa_stream_t **out);
+mxa_memtype_t mxa_cuda_memtype(const void *buf, size_t len);
+void mxa_cuda_get_features(mxa_features_t *out);
+#endif
+
+#endif

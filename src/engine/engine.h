@@ -1,0 +1,197 @@
+/*
+ * engine.h - operations, stream ordering, the progress thread.
+ *
+ * Layering: util <- accel, transport, topo <- engine <- interpose.
+ * The engine knows streams (accel) and the transport (UCX) but not MPI: the
+ * interposition layer translates communicators, datatypes and requests.
+ *
+ * Threads. Application threads call mxe_isend/mxe_irecv/mxe_stream_wait;
+ * these allocate sequence numbers on the stream, enqueue the stream points
+ * (trigger/wait) through the accel backend, and hand a command to the
+ * progress thread through a lock-free MPSC queue. They never block on
+ * communication and never call UCX. The progress thread owns the UCX worker:
+ * it starts operations whose trigger has been reached, drives UCX, completes
+ * operations and releases stream waits in order.
+ *
+ * Tag layout (64-bit UCX tag):
+ *   bits 63..44  matching context (communicator id, 20 bits)
+ *   bits 43..24  source rank in that communicator (20 bits)
+ *   bits 23..0   user tag (24 bits)
+ */
+#ifndef MX_ENGINE_H
+#define MX_ENGINE_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "accel/accel.h"
+#include "util/mpsc.h"
+#include "util/status.h"
+
+#define MXE_CTX_BITS  20
+#define MXE_SRC_BITS  20
+#define MXE_TAG_BITS  24
+#define MXE_CTX_MAX   ((1u << MXE_CTX_BITS) - 1)
+#define MXE_RANK_MAX  ((1 << MXE_SRC_BITS) - 1) /* ranks 0..MXE_RANK_MAX-1 */
+#define MXE_TAG_MAX   ((1 << MXE_TAG_BITS) - 1)
+
+#define MXE_ANY_SOURCE (-1)
+#define MXE_ANY_TAG    (-1)
+#define MXE_PROC_NULL  (-2)
+
+static inline uint64_t mxe_tag_make(uint32_t ctx, uint32_t src, uint32_t tag)
+{
+    return ((uint64_t)ctx << (MXE_SRC_BITS + MXE_TAG_BITS)) | ((uint64_t)src << MXE_TAG_BITS) |
+           (uint64_t)tag;
+}
+static inline int mxe_tag_source(uint64_t t)
+{
+    return (int)((t >> MXE_TAG_BITS) & ((1u << MXE_SRC_BITS) - 1));
+}
+static inline int mxe_tag_user(uint64_t t) { return (int)(t & ((1u << MXE_TAG_BITS) - 1)); }
+/* Tag and mask for a receive; source/tag may be MXE_ANY_*. */
+void mxe_tag_recv_pattern(uint32_t ctx, int source, int tag, uint64_t *tag_out,
+                          uint64_t *mask_out);
+
+/* A communicator as the engine sees it (owned by the caller; read during
+ * the call only). */
+typedef struct {
+    uint32_t ctx_id;        /* matching context, agreed by all members */
+    int rank;               /* this process's rank in it */
+    int size;
+    const int *world_ranks; /* comm rank -> transport (world) rank; NULL: identity */
+} mxe_comm_t;
+
+typedef enum { MXE_OP_SEND = 0, MXE_OP_RECV = 1 } mxe_op_type_t;
+
+typedef enum {
+    MXE_STATE_QUEUED = 0,    /* handed to the engine, trigger not reached */
+    MXE_STATE_STARTED = 1,   /* posted to the transport */
+    MXE_STATE_COMPLETE = 2,  /* result valid */
+} mxe_op_state_t;
+
+/* Result of an operation, valid once the op is complete. */
+typedef struct {
+    int source;         /* recv: sender's rank in the comm; MXE_PROC_NULL for proc-null */
+    int tag;            /* recv: the message tag; MXE_ANY_TAG for proc-null */
+    size_t bytes;       /* bytes received (recv) or sent */
+    mx_status_t error;  /* MX_OK, MX_ERR_TRUNCATED, MX_ERR_CANCELED, MX_ERR_TRANSPORT, ... */
+    int cancelled;
+} mxe_result_t;
+
+typedef struct mxe_op mxe_op_t;
+typedef struct mxe_wait mxe_wait_t;
+
+/* Called on the progress thread when an op completes, before waiters are
+ * released (the interposition layer writes MPI statuses here). */
+typedef void (*mxe_complete_hook_t)(mxe_op_t *op, void *hook_arg);
+
+struct mxe_op {
+    /* ---- fixed at creation ---- */
+    mxe_op_type_t type;
+    mxa_stream_t *stream;      /* stream whose trigger starts it */
+    uint64_t trigger_seq;      /* 0: start at once (none stream, early recv) */
+    void *buf;
+    size_t bytes;
+    int peer;                  /* dest/source comm rank, or MXE_ANY_SOURCE / MXE_PROC_NULL */
+    int peer_world;            /* transport rank of dest (send) */
+    int tag;                   /* user tag or MXE_ANY_TAG */
+    uint32_t ctx_id;
+    int comm_rank;             /* own rank in the comm (send: goes into the tag) */
+    size_t eager_limit;
+    int memtype;               /* mxa_memtype_t */
+
+    /* ---- result ---- */
+    _Atomic int state;         /* mxe_op_state_t */
+    mxe_result_t result;       /* written by the progress thread before COMPLETE */
+
+    /* ---- interposition layer's fields ---- */
+    void *user;                /* e.g. the MPI_Request handle storage */
+    uint64_t user_handle;
+    mxe_complete_hook_t hook;  /* set before the op is submitted, or NULL */
+    void *hook_arg;
+
+    /* ---- engine private ---- */
+    _Atomic int refs;
+    _Atomic int cancel_requested;
+    mxu_mpsc_node_t qnode;     /* command queue link */
+    mxe_op_t *next_pending;    /* per-stream pending-trigger list */
+    mxe_op_t *next_active;     /* engine list of all live ops (finalize report) */
+    mxe_op_t *prev_active;
+    mxe_wait_t *waiter;        /* stream wait depending on this op */
+    void *transport_handle;
+    void *eager_copy;
+    uint64_t create_ns;
+};
+
+/* ---- lifecycle ---- */
+
+typedef struct {
+    int world_rank;
+    int world_size;
+} mxe_init_args_t;
+
+/* Phase 1 (application thread, after PMPI_Init): create the transport. */
+mx_status_t mxe_init(const mxe_init_args_t *args);
+/* Local worker address for the exchange done by the caller. */
+mx_status_t mxe_local_address(const void **addr, size_t *len);
+/* Phase 2: install the exchanged addresses and start the progress thread. */
+mx_status_t mxe_start(const void *blob, const size_t *offsets, int nranks);
+/* Drain: wait up to timeout_s for every live op; report and cancel the
+ * rest (they complete with MX_ERR_TIMED_OUT, stream waits are released).
+ * Returns the number of ops that had to be cancelled. */
+int mxe_drain(double timeout_s);
+/* Stop the progress thread, close endpoints, destroy the transport. Call
+ * after mxe_drain() and after all peers drained (the caller barriers). */
+void mxe_finalize(void);
+int mxe_is_running(void);
+
+/* ---- operations (application threads) ---- */
+
+/* Create an op; the caller may set user/hook fields, then submits it. The
+ * op starts with two references: the engine's and the caller's. */
+mx_status_t mxe_op_create_send(mxa_stream_t *s, const void *buf, size_t bytes,
+                               const mxe_comm_t *comm, int dest, int tag, size_t eager_limit,
+                               mxe_op_t **op_out);
+mx_status_t mxe_op_create_recv(mxa_stream_t *s, void *buf, size_t bytes, const mxe_comm_t *comm,
+                               int source, int tag, int post_early, mxe_op_t **op_out);
+/* Enqueue the op's trigger on its stream (unless it starts at once) and hand
+ * it to the progress thread. After this the op may complete at any time. */
+mx_status_t mxe_op_submit(mxe_op_t *op);
+/* Drop the caller's reference. */
+void mxe_op_release(mxe_op_t *op);
+void mxe_op_retain(mxe_op_t *op);
+
+static inline int mxe_op_is_complete(mxe_op_t *op)
+{
+    return atomic_load_explicit(&op->state, memory_order_acquire) == MXE_STATE_COMPLETE;
+}
+/* Host-side wait: spin, then sleep, until complete or timeout (ns; <0 none).
+ * Returns MX_OK when complete, MX_ERR_TIMED_OUT otherwise. */
+mx_status_t mxe_op_wait_host(mxe_op_t *op, int64_t timeout_ns);
+/* Wait until any op in ops[] (NULL entries skipped) completes, or timeout. */
+mx_status_t mxe_op_wait_any_host(mxe_op_t *const *ops, int n, int64_t timeout_ns);
+/* Request cancellation of a receive (MPI_Cancel): completes it with
+ * cancelled=1 unless it already matched. */
+void mxe_op_cancel(mxe_op_t *op);
+
+/* Stream wait: work enqueued on `s` after this call does not start until all
+ * ops[] have completed. Takes its own references to the ops. For the none
+ * stream this is a host wait. */
+mx_status_t mxe_stream_wait(mxa_stream_t *s, mxe_op_t *const *ops, int n);
+
+/* ---- statistics ---- */
+typedef struct {
+    uint64_t ops_submitted;
+    uint64_t ops_completed;
+    uint64_t ops_failed;
+    uint64_t waits_submitted;
+    uint64_t waits_released;
+    uint64_t progress_sleeps;
+    uint64_t progress_wakeups;
+    int progress_cpu;
+} mxe_stats_t;
+void mxe_get_stats(mxe_stats_t *out);
+
+#endif

@@ -1,0 +1,31 @@
+/*
+ * topo.h - placement with hwloc: which core the progress thread runs on,
+ * which NIC is closest to a GPU. Optional: without hwloc everything reports
+ * "unknown" and binding is skipped.
+ *
+ * Layering: util <- topo. Nothing here knows MPI or UCX.
+ */
+#ifndef MX_TOPO_H
+#define MX_TOPO_H
+
+#include "util/status.h"
+
+mx_status_t mxp_init(void);
+void mxp_finalize(void);
+
+/* Choose a core for the progress thread: `forced` >= 0 wins (setting
+ * MPIX_ACC_PROGRESS_CPU); else a core near the GPU with the given PCI bus id
+ * (NULL: none) ; else the NUMA node of the calling thread, preferring a core
+ * the calling thread is not running on. Returns -1 if nothing can be
+ * chosen. The choice is logged at info level. */
+int mxp_choose_progress_cpu(int forced, const char *gpu_pci_busid);
+/* Bind the calling thread to `cpu` (no-op and MX_OK when cpu < 0). */
+mx_status_t mxp_bind_self(int cpu);
+/* Name of the network device closest to the GPU (e.g. "mlx5_0:1"), or NULL. */
+const char *mxp_nic_near_gpu(const char *gpu_pci_busid);
+/* One-line description for mpixacc_info ("hwloc 2.9.0: 2 cores, 1 NUMA"). */
+void mxp_describe(char *buf, unsigned len);
+/* verbs capability probe: number of RDMA devices (0 when built without verbs). */
+int mxp_verbs_device_count(void);
+
+#endif

@@ -1,0 +1,62 @@
+/*
+ * transport.h - the UCX transport: one context, one worker, endpoints made
+ * from worker addresses exchanged at init, tagged send/receive.
+ *
+ * Layering: util <- transport. Nothing here knows MPI. All functions except
+ * mxt_local_address(), mxt_create() and mxt_destroy() are called ONLY by the
+ * engine's progress thread (the worker is UCS_THREAD_MODE_SINGLE).
+ */
+#ifndef MX_TRANSPORT_H
+#define MX_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/status.h"
+
+/* Completion callback: status is MX_OK, MX_ERR_TRUNCATED, MX_ERR_CANCELED or
+ * MX_ERR_TRANSPORT; for receives, sender_tag/length describe the message. */
+typedef void (*mxt_complete_fn)(void *user, mx_status_t status, uint64_t sender_tag,
+                                size_t length);
+
+typedef struct {
+    int world_rank;
+    int world_size;
+    int enable_wakeup; /* request UCP_FEATURE_WAKEUP (blocking progress) */
+} mxt_config_t;
+
+mx_status_t mxt_create(const mxt_config_t *cfg);
+void mxt_destroy(void);
+
+/* Worker address of this process (valid until mxt_destroy). */
+mx_status_t mxt_local_address(const void **addr, size_t *len);
+/* Install the address table (copied): addr of rank r is blob+offsets[r],
+ * length offsets[r+1]-offsets[r]. Endpoints are created lazily. */
+mx_status_t mxt_set_peer_addresses(const void *blob, const size_t *offsets, int nranks);
+
+/* Nonblocking tagged send/receive. Returns MX_OK if posted (the callback
+ * will be called exactly once, possibly from inside this call) or an error
+ * (callback not called). `handle` receives an opaque pointer for cancel. */
+mx_status_t mxt_tag_send(int world_dest, const void *buf, size_t len, int memtype_hint,
+                         uint64_t tag, mxt_complete_fn cb, void *user, void **handle);
+mx_status_t mxt_tag_recv(void *buf, size_t len, int memtype_hint, uint64_t tag,
+                         uint64_t tag_mask, mxt_complete_fn cb, void *user, void **handle);
+/* Cancel a posted receive; its callback is called with MX_ERR_CANCELED
+ * unless it already matched. */
+void mxt_cancel(void *handle);
+
+/* Drive the worker; returns the number of events processed. */
+unsigned mxt_progress(void);
+/* Event fd to epoll on when idle (-1 if wakeup is unavailable), and the arm
+ * call to make before blocking (MX_ERR_BUSY: events pending, do not block). */
+int mxt_event_fd(void);
+mx_status_t mxt_arm(void);
+
+/* Flush all endpoints and close them (finalize). */
+mx_status_t mxt_flush_and_close(void);
+
+/* Versions and transports for mpixacc_info. */
+void mxt_describe(char *buf, size_t len);
+const char *mxt_ucx_version(void);
+
+#endif
