@@ -47,6 +47,12 @@ typedef enum {
 typedef struct mxa_backend mxa_backend_t;
 typedef struct mxa_stream mxa_stream_t;
 
+/* One stream point for mxa_backend.enqueue_batch. */
+typedef struct {
+    int is_wait;  /* 0: trigger point (trigger_word = seq); 1: wait point (release_word >= seq) */
+    uint64_t seq;
+} mxa_stream_point_t;
+
 struct mxa_stream {
     mxa_kind_t kind;
     const mxa_backend_t *backend;
@@ -87,6 +93,11 @@ struct mxa_backend {
      * wake-up comes from the stream, e.g. CUDA memops). Host streams wake
      * the progress thread through mxa_set_trigger_notify(). */
     int needs_polling;
+    /* Optional (NULL when absent): enqueue n stream points in this order in
+     * one call, e.g. a wait followed by triggers (CUDA: one
+     * cuStreamBatchMemOp, or one wait-then-set kernel in the fallback).
+     * Same rules as enqueue_trigger/enqueue_wait; each seq already allocated. */
+    mx_status_t (*enqueue_batch)(mxa_stream_t *s, const mxa_stream_point_t *pts, int n);
 };
 
 /* ---- layer-wide entry points (accel.c) ---- */
@@ -148,6 +159,15 @@ int mxa_cuda_active(void);
 mx_status_t mxa_cuda_stream_lookup(void *handle, mxa_stream_t **out);
 mxa_memtype_t mxa_cuda_memtype(const void *buf, size_t len);
 void mxa_cuda_get_features(mxa_features_t *out);
+/* Call fn for every CUDA stream record (fn may look streams up; records live
+ * until mxa_cuda_finalize). */
+void mxa_cuda_foreach_stream(void (*fn)(mxa_stream_t *s, void *arg), void *arg);
+/* PCI bus id ("0000:3b:00.0", lower case) of the GPU of a CUDA stream; NULL
+ * for other kinds or when unknown. For hwloc placement (progress core, NIC). */
+const char *mxa_cuda_stream_pci_busid(mxa_stream_t *s);
+/* The same for the calling thread's current CUDA context (NULL: none), e.g.
+ * at MPI_Init after the application chose its device. */
+const char *mxa_cuda_current_pci_busid(void);
 #endif
 
 #endif
