@@ -83,9 +83,26 @@ typedef struct {
 typedef struct mxe_op mxe_op_t;
 typedef struct mxe_wait mxe_wait_t;
 
-/* Called on the progress thread when an op completes, before waiters are
- * released (the interposition layer writes MPI statuses here). */
-typedef void (*mxe_complete_hook_t)(mxe_op_t *op, void *hook_arg);
+/* A command handed from application threads to the progress thread. */
+typedef enum {
+    MXE_CMD_OP = 0,
+    MXE_CMD_WAIT = 1,
+    MXE_CMD_CANCEL = 2,
+    MXE_CMD_ABORT = 3,
+    MXE_CMD_STREAM_FREE = 4,
+} mxe_cmd_kind_t;
+typedef struct {
+    mxu_mpsc_node_t node;
+    mxe_cmd_kind_t kind;
+    void *target; /* the op, wait or stream */
+    _Atomic int done; /* synchronous commands: set by the progress thread */
+} mxe_cmd_t;
+
+/* Writes an op's result to a caller-supplied target (an MPI_Status) when a
+ * stream wait is released, or at once if the op had already completed.
+ * Called on the progress thread or the calling thread. */
+typedef void (*mxe_result_writer_t)(mxe_op_t *op, void *target);
+void mxe_set_result_writer(mxe_result_writer_t fn);
 
 struct mxe_op {
     /* ---- fixed at creation ---- */
@@ -99,7 +116,9 @@ struct mxe_op {
     int tag;                   /* user tag or MXE_ANY_TAG */
     uint32_t ctx_id;
     int comm_rank;             /* own rank in the comm (send: goes into the tag) */
-    size_t eager_limit;
+    size_t eager_limit;        /* send: copy into a library buffer up to this size */
+    int synchronous;           /* send: completes only once matched (MPI_Ssend) */
+    int post_early;            /* recv: posted at submit time, no trigger */
     int memtype;               /* mxa_memtype_t */
 
     /* ---- result ---- */
@@ -107,15 +126,16 @@ struct mxe_op {
     mxe_result_t result;       /* written by the progress thread before COMPLETE */
 
     /* ---- interposition layer's fields ---- */
-    void *user;                /* e.g. the MPI_Request handle storage */
-    uint64_t user_handle;
-    mxe_complete_hook_t hook;  /* set before the op is submitted, or NULL */
-    void *hook_arg;
+    void *user;                /* free for the interposition layer */
+    uint64_t user_handle;      /* e.g. the MPI_Request handle */
+    int user_flags;
+    int user_origin;
 
     /* ---- engine private ---- */
     _Atomic int refs;
     _Atomic int cancel_requested;
-    mxu_mpsc_node_t qnode;     /* command queue link */
+    mxe_cmd_t cmd;             /* command queue link */
+    int transport_active;      /* posted to UCX, callback pending */
     mxe_op_t *next_pending;    /* per-stream pending-trigger list */
     mxe_op_t *next_active;     /* engine list of all live ops (finalize report) */
     mxe_op_t *prev_active;
@@ -178,8 +198,9 @@ void mxe_op_cancel(mxe_op_t *op);
 
 /* Stream wait: work enqueued on `s` after this call does not start until all
  * ops[] have completed. Takes its own references to the ops. For the none
- * stream this is a host wait. */
-mx_status_t mxe_stream_wait(mxa_stream_t *s, mxe_op_t *const *ops, int n);
+ * stream this is a host wait. targets (may be NULL, or hold NULLs): where
+ * the result writer puts each op's result before the stream passes. */
+mx_status_t mxe_stream_wait(mxa_stream_t *s, mxe_op_t *const *ops, void *const *targets, int n);
 
 /* ---- statistics ---- */
 typedef struct {

@@ -36,9 +36,12 @@ mx_status_t mxt_set_peer_addresses(const void *blob, const size_t *offsets, int 
 
 /* Nonblocking tagged send/receive. Returns MX_OK if posted (the callback
  * will be called exactly once, possibly from inside this call) or an error
- * (callback not called). `handle` receives an opaque pointer for cancel. */
+ * (callback not called). `handle` receives an opaque pointer for cancel, or
+ * NULL when the callback already ran. synchronous: complete only once the
+ * receiver matched the message (MPI_Ssend). */
 mx_status_t mxt_tag_send(int world_dest, const void *buf, size_t len, int memtype_hint,
-                         uint64_t tag, mxt_complete_fn cb, void *user, void **handle);
+                         int synchronous, uint64_t tag, mxt_complete_fn cb, void *user,
+                         void **handle);
 mx_status_t mxt_tag_recv(void *buf, size_t len, int memtype_hint, uint64_t tag,
                          uint64_t tag_mask, mxt_complete_fn cb, void *user, void **handle);
 /* Cancel a posted receive; its callback is called with MX_ERR_CANCELED

@@ -1,0 +1,396 @@
+/*
+ * engine.c - the application-thread side of the engine: creating and
+ * submitting operations and stream waits, host-side waits, lifecycle.
+ *
+ * Nothing here blocks on communication except the explicit host waits
+ * (mxe_op_wait_host), and nothing here touches UCX after mxe_start(): all
+ * transport work is done by the progress thread (progress.c).
+ */
+#include "engine/engine_priv.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "transport/transport.h"
+#include "util/config.h"
+
+mxe_engine_t mxe;
+
+void mxe_tag_recv_pattern(uint32_t ctx, int source, int tag, uint64_t *tag_out,
+                          uint64_t *mask_out)
+{
+    const uint64_t ctx_mask = (uint64_t)MXE_CTX_MAX << (MXE_SRC_BITS + MXE_TAG_BITS);
+    const uint64_t src_mask = (uint64_t)((1u << MXE_SRC_BITS) - 1) << MXE_TAG_BITS;
+    const uint64_t tag_mask = (uint64_t)((1u << MXE_TAG_BITS) - 1);
+    uint64_t mask = ctx_mask;
+    uint32_t src = 0, utag = 0;
+    if (source != MXE_ANY_SOURCE) {
+        mask |= src_mask;
+        src = (uint32_t)source;
+    }
+    if (tag != MXE_ANY_TAG) {
+        mask |= tag_mask;
+        utag = (uint32_t)tag;
+    }
+    *tag_out = mxe_tag_make(ctx, src, utag);
+    *mask_out = mask;
+}
+
+void mxe_wake(void)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&mxe.sleeping, memory_order_relaxed)) {
+        uint64_t one = 1;
+        ssize_t rc = write(mxe.wake_fd, &one, sizeof(one));
+        (void)rc; /* EAGAIN: counter saturated, the thread wakes anyway */
+    }
+}
+
+static void mxe_on_stream_free(mxa_stream_t *s);
+
+static void mxe_push(mxe_cmd_t *cmd)
+{
+    mxu_mpsc_push(&mxe.cmdq, &cmd->node);
+    mxe_wake();
+}
+
+/* ---------------------------------------------------------------- lifecycle */
+
+mx_status_t mxe_init(const mxe_init_args_t *args)
+{
+    memset(&mxe, 0, sizeof(mxe));
+    mxu_mpsc_init(&mxe.cmdq);
+    mxu_event_init(&mxe.completion);
+    mxe.world_rank = args->world_rank;
+    mxe.world_size = args->world_size;
+    mxe.wake_fd = -1;
+    mxe.epoll_fd = -1;
+    atomic_store(&mxe.progress_cpu, -1);
+
+    mxe.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (mxe.wake_fd < 0)
+        MX_FAIL(MX_ERR_SYSTEM, "eventfd: %s", strerror(errno));
+
+    mxt_config_t tcfg = {.world_rank = args->world_rank,
+                         .world_size = args->world_size,
+                         .enable_wakeup = 1};
+    mx_status_t status = mxt_create(&tcfg);
+    if (status != MX_OK) {
+        close(mxe.wake_fd);
+        mxe.wake_fd = -1;
+        return status;
+    }
+    mxa_set_trigger_notify(mxe_wake);
+    mxa_set_stream_free_hook(mxe_on_stream_free);
+    return MX_OK;
+}
+
+mx_status_t mxe_local_address(const void **addr, size_t *len) { return mxt_local_address(addr, len); }
+
+mx_status_t mxe_start(const void *blob, const size_t *offsets, int nranks)
+{
+    MX_TRY(mxt_set_peer_addresses(blob, offsets, nranks));
+
+    mxe.epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    if (mxe.epoll_fd < 0)
+        MX_FAIL(MX_ERR_SYSTEM, "epoll_create1: %s", strerror(errno));
+    struct epoll_event ev = {.events = EPOLLIN, .data.u32 = 0};
+    if (epoll_ctl(mxe.epoll_fd, EPOLL_CTL_ADD, mxe.wake_fd, &ev) != 0)
+        MX_FAIL(MX_ERR_SYSTEM, "epoll_ctl(eventfd): %s", strerror(errno));
+    int ucx_fd = mxt_event_fd();
+    if (ucx_fd >= 0) {
+        ev.data.u32 = 1;
+        if (epoll_ctl(mxe.epoll_fd, EPOLL_CTL_ADD, ucx_fd, &ev) != 0)
+            MX_FAIL(MX_ERR_SYSTEM, "epoll_ctl(ucx fd): %s", strerror(errno));
+    }
+
+    atomic_store(&mxe.running, 1);
+    int rc = pthread_create(&mxe.thread, NULL, mxe_progress_main, NULL);
+    if (rc != 0) {
+        atomic_store(&mxe.running, 0);
+        MX_FAIL(MX_ERR_SYSTEM, "cannot start the progress thread: %s", strerror(rc));
+    }
+    return MX_OK;
+}
+
+int mxe_is_running(void) { return atomic_load(&mxe.running); }
+
+int mxe_drain(double timeout_s)
+{
+    if (!atomic_load(&mxe.running))
+        return 0;
+    uint64_t deadline = mxu_now_ns() + (uint64_t)(timeout_s * 1e9);
+    while (atomic_load(&mxe.live_ops) > 0 || atomic_load(&mxe.live_waits) > 0) {
+        if (mxu_now_ns() >= deadline)
+            break;
+        uint32_t key = mxu_event_prepare(&mxe.completion);
+        if (atomic_load(&mxe.live_ops) == 0 && atomic_load(&mxe.live_waits) == 0) {
+            mxu_event_cancel(&mxe.completion);
+            break;
+        }
+        mxu_event_wait(&mxe.completion, key, 1000000); /* 1 ms slices */
+    }
+    if (atomic_load(&mxe.live_ops) == 0 && atomic_load(&mxe.live_waits) == 0)
+        return 0;
+
+    /* Ask the progress thread to report and cancel what is left. */
+    mxe_cmd_t *cmd = calloc(1, sizeof(*cmd));
+    if (!cmd) {
+        MPIX_ACC_LOG(MX_LOG_ERROR, "out of memory while aborting pending operations");
+        return (int)atomic_load(&mxe.live_ops);
+    }
+    cmd->kind = MXE_CMD_ABORT;
+    atomic_store(&mxe.abort_done, 0);
+    mxe_push(cmd);
+    while (!atomic_load(&mxe.abort_done)) {
+        uint32_t key = mxu_event_prepare(&mxe.completion);
+        if (atomic_load(&mxe.abort_done)) {
+            mxu_event_cancel(&mxe.completion);
+            break;
+        }
+        mxu_event_wait(&mxe.completion, key, 1000000);
+    }
+    return atomic_load(&mxe.aborted_count);
+}
+
+void mxe_finalize(void)
+{
+    if (atomic_load(&mxe.running)) {
+        atomic_store(&mxe.stop, 1);
+        atomic_store(&mxe.sleeping, 1); /* force the eventfd write */
+        mxe_wake();
+        pthread_join(mxe.thread, NULL);
+        atomic_store(&mxe.running, 0);
+    }
+    /* The worker is ours again: flush, close endpoints, destroy. */
+    mxt_flush_and_close();
+    mxt_destroy();
+    if (mxe.epoll_fd >= 0)
+        close(mxe.epoll_fd);
+    if (mxe.wake_fd >= 0)
+        close(mxe.wake_fd);
+    mxe.epoll_fd = mxe.wake_fd = -1;
+    mxa_set_trigger_notify(NULL);
+}
+
+/* --------------------------------------------------------------- operations */
+
+static mx_status_t mxe_op_alloc(mxa_stream_t *s, mxe_op_type_t type, void *buf, size_t bytes,
+                                const mxe_comm_t *comm, int peer, int tag, mxe_op_t **op_out)
+{
+    if (!atomic_load_explicit(&mxe.running, memory_order_relaxed))
+        MX_FAIL(MX_ERR_NOT_READY, "the engine is not running");
+    mxe_op_t *op = calloc(1, sizeof(*op));
+    if (!op)
+        MX_FAIL(MX_ERR_NO_MEMORY, "operation allocation failed");
+    op->type = type;
+    op->stream = s;
+    op->buf = buf;
+    op->bytes = bytes;
+    op->peer = peer;
+    op->tag = tag;
+    op->ctx_id = comm->ctx_id;
+    op->comm_rank = comm->rank;
+    op->peer_world = -1;
+    if (peer >= 0)
+        op->peer_world = comm->world_ranks ? comm->world_ranks[peer] : peer;
+    op->memtype = (bytes > 0 && buf) ? (int)mxa_memtype(buf, bytes) : MXA_MEM_HOST;
+    atomic_init(&op->state, MXE_STATE_QUEUED);
+    atomic_init(&op->refs, 2); /* engine + caller */
+    op->cmd.kind = MXE_CMD_OP;
+    op->cmd.target = op;
+    op->create_ns = mxu_now_ns();
+    *op_out = op;
+    return MX_OK;
+}
+
+mx_status_t mxe_op_create_send(mxa_stream_t *s, const void *buf, size_t bytes,
+                               const mxe_comm_t *comm, int dest, int tag, size_t eager_limit,
+                               mxe_op_t **op_out)
+{
+    MX_TRY(mxe_op_alloc(s, MXE_OP_SEND, (void *)buf, bytes, comm, dest, tag, op_out));
+    (*op_out)->eager_limit = eager_limit;
+    return MX_OK;
+}
+
+mx_status_t mxe_op_create_recv(mxa_stream_t *s, void *buf, size_t bytes, const mxe_comm_t *comm,
+                               int source, int tag, int post_early, mxe_op_t **op_out)
+{
+    MX_TRY(mxe_op_alloc(s, MXE_OP_RECV, buf, bytes, comm, source, tag, op_out));
+    (*op_out)->post_early = post_early;
+    return MX_OK;
+}
+
+mx_status_t mxe_op_submit(mxe_op_t *op)
+{
+    mxa_stream_t *s = op->stream;
+    int needs_trigger = s->kind != MXA_KIND_NONE && !op->post_early;
+    if (needs_trigger) {
+        uint64_t seq = atomic_fetch_add_explicit(&s->next_trigger_seq, 1, memory_order_relaxed) + 1;
+        op->trigger_seq = seq;
+        MX_TRY(s->backend->enqueue_trigger(s, seq));
+    } else {
+        op->trigger_seq = 0;
+    }
+    atomic_fetch_add_explicit(&s->ops_in_flight, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&mxe.live_ops, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&mxe.st_ops_submitted, 1, memory_order_relaxed);
+    mxe_push(&op->cmd);
+    return MX_OK;
+}
+
+void mxe_op_retain(mxe_op_t *op) { atomic_fetch_add_explicit(&op->refs, 1, memory_order_relaxed); }
+
+void mxe_op_release(mxe_op_t *op)
+{
+    if (atomic_fetch_sub_explicit(&op->refs, 1, memory_order_acq_rel) == 1) {
+        free(op->eager_copy);
+        free(op);
+    }
+}
+
+mx_status_t mxe_op_wait_any_host(mxe_op_t *const *ops, int n, int64_t timeout_ns)
+{
+    uint64_t start = mxu_now_ns();
+    uint64_t spin_ns = (uint64_t)mxu_config.wait_spin_us * 1000u;
+    for (;;) {
+        for (int i = 0; i < n; i++)
+            if (ops[i] && mxe_op_is_complete(ops[i]))
+                return MX_OK;
+        uint64_t now = mxu_now_ns();
+        if (timeout_ns >= 0 && now - start >= (uint64_t)timeout_ns)
+            return MX_ERR_TIMED_OUT;
+        if (now - start < spin_ns) {
+            mxu_cpu_relax();
+            continue;
+        }
+        uint32_t key = mxu_event_prepare(&mxe.completion);
+        int done = 0;
+        for (int i = 0; i < n && !done; i++)
+            done = ops[i] && mxe_op_is_complete(ops[i]);
+        if (done) {
+            mxu_event_cancel(&mxe.completion);
+            return MX_OK;
+        }
+        int64_t slice = 10000000; /* 10 ms: bounded even if a wake-up were lost */
+        if (timeout_ns >= 0 && (int64_t)(start + (uint64_t)timeout_ns - now) < slice)
+            slice = (int64_t)(start + (uint64_t)timeout_ns - now);
+        mxu_event_wait(&mxe.completion, key, slice);
+    }
+}
+
+mx_status_t mxe_op_wait_host(mxe_op_t *op, int64_t timeout_ns)
+{
+    return mxe_op_wait_any_host(&op, 1, timeout_ns);
+}
+
+void mxe_op_cancel(mxe_op_t *op)
+{
+    if (op->type != MXE_OP_RECV || mxe_op_is_complete(op))
+        return;
+    if (atomic_exchange(&op->cancel_requested, 1))
+        return;
+    mxe_cmd_t *cmd = calloc(1, sizeof(*cmd));
+    if (!cmd) {
+        MPIX_ACC_LOG(MX_LOG_ERROR, "out of memory: cancel request dropped");
+        return;
+    }
+    cmd->kind = MXE_CMD_CANCEL;
+    cmd->target = op;
+    mxe_op_retain(op); /* dropped by the progress thread */
+    mxe_push(cmd);
+}
+
+void mxe_set_result_writer(mxe_result_writer_t fn) { mxe.result_writer = fn; }
+
+mx_status_t mxe_stream_wait(mxa_stream_t *s, mxe_op_t *const *ops, void *const *targets, int n)
+{
+    if (s->kind == MXA_KIND_NONE) {
+        /* No stream: the wait happens now, on the host. */
+        for (int i = 0; i < n; i++) {
+            if (!ops[i])
+                continue;
+            mxe_op_wait_host(ops[i], -1);
+            if (targets && targets[i] && mxe.result_writer)
+                mxe.result_writer(ops[i], targets[i]);
+        }
+        return MX_OK;
+    }
+    mxe_wait_t *w = malloc(sizeof(*w) + (sizeof(mxe_op_t *) + sizeof(void *)) * (size_t)n);
+    if (!w)
+        MX_FAIL(MX_ERR_NO_MEMORY, "stream wait allocation failed");
+    w->targets = (void **)&w->ops[n];
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (!ops[i])
+            continue;
+        void *target = targets ? targets[i] : NULL;
+        if (mxe_op_is_complete(ops[i])) {
+            /* Nothing to wait for; its result can be written now. */
+            if (target && mxe.result_writer)
+                mxe.result_writer(ops[i], target);
+            continue;
+        }
+        mxe_op_retain(ops[i]);
+        w->targets[m] = target;
+        w->ops[m++] = ops[i];
+    }
+    w->n = m;
+    w->checked = 0;
+    w->next = NULL;
+    w->stream = s;
+    w->cmd.kind = MXE_CMD_WAIT;
+    w->cmd.target = w;
+    w->seq = atomic_fetch_add_explicit(&s->next_wait_seq, 1, memory_order_relaxed) + 1;
+    mx_status_t status = s->backend->enqueue_wait(s, w->seq);
+    if (status != MX_OK) {
+        for (int i = 0; i < m; i++)
+            mxe_op_release(w->ops[i]);
+        free(w);
+        return status;
+    }
+    atomic_fetch_add_explicit(&mxe.live_waits, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&mxe.st_waits_submitted, 1, memory_order_relaxed);
+    mxe_push(&w->cmd);
+    return MX_OK;
+}
+
+/* accel's stream-free hook: the stream has synchronized; have the progress
+ * thread drop its state, and wait until it has. */
+static void mxe_on_stream_free(mxa_stream_t *s)
+{
+    if (!atomic_load(&mxe.running)) {
+        free(s->engine_state); /* progress thread gone: nobody else touches it */
+        s->engine_state = NULL;
+        return;
+    }
+    mxe_cmd_t cmd;
+    memset(&cmd, 0, sizeof(cmd));
+    cmd.kind = MXE_CMD_STREAM_FREE;
+    cmd.target = s;
+    mxe_push(&cmd);
+    while (!atomic_load_explicit(&cmd.done, memory_order_acquire)) {
+        uint32_t key = mxu_event_prepare(&mxe.completion);
+        if (atomic_load_explicit(&cmd.done, memory_order_acquire)) {
+            mxu_event_cancel(&mxe.completion);
+            break;
+        }
+        mxu_event_wait(&mxe.completion, key, 1000000);
+    }
+}
+
+void mxe_get_stats(mxe_stats_t *out)
+{
+    out->ops_submitted = atomic_load(&mxe.st_ops_submitted);
+    out->ops_completed = atomic_load(&mxe.st_ops_completed);
+    out->ops_failed = atomic_load(&mxe.st_ops_failed);
+    out->waits_submitted = atomic_load(&mxe.st_waits_submitted);
+    out->waits_released = atomic_load(&mxe.st_waits_released);
+    out->progress_sleeps = atomic_load(&mxe.st_sleeps);
+    out->progress_wakeups = atomic_load(&mxe.st_wakeups);
+    out->progress_cpu = atomic_load(&mxe.progress_cpu);
+}

@@ -1,0 +1,78 @@
+/*
+ * engine_priv.h - state shared by engine.c (application-thread side) and
+ * progress.c (the progress thread). Not for other layers.
+ */
+#ifndef MX_ENGINE_PRIV_H
+#define MX_ENGINE_PRIV_H
+
+#include <pthread.h>
+
+#include "engine/engine.h"
+#include "util/waiter.h"
+
+/* A stream wait: released when all ops have completed and every earlier
+ * wait of the same stream has been released. */
+struct mxe_wait {
+    mxe_cmd_t cmd;
+    mxa_stream_t *stream;
+    uint64_t seq;
+    int n;
+    int checked;       /* ops[0..checked) are known complete */
+    mxe_wait_t *next;  /* per-stream list, seq order */
+    void **targets;    /* n result targets (points into this allocation) */
+    mxe_op_t *ops[];   /* each holds a reference */
+};
+
+/* Per-stream engine state, created and owned by the progress thread. */
+typedef struct mxe_sstate {
+    mxa_stream_t *stream;
+    mxe_op_t *pending_head; /* ops waiting for their trigger, seq order */
+    mxe_op_t *pending_tail;
+    mxe_wait_t *wait_head;  /* waits not yet released, seq order */
+    mxe_wait_t *wait_tail;
+    uint64_t trigger_seen;  /* highest trigger value read */
+    uint64_t released;      /* highest wait seq released */
+    int listed;             /* on the engine's active-stream list */
+    struct mxe_sstate *next_active;
+} mxe_sstate_t;
+
+typedef struct {
+    /* shared */
+    mxu_mpsc_t cmdq;
+    int wake_fd;              /* eventfd */
+    _Atomic int sleeping;     /* progress thread blocks (or is about to) */
+    _Atomic int stop;
+    _Atomic int running;
+    _Atomic long live_ops;    /* submitted, not yet completed */
+    _Atomic long live_waits;  /* submitted, not yet released */
+    _Atomic int abort_done;   /* progress thread finished an ABORT */
+    _Atomic int aborted_count;
+    mxu_event_t completion;   /* host waiters sleep here */
+    mxe_result_writer_t result_writer;
+    pthread_t thread;
+    int world_rank;
+    int world_size;
+
+    /* statistics (relaxed atomics) */
+    _Atomic uint64_t st_ops_submitted, st_ops_completed, st_ops_failed;
+    _Atomic uint64_t st_waits_submitted, st_waits_released;
+    _Atomic uint64_t st_sleeps, st_wakeups;
+    _Atomic int progress_cpu;
+
+    /* progress thread only */
+    mxe_sstate_t *active_streams; /* streams with pending ops or waits */
+    mxe_op_t *live_head;          /* started or pending ops, for reports */
+    int waits_dirty;              /* an op completed since the last check */
+    int abort_pending;            /* an ABORT was handled this pass */
+    int polling_streams;          /* active streams that need polling */
+    int epoll_fd;
+} mxe_engine_t;
+
+extern mxe_engine_t mxe;
+
+/* Wake the progress thread if it sleeps (any thread). */
+void mxe_wake(void);
+/* Progress thread entry. */
+void *mxe_progress_main(void *arg);
+
+#endif

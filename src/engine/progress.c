@@ -1,0 +1,577 @@
+/*
+ * progress.c - the progress thread: the only thread that touches the UCX
+ * worker and the per-stream engine state.
+ *
+ * Each pass: drain commands from application threads; start operations
+ * whose stream trigger has been reached (in sequence order); drive UCX;
+ * release stream waits whose operations have all completed (in sequence
+ * order). When a pass finds nothing to do for PROGRESS_SPIN_US, the thread
+ * sleeps: in epoll on its eventfd and the UCX wake-up fd, or, while
+ * accelerator triggers must be polled, in short growing naps.
+ */
+#include "engine/engine_priv.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "topo/topo.h"
+#include "transport/transport.h"
+#include "util/config.h"
+
+/* ------------------------------------------------------------ stream state */
+
+static mxe_sstate_t *mxe_sstate(mxa_stream_t *s)
+{
+    mxe_sstate_t *st = s->engine_state;
+    if (st)
+        return st;
+    st = calloc(1, sizeof(*st));
+    if (!st)
+        return NULL;
+    st->stream = s;
+    s->engine_state = st;
+    return st;
+}
+
+static void mxe_activate(mxe_sstate_t *st)
+{
+    if (st->listed)
+        return;
+    st->listed = 1;
+    st->next_active = mxe.active_streams;
+    mxe.active_streams = st;
+    if (st->stream->backend->needs_polling)
+        mxe.polling_streams++;
+}
+
+/* ------------------------------------------------------------- completion */
+
+static void mxe_live_link(mxe_op_t *op)
+{
+    op->prev_active = NULL;
+    op->next_active = mxe.live_head;
+    if (mxe.live_head)
+        mxe.live_head->prev_active = op;
+    mxe.live_head = op;
+}
+
+static void mxe_live_unlink(mxe_op_t *op)
+{
+    if (op->prev_active)
+        op->prev_active->next_active = op->next_active;
+    else if (mxe.live_head == op)
+        mxe.live_head = op->next_active;
+    if (op->next_active)
+        op->next_active->prev_active = op->prev_active;
+    op->next_active = op->prev_active = NULL;
+}
+
+/* Complete an op: the result fields other than `error` are already set. */
+static void mxe_op_complete(mxe_op_t *op, mx_status_t error)
+{
+    op->result.error = error;
+    if (error != MX_OK)
+        atomic_fetch_add_explicit(&mxe.st_ops_failed, 1, memory_order_relaxed);
+    mxe_live_unlink(op);
+    mxa_stream_t *s = op->stream;
+    int engine_ref_free = !op->transport_active;
+    atomic_store_explicit(&op->state, MXE_STATE_COMPLETE, memory_order_release);
+    atomic_fetch_sub_explicit(&s->ops_in_flight, 1, memory_order_release);
+    atomic_fetch_sub_explicit(&mxe.live_ops, 1, memory_order_release);
+    atomic_fetch_add_explicit(&mxe.st_ops_completed, 1, memory_order_relaxed);
+    mxe.waits_dirty = 1;
+    mxu_event_notify(&mxe.completion);
+    if (engine_ref_free)
+        mxe_op_release(op);
+}
+
+static void mxe_transport_done(void *user, mx_status_t status, uint64_t sender_tag, size_t length)
+{
+    mxe_op_t *op = user;
+    op->transport_active = 0;
+    op->transport_handle = NULL;
+    if (atomic_load_explicit(&op->state, memory_order_relaxed) == MXE_STATE_COMPLETE) {
+        /* Force-completed at finalize; the transport has now let go. */
+        mxe_op_release(op);
+        return;
+    }
+    if (op->type == MXE_OP_RECV) {
+        if (status == MX_OK || status == MX_ERR_TRUNCATED) {
+            op->result.source = mxe_tag_source(sender_tag);
+            op->result.tag = mxe_tag_user(sender_tag);
+            op->result.bytes = status == MX_OK ? length : op->bytes;
+        } else if (status == MX_ERR_CANCELED && atomic_load(&op->cancel_requested)) {
+            op->result.cancelled = 1;
+            op->result.source = op->peer;
+            op->result.tag = op->tag;
+            status = MX_OK;
+        }
+    } else {
+        op->result.bytes = op->bytes;
+    }
+    if (status != MX_OK && status != MX_ERR_TRUNCATED && status != MX_ERR_CANCELED)
+        MPIX_ACC_LOG(MX_LOG_ERROR, "%s of %zu bytes %s rank %d (tag %d) failed: %s",
+                     op->type == MXE_OP_SEND ? "send" : "receive", op->bytes,
+                     op->type == MXE_OP_SEND ? "to" : "from", op->peer, op->tag,
+                     mx_status_string(status));
+    mxe_op_complete(op, status);
+}
+
+static void mxe_eager_done(void *user, mx_status_t status, uint64_t sender_tag, size_t length)
+{
+    (void)sender_tag;
+    (void)length;
+    if (status != MX_OK)
+        MPIX_ACC_LOG(MX_LOG_ERROR, "buffered (eager) send failed after local completion: %s",
+                     mx_status_string(status));
+    free(user);
+}
+
+/* ------------------------------------------------------------------ start */
+
+static void mxe_complete_cancelled(mxe_op_t *op)
+{
+    op->result.cancelled = 1;
+    op->result.source = op->peer;
+    op->result.tag = op->tag;
+    mxe_op_complete(op, MX_OK);
+}
+
+static void mxe_op_start(mxe_op_t *op)
+{
+    void *handle = NULL;
+    mx_status_t status;
+
+    atomic_store_explicit(&op->state, MXE_STATE_STARTED, memory_order_relaxed);
+    if (op->peer == MXE_PROC_NULL) {
+        op->result.source = MXE_PROC_NULL;
+        op->result.tag = MXE_ANY_TAG;
+        op->result.bytes = 0;
+        mxe_op_complete(op, MX_OK);
+        return;
+    }
+    if (op->type == MXE_OP_SEND) {
+        uint64_t tag = mxe_tag_make(op->ctx_id, (uint32_t)op->comm_rank, (uint32_t)op->tag);
+        if (op->bytes > 0 && op->bytes <= op->eager_limit && op->memtype == MXA_MEM_HOST &&
+            !op->synchronous) {
+            /* Buffered send: copy now, complete locally at once. */
+            void *copy = malloc(op->bytes);
+            if (!copy) {
+                MPIX_ACC_LOG(MX_LOG_ERROR, "eager copy of %zu bytes failed", op->bytes);
+                mxe_op_complete(op, MX_ERR_NO_MEMORY);
+                return;
+            }
+            memcpy(copy, op->buf, op->bytes);
+            status = mxt_tag_send(op->peer_world, copy, op->bytes, MXA_MEM_HOST, 0, tag,
+                                  mxe_eager_done, copy, &handle);
+            if (status != MX_OK)
+                free(copy);
+            op->result.bytes = op->bytes;
+            mxe_op_complete(op, status);
+            return;
+        }
+        op->transport_active = 1;
+        status = mxt_tag_send(op->peer_world, op->buf, op->bytes, op->memtype, op->synchronous,
+                              tag, mxe_transport_done, op, &handle);
+    } else {
+        if (atomic_load(&op->cancel_requested)) {
+            mxe_complete_cancelled(op);
+            return;
+        }
+        uint64_t tag, mask;
+        mxe_tag_recv_pattern(op->ctx_id, op->peer, op->tag, &tag, &mask);
+        op->transport_active = 1;
+        status = mxt_tag_recv(op->buf, op->bytes, op->memtype, tag, mask, mxe_transport_done, op,
+                              &handle);
+    }
+    if (status != MX_OK) {
+        op->transport_active = 0;
+        mxe_op_complete(op, status);
+        return;
+    }
+    /* handle == NULL: the callback already ran (and may have freed op). */
+    if (handle)
+        op->transport_handle = handle;
+}
+
+/* --------------------------------------------------------------- commands */
+
+static void mxe_insert_pending(mxe_sstate_t *st, mxe_op_t *op)
+{
+    op->next_pending = NULL;
+    if (!st->pending_tail) {
+        st->pending_head = st->pending_tail = op;
+    } else if (st->pending_tail->trigger_seq < op->trigger_seq) {
+        st->pending_tail->next_pending = op;
+        st->pending_tail = op;
+    } else { /* enqueued by several threads: keep sequence order */
+        mxe_op_t **pp = &st->pending_head;
+        while (*pp && (*pp)->trigger_seq < op->trigger_seq)
+            pp = &(*pp)->next_pending;
+        op->next_pending = *pp;
+        *pp = op;
+        if (!op->next_pending)
+            st->pending_tail = op;
+    }
+}
+
+static int mxe_remove_pending(mxe_op_t *op)
+{
+    mxe_sstate_t *st = op->stream->engine_state;
+    if (!st)
+        return 0;
+    mxe_op_t *prev = NULL;
+    for (mxe_op_t *p = st->pending_head; p; prev = p, p = p->next_pending) {
+        if (p != op)
+            continue;
+        if (prev)
+            prev->next_pending = p->next_pending;
+        else
+            st->pending_head = p->next_pending;
+        if (st->pending_tail == p)
+            st->pending_tail = prev;
+        p->next_pending = NULL;
+        return 1;
+    }
+    return 0;
+}
+
+static void mxe_insert_wait(mxe_sstate_t *st, mxe_wait_t *w)
+{
+    w->next = NULL;
+    if (!st->wait_tail) {
+        st->wait_head = st->wait_tail = w;
+    } else if (st->wait_tail->seq < w->seq) {
+        st->wait_tail->next = w;
+        st->wait_tail = w;
+    } else {
+        mxe_wait_t **pp = &st->wait_head;
+        while (*pp && (*pp)->seq < w->seq)
+            pp = &(*pp)->next;
+        w->next = *pp;
+        *pp = w;
+        if (!w->next)
+            st->wait_tail = w;
+    }
+}
+
+static void mxe_handle_op(mxe_op_t *op)
+{
+    mxe_live_link(op);
+    if (op->trigger_seq == 0) {
+        mxe_op_start(op);
+        return;
+    }
+    mxe_sstate_t *st = mxe_sstate(op->stream);
+    if (!st) {
+        MPIX_ACC_LOG(MX_LOG_ERROR, "out of memory for stream state");
+        mxe_op_complete(op, MX_ERR_NO_MEMORY);
+        return;
+    }
+    mxe_insert_pending(st, op);
+    mxe_activate(st);
+}
+
+static void mxe_handle_wait(mxe_wait_t *w)
+{
+    mxe_sstate_t *st = mxe_sstate(w->stream);
+    if (!st) {
+        /* Cannot track it: release at once rather than leave the stream stuck. */
+        MPIX_ACC_LOG(MX_LOG_ERROR, "out of memory for stream state; releasing wait %llu",
+                     (unsigned long long)w->seq);
+        w->stream->backend->release(w->stream, w->seq);
+        for (int i = 0; i < w->n; i++)
+            mxe_op_release(w->ops[i]);
+        free(w);
+        atomic_fetch_sub(&mxe.live_waits, 1);
+        return;
+    }
+    mxe_insert_wait(st, w);
+    mxe_activate(st);
+    mxe.waits_dirty = 1;
+}
+
+static void mxe_handle_cancel(mxe_op_t *op)
+{
+    int state = atomic_load(&op->state);
+    if (state == MXE_STATE_QUEUED) {
+        /* Waiting for its trigger: cancel now. (An op whose own command is
+         * not processed yet is cancelled by mxe_op_start, which checks the
+         * flag.) */
+        if (mxe_remove_pending(op))
+            mxe_complete_cancelled(op);
+    } else if (state == MXE_STATE_STARTED && op->transport_active && op->transport_handle) {
+        mxt_cancel(op->transport_handle); /* completes through the callback */
+    }
+    mxe_op_release(op);
+}
+
+/* A stream is being freed by its owner (it has synchronized): forget it. */
+static void mxe_handle_stream_free(mxe_cmd_t *cmd)
+{
+    mxa_stream_t *s = cmd->target;
+    mxe_sstate_t *st = s->engine_state;
+    if (st) {
+        if (st->pending_head || st->wait_head)
+            MPIX_ACC_LOG(MX_LOG_WARN, "stream %p freed with operations or waits pending",
+                         s->handle);
+        for (mxe_sstate_t **pp = &mxe.active_streams; *pp; pp = &(*pp)->next_active) {
+            if (*pp == st) {
+                *pp = st->next_active;
+                if (s->backend->needs_polling)
+                    mxe.polling_streams--;
+                break;
+            }
+        }
+        s->engine_state = NULL;
+        free(st);
+    }
+    atomic_store_explicit((_Atomic int *)&cmd->done, 1, memory_order_release);
+    mxu_event_notify(&mxe.completion);
+}
+
+static const char *mxe_kind_name(mxa_kind_t k)
+{
+    return k == MXA_KIND_HOST ? "host stream" : k == MXA_KIND_CUDA ? "CUDA stream" : "no stream";
+}
+
+static int mxe_handle_abort(void)
+{
+    int count = 0;
+    mxe_op_t *op = mxe.live_head;
+    while (op) {
+        mxe_op_t *next = op->next_active;
+        int state = atomic_load(&op->state);
+        const char *what = op->type == MXE_OP_SEND ? "send" : "receive";
+        if (state == MXE_STATE_QUEUED) {
+            uint64_t reached = op->stream->backend->poll_trigger(op->stream);
+            MPIX_ACC_LOG(MX_LOG_ERROR,
+                         "pending at finalize: %s of %zu bytes %s rank %d (tag %d, context %u) "
+                         "on %s %p: the stream never reached it (stream at trigger %llu, "
+                         "operation is %llu); cancelled",
+                         what, op->bytes, op->type == MXE_OP_SEND ? "to" : "from", op->peer,
+                         op->tag, op->ctx_id, mxe_kind_name(op->stream->kind),
+                         op->stream->handle, (unsigned long long)reached,
+                         (unsigned long long)op->trigger_seq);
+            mxe_remove_pending(op);
+        } else {
+            MPIX_ACC_LOG(MX_LOG_ERROR,
+                         "pending at finalize: %s of %zu bytes %s rank %d (tag %d, context %u) "
+                         "on %s %p: started but %s; cancelled",
+                         what, op->bytes, op->type == MXE_OP_SEND ? "to" : "from", op->peer,
+                         op->tag, op->ctx_id, mxe_kind_name(op->stream->kind),
+                         op->stream->handle,
+                         op->type == MXE_OP_RECV ? "no matching message arrived"
+                                                 : "the receiver never took the data");
+            if (op->type == MXE_OP_RECV && op->transport_active && op->transport_handle)
+                mxt_cancel(op->transport_handle);
+        }
+        op->result.source = op->peer;
+        op->result.tag = op->tag;
+        mxe_op_complete(op, MX_ERR_TIMED_OUT);
+        count++;
+        op = next;
+    }
+    return count;
+}
+
+static unsigned mxe_drain_commands(void)
+{
+    unsigned n = 0;
+    mxu_mpsc_node_t *node;
+    while ((node = mxu_mpsc_pop(&mxe.cmdq)) != NULL) {
+        mxe_cmd_t *cmd = MXU_CONTAINER_OF(node, mxe_cmd_t, node);
+        n++;
+        switch (cmd->kind) {
+        case MXE_CMD_OP:
+            mxe_handle_op(cmd->target);
+            break;
+        case MXE_CMD_WAIT:
+            mxe_handle_wait(cmd->target);
+            break;
+        case MXE_CMD_CANCEL:
+            mxe_handle_cancel(cmd->target);
+            free(cmd);
+            break;
+        case MXE_CMD_STREAM_FREE:
+            mxe_handle_stream_free(cmd);
+            break;
+        case MXE_CMD_ABORT:
+            free(cmd);
+            atomic_store(&mxe.aborted_count, mxe_handle_abort());
+            mxe.waits_dirty = 1;
+            mxe.abort_pending = 1;
+            break;
+        }
+    }
+    return n;
+}
+
+/* ------------------------------------------------------- triggers & waits */
+
+static unsigned mxe_poll_triggers(void)
+{
+    unsigned n = 0;
+    for (mxe_sstate_t *st = mxe.active_streams; st; st = st->next_active) {
+        if (!st->pending_head)
+            continue;
+        uint64_t v = st->stream->backend->poll_trigger(st->stream);
+        if (v > st->trigger_seen)
+            st->trigger_seen = v;
+        while (st->pending_head && st->pending_head->trigger_seq <= st->trigger_seen) {
+            mxe_op_t *op = st->pending_head;
+            st->pending_head = op->next_pending;
+            if (!st->pending_head)
+                st->pending_tail = NULL;
+            op->next_pending = NULL;
+            mxe_op_start(op);
+            n++;
+        }
+    }
+    return n;
+}
+
+/* Release, in order, the waits whose ops have completed; drop streams that
+ * have nothing left from the active list. */
+static unsigned mxe_check_waits(void)
+{
+    unsigned n = 0;
+    mxe_sstate_t **pp = &mxe.active_streams;
+    while (*pp) {
+        mxe_sstate_t *st = *pp;
+        uint64_t released = st->released;
+        while (st->wait_head) {
+            mxe_wait_t *w = st->wait_head;
+            while (w->checked < w->n && mxe_op_is_complete(w->ops[w->checked]))
+                w->checked++;
+            if (w->checked < w->n)
+                break;
+            st->wait_head = w->next;
+            if (!st->wait_head)
+                st->wait_tail = NULL;
+            released = w->seq;
+            for (int i = 0; i < w->n; i++) {
+                if (w->targets[i] && mxe.result_writer)
+                    mxe.result_writer(w->ops[i], w->targets[i]);
+                mxe_op_release(w->ops[i]);
+            }
+            free(w);
+            atomic_fetch_sub_explicit(&mxe.live_waits, 1, memory_order_release);
+            atomic_fetch_add_explicit(&mxe.st_waits_released, 1, memory_order_relaxed);
+            n++;
+        }
+        if (released != st->released) {
+            st->released = released;
+            st->stream->backend->release(st->stream, released);
+        }
+        if (!st->pending_head && !st->wait_head) {
+            *pp = st->next_active;
+            st->listed = 0;
+            st->next_active = NULL;
+            if (st->stream->backend->needs_polling)
+                mxe.polling_streams--;
+        } else {
+            pp = &st->next_active;
+        }
+    }
+    if (n)
+        mxu_event_notify(&mxe.completion);
+    return n;
+}
+
+/* ------------------------------------------------------------------ sleep */
+
+static int mxe_ready_without_sleep(void)
+{
+    if (!mxu_mpsc_empty(&mxe.cmdq))
+        return 1;
+    for (mxe_sstate_t *st = mxe.active_streams; st; st = st->next_active)
+        if (st->pending_head &&
+            st->stream->backend->poll_trigger(st->stream) >= st->pending_head->trigger_seq)
+            return 1;
+    return 0;
+}
+
+static void mxe_nap(uint64_t ns)
+{
+    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000u), .tv_nsec = (long)(ns % 1000000000u)};
+    nanosleep(&ts, NULL);
+}
+
+static void mxe_sleep(uint64_t *nap_ns)
+{
+    atomic_fetch_add_explicit(&mxe.st_sleeps, 1, memory_order_relaxed);
+    int must_poll = mxe.polling_streams > 0 || mxt_event_fd() < 0;
+    if (must_poll) {
+        /* Accelerator triggers or UCX without wake-up: nap, growing to the cap. */
+        uint64_t cap = (uint64_t)(mxu_config.progress_poll_us > 0 ? mxu_config.progress_poll_us : 1) * 1000u;
+        *nap_ns = *nap_ns ? *nap_ns * 2 : 1000;
+        if (*nap_ns > cap)
+            *nap_ns = cap;
+        mxe_nap(*nap_ns);
+        return;
+    }
+    atomic_store_explicit(&mxe.sleeping, 1, memory_order_seq_cst);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (mxe_ready_without_sleep() || atomic_load(&mxe.stop) || mxt_arm() != MX_OK) {
+        atomic_store_explicit(&mxe.sleeping, 0, memory_order_relaxed);
+        return;
+    }
+    struct epoll_event ev[2];
+    /* The timeout only bounds the damage of a lost wake-up; none is expected. */
+    int rc = epoll_wait(mxe.epoll_fd, ev, 2, 100);
+    atomic_store_explicit(&mxe.sleeping, 0, memory_order_relaxed);
+    atomic_fetch_add_explicit(&mxe.st_wakeups, 1, memory_order_relaxed);
+    if (rc < 0 && errno != EINTR)
+        MPIX_ACC_LOG(MX_LOG_WARN, "epoll_wait: %s", strerror(errno));
+    uint64_t drained;
+    while (read(mxe.wake_fd, &drained, sizeof(drained)) == (ssize_t)sizeof(drained))
+        ;
+}
+
+/* ------------------------------------------------------------------- main */
+
+void *mxe_progress_main(void *arg)
+{
+    (void)arg;
+    if (mxu_config.progress_cpu != -2) {
+        int cpu = mxp_choose_progress_cpu((int)mxu_config.progress_cpu, NULL);
+        if (cpu >= 0 && mxp_bind_self(cpu) == MX_OK)
+            atomic_store(&mxe.progress_cpu, cpu);
+    }
+    uint64_t spin_ns = (uint64_t)(mxu_config.progress_spin_us > 0 ? mxu_config.progress_spin_us : 0) * 1000u;
+    uint64_t last_work = mxu_now_ns();
+    uint64_t nap_ns = 0;
+
+    while (!atomic_load_explicit(&mxe.stop, memory_order_acquire)) {
+        unsigned work = mxe_drain_commands();
+        if (mxe.active_streams)
+            work += mxe_poll_triggers();
+        work += mxt_progress();
+        if (mxe.waits_dirty) {
+            mxe.waits_dirty = 0;
+            work += mxe_check_waits();
+        }
+        if (mxe.abort_pending) {
+            mxe.abort_pending = 0;
+            atomic_store(&mxe.abort_done, 1);
+            mxu_event_notify(&mxe.completion);
+        }
+        if (work) {
+            last_work = mxu_now_ns();
+            nap_ns = 0;
+            continue;
+        }
+        if (mxu_now_ns() - last_work < spin_ns) {
+            mxu_cpu_relax();
+            continue;
+        }
+        mxe_sleep(&nap_ns);
+    }
+    return NULL;
+}

@@ -1,0 +1,91 @@
+/*
+ * datatype.c - the datatype attribute (MPIX_ACC_STREAM_KEYVAL) and datatype
+ * checks for stream-ordered operations (contiguous datatypes only).
+ */
+#include "interpose/interpose.h"
+
+#include <stdint.h>
+
+int MPIX_ACC_STREAM_KEYVAL = MPI_KEYVAL_INVALID;
+
+/* The attribute value is the stream handle itself. Copies (MPI_Type_dup)
+ * carry it; every live copy is counted so the common path (no typed
+ * streams anywhere) costs one atomic load. */
+static int mxi_type_attr_copy(MPI_Datatype oldtype, int keyval, void *extra_state,
+                              void *attribute_val_in, void *attribute_val_out, int *flag)
+{
+    (void)oldtype;
+    (void)keyval;
+    (void)extra_state;
+    *(void **)attribute_val_out = attribute_val_in;
+    *flag = 1;
+    atomic_fetch_add(&mxi.typed_streams, 1);
+    return MPI_SUCCESS;
+}
+
+static int mxi_type_attr_delete(MPI_Datatype type, int keyval, void *attribute_val,
+                                void *extra_state)
+{
+    (void)type;
+    (void)keyval;
+    (void)attribute_val;
+    (void)extra_state;
+    atomic_fetch_sub(&mxi.typed_streams, 1);
+    return MPI_SUCCESS;
+}
+
+void mxi_datatype_init(void)
+{
+    if (PMPI_Type_create_keyval(mxi_type_attr_copy, mxi_type_attr_delete,
+                                &MPIX_ACC_STREAM_KEYVAL, NULL) != MPI_SUCCESS) {
+        MPIX_ACC_LOG(MX_LOG_ERROR, "cannot create MPIX_ACC_STREAM_KEYVAL");
+        MPIX_ACC_STREAM_KEYVAL = MPI_KEYVAL_INVALID;
+    }
+}
+
+int MPI_Type_set_attr(MPI_Datatype type, int keyval, void *attribute_val)
+{
+    if (!mxi_on() || keyval != MPIX_ACC_STREAM_KEYVAL || keyval == MPI_KEYVAL_INVALID)
+        return PMPI_Type_set_attr(type, keyval, attribute_val);
+    mxa_stream_t *s;
+    int rc = mxi_stream_resolve(attribute_val, MPI_COMM_SELF, &s);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    rc = PMPI_Type_set_attr(type, keyval, attribute_val);
+    if (rc == MPI_SUCCESS)
+        atomic_fetch_add(&mxi.typed_streams, 1); /* a replaced value was un-counted by delete */
+    return rc;
+}
+
+int mxi_datatype_stream(MPI_Datatype dt, void **stream_handle)
+{
+    if (atomic_load_explicit(&mxi.typed_streams, memory_order_relaxed) <= 0 ||
+        dt == MPI_DATATYPE_NULL)
+        return 0;
+    void *val = NULL;
+    int flag = 0;
+    if (PMPI_Type_get_attr(dt, MPIX_ACC_STREAM_KEYVAL, &val, &flag) != MPI_SUCCESS || !flag)
+        return 0;
+    *stream_handle = val;
+    return 1;
+}
+
+int mxi_datatype_bytes(MPI_Datatype dt, int count, size_t *bytes)
+{
+    if (dt == MPI_DATATYPE_NULL)
+        return mxi_err_code(MXI_E_TYPE);
+    int size;
+    MPI_Aint lb, extent, true_lb, true_extent;
+    if (PMPI_Type_size(dt, &size) != MPI_SUCCESS ||
+        PMPI_Type_get_extent(dt, &lb, &extent) != MPI_SUCCESS ||
+        PMPI_Type_get_true_extent(dt, &true_lb, &true_extent) != MPI_SUCCESS)
+        return mxi_err_code(MXI_E_TYPE);
+    /* Contiguous: the bytes of one element are dense, and elements abut. */
+    if (size > 0 && ((MPI_Aint)size != extent || (MPI_Aint)size != true_extent || true_lb != 0 ||
+                     lb != 0))
+        return mxi_err_code(MXI_E_TYPE);
+    if (count > 0 && (size_t)size > SIZE_MAX / (size_t)count)
+        return mxi_err_code(MXI_E_COUNT);
+    *bytes = (size_t)size * (size_t)count;
+    return MPI_SUCCESS;
+}

@@ -1,0 +1,129 @@
+/*
+ * errors.c - MPI error classes, codes and strings of the library, and the
+ * one place where failures are raised through MPI error handlers.
+ *
+ * Argument errors use the MPI class the spec names (MPI_ERR_ARG for a bad
+ * stream, ...), each with its own registered code so MPI_Error_string says
+ * what was wrong. Failures that have no MPI class get library classes.
+ */
+#include "interpose/interpose.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+static struct {
+    int base_class;     /* predefined class, or -1 for a new library class */
+    const char *text;
+} const mxi_err_table[MXI_E_COUNT_OF_ERRORS] = {
+    [MXI_E_BAD_STREAM] = {MPI_ERR_ARG, "mpix-acc: invalid stream handle (not a live CUDA stream "
+                                       "or host stream)"},
+    [MXI_E_COUNT] = {MPI_ERR_COUNT, "mpix-acc: invalid count"},
+    [MXI_E_RANK] = {MPI_ERR_RANK, "mpix-acc: invalid rank"},
+    [MXI_E_TAG] = {MPI_ERR_TAG, "mpix-acc: invalid tag (stream-ordered operations accept "
+                                "0..16777215)"},
+    [MXI_E_REQUEST] = {MPI_ERR_REQUEST, "mpix-acc: invalid request argument"},
+    [MXI_E_COMM] = {MPI_ERR_COMM, "mpix-acc: invalid communicator"},
+    [MXI_E_COMM_UNSUPPORTED] = {MPI_ERR_COMM,
+                                "mpix-acc: communicator not supported for stream-ordered "
+                                "operations (intercommunicator, from MPI_Comm_idup, or too many "
+                                "ranks)"},
+    [MXI_E_INFO_VALUE] = {MPI_ERR_INFO_VALUE, "mpix-acc: malformed value for an mpix_acc info "
+                                              "key"},
+    [MXI_E_TYPE] = {MPI_ERR_TYPE, "mpix-acc: datatype not supported for stream-ordered "
+                                  "operations (contiguous datatypes only)"},
+    [MXI_E_ARG] = {MPI_ERR_ARG, "mpix-acc: invalid argument"},
+    [MXI_E_NOT_ACTIVE] = {-1, "mpix-acc: library not active (MPIX_ACC_DISABLE=1, not "
+                              "initialised, or its initialisation failed)"},
+    [MXI_E_TRANSPORT] = {-1, "mpix-acc: transport failure (UCX reported an error or the peer "
+                             "is gone)"},
+    [MXI_E_PENDING] = {-1, "mpix-acc: operation cancelled at MPI_Finalize because it could not "
+                           "complete"},
+    [MXI_E_NO_MEM] = {MPI_ERR_NO_MEM, "mpix-acc: out of memory"},
+    [MXI_E_INTERN] = {MPI_ERR_INTERN, "mpix-acc: internal error"},
+    [MXI_E_UNSUPPORTED] = {MPI_ERR_UNSUPPORTED_OPERATION,
+                           "mpix-acc: operation not supported on a stream communicator"},
+};
+
+static int mxi_err_codes[MXI_E_COUNT_OF_ERRORS];
+static int mxi_errors_ready;
+
+void mxi_errors_init(void)
+{
+    for (int e = 0; e < MXI_E_COUNT_OF_ERRORS; e++) {
+        int cls = mxi_err_table[e].base_class;
+        int code = cls;
+        if (cls < 0) {
+            if (PMPI_Add_error_class(&cls) != MPI_SUCCESS) {
+                code = MPI_ERR_OTHER;
+                mxi_err_codes[e] = code;
+                continue;
+            }
+        }
+        /* A code of its own under the class, so the string is specific. */
+        if (PMPI_Add_error_code(cls, &code) != MPI_SUCCESS)
+            code = cls;
+        PMPI_Add_error_string(code, mxi_err_table[e].text);
+        if (mxi_err_table[e].base_class < 0)
+            PMPI_Add_error_string(cls, mxi_err_table[e].text);
+        mxi_err_codes[e] = code;
+    }
+    mxi_errors_ready = 1;
+}
+
+int mxi_err_code(mxi_err_t e)
+{
+    if (!mxi_errors_ready)
+        return mxi_err_table[e].base_class >= 0 ? mxi_err_table[e].base_class : MPI_ERR_OTHER;
+    return mxi_err_codes[e];
+}
+
+int mxi_status_to_mpi(mx_status_t st)
+{
+    switch (st) {
+    case MX_OK:
+    case MX_ERR_CANCELED:
+        return MPI_SUCCESS;
+    case MX_ERR_TRUNCATED:
+        return MPI_ERR_TRUNCATE;
+    case MX_ERR_INVALID_STREAM:
+        return mxi_err_code(MXI_E_BAD_STREAM);
+    case MX_ERR_INVALID_PARAM:
+        return mxi_err_code(MXI_E_ARG);
+    case MX_ERR_NO_MEMORY:
+        return mxi_err_code(MXI_E_NO_MEM);
+    case MX_ERR_TIMED_OUT:
+        return mxi_err_code(MXI_E_PENDING);
+    case MX_ERR_TRANSPORT:
+    case MX_ERR_PEER:
+        return mxi_err_code(MXI_E_TRANSPORT);
+    case MX_ERR_NOT_READY:
+        return mxi_err_code(MXI_E_NOT_ACTIVE);
+    case MX_ERR_UNSUPPORTED:
+        return mxi_err_code(MXI_E_UNSUPPORTED);
+    default:
+        return mxi_err_code(MXI_E_INTERN);
+    }
+}
+
+int mxi_raise_code(MPI_Comm comm, int code)
+{
+    if (code == MPI_SUCCESS)
+        return code;
+    if (comm == MPI_COMM_NULL || !mxi_comm_find(comm))
+        comm = MPI_COMM_SELF;
+    PMPI_Comm_call_errhandler(comm, code);
+    return code;
+}
+
+int mxi_raise(MPI_Comm comm, mxi_err_t e, const char *fmt, ...)
+{
+    if (mxu_log_threshold >= MX_LOG_INFO) {
+        char msg[256];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        MPIX_ACC_LOG(MX_LOG_INFO, "%s: %s", mxi_err_table[e].text, msg);
+    }
+    return mxi_raise_code(comm, mxi_err_code(e));
+}

@@ -1,0 +1,55 @@
+/*
+ * hoststream.c - the public host-stream calls (§4), mapped to accel.
+ */
+#include "interpose/interpose.h"
+
+static int mxi_host_result(mx_status_t st, const char *what)
+{
+    if (st == MX_OK)
+        return MPI_SUCCESS;
+    if (st == MX_ERR_INVALID_STREAM)
+        return mxi_raise(MPI_COMM_SELF, MXI_E_BAD_STREAM, "%s", what);
+    if (st == MX_ERR_INVALID_PARAM)
+        return mxi_raise(MPI_COMM_SELF, MXI_E_ARG, "%s", what);
+    return mxi_raise_code(MPI_COMM_SELF, mxi_status_to_mpi(st));
+}
+
+int MPIX_Acc_Hoststream_create(MPIX_Acc_stream *stream)
+{
+    if (!mxi_on())
+        return mxi_raise(MPI_COMM_SELF, MXI_E_NOT_ACTIVE, "MPIX_Acc_Hoststream_create");
+    if (!stream)
+        return mxi_raise(MPI_COMM_SELF, MXI_E_ARG, "NULL stream pointer");
+    return mxi_host_result(mxa_host_stream_create(stream), "MPIX_Acc_Hoststream_create");
+}
+
+int MPIX_Acc_Hoststream_launch(MPIX_Acc_stream stream, void (*fn)(void *arg), void *arg)
+{
+    if (!mxi_on())
+        return mxi_raise(MPI_COMM_SELF, MXI_E_NOT_ACTIVE, "MPIX_Acc_Hoststream_launch");
+    if (!fn)
+        return mxi_raise(MPI_COMM_SELF, MXI_E_ARG, "NULL function");
+    return mxi_host_result(mxa_host_stream_launch(stream, fn, arg), "MPIX_Acc_Hoststream_launch");
+}
+
+int MPIX_Acc_Hoststream_synchronize(MPIX_Acc_stream stream)
+{
+    if (!mxi_on())
+        return mxi_raise(MPI_COMM_SELF, MXI_E_NOT_ACTIVE, "MPIX_Acc_Hoststream_synchronize");
+    mxi_reap(0);
+    return mxi_host_result(mxa_host_stream_synchronize(stream),
+                           "MPIX_Acc_Hoststream_synchronize");
+}
+
+int MPIX_Acc_Hoststream_free(MPIX_Acc_stream *stream)
+{
+    if (!mxi_on())
+        return mxi_raise(MPI_COMM_SELF, MXI_E_NOT_ACTIVE, "MPIX_Acc_Hoststream_free");
+    if (!stream)
+        return mxi_raise(MPI_COMM_SELF, MXI_E_ARG, "NULL stream pointer");
+    int rc = mxi_host_result(mxa_host_stream_free(*stream), "MPIX_Acc_Hoststream_free");
+    if (rc == MPI_SUCCESS)
+        *stream = NULL;
+    mxi_reap(0);
+    return rc;
+}

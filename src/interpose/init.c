@@ -1,0 +1,163 @@
+/*
+ * init.c - MPI_Init / MPI_Init_thread / MPI_Finalize: bring the engine up
+ * after the MPI library, exchange worker addresses, and drain at the end.
+ */
+#include "interpose/interpose.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/config.h"
+
+mxi_state_t mxi;
+
+/* Exchange worker addresses over MPI_COMM_WORLD and start the engine.
+ * Collective: every rank takes part even if its own setup failed, and all
+ * ranks agree on whether the library is active. */
+static void mxi_bring_up(void)
+{
+    int ok = 1;
+    mxu_locked_map_init(&mxi.comms);
+    mxu_locked_map_init(&mxi.requests);
+    pthread_mutex_init(&mxi.reap_lock, NULL);
+    PMPI_Comm_rank(MPI_COMM_WORLD, &mxi.world_rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &mxi.world_size);
+    mxu_log_set_rank(mxi.world_rank);
+    mxi_errors_init();
+    mxi_datatype_init();
+
+    if (mxa_init() != MX_OK)
+        ok = 0;
+    mxe_init_args_t args = {.world_rank = mxi.world_rank, .world_size = mxi.world_size};
+    if (ok && mxe_init(&args) != MX_OK)
+        ok = 0;
+    const void *addr = NULL;
+    size_t len = 0;
+    if (ok && mxe_local_address(&addr, &len) != MX_OK)
+        ok = 0;
+
+    int n = mxi.world_size;
+    int mylen = ok ? (int)len : 0;
+    int *lens = malloc(sizeof(int) * (size_t)n);
+    int *displs = malloc(sizeof(int) * (size_t)n);
+    size_t *offsets = malloc(sizeof(size_t) * ((size_t)n + 1));
+    char *blob = NULL;
+    if (!lens || !displs || !offsets)
+        ok = 0; /* still take part below with what we have */
+    int all_ok = 0;
+    if (lens && displs && offsets) {
+        PMPI_Allgather(&mylen, 1, MPI_INT, lens, 1, MPI_INT, MPI_COMM_WORLD);
+        size_t total = 0;
+        for (int r = 0; r < n; r++) {
+            displs[r] = (int)total;
+            offsets[r] = total;
+            total += (size_t)lens[r];
+        }
+        offsets[n] = total;
+        blob = malloc(total ? total : 1);
+        PMPI_Allgatherv(addr, mylen, MPI_BYTE, blob, lens, displs, MPI_BYTE, MPI_COMM_WORLD);
+        for (int r = 0; r < n; r++)
+            if (lens[r] == 0)
+                ok = 0;
+    }
+    PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (all_ok && mxe_start(blob, offsets, n) != MX_OK)
+        all_ok = 0;
+    free(lens);
+    free(displs);
+    free(offsets);
+    free(blob);
+    if (!all_ok) {
+        MPIX_ACC_LOG(MX_LOG_ERROR, "stream-ordered communication unavailable (setup failed on "
+                                   "%s); MPI calls pass through unchanged",
+                     ok ? "another rank" : "this rank");
+        if (mxe_is_running())
+            mxe_finalize();
+        return;
+    }
+    mxe_set_result_writer(mxi_result_writer);
+    mxi.active = 1;
+    mxi_comm_register_predefined();
+    MPIX_ACC_LOG(MX_LOG_INFO, "mpix-acc %d.%d.%d active on %d ranks", MPIX_ACC_VERSION_MAJOR,
+                 MPIX_ACC_VERSION_MINOR, MPIX_ACC_VERSION_PATCH, n);
+}
+
+static void mxi_before_init(void)
+{
+    mxu_config_load();
+    mxi.disabled = mxu_config.disable;
+}
+
+int MPI_Init(int *argc, char ***argv)
+{
+    mxi_before_init();
+    int rc = PMPI_Init(argc, argv);
+    if (rc != MPI_SUCCESS || mxi.disabled)
+        return rc;
+    PMPI_Query_thread(&mxi.thread_level);
+    mxi_bring_up();
+    return rc;
+}
+
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+    mxi_before_init();
+    /* The progress thread never calls MPI: the application's level is all
+     * that is asked of the MPI library. */
+    int rc = PMPI_Init_thread(argc, argv, required, provided);
+    if (rc != MPI_SUCCESS || mxi.disabled)
+        return rc;
+    mxi.thread_level = *provided;
+    mxi_bring_up();
+    return rc;
+}
+
+static void mxi_print_stats(void)
+{
+    mxe_stats_t st;
+    mxe_get_stats(&st);
+    MPIX_ACC_LOG(MX_LOG_ERROR < mxu_log_threshold ? MX_LOG_WARN : MX_LOG_ERROR,
+                 "stats: ops submitted %llu completed %llu failed %llu; waits %llu released "
+                 "%llu; progress sleeps %llu wake-ups %llu; progress cpu %d",
+                 (unsigned long long)st.ops_submitted, (unsigned long long)st.ops_completed,
+                 (unsigned long long)st.ops_failed, (unsigned long long)st.waits_submitted,
+                 (unsigned long long)st.waits_released, (unsigned long long)st.progress_sleeps,
+                 (unsigned long long)st.progress_wakeups, st.progress_cpu);
+}
+
+int MPI_Finalize(void)
+{
+    if (mxi.active) {
+        mxi_reap(0);
+        int stuck = mxe_drain(mxu_config.finalize_timeout);
+        if (stuck > 0)
+            MPIX_ACC_LOG(MX_LOG_ERROR,
+                         "MPI_Finalize: %d stream-ordered operation(s) could not complete within "
+                         "MPIX_ACC_FINALIZE_TIMEOUT=%gs and were cancelled (listed above)",
+                         stuck, mxu_config.finalize_timeout);
+        mxi_reap(1);
+        if (mxi.released_errors > 0)
+            MPIX_ACC_LOG(MX_LOG_ERROR,
+                         "MPI_Finalize: %ld stream-waited operation(s) ended with an error",
+                         mxi.released_errors);
+        long held = (long)atomic_load(&mxi.requests.count);
+        if (held > 0)
+            MPIX_ACC_LOG(MX_LOG_WARN,
+                         "MPI_Finalize: %ld stream-ordered request(s) never waited or freed by "
+                         "the application",
+                         held);
+        /* Every peer has drained before endpoints close. */
+        PMPI_Barrier(MPI_COMM_WORLD);
+        if (mxu_config.stats)
+            mxi_print_stats();
+        mxe_finalize();
+        mxa_finalize();
+        mxi.active = 0;
+        mxi_comm_forget_all();
+        mxu_locked_map_destroy(&mxi.requests);
+        free(mxi.reap);
+        mxi.reap = NULL;
+        mxi.nreap = mxi.capreap = 0;
+    }
+    return PMPI_Finalize();
+}

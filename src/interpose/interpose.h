@@ -1,0 +1,164 @@
+/*
+ * interpose.h - the PMPI interposition layer (prefix mxi_).
+ *
+ * Each MPI_* wrapper decides "accelerated or pass-through" and hands over:
+ * to PMPI_* for ordinary calls, to the engine for stream-ordered ones. This
+ * layer is the only one that knows MPI; it maps communicators to matching
+ * contexts, datatypes to byte counts, requests to engine operations, and
+ * engine statuses to MPI error classes.
+ */
+#ifndef MX_INTERPOSE_H
+#define MX_INTERPOSE_H
+
+#include <mpi.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "engine/engine.h"
+#include "mpix_acc.h"
+#include "util/config.h"
+#include "util/hashmap.h"
+
+/* How an operation was opted in: decides what MPI_Wait does with it. */
+typedef enum {
+    MXI_ORIGIN_EXPLICIT = 0,   /* MPIX_Acc_* call: MPI_Wait is a host wait */
+    MXI_ORIGIN_STREAMCOMM = 1, /* stream communicator: MPI_Wait enqueues a stream wait */
+    MXI_ORIGIN_DATATYPE = 2,   /* datatype attribute: likewise */
+} mxi_origin_t;
+
+/* op->user_flags bits */
+#define MXI_OPF_GREQ_COMPLETED 0x1 /* PMPI_Grequest_complete was called */
+
+/* One info key as the user set it (returned by MPI_Comm_get_info). */
+typedef struct {
+    char key[32];
+    char value[64];
+} mxi_hint_t;
+
+#define MXI_MAX_HINTS 4
+
+/* What the library knows about a communicator. */
+typedef struct {
+    MPI_Comm handle;
+    mxe_comm_t ec;            /* ctx id, rank, size, world ranks */
+    int *world_ranks;         /* owned storage behind ec.world_ranks */
+    int supported;            /* 0: intercomm or too large for the tag layout */
+    /* stream communicator hints */
+    mxa_stream_t *stream;     /* NULL: not a stream communicator */
+    int recv_post_early;
+    size_t eager_limit;
+    mxi_hint_t hints[MXI_MAX_HINTS];
+    int nhints;
+} mxi_comm_t;
+
+typedef struct {
+    int active;               /* engine running: accelerated paths available */
+    int disabled;             /* MPIX_ACC_DISABLE=1: pure pass-through */
+    int world_rank;
+    int world_size;
+    int thread_level;         /* what the application got */
+    _Atomic uint32_t next_ctx_id;
+    mxu_locked_map_t comms;    /* MPI_Comm -> mxi_comm_t* */
+    mxu_locked_map_t requests; /* MPI_Request -> mxe_op_t* (user-owned handles) */
+    _Atomic long stream_comms; /* communicators with a stream set */
+    _Atomic long typed_streams; /* datatypes carrying MPIX_ACC_STREAM_KEYVAL */
+    /* ops whose handles the library owns (stream-waited, freed early) */
+    pthread_mutex_t reap_lock;
+    mxe_op_t **reap;
+    size_t nreap, capreap;
+    _Atomic size_t reap_pending;
+    long released_errors;     /* errors seen in ops the user no longer holds */
+} mxi_state_t;
+
+extern mxi_state_t mxi;
+
+/* ---- errors.c ---- */
+typedef enum {
+    MXI_E_BAD_STREAM,     /* MPI_ERR_ARG */
+    MXI_E_COUNT,          /* MPI_ERR_COUNT */
+    MXI_E_RANK,           /* MPI_ERR_RANK */
+    MXI_E_TAG,            /* MPI_ERR_TAG */
+    MXI_E_REQUEST,        /* MPI_ERR_REQUEST */
+    MXI_E_COMM,           /* MPI_ERR_COMM */
+    MXI_E_COMM_UNSUPPORTED, /* MPI_ERR_COMM: intercomm / unknown to the library */
+    MXI_E_INFO_VALUE,     /* MPI_ERR_INFO_VALUE */
+    MXI_E_TYPE,           /* MPI_ERR_TYPE */
+    MXI_E_ARG,            /* MPI_ERR_ARG (other) */
+    MXI_E_NOT_ACTIVE,     /* library class: library not initialised / disabled */
+    MXI_E_TRANSPORT,      /* library class: transport failure */
+    MXI_E_PENDING,        /* library class: cancelled at MPI_Finalize */
+    MXI_E_NO_MEM,         /* MPI_ERR_NO_MEM */
+    MXI_E_INTERN,         /* MPI_ERR_INTERN */
+    MXI_E_UNSUPPORTED,    /* MPI_ERR_UNSUPPORTED_OPERATION */
+    MXI_E_COUNT_OF_ERRORS
+} mxi_err_t;
+
+/* Register error classes, codes and strings (after PMPI_Init). */
+void mxi_errors_init(void);
+/* MPI error code for a library error. */
+int mxi_err_code(mxi_err_t e);
+/* MPI error code for an engine status (MX_OK -> MPI_SUCCESS). */
+int mxi_status_to_mpi(mx_status_t st);
+/* Log the reason at debug level, raise through comm's error handler
+ * (MPI_COMM_SELF when comm is invalid) and return the code. */
+int mxi_raise(MPI_Comm comm, mxi_err_t e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int mxi_raise_code(MPI_Comm comm, int code);
+
+/* ---- comm.c ---- */
+uint64_t mxi_handle_key(const void *handle, size_t size);
+#define MXI_COMM_KEY(c) mxi_handle_key(&(c), sizeof(MPI_Comm))
+#define MXI_REQ_KEY(r)  mxi_handle_key(&(r), sizeof(MPI_Request))
+/* Look up a communicator (NULL: not known). */
+mxi_comm_t *mxi_comm_find(MPI_Comm comm);
+/* Register a communicator after creation (collective over it: agrees on a
+ * context id with one allreduce). MPI_COMM_NULL is ignored. */
+int mxi_comm_register(MPI_Comm comm);
+void mxi_comm_register_predefined(void);
+void mxi_comm_forget(MPI_Comm comm);
+void mxi_comm_forget_all(void);
+/* Apply our info keys from `info` to `c` (validating first). Returns an MPI
+ * error code; MPI_SUCCESS if applied. */
+int mxi_comm_apply_info(mxi_comm_t *c, MPI_Info info, MPI_Comm err_comm);
+/* Copy of `info` without our keys (caller frees; MPI_INFO_NULL stays). */
+int mxi_info_filter(MPI_Info info, MPI_Info *out);
+
+/* ---- datatype.c ---- */
+void mxi_datatype_init(void);
+/* Stream attached to the datatype (0 if none). */
+int mxi_datatype_stream(MPI_Datatype dt, void **stream_handle);
+/* Bytes for count elements; MPI error code if unsupported. */
+int mxi_datatype_bytes(MPI_Datatype dt, int count, size_t *bytes);
+
+/* ---- p2p.c ---- */
+/* Where an ordinary call on (comm, datatype) is routed: returns 1 and the
+ * stream if stream-ordered. */
+int mxi_route(MPI_Comm comm, MPI_Datatype dt, mxa_stream_t **stream, mxi_origin_t *origin,
+              mxi_comm_t **cinfo);
+int mxi_isend(mxa_stream_t *s, mxi_origin_t origin, const void *buf, int count,
+              MPI_Datatype dt, int dest, int tag, MPI_Comm comm, int synchronous,
+              MPI_Request *req);
+int mxi_irecv(mxa_stream_t *s, mxi_origin_t origin, void *buf, int count, MPI_Datatype dt,
+              int source, int tag, MPI_Comm comm, MPI_Request *req);
+/* Resolve a user stream handle (MPI_ERR_ARG raised on comm if invalid). */
+int mxi_stream_resolve(void *handle, MPI_Comm comm, mxa_stream_t **out);
+
+/* ---- request.c ---- */
+mxe_op_t *mxi_request_op(MPI_Request req);
+void mxi_request_track(MPI_Request req, mxe_op_t *op);
+/* Stream wait on requests: handles set to MPI_REQUEST_NULL, library owns
+ * them. statuses: NULL to ignore (never MPI_STATUSES_IGNORE). */
+int mxi_stream_waitall(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *statuses,
+                       MPI_Comm err_comm);
+/* Complete and free library-owned handles whose ops are done. */
+void mxi_reap(int all);
+/* Write an engine result into an MPI_Status (also the engine's writer). */
+void mxi_fill_status(mxe_op_t *op, MPI_Status *status);
+void mxi_result_writer(mxe_op_t *op, void *target);
+/* Grequest callbacks */
+int mxi_greq_query(void *extra_state, MPI_Status *status);
+int mxi_greq_free(void *extra_state);
+int mxi_greq_cancel(void *extra_state, int complete);
+
+static inline int mxi_on(void) { return mxi.active; }
+
+#endif

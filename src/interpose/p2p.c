@@ -1,0 +1,364 @@
+/*
+ * p2p.c - point-to-point: the explicit MPIX_Acc_* calls, and the MPI_*
+ * wrappers that route ordinary calls to the engine when the communicator is
+ * a stream communicator or the datatype carries a stream.
+ */
+#include "interpose/interpose.h"
+
+#include <string.h>
+
+int mxi_stream_resolve(void *handle, MPI_Comm comm, mxa_stream_t **out)
+{
+    if (!mxi_on())
+        return mxi_raise(comm, MXI_E_NOT_ACTIVE, "stream %p", handle);
+    mx_status_t st = mxa_stream_lookup(handle, out);
+    if (st == MX_ERR_INVALID_STREAM)
+        return mxi_raise(comm, MXI_E_BAD_STREAM, "stream %p", handle);
+    if (st != MX_OK)
+        return mxi_raise_code(comm, mxi_status_to_mpi(st));
+    return MPI_SUCCESS;
+}
+
+/* Returns 1 if stream-ordered (stream resolved into *s), 0 for the host
+ * path, -1 if the datatype's stream is no longer valid (error raised; the
+ * code is in *err). */
+static int mxi_route_checked(MPI_Comm comm, MPI_Datatype dt, mxa_stream_t **s,
+                             mxi_origin_t *origin, int *err)
+{
+    if (!mxi_on())
+        return 0;
+    if (atomic_load_explicit(&mxi.stream_comms, memory_order_relaxed) > 0) {
+        mxi_comm_t *c = mxi_comm_find(comm);
+        if (c && c->stream) {
+            *s = c->stream;
+            *origin = MXI_ORIGIN_STREAMCOMM;
+            return 1;
+        }
+    }
+    void *handle;
+    if (mxi_datatype_stream(dt, &handle)) {
+        *err = mxi_stream_resolve(handle, comm, s);
+        if (*err != MPI_SUCCESS)
+            return -1;
+        *origin = MXI_ORIGIN_DATATYPE;
+        return 1;
+    }
+    return 0;
+}
+
+int mxi_route(MPI_Comm comm, MPI_Datatype dt, mxa_stream_t **stream, mxi_origin_t *origin,
+              mxi_comm_t **cinfo)
+{
+    int err = MPI_SUCCESS;
+    int r = mxi_route_checked(comm, dt, stream, origin, &err);
+    if (cinfo)
+        *cinfo = r == 1 ? mxi_comm_find(comm) : NULL;
+    return r;
+}
+
+/* Checks shared by sends and receives. */
+static int mxi_check_common(MPI_Comm comm, int count, MPI_Datatype dt, void *request_ptr,
+                            mxi_comm_t **c, size_t *bytes)
+{
+    if (!request_ptr)
+        return mxi_raise(comm, MXI_E_REQUEST, "NULL request pointer");
+    if (comm == MPI_COMM_NULL)
+        return mxi_raise(MPI_COMM_NULL, MXI_E_COMM, "MPI_COMM_NULL");
+    *c = mxi_comm_find(comm);
+    if (!*c)
+        return mxi_raise(MPI_COMM_NULL, MXI_E_COMM, "communicator not known (freed?)");
+    if (!(*c)->supported)
+        return mxi_raise(comm, MXI_E_COMM_UNSUPPORTED, "communicator");
+    if (count < 0)
+        return mxi_raise(comm, MXI_E_COUNT, "count %d", count);
+    int rc = mxi_datatype_bytes(dt, count, bytes);
+    if (rc != MPI_SUCCESS)
+        return mxi_raise_code(comm, rc);
+    return MPI_SUCCESS;
+}
+
+/* Create the generalized request for op and hand op to the engine. */
+static int mxi_submit(mxe_op_t *op, mxi_origin_t origin, MPI_Comm comm, MPI_Request *req)
+{
+    MPI_Request greq;
+    op->user_origin = (int)origin;
+    int rc = PMPI_Grequest_start(mxi_greq_query, mxi_greq_free, mxi_greq_cancel, op, &greq);
+    if (rc != MPI_SUCCESS) {
+        mxe_op_release(op);
+        mxe_op_release(op);
+        return mxi_raise_code(comm, rc);
+    }
+    memcpy(&op->user_handle, &greq, sizeof(greq) < sizeof(op->user_handle) ? sizeof(greq) : sizeof(op->user_handle));
+    mxi_request_track(greq, op);
+    mx_status_t st = mxe_op_submit(op);
+    if (st != MX_OK) {
+        mxu_locked_map_remove(&mxi.requests, MXI_REQ_KEY(greq));
+        mxe_op_release(op); /* the engine's reference: it never got the op */
+        op->user_flags |= MXI_OPF_GREQ_COMPLETED;
+        PMPI_Grequest_complete(greq);
+        PMPI_Request_free(&greq); /* drops the caller's reference */
+        return mxi_raise_code(comm, mxi_status_to_mpi(st));
+    }
+    *req = greq;
+    return MPI_SUCCESS;
+}
+
+int mxi_isend(mxa_stream_t *s, mxi_origin_t origin, const void *buf, int count,
+              MPI_Datatype dt, int dest, int tag, MPI_Comm comm, int synchronous,
+              MPI_Request *req)
+{
+    mxi_comm_t *c;
+    size_t bytes;
+    int rc = mxi_check_common(comm, count, dt, req, &c, &bytes);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (dest != MPI_PROC_NULL && (dest < 0 || dest >= c->ec.size))
+        return mxi_raise(comm, MXI_E_RANK, "destination %d (size %d)", dest, c->ec.size);
+    if (tag < 0 || tag > MXE_TAG_MAX)
+        return mxi_raise(comm, MXI_E_TAG, "tag %d", tag);
+    mxi_reap(0);
+    mxe_op_t *op;
+    mx_status_t st = mxe_op_create_send(s, buf, bytes, &c->ec,
+                                        dest == MPI_PROC_NULL ? MXE_PROC_NULL : dest, tag,
+                                        synchronous ? 0 : c->eager_limit, &op);
+    if (st != MX_OK)
+        return mxi_raise_code(comm, mxi_status_to_mpi(st));
+    op->synchronous = synchronous;
+    return mxi_submit(op, origin, comm, req);
+}
+
+int mxi_irecv(mxa_stream_t *s, mxi_origin_t origin, void *buf, int count, MPI_Datatype dt,
+              int source, int tag, MPI_Comm comm, MPI_Request *req)
+{
+    mxi_comm_t *c;
+    size_t bytes;
+    int rc = mxi_check_common(comm, count, dt, req, &c, &bytes);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (source != MPI_PROC_NULL && source != MPI_ANY_SOURCE &&
+        (source < 0 || source >= c->ec.size))
+        return mxi_raise(comm, MXI_E_RANK, "source %d (size %d)", source, c->ec.size);
+    if (tag != MPI_ANY_TAG && (tag < 0 || tag > MXE_TAG_MAX))
+        return mxi_raise(comm, MXI_E_TAG, "tag %d", tag);
+    mxi_reap(0);
+    int esrc = source == MPI_PROC_NULL ? MXE_PROC_NULL
+               : source == MPI_ANY_SOURCE ? MXE_ANY_SOURCE
+                                          : source;
+    mxe_op_t *op;
+    mx_status_t st = mxe_op_create_recv(s, buf, bytes, &c->ec, esrc,
+                                        tag == MPI_ANY_TAG ? MXE_ANY_TAG : tag,
+                                        c->recv_post_early, &op);
+    if (st != MX_OK)
+        return mxi_raise_code(comm, mxi_status_to_mpi(st));
+    return mxi_submit(op, origin, comm, req);
+}
+
+/* ---------------------------------------------------------- explicit API */
+
+int MPIX_Acc_Isend(MPIX_Acc_stream stream, const void *buf, int count, MPI_Datatype datatype,
+                   int dest, int tag, MPI_Comm comm, MPI_Request *request)
+{
+    mxa_stream_t *s;
+    int rc = mxi_stream_resolve(stream, comm, &s);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return mxi_isend(s, MXI_ORIGIN_EXPLICIT, buf, count, datatype, dest, tag, comm, 0, request);
+}
+
+int MPIX_Acc_Irecv(MPIX_Acc_stream stream, void *buf, int count, MPI_Datatype datatype,
+                   int source, int tag, MPI_Comm comm, MPI_Request *request)
+{
+    mxa_stream_t *s;
+    int rc = mxi_stream_resolve(stream, comm, &s);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return mxi_irecv(s, MXI_ORIGIN_EXPLICIT, buf, count, datatype, source, tag, comm, request);
+}
+
+int MPIX_Acc_Wait(MPIX_Acc_stream stream, MPI_Request *request, MPI_Status *status)
+{
+    if (!request)
+        return mxi_raise(MPI_COMM_SELF, MXI_E_REQUEST, "NULL request pointer");
+    mxa_stream_t *s;
+    int rc = mxi_stream_resolve(stream, MPI_COMM_SELF, &s);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return mxi_stream_waitall(s, 1, request,
+                              status == MPI_STATUS_IGNORE ? NULL : status,
+                              MPI_COMM_SELF);
+}
+
+int MPIX_Acc_Waitall(MPIX_Acc_stream stream, int count, MPI_Request requests[],
+                     MPI_Status statuses[])
+{
+    if (count < 0)
+        return mxi_raise(MPI_COMM_SELF, MXI_E_COUNT, "count %d", count);
+    if (count > 0 && !requests)
+        return mxi_raise(MPI_COMM_SELF, MXI_E_REQUEST, "NULL request array");
+    mxa_stream_t *s;
+    int rc = mxi_stream_resolve(stream, MPI_COMM_SELF, &s);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return mxi_stream_waitall(s, count, requests,
+                              statuses == MPI_STATUSES_IGNORE ? NULL : statuses, MPI_COMM_SELF);
+}
+
+int MPIX_Acc_Send(MPIX_Acc_stream stream, const void *buf, int count, MPI_Datatype datatype,
+                  int dest, int tag, MPI_Comm comm)
+{
+    MPI_Request req;
+    int rc = MPIX_Acc_Isend(stream, buf, count, datatype, dest, tag, comm, &req);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return MPIX_Acc_Wait(stream, &req, MPI_STATUS_IGNORE);
+}
+
+int MPIX_Acc_Recv(MPIX_Acc_stream stream, void *buf, int count, MPI_Datatype datatype,
+                  int source, int tag, MPI_Comm comm, MPI_Status *status)
+{
+    MPI_Request req;
+    int rc = MPIX_Acc_Irecv(stream, buf, count, datatype, source, tag, comm, &req);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return MPIX_Acc_Wait(stream, &req, status);
+}
+
+/* ----------------------------------------------------- ordinary wrappers */
+
+/* Nonblocking sends: one body, the mode decides synchronous matching. */
+#define MXI_WRAP_ISEND(name, sync)                                                               \
+    int name(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm,      \
+             MPI_Request *req)                                                                   \
+    {                                                                                            \
+        mxa_stream_t *s;                                                                         \
+        mxi_origin_t origin;                                                                     \
+        int err;                                                                                 \
+        switch (mxi_route_checked(comm, dt, &s, &origin, &err)) {                                \
+        case 1:                                                                                  \
+            return mxi_isend(s, origin, buf, count, dt, dest, tag, comm, sync, req);             \
+        case -1:                                                                                 \
+            return err;                                                                          \
+        default:                                                                                 \
+            return P##name(buf, count, dt, dest, tag, comm, req);                                \
+        }                                                                                        \
+    }
+
+MXI_WRAP_ISEND(MPI_Isend, 0)
+MXI_WRAP_ISEND(MPI_Ibsend, 0)
+MXI_WRAP_ISEND(MPI_Irsend, 0)
+MXI_WRAP_ISEND(MPI_Issend, 1)
+
+/* Blocking sends: on a stream, Isend + stream wait (returns at once). */
+#define MXI_WRAP_SEND(name, sync)                                                                \
+    int name(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)      \
+    {                                                                                            \
+        mxa_stream_t *s;                                                                         \
+        mxi_origin_t origin;                                                                     \
+        int err;                                                                                 \
+        switch (mxi_route_checked(comm, dt, &s, &origin, &err)) {                                \
+        case 1: {                                                                                \
+            MPI_Request req;                                                                     \
+            int rc = mxi_isend(s, origin, buf, count, dt, dest, tag, comm, sync, &req);          \
+            if (rc != MPI_SUCCESS)                                                               \
+                return rc;                                                                       \
+            return mxi_stream_waitall(s, 1, &req, NULL, comm);                    \
+        }                                                                                        \
+        case -1:                                                                                 \
+            return err;                                                                          \
+        default:                                                                                 \
+            return P##name(buf, count, dt, dest, tag, comm);                                     \
+        }                                                                                        \
+    }
+
+MXI_WRAP_SEND(MPI_Send, 0)
+MXI_WRAP_SEND(MPI_Bsend, 0)
+MXI_WRAP_SEND(MPI_Rsend, 0)
+MXI_WRAP_SEND(MPI_Ssend, 1)
+
+int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm,
+              MPI_Request *req)
+{
+    mxa_stream_t *s;
+    mxi_origin_t origin;
+    int err;
+    switch (mxi_route_checked(comm, dt, &s, &origin, &err)) {
+    case 1:
+        return mxi_irecv(s, origin, buf, count, dt, source, tag, comm, req);
+    case -1:
+        return err;
+    default:
+        return PMPI_Irecv(buf, count, dt, source, tag, comm, req);
+    }
+}
+
+int MPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm,
+             MPI_Status *status)
+{
+    mxa_stream_t *s;
+    mxi_origin_t origin;
+    int err;
+    switch (mxi_route_checked(comm, dt, &s, &origin, &err)) {
+    case 1: {
+        MPI_Request req;
+        int rc = mxi_irecv(s, origin, buf, count, dt, source, tag, comm, &req);
+        if (rc != MPI_SUCCESS)
+            return rc;
+        return mxi_stream_waitall(s, 1, &req,
+                                  status == MPI_STATUS_IGNORE ? NULL : status,
+                                  comm);
+    }
+    case -1:
+        return err;
+    default:
+        return PMPI_Recv(buf, count, dt, source, tag, comm, status);
+    }
+}
+
+int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
+                 int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source,
+                 int recvtag, MPI_Comm comm, MPI_Status *status)
+{
+    mxa_stream_t *s;
+    mxi_origin_t origin;
+    int err;
+    int r = mxi_route_checked(comm, sendtype, &s, &origin, &err);
+    if (r == 0)
+        r = mxi_route_checked(comm, recvtype, &s, &origin, &err);
+    if (r == -1)
+        return err;
+    if (r == 0)
+        return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount,
+                             recvtype, source, recvtag, comm, status);
+    MPI_Request reqs[2];
+    int rc = mxi_irecv(s, origin, recvbuf, recvcount, recvtype, source, recvtag, comm, &reqs[1]);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    rc = mxi_isend(s, origin, sendbuf, sendcount, sendtype, dest, sendtag, comm, 0, &reqs[0]);
+    if (rc != MPI_SUCCESS) {
+        /* Keep the stream consistent: the receive is still waited for. */
+        mxi_stream_waitall(s, 1, &reqs[1], NULL, comm);
+        return rc;
+    }
+    rc = mxi_stream_waitall(s, 1, &reqs[0], NULL, comm);
+    int rc2 = mxi_stream_waitall(s, 1, &reqs[1],
+                                 status == MPI_STATUS_IGNORE ? NULL : status, comm);
+    return rc != MPI_SUCCESS ? rc : rc2;
+}
+
+int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag,
+                         int source, int recvtag, MPI_Comm comm, MPI_Status *status)
+{
+    mxa_stream_t *s;
+    mxi_origin_t origin;
+    int err;
+    switch (mxi_route_checked(comm, datatype, &s, &origin, &err)) {
+    case 1:
+        return mxi_raise(comm, MXI_E_UNSUPPORTED,
+                         "MPI_Sendrecv_replace is not stream-ordered; use MPI_Sendrecv");
+    case -1:
+        return err;
+    default:
+        return PMPI_Sendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm,
+                                     status);
+    }
+}

@@ -1,0 +1,601 @@
+/*
+ * request.c - stream-ordered requests as ordinary MPI_Request handles.
+ *
+ * Each stream-ordered operation is backed by an MPI generalized request, so
+ * its handle is a genuine MPI_Request that every MPI function accepts. The
+ * library maps the handle to its engine operation. When the application
+ * thread sees the operation complete, the generalized request is completed
+ * (PMPI_Grequest_complete) and the MPI library takes over: statuses come
+ * from the query callback, freeing from the free callback. The progress
+ * thread never calls MPI.
+ *
+ * Handles given to the library (stream waits, MPI_Request_free on an
+ * incomplete operation) go to the reap list and are completed and freed by
+ * later calls from the application.
+ */
+#include "interpose/interpose.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ----------------------------------------------------------------- status */
+
+void mxi_fill_status(mxe_op_t *op, MPI_Status *status)
+{
+    if (status == MPI_STATUS_IGNORE)
+        return;
+    const mxe_result_t *r = &op->result;
+    if (op->type == MXE_OP_RECV) {
+        status->MPI_SOURCE = r->source == MXE_PROC_NULL    ? MPI_PROC_NULL
+                             : r->source == MXE_ANY_SOURCE ? MPI_ANY_SOURCE
+                                                           : r->source;
+        status->MPI_TAG = r->tag == MXE_ANY_TAG ? MPI_ANY_TAG : r->tag;
+    } else {
+        status->MPI_SOURCE = op->peer == MXE_PROC_NULL ? MPI_PROC_NULL : op->comm_rank;
+        status->MPI_TAG = op->peer == MXE_PROC_NULL ? MPI_ANY_TAG : op->tag;
+    }
+    status->MPI_ERROR = mxi_status_to_mpi(r->error);
+    /* Local calls that only write the status object (safe from the
+     * progress thread in MPICH and Open MPI). */
+    PMPI_Status_set_elements_x(status, MPI_BYTE, (MPI_Count)r->bytes);
+    PMPI_Status_set_cancelled(status, r->cancelled);
+}
+
+void mxi_result_writer(mxe_op_t *op, void *target) { mxi_fill_status(op, target); }
+
+int mxi_greq_query(void *extra_state, MPI_Status *status)
+{
+    mxe_op_t *op = extra_state;
+    if (status == MPI_STATUS_IGNORE)
+        return mxi_status_to_mpi(op->result.error);
+    mxi_fill_status(op, status);
+    return status->MPI_ERROR;
+}
+
+int mxi_greq_free(void *extra_state)
+{
+    mxe_op_release(extra_state);
+    return MPI_SUCCESS;
+}
+
+int mxi_greq_cancel(void *extra_state, int complete)
+{
+    if (!complete)
+        mxe_op_cancel(extra_state);
+    return MPI_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- mapping */
+
+mxe_op_t *mxi_request_op(MPI_Request req)
+{
+    if (req == MPI_REQUEST_NULL || !mxi_on())
+        return NULL;
+    return mxu_locked_map_get(&mxi.requests, MXI_REQ_KEY(req));
+}
+
+void mxi_request_track(MPI_Request req, mxe_op_t *op)
+{
+    if (mxu_locked_map_put(&mxi.requests, MXI_REQ_KEY(req), op) != MX_OK)
+        MPIX_ACC_LOG(MX_LOG_ERROR, "request table full: host calls will not see this request");
+}
+
+static MPI_Request mxi_op_handle(mxe_op_t *op)
+{
+    MPI_Request r;
+    memcpy(&r, &op->user_handle, sizeof(r));
+    return r;
+}
+
+/* The op completed: complete its generalized request (once). */
+static void mxi_greq_sync(mxe_op_t *op)
+{
+    if (!(op->user_flags & MXI_OPF_GREQ_COMPLETED) && mxe_op_is_complete(op)) {
+        op->user_flags |= MXI_OPF_GREQ_COMPLETED;
+        PMPI_Grequest_complete(mxi_op_handle(op));
+    }
+}
+
+/* ----------------------------------------------------------------- reaping */
+
+static void mxi_reap_push(mxe_op_t *op)
+{
+    pthread_mutex_lock(&mxi.reap_lock);
+    if (mxi.nreap == mxi.capreap) {
+        size_t cap = mxi.capreap ? mxi.capreap * 2 : 64;
+        mxe_op_t **n = realloc(mxi.reap, cap * sizeof(*n));
+        if (!n) {
+            pthread_mutex_unlock(&mxi.reap_lock);
+            /* Cannot track it: wait for it here rather than lose it. */
+            MPIX_ACC_LOG(MX_LOG_WARN, "reap list full; completing a request synchronously");
+            mxe_op_wait_host(op, -1);
+            mxi_greq_sync(op);
+            MPI_Request h = mxi_op_handle(op);
+            PMPI_Request_free(&h);
+            return;
+        }
+        mxi.reap = n;
+        mxi.capreap = cap;
+    }
+    mxi.reap[mxi.nreap++] = op;
+    atomic_store_explicit(&mxi.reap_pending, mxi.nreap, memory_order_relaxed);
+    pthread_mutex_unlock(&mxi.reap_lock);
+}
+
+void mxi_reap(int all)
+{
+    if (atomic_load_explicit(&mxi.reap_pending, memory_order_relaxed) == 0)
+        return;
+    if (pthread_mutex_trylock(&mxi.reap_lock) != 0) {
+        if (!all)
+            return; /* another thread is reaping */
+        pthread_mutex_lock(&mxi.reap_lock);
+    }
+    size_t budget = all ? mxi.nreap : 64;
+    for (size_t i = 0; i < mxi.nreap && budget > 0; budget--) {
+        mxe_op_t *op = mxi.reap[i];
+        if (!mxe_op_is_complete(op)) {
+            i++;
+            continue;
+        }
+        mxi.reap[i] = mxi.reap[--mxi.nreap];
+        mx_status_t err = op->result.error;
+        if (err != MX_OK && err != MX_ERR_TRUNCATED) {
+            /* Nobody holds the handle any more: report here. */
+            mxi.released_errors++;
+            MPIX_ACC_LOG(MX_LOG_ERROR, "stream-waited %s (peer %d, tag %d, %zu bytes) failed: %s",
+                         op->type == MXE_OP_SEND ? "send" : "receive", op->peer, op->tag,
+                         op->bytes, mx_status_string(err));
+        } else if (err == MX_ERR_TRUNCATED) {
+            mxi.released_errors++;
+            MPIX_ACC_LOG(MX_LOG_WARN, "stream-waited receive from %d (tag %d) was truncated",
+                         op->result.source, op->result.tag);
+        }
+        mxi_greq_sync(op);
+        MPI_Request h = mxi_op_handle(op);
+        PMPI_Request_free(&h); /* op may be freed now */
+    }
+    atomic_store_explicit(&mxi.reap_pending, mxi.nreap, memory_order_relaxed);
+    pthread_mutex_unlock(&mxi.reap_lock);
+}
+
+/* Give a user handle to the library: untrack it and reap it later. */
+static void mxi_request_release(MPI_Request *req, mxe_op_t *op)
+{
+    mxu_locked_map_remove(&mxi.requests, MXI_REQ_KEY(*req));
+    *req = MPI_REQUEST_NULL;
+    mxi_reap_push(op);
+}
+
+/* Finish a completed op whose handle the user holds: free it through MPI so
+ * that the status and the error come from the query callback. */
+static int mxi_request_finish(MPI_Request *req, mxe_op_t *op, MPI_Status *status)
+{
+    mxu_locked_map_remove(&mxi.requests, MXI_REQ_KEY(*req));
+    mxi_greq_sync(op);
+    return PMPI_Wait(req, status);
+}
+
+static void mxi_empty_status(MPI_Status *st)
+{
+    if (st == MPI_STATUS_IGNORE)
+        return;
+    st->MPI_SOURCE = MPI_ANY_SOURCE;
+    st->MPI_TAG = MPI_ANY_TAG;
+    st->MPI_ERROR = MPI_SUCCESS;
+    PMPI_Status_set_elements_x(st, MPI_BYTE, 0);
+    PMPI_Status_set_cancelled(st, 0);
+}
+
+/* ------------------------------------------------------------ stream wait */
+
+int mxi_stream_waitall(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *statuses,
+                       MPI_Comm err_comm)
+{
+    mxe_op_t *ops_local[16];
+    void *targets_local[16];
+    mxe_op_t **ops = ops_local;
+    void **targets = targets_local;
+    if (count > 16) {
+        ops = malloc(sizeof(*ops) * (size_t)count);
+        targets = malloc(sizeof(*targets) * (size_t)count);
+        if (!ops || !targets) {
+            free(ops);
+            free(targets);
+            return mxi_raise(err_comm, MXI_E_NO_MEM, "stream wait of %d requests", count);
+        }
+    }
+    int rc = MPI_SUCCESS, n = 0;
+    mxi_reap(0);
+    for (int i = 0; i < count; i++) {
+        MPI_Status *st = statuses ? &statuses[i] : MPI_STATUS_IGNORE;
+        mxe_op_t *op = mxi_request_op(reqs[i]);
+        if (op) {
+            ops[n] = op;
+            targets[n] = st;
+            n++;
+        } else if (reqs[i] == MPI_REQUEST_NULL) {
+            mxi_empty_status(st);
+        } else {
+            /* An ordinary MPI request: it completes on the host, now. */
+            int r = PMPI_Wait(&reqs[i], st);
+            if (r != MPI_SUCCESS && rc == MPI_SUCCESS)
+                rc = r;
+        }
+    }
+    mx_status_t est = mxe_stream_wait(s, ops, targets, n);
+    if (est != MX_OK) {
+        rc = mxi_raise_code(err_comm, mxi_status_to_mpi(est));
+    } else {
+        for (int i = 0; i < count; i++) {
+            mxe_op_t *op = mxi_request_op(reqs[i]);
+            if (op)
+                mxi_request_release(&reqs[i], op);
+        }
+    }
+    if (ops != ops_local) {
+        free(ops);
+        free(targets);
+    }
+    return rc;
+}
+
+static int mxi_is_stream_origin(const mxe_op_t *op)
+{
+    return op->user_origin == MXI_ORIGIN_STREAMCOMM || op->user_origin == MXI_ORIGIN_DATATYPE;
+}
+
+/* Let the MPI library progress its own operations while we wait for ours. */
+static void mxi_poke_mpi(void)
+{
+    int flag;
+    PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_SELF, &flag, MPI_STATUS_IGNORE);
+}
+
+/* -------------------------------------------------------------- wrappers */
+
+int MPI_Wait(MPI_Request *req, MPI_Status *status)
+{
+    mxe_op_t *op = req ? mxi_request_op(*req) : NULL;
+    if (!op)
+        return PMPI_Wait(req, status);
+    if (mxi_is_stream_origin(op))
+        return mxi_stream_waitall(op->stream, 1, req,
+                                  status == MPI_STATUS_IGNORE ? NULL : status,
+                                  MPI_COMM_SELF);
+    mxe_op_wait_host(op, -1);
+    return mxi_request_finish(req, op, status);
+}
+
+int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status)
+{
+    mxe_op_t *op = req ? mxi_request_op(*req) : NULL;
+    if (!op)
+        return PMPI_Test(req, flag, status);
+    if (!mxe_op_is_complete(op)) {
+        *flag = 0;
+        mxi_poke_mpi();
+        return MPI_SUCCESS;
+    }
+    *flag = 1;
+    return mxi_request_finish(req, op, status);
+}
+
+int MPI_Request_get_status(MPI_Request req, int *flag, MPI_Status *status)
+{
+    mxe_op_t *op = mxi_request_op(req);
+    if (!op)
+        return PMPI_Request_get_status(req, flag, status);
+    *flag = mxe_op_is_complete(op);
+    if (*flag)
+        mxi_fill_status(op, status);
+    return *flag && status != MPI_STATUS_IGNORE ? status->MPI_ERROR : MPI_SUCCESS;
+}
+
+int MPI_Request_free(MPI_Request *req)
+{
+    mxe_op_t *op = req ? mxi_request_op(*req) : NULL;
+    if (!op)
+        return PMPI_Request_free(req);
+    mxi_request_release(req, op);
+    return MPI_SUCCESS;
+}
+
+int MPI_Cancel(MPI_Request *req)
+{
+    mxe_op_t *op = req ? mxi_request_op(*req) : NULL;
+    if (!op)
+        return PMPI_Cancel(req);
+    mxe_op_cancel(op); /* receives only; sends are not cancelled (allowed by MPI) */
+    return MPI_SUCCESS;
+}
+
+/*
+ * Multiple-completion calls. Our ops are first brought up to date: every
+ * completed op's generalized request is completed and untracked (the MPI
+ * call below may free it, and its handle value may be reused at once).
+ * Then the MPI library's own call decides, on the whole array, exactly as
+ * for ordinary requests. Stream-origin requests in MPI_Waitall become a
+ * stream wait first (§5); in the other calls they are waited on the host.
+ */
+
+typedef struct {
+    int nacc;        /* tracked ops in the array */
+    int nincomplete; /* of which not complete */
+    int nplain;      /* active requests that are not ours */
+} mxi_scan_t;
+
+/* Sync completed ops and count what is left. If untrack, completed ops are
+ * removed from the table (the caller re-tracks on "not freed"). */
+static void mxi_scan(int count, MPI_Request reqs[], mxe_op_t **ops, mxi_scan_t *sc)
+{
+    memset(sc, 0, sizeof(*sc));
+    for (int i = 0; i < count; i++) {
+        ops[i] = mxi_request_op(reqs[i]);
+        if (!ops[i]) {
+            if (reqs[i] != MPI_REQUEST_NULL)
+                sc->nplain++;
+            continue;
+        }
+        sc->nacc++;
+        if (mxe_op_is_complete(ops[i])) {
+            mxu_locked_map_remove(&mxi.requests, MXI_REQ_KEY(reqs[i]));
+            mxi_greq_sync(ops[i]);
+        } else {
+            sc->nincomplete++;
+        }
+    }
+}
+
+/* Put back the table entries of completed ops whose handles MPI did not free. */
+static void mxi_retrack(int count, MPI_Request reqs[], mxe_op_t **ops)
+{
+    for (int i = 0; i < count; i++)
+        if (ops[i] && reqs[i] != MPI_REQUEST_NULL &&
+            (ops[i]->user_flags & MXI_OPF_GREQ_COMPLETED) && !mxi_request_op(reqs[i]))
+            mxi_request_track(reqs[i], ops[i]);
+}
+
+static mxe_op_t **mxi_ops_alloc(int count, mxe_op_t **local, int nlocal)
+{
+    return count <= nlocal ? local : malloc(sizeof(mxe_op_t *) * (size_t)count);
+}
+
+/* Wait (host) until one of the incomplete ops completes, letting the MPI
+ * library progress in between if plain requests are involved. */
+static void mxi_wait_some_op(int count, mxe_op_t **ops, int with_plain)
+{
+    mxe_op_wait_any_host(ops, count, with_plain ? 100000 : -1);
+    if (with_plain)
+        mxi_poke_mpi();
+}
+
+static int mxi_incomplete_ops(int count, mxe_op_t **ops, mxe_op_t **pending)
+{
+    int n = 0;
+    for (int i = 0; i < count; i++)
+        pending[i] = (ops[i] && !mxe_op_is_complete(ops[i])) ? (n++, ops[i]) : NULL;
+    return n;
+}
+
+int MPI_Waitall(int count, MPI_Request reqs[], MPI_Status statuses[])
+{
+    if (!mxi_on() || atomic_load_explicit(&mxi.requests.count, memory_order_relaxed) == 0)
+        return PMPI_Waitall(count, reqs, statuses);
+    mxe_op_t *local[32], *plocal[32];
+    mxe_op_t **ops = mxi_ops_alloc(count, local, 32);
+    mxe_op_t **pending = mxi_ops_alloc(count, plocal, 32);
+    if (!ops || !pending) {
+        if (ops != local)
+            free(ops);
+        if (pending != plocal)
+            free(pending);
+        return mxi_raise(MPI_COMM_SELF, MXI_E_NO_MEM, "MPI_Waitall of %d", count);
+    }
+    int rc = MPI_SUCCESS, released_any = 0;
+    /* Stream-origin requests: one stream wait per stream (§5). Their
+     * statuses are written when the stream passes the wait. */
+    for (int i = 0; i < count; i++) {
+        mxe_op_t *op = mxi_request_op(reqs[i]);
+        if (!op || !mxi_is_stream_origin(op))
+            continue;
+        mxa_stream_t *s = op->stream;
+        int m = 0;
+        MPI_Request sub[32];
+        MPI_Status *subst[32];
+        for (int j = i; j < count && m < 32; j++) {
+            mxe_op_t *o = mxi_request_op(reqs[j]);
+            if (o && mxi_is_stream_origin(o) && o->stream == s) {
+                sub[m] = reqs[j];
+                subst[m] = statuses == MPI_STATUSES_IGNORE ? NULL : &statuses[j];
+                pending[m] = o;
+                m++;
+            }
+        }
+        void *targets[32];
+        for (int k = 0; k < m; k++)
+            targets[k] = subst[k] ? (void *)subst[k] : NULL;
+        mx_status_t est = mxe_stream_wait(s, pending, targets, m);
+        if (est != MX_OK) {
+            rc = mxi_raise_code(MPI_COMM_SELF, mxi_status_to_mpi(est));
+            goto out;
+        }
+        for (int j = i; j < count; j++)
+            for (int k = 0; k < m; k++)
+                if (reqs[j] != MPI_REQUEST_NULL && reqs[j] == sub[k]) {
+                    mxi_request_release(&reqs[j], pending[k]);
+                    released_any = 1;
+                }
+        i--; /* re-examine from i: more requests of other streams may follow */
+    }
+
+    /* Host part: wait for our remaining ops, then let MPI finish the array. */
+    mxi_scan_t sc;
+    for (;;) {
+        mxi_scan(count, reqs, ops, &sc);
+        if (sc.nincomplete == 0)
+            break;
+        mxi_incomplete_ops(count, ops, pending);
+        mxi_wait_some_op(count, pending, sc.nplain > 0);
+    }
+    if (!released_any || statuses == MPI_STATUSES_IGNORE) {
+        rc = PMPI_Waitall(count, reqs, statuses);
+    } else {
+        /* Entries handed to a stream wait are written by the engine later:
+         * MPI must not touch them, so it gets a copy of the array. */
+        MPI_Status *tmp = malloc(sizeof(MPI_Status) * (size_t)(count ? count : 1));
+        if (!tmp) {
+            rc = mxi_raise(MPI_COMM_SELF, MXI_E_NO_MEM, "MPI_Waitall statuses");
+            goto out;
+        }
+        int *mine = malloc(sizeof(int) * (size_t)(count ? count : 1));
+        if (!mine) {
+            free(tmp);
+            rc = mxi_raise(MPI_COMM_SELF, MXI_E_NO_MEM, "MPI_Waitall statuses");
+            goto out;
+        }
+        for (int i = 0; i < count; i++)
+            mine[i] = reqs[i] != MPI_REQUEST_NULL;
+        rc = PMPI_Waitall(count, reqs, tmp);
+        for (int i = 0; i < count; i++)
+            if (mine[i])
+                statuses[i] = tmp[i];
+        free(mine);
+        free(tmp);
+    }
+out:
+    if (ops != local)
+        free(ops);
+    if (pending != plocal)
+        free(pending);
+    return rc;
+}
+
+int MPI_Testall(int count, MPI_Request reqs[], int *flag, MPI_Status statuses[])
+{
+    if (!mxi_on() || atomic_load_explicit(&mxi.requests.count, memory_order_relaxed) == 0)
+        return PMPI_Testall(count, reqs, flag, statuses);
+    mxe_op_t *local[32];
+    mxe_op_t **ops = mxi_ops_alloc(count, local, 32);
+    if (!ops)
+        return mxi_raise(MPI_COMM_SELF, MXI_E_NO_MEM, "MPI_Testall of %d", count);
+    mxi_scan_t sc;
+    mxi_scan(count, reqs, ops, &sc);
+    int rc = MPI_SUCCESS;
+    if (sc.nincomplete > 0) {
+        *flag = 0; /* all or nothing: nothing is freed */
+        mxi_poke_mpi();
+    } else {
+        rc = PMPI_Testall(count, reqs, flag, statuses);
+    }
+    mxi_retrack(count, reqs, ops);
+    if (ops != local)
+        free(ops);
+    return rc;
+}
+
+int MPI_Testany(int count, MPI_Request reqs[], int *index, int *flag, MPI_Status *status)
+{
+    if (!mxi_on() || atomic_load_explicit(&mxi.requests.count, memory_order_relaxed) == 0)
+        return PMPI_Testany(count, reqs, index, flag, status);
+    mxe_op_t *local[32];
+    mxe_op_t **ops = mxi_ops_alloc(count, local, 32);
+    if (!ops)
+        return mxi_raise(MPI_COMM_SELF, MXI_E_NO_MEM, "MPI_Testany of %d", count);
+    mxi_scan_t sc;
+    mxi_scan(count, reqs, ops, &sc);
+    int rc = PMPI_Testany(count, reqs, index, flag, status);
+    mxi_retrack(count, reqs, ops);
+    if (ops != local)
+        free(ops);
+    return rc;
+}
+
+int MPI_Testsome(int incount, MPI_Request reqs[], int *outcount, int indices[],
+                 MPI_Status statuses[])
+{
+    if (!mxi_on() || atomic_load_explicit(&mxi.requests.count, memory_order_relaxed) == 0)
+        return PMPI_Testsome(incount, reqs, outcount, indices, statuses);
+    mxe_op_t *local[32];
+    mxe_op_t **ops = mxi_ops_alloc(incount, local, 32);
+    if (!ops)
+        return mxi_raise(MPI_COMM_SELF, MXI_E_NO_MEM, "MPI_Testsome of %d", incount);
+    mxi_scan_t sc;
+    mxi_scan(incount, reqs, ops, &sc);
+    int rc = PMPI_Testsome(incount, reqs, outcount, indices, statuses);
+    mxi_retrack(incount, reqs, ops);
+    if (ops != local)
+        free(ops);
+    return rc;
+}
+
+int MPI_Waitany(int count, MPI_Request reqs[], int *index, MPI_Status *status)
+{
+    if (!mxi_on() || atomic_load_explicit(&mxi.requests.count, memory_order_relaxed) == 0)
+        return PMPI_Waitany(count, reqs, index, status);
+    mxe_op_t *local[32], *plocal[32];
+    mxe_op_t **ops = mxi_ops_alloc(count, local, 32);
+    mxe_op_t **pending = mxi_ops_alloc(count, plocal, 32);
+    int rc = MPI_SUCCESS, flag = 0;
+    if (!ops || !pending) {
+        rc = mxi_raise(MPI_COMM_SELF, MXI_E_NO_MEM, "MPI_Waitany of %d", count);
+        goto out;
+    }
+    for (;;) {
+        mxi_scan_t sc;
+        mxi_scan(count, reqs, ops, &sc);
+        if (sc.nacc == sc.nincomplete && sc.nincomplete > 0 && sc.nplain == 0) {
+            mxi_incomplete_ops(count, ops, pending);
+            mxi_wait_some_op(count, pending, 0);
+            continue;
+        }
+        rc = PMPI_Testany(count, reqs, index, &flag, status);
+        mxi_retrack(count, reqs, ops);
+        if (rc != MPI_SUCCESS || flag)
+            break;
+        mxi_incomplete_ops(count, ops, pending);
+        mxi_wait_some_op(count, pending, 1);
+    }
+out:
+    if (ops && ops != local)
+        free(ops);
+    if (pending && pending != plocal)
+        free(pending);
+    return rc;
+}
+
+int MPI_Waitsome(int incount, MPI_Request reqs[], int *outcount, int indices[],
+                 MPI_Status statuses[])
+{
+    if (!mxi_on() || atomic_load_explicit(&mxi.requests.count, memory_order_relaxed) == 0)
+        return PMPI_Waitsome(incount, reqs, outcount, indices, statuses);
+    mxe_op_t *local[32], *plocal[32];
+    mxe_op_t **ops = mxi_ops_alloc(incount, local, 32);
+    mxe_op_t **pending = mxi_ops_alloc(incount, plocal, 32);
+    int rc = MPI_SUCCESS;
+    if (!ops || !pending) {
+        rc = mxi_raise(MPI_COMM_SELF, MXI_E_NO_MEM, "MPI_Waitsome of %d", incount);
+        goto out;
+    }
+    for (;;) {
+        mxi_scan_t sc;
+        mxi_scan(incount, reqs, ops, &sc);
+        if (sc.nacc == sc.nincomplete && sc.nincomplete > 0 && sc.nplain == 0) {
+            mxi_incomplete_ops(incount, ops, pending);
+            mxi_wait_some_op(incount, pending, 0);
+            continue;
+        }
+        rc = PMPI_Testsome(incount, reqs, outcount, indices, statuses);
+        mxi_retrack(incount, reqs, ops);
+        if (rc != MPI_SUCCESS || *outcount != 0)
+            break; /* completions, or MPI_UNDEFINED when nothing is active */
+        mxi_incomplete_ops(incount, ops, pending);
+        mxi_wait_some_op(incount, pending, 1);
+    }
+out:
+    if (ops && ops != local)
+        free(ops);
+    if (pending && pending != plocal)
+        free(pending);
+    return rc;
+}

@@ -1,0 +1,431 @@
+/*
+ * ucx.c - the UCX transport (see transport.h).
+ *
+ * One ucp_context and one ucp_worker per process, owned by the engine's
+ * progress thread. Endpoints are created lazily, on first send to a rank,
+ * from the worker addresses exchanged at init.
+ */
+#include "transport/transport.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ucp/api/ucp.h>
+
+typedef struct {
+    ucp_context_h context;
+    ucp_worker_h worker;
+    ucp_address_t *local_addr;
+    size_t local_addr_len;
+    int world_rank;
+    int world_size;
+    unsigned char *peer_blob;  /* concatenated peer addresses */
+    size_t *peer_offsets;      /* world_size + 1 */
+    ucp_ep_h *eps;             /* lazily created, world_size entries */
+    int efd;
+    int wakeup;
+    uint64_t memory_types;     /* UCX-supported memory types (bit mask) */
+} mxt_state_t;
+
+static mxt_state_t mxt;
+
+/* Map a UCX status to ours. */
+static mx_status_t mxt_map_status(ucs_status_t st)
+{
+    switch (st) {
+    case UCS_OK:
+        return MX_OK;
+    case UCS_ERR_MESSAGE_TRUNCATED:
+        return MX_ERR_TRUNCATED;
+    case UCS_ERR_CANCELED:
+        return MX_ERR_CANCELED;
+    case UCS_ERR_NO_MEMORY:
+        return MX_ERR_NO_MEMORY;
+    case UCS_ERR_UNREACHABLE:
+    case UCS_ERR_CONNECTION_RESET:
+    case UCS_ERR_ENDPOINT_TIMEOUT:
+        return MX_ERR_PEER;
+    default:
+        return MX_ERR_TRANSPORT;
+    }
+}
+
+mx_status_t mxt_create(const mxt_config_t *cfg)
+{
+    ucp_config_t *config = NULL;
+    ucs_status_t st;
+
+    memset(&mxt, 0, sizeof(mxt));
+    mxt.efd = -1;
+    mxt.world_rank = cfg->world_rank;
+    mxt.world_size = cfg->world_size;
+
+    st = ucp_config_read(NULL, NULL, &config);
+    if (st != UCS_OK)
+        MX_FAIL(MX_ERR_TRANSPORT, "ucp_config_read failed: %s", ucs_status_string(st));
+
+    ucp_params_t params;
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
+                        UCP_PARAM_FIELD_NAME;
+    params.features = UCP_FEATURE_TAG | (cfg->enable_wakeup ? UCP_FEATURE_WAKEUP : 0);
+    params.mt_workers_shared = 0;
+    params.name = "mpix-acc";
+    st = ucp_init(&params, config, &mxt.context);
+    ucp_config_release(config);
+    if (st != UCS_OK)
+        MX_FAIL(MX_ERR_TRANSPORT, "ucp_init failed: %s", ucs_status_string(st));
+
+    ucp_context_attr_t cattr;
+    memset(&cattr, 0, sizeof(cattr));
+    cattr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+    if (ucp_context_query(mxt.context, &cattr) == UCS_OK)
+        mxt.memory_types = cattr.memory_types;
+
+    ucp_worker_params_t wparams;
+    memset(&wparams, 0, sizeof(wparams));
+    wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    /* Only the progress thread uses the worker once it runs. */
+    wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
+    st = ucp_worker_create(mxt.context, &wparams, &mxt.worker);
+    if (st != UCS_OK) {
+        ucp_cleanup(mxt.context);
+        mxt.context = NULL;
+        MX_FAIL(MX_ERR_TRANSPORT, "ucp_worker_create failed: %s", ucs_status_string(st));
+    }
+
+    st = ucp_worker_get_address(mxt.worker, &mxt.local_addr, &mxt.local_addr_len);
+    if (st != UCS_OK) {
+        mxt_destroy();
+        MX_FAIL(MX_ERR_TRANSPORT, "ucp_worker_get_address failed: %s", ucs_status_string(st));
+    }
+
+    if (cfg->enable_wakeup) {
+        st = ucp_worker_get_efd(mxt.worker, &mxt.efd);
+        if (st == UCS_OK) {
+            mxt.wakeup = 1;
+        } else {
+            mxt.efd = -1;
+            MPIX_ACC_LOG(MX_LOG_INFO, "UCX worker wake-up unavailable (%s); progress will poll",
+                         ucs_status_string(st));
+        }
+    }
+    MPIX_ACC_LOG(MX_LOG_DEBUG, "UCX %s worker created, address %zu bytes",
+                 ucp_get_version_string(), mxt.local_addr_len);
+    return MX_OK;
+}
+
+void mxt_destroy(void)
+{
+    if (mxt.eps) {
+        free(mxt.eps);
+        mxt.eps = NULL;
+    }
+    free(mxt.peer_blob);
+    free(mxt.peer_offsets);
+    mxt.peer_blob = NULL;
+    mxt.peer_offsets = NULL;
+    if (mxt.local_addr) {
+        ucp_worker_release_address(mxt.worker, mxt.local_addr);
+        mxt.local_addr = NULL;
+    }
+    if (mxt.worker) {
+        ucp_worker_destroy(mxt.worker);
+        mxt.worker = NULL;
+    }
+    if (mxt.context) {
+        ucp_cleanup(mxt.context);
+        mxt.context = NULL;
+    }
+}
+
+mx_status_t mxt_local_address(const void **addr, size_t *len)
+{
+    if (!mxt.local_addr)
+        return MX_ERR_NOT_READY;
+    *addr = mxt.local_addr;
+    *len = mxt.local_addr_len;
+    return MX_OK;
+}
+
+mx_status_t mxt_set_peer_addresses(const void *blob, const size_t *offsets, int nranks)
+{
+    if (nranks != mxt.world_size)
+        MX_FAIL(MX_ERR_INVALID_PARAM, "address table has %d ranks, expected %d", nranks,
+                mxt.world_size);
+    size_t total = offsets[nranks];
+    mxt.peer_blob = malloc(total ? total : 1);
+    mxt.peer_offsets = malloc(sizeof(size_t) * ((size_t)nranks + 1));
+    mxt.eps = calloc((size_t)nranks, sizeof(ucp_ep_h));
+    if (!mxt.peer_blob || !mxt.peer_offsets || !mxt.eps)
+        MX_FAIL(MX_ERR_NO_MEMORY, "cannot store %d peer addresses (%zu bytes)", nranks, total);
+    memcpy(mxt.peer_blob, blob, total);
+    memcpy(mxt.peer_offsets, offsets, sizeof(size_t) * ((size_t)nranks + 1));
+    return MX_OK;
+}
+
+static void mxt_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+    (void)ep;
+    int rank = (int)(intptr_t)arg;
+    MPIX_ACC_LOG(MX_LOG_ERROR, "connection to rank %d failed: %s", rank,
+                 ucs_status_string(status));
+}
+
+static mx_status_t mxt_get_ep(int rank, ucp_ep_h *ep_out)
+{
+    if (rank < 0 || rank >= mxt.world_size)
+        MX_FAIL(MX_ERR_INVALID_PARAM, "transport rank %d out of range [0,%d)", rank,
+                mxt.world_size);
+    if (mxt.eps[rank]) {
+        *ep_out = mxt.eps[rank];
+        return MX_OK;
+    }
+    ucp_ep_params_t ep_params;
+    memset(&ep_params, 0, sizeof(ep_params));
+    ep_params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
+                           UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                           UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    ep_params.address = (const ucp_address_t *)(mxt.peer_blob + mxt.peer_offsets[rank]);
+    ep_params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    ep_params.err_handler.cb = mxt_ep_error_cb;
+    ep_params.err_handler.arg = (void *)(intptr_t)rank;
+    ucs_status_t st = ucp_ep_create(mxt.worker, &ep_params, &mxt.eps[rank]);
+    if (st != UCS_OK) {
+        mxt.eps[rank] = NULL;
+        MX_FAIL(mxt_map_status(st), "cannot connect to rank %d: %s", rank,
+                ucs_status_string(st));
+    }
+    *ep_out = mxt.eps[rank];
+    return MX_OK;
+}
+
+/* Per-operation context for UCX callbacks: the user's callback and data. */
+typedef struct {
+    mxt_complete_fn cb;
+    void *user;
+} mxt_cb_ctx_t;
+
+static void mxt_send_cb(void *request, ucs_status_t status, void *user_data)
+{
+    mxt_cb_ctx_t *ctx = user_data;
+    mxt_complete_fn cb = ctx->cb;
+    void *user = ctx->user;
+    free(ctx);
+    ucp_request_free(request);
+    cb(user, mxt_map_status(status), 0, 0);
+}
+
+static void mxt_recv_cb(void *request, ucs_status_t status, const ucp_tag_recv_info_t *info,
+                        void *user_data)
+{
+    mxt_cb_ctx_t *ctx = user_data;
+    mxt_complete_fn cb = ctx->cb;
+    void *user = ctx->user;
+    free(ctx);
+    ucp_request_free(request);
+    cb(user, mxt_map_status(status), info ? info->sender_tag : 0, info ? info->length : 0);
+}
+
+static ucs_memory_type_t mxt_memtype(int hint)
+{
+    switch (hint) {
+    case 1:
+        return UCS_MEMORY_TYPE_CUDA;
+    case 2:
+        return UCS_MEMORY_TYPE_CUDA_MANAGED;
+    default:
+        return UCS_MEMORY_TYPE_HOST;
+    }
+}
+
+mx_status_t mxt_tag_send(int world_dest, const void *buf, size_t len, int memtype_hint,
+                         int synchronous, uint64_t tag, mxt_complete_fn cb, void *user,
+                         void **handle)
+{
+    ucp_ep_h ep;
+    MX_TRY(mxt_get_ep(world_dest, &ep));
+    mxt_cb_ctx_t *ctx = malloc(sizeof(*ctx));
+    if (!ctx)
+        MX_FAIL(MX_ERR_NO_MEMORY, "send context allocation failed");
+    ctx->cb = cb;
+    ctx->user = user;
+
+    ucp_request_param_t param;
+    memset(&param, 0, sizeof(param));
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                         UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    param.cb.send = mxt_send_cb;
+    param.user_data = ctx;
+    param.memory_type = mxt_memtype(memtype_hint);
+
+    ucs_status_ptr_t req = synchronous ? ucp_tag_send_sync_nbx(ep, buf, len, tag, &param)
+                                       : ucp_tag_send_nbx(ep, buf, len, tag, &param);
+    *handle = NULL;
+    if (req == NULL) {
+        free(ctx);
+        cb(user, MX_OK, 0, 0);
+        return MX_OK;
+    }
+    if (UCS_PTR_IS_ERR(req)) {
+        free(ctx);
+        ucs_status_t st = UCS_PTR_STATUS(req);
+        MX_FAIL(mxt_map_status(st), "send of %zu bytes to rank %d failed: %s", len, world_dest,
+                ucs_status_string(st));
+    }
+    *handle = req;
+    return MX_OK;
+}
+
+mx_status_t mxt_tag_recv(void *buf, size_t len, int memtype_hint, uint64_t tag,
+                         uint64_t tag_mask, mxt_complete_fn cb, void *user, void **handle)
+{
+    mxt_cb_ctx_t *ctx = malloc(sizeof(*ctx));
+    if (!ctx)
+        MX_FAIL(MX_ERR_NO_MEMORY, "receive context allocation failed");
+    ctx->cb = cb;
+    ctx->user = user;
+
+    ucp_tag_recv_info_t info;
+    memset(&info, 0, sizeof(info));
+    ucp_request_param_t param;
+    memset(&param, 0, sizeof(param));
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                         UCP_OP_ATTR_FIELD_MEMORY_TYPE | UCP_OP_ATTR_FIELD_RECV_INFO;
+    param.cb.recv = mxt_recv_cb;
+    param.user_data = ctx;
+    param.memory_type = mxt_memtype(memtype_hint);
+    param.recv_info.tag_info = &info;
+
+    ucs_status_ptr_t req = ucp_tag_recv_nbx(mxt.worker, buf, len, tag, tag_mask, &param);
+    *handle = NULL;
+    if (req == NULL) {
+        free(ctx);
+        cb(user, MX_OK, info.sender_tag, info.length);
+        return MX_OK;
+    }
+    if (UCS_PTR_IS_ERR(req)) {
+        free(ctx);
+        ucs_status_t st = UCS_PTR_STATUS(req);
+        if (st == UCS_ERR_MESSAGE_TRUNCATED) {
+            /* Completed immediately, but truncated: report through the callback. */
+            cb(user, MX_ERR_TRUNCATED, info.sender_tag, len);
+            return MX_OK;
+        }
+        MX_FAIL(mxt_map_status(st), "receive of %zu bytes failed: %s", len,
+                ucs_status_string(st));
+    }
+    *handle = req;
+    return MX_OK;
+}
+
+void mxt_cancel(void *handle)
+{
+    if (handle)
+        ucp_request_cancel(mxt.worker, handle);
+}
+
+unsigned mxt_progress(void) { return ucp_worker_progress(mxt.worker); }
+
+int mxt_event_fd(void) { return mxt.wakeup ? mxt.efd : -1; }
+
+mx_status_t mxt_arm(void)
+{
+    if (!mxt.wakeup)
+        return MX_ERR_UNSUPPORTED;
+    ucs_status_t st = ucp_worker_arm(mxt.worker);
+    if (st == UCS_ERR_BUSY)
+        return MX_ERR_BUSY;
+    if (st != UCS_OK)
+        MX_FAIL(MX_ERR_TRANSPORT, "ucp_worker_arm failed: %s", ucs_status_string(st));
+    return MX_OK;
+}
+
+/* Wait for a nonblocking UCX control request (flush, close). */
+static ucs_status_t mxt_wait_request(ucs_status_ptr_t req)
+{
+    if (req == NULL)
+        return UCS_OK;
+    if (UCS_PTR_IS_ERR(req))
+        return UCS_PTR_STATUS(req);
+    ucs_status_t st;
+    do {
+        ucp_worker_progress(mxt.worker);
+        st = ucp_request_check_status(req);
+    } while (st == UCS_INPROGRESS);
+    ucp_request_free(req);
+    return st;
+}
+
+mx_status_t mxt_flush_and_close(void)
+{
+    mx_status_t result = MX_OK;
+    if (!mxt.worker)
+        return MX_OK;
+    ucp_request_param_t param;
+    memset(&param, 0, sizeof(param));
+    ucs_status_t st = mxt_wait_request(ucp_worker_flush_nbx(mxt.worker, &param));
+    if (st != UCS_OK) {
+        MPIX_ACC_LOG(MX_LOG_WARN, "UCX worker flush: %s", ucs_status_string(st));
+        result = MX_ERR_TRANSPORT;
+    }
+    for (int r = 0; mxt.eps && r < mxt.world_size; r++) {
+        if (!mxt.eps[r])
+            continue;
+        memset(&param, 0, sizeof(param));
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+        st = mxt_wait_request(ucp_ep_close_nbx(mxt.eps[r], &param));
+        if (st != UCS_OK && st != UCS_ERR_CANCELED && st != UCS_ERR_CONNECTION_RESET &&
+            st != UCS_ERR_ENDPOINT_TIMEOUT)
+            MPIX_ACC_LOG(MX_LOG_DEBUG, "closing endpoint to rank %d: %s", r,
+                         ucs_status_string(st));
+        mxt.eps[r] = NULL;
+    }
+    return result;
+}
+
+const char *mxt_ucx_version(void) { return ucp_get_version_string(); }
+
+void mxt_describe(char *buf, size_t len)
+{
+    static const struct {
+        ucs_memory_type_t type;
+        const char *name;
+    } names[] = {
+        {UCS_MEMORY_TYPE_HOST, "host"},
+        {UCS_MEMORY_TYPE_CUDA, "cuda"},
+        {UCS_MEMORY_TYPE_CUDA_MANAGED, "cuda-managed"},
+        {UCS_MEMORY_TYPE_ROCM, "rocm"},
+    };
+    size_t used = (size_t)snprintf(buf, len, "UCX %s (header %d.%d), memory types:",
+                                   ucp_get_version_string(), UCP_API_MAJOR, UCP_API_MINOR);
+    uint64_t types = mxt.memory_types;
+    if (!mxt.context) {
+        /* Not initialised (mpixacc_info): make a throw-away context to ask. */
+        ucp_config_t *config = NULL;
+        ucp_context_h ctx = NULL;
+        ucp_params_t params;
+        memset(&params, 0, sizeof(params));
+        params.field_mask = UCP_PARAM_FIELD_FEATURES;
+        params.features = UCP_FEATURE_TAG;
+        if (ucp_config_read(NULL, NULL, &config) == UCS_OK) {
+            if (ucp_init(&params, config, &ctx) == UCS_OK) {
+                ucp_context_attr_t cattr;
+                memset(&cattr, 0, sizeof(cattr));
+                cattr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+                if (ucp_context_query(ctx, &cattr) == UCS_OK)
+                    types = cattr.memory_types;
+                ucp_cleanup(ctx);
+            }
+            ucp_config_release(config);
+        }
+    }
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && used < len; i++)
+        if (types & UCS_BIT(names[i].type))
+            used += (size_t)snprintf(buf + used, len - used, " %s", names[i].name);
+    const char *tls = getenv("UCX_TLS");
+    if (used < len)
+        snprintf(buf + used, len - used, "; UCX_TLS=%s", tls ? tls : "(all)");
+}
