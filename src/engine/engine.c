@@ -9,12 +9,14 @@
 #include "engine/engine_priv.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "topo/topo.h"
 #include "transport/transport.h"
 #include "util/config.h"
 
@@ -75,9 +77,19 @@ mx_status_t mxe_init(const mxe_init_args_t *args)
     if (mxe.wake_fd < 0)
         MX_FAIL(MX_ERR_SYSTEM, "eventfd: %s", strerror(errno));
 
+    mxp_init(); /* without hwloc or a topology: placement is simply skipped */
+    snprintf(mxe.gpu_busid, sizeof(mxe.gpu_busid), "%s", args->gpu_busid ? args->gpu_busid : "");
+    const char *nic = NULL;
+    if (args->gpu_busid && mxu_config.set_net_devices && !getenv("UCX_NET_DEVICES")) {
+        nic = mxp_nic_near_gpu(args->gpu_busid);
+        if (nic)
+            MPIX_ACC_LOG(MX_LOG_INFO, "UCX network device %s (closest to GPU %s)", nic,
+                         args->gpu_busid);
+    }
     mxt_config_t tcfg = {.world_rank = args->world_rank,
                          .world_size = args->world_size,
-                         .enable_wakeup = 1};
+                         .enable_wakeup = 1,
+                         .net_devices = nic};
     mx_status_t status = mxt_create(&tcfg);
     if (status != MX_OK) {
         close(mxe.wake_fd);
@@ -175,6 +187,7 @@ void mxe_finalize(void)
         close(mxe.wake_fd);
     mxe.epoll_fd = mxe.wake_fd = -1;
     mxa_set_trigger_notify(NULL);
+    mxp_finalize();
 }
 
 /* --------------------------------------------------------------- operations */

@@ -150,6 +150,7 @@ struct mxe_op {
 typedef struct {
     int world_rank;
     int world_size;
+    const char *gpu_busid; /* GPU of the calling thread at init, or NULL */
 } mxe_init_args_t;
 
 /* Phase 1 (application thread, after PMPI_Init): create the transport. */

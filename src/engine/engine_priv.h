@@ -52,6 +52,7 @@ typedef struct {
     pthread_t thread;
     int world_rank;
     int world_size;
+    char gpu_busid[32];       /* GPU the progress thread is placed near ("" none) */
 
     /* statistics (relaxed atomics) */
     _Atomic uint64_t st_ops_submitted, st_ops_completed, st_ops_failed;
@@ -66,6 +67,7 @@ typedef struct {
     int abort_pending;            /* an ABORT was handled this pass */
     int polling_streams;          /* active streams that need polling */
     int epoll_fd;
+    int placed_near_gpu;          /* progress thread bound near a GPU */
 } mxe_engine_t;
 
 extern mxe_engine_t mxe;

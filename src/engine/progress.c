@@ -12,6 +12,7 @@
 #include "engine/engine_priv.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,17 @@
 
 /* ------------------------------------------------------------ stream state */
 
+/* Bind the progress thread near `busid` (NULL: near the calling thread's
+ * NUMA node), unless the user chose a core or disabled binding. */
+static void mxe_place(const char *busid)
+{
+    if (mxu_config.progress_cpu == -2)
+        return;
+    int cpu = mxp_choose_progress_cpu((int)mxu_config.progress_cpu, busid);
+    if (cpu >= 0 && mxp_bind_self(cpu) == MX_OK)
+        atomic_store(&mxe.progress_cpu, cpu);
+}
+
 static mxe_sstate_t *mxe_sstate(mxa_stream_t *s)
 {
     mxe_sstate_t *st = s->engine_state;
@@ -35,6 +47,16 @@ static mxe_sstate_t *mxe_sstate(mxa_stream_t *s)
         return NULL;
     st->stream = s;
     s->engine_state = st;
+#ifdef MPIXACC_HAVE_CUDA
+    /* First GPU stream seen: move next to its GPU (unless placed at init). */
+    if (s->kind == MXA_KIND_CUDA && !mxe.placed_near_gpu && mxu_config.progress_cpu == -1) {
+        const char *busid = mxa_cuda_stream_pci_busid(s);
+        if (busid) {
+            mxe_place(busid);
+            mxe.placed_near_gpu = 1;
+        }
+    }
+#endif
     return st;
 }
 
@@ -539,11 +561,8 @@ static void mxe_sleep(uint64_t *nap_ns)
 void *mxe_progress_main(void *arg)
 {
     (void)arg;
-    if (mxu_config.progress_cpu != -2) {
-        int cpu = mxp_choose_progress_cpu((int)mxu_config.progress_cpu, NULL);
-        if (cpu >= 0 && mxp_bind_self(cpu) == MX_OK)
-            atomic_store(&mxe.progress_cpu, cpu);
-    }
+    mxe.placed_near_gpu = mxe.gpu_busid[0] != '\0';
+    mxe_place(mxe.placed_near_gpu ? mxe.gpu_busid : NULL);
     uint64_t spin_ns = (uint64_t)(mxu_config.progress_spin_us > 0 ? mxu_config.progress_spin_us : 0) * 1000u;
     uint64_t last_work = mxu_now_ns();
     uint64_t nap_ns = 0;
@@ -568,7 +587,10 @@ void *mxe_progress_main(void *arg)
             continue;
         }
         if (mxu_now_ns() - last_work < spin_ns) {
-            mxu_cpu_relax();
+            /* Spin, but give the core away if another thread wants it: with
+             * more threads than cores (several ranks per core) a hard spin
+             * would delay the very threads we wait for. */
+            sched_yield();
             continue;
         }
         mxe_sleep(&nap_ns);

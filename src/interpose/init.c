@@ -29,6 +29,9 @@ static void mxi_bring_up(void)
     if (mxa_init() != MX_OK)
         ok = 0;
     mxe_init_args_t args = {.world_rank = mxi.world_rank, .world_size = mxi.world_size};
+#ifdef MPIXACC_HAVE_CUDA
+    args.gpu_busid = mxa_cuda_active() ? mxa_cuda_current_pci_busid() : NULL;
+#endif
     if (ok && mxe_init(&args) != MX_OK)
         ok = 0;
     const void *addr = NULL;

@@ -64,6 +64,12 @@ mx_status_t mxt_create(const mxt_config_t *cfg)
     st = ucp_config_read(NULL, NULL, &config);
     if (st != UCS_OK)
         MX_FAIL(MX_ERR_TRANSPORT, "ucp_config_read failed: %s", ucs_status_string(st));
+    if (cfg->net_devices) {
+        st = ucp_config_modify(config, "NET_DEVICES", cfg->net_devices);
+        if (st != UCS_OK)
+            MPIX_ACC_LOG(MX_LOG_WARN, "cannot set UCX NET_DEVICES=%s: %s", cfg->net_devices,
+                         ucs_status_string(st));
+    }
 
     ucp_params_t params;
     memset(&params, 0, sizeof(params));
