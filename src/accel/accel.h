@@ -121,6 +121,16 @@ mxa_memtype_t mxa_memtype(const void *buf, size_t len);
  * engine's progress thread wakes (set once by the engine). */
 typedef void (*mxa_trigger_notify_fn)(void);
 void mxa_set_trigger_notify(mxa_trigger_notify_fn fn);
+/* Internal (backends): call the notify callback, if one is set. */
+void mxa_notify_trigger(void);
+
+/* Callback run when a host stream is freed (mxa_host_stream_free or
+ * mxa_host_shutdown), on the freeing thread, after the stream synchronized
+ * (queue drained, ops_in_flight == 0) and before its memory is released:
+ * the engine drops s->engine_state here and must not touch s afterwards.
+ * Set once by the engine (NULL: none). */
+typedef void (*mxa_stream_free_fn)(mxa_stream_t *s);
+void mxa_set_stream_free_hook(mxa_stream_free_fn fn);
 
 /* Call fn(stream) for every stream the layer knows (finalize, reporting). */
 void mxa_foreach_stream(void (*fn)(mxa_stream_t *s, void *arg), void *arg);

@@ -1,0 +1,220 @@
+/*
+ * accel.c - layer-wide entry points of the accelerator layer and the "none"
+ * backend (see accel.h).
+ *
+ * Stream lookup order (never dereferences a pointer it does not know):
+ *   1. NULL handle       -> the CUDA legacy stream when CUDA is active,
+ *                           else the "none" stream
+ *   2. registered host stream (pointer looked up in host.c's registry)
+ *   3. CUDA active       -> mxa_cuda_stream_lookup (validates the handle)
+ *   4. otherwise         -> MX_ERR_INVALID_STREAM
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "accel/accel.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util/config.h"
+#include "util/log.h"
+
+/* ---- the "none" backend: no stream, everything happens at once ---- */
+
+static void store_max(_Atomic uint64_t *word, uint64_t seq)
+{
+    uint64_t cur = atomic_load_explicit(word, memory_order_relaxed);
+    while (cur < seq && !atomic_compare_exchange_weak_explicit(word, &cur, seq,
+                                                               memory_order_release,
+                                                               memory_order_relaxed))
+        ;
+}
+
+static mx_status_t none_enqueue_trigger(mxa_stream_t *s, uint64_t seq)
+{
+    /* The stream "reaches" the trigger immediately. */
+    store_max(s->trigger_word, seq);
+    return MX_OK;
+}
+
+static mx_status_t none_enqueue_wait(mxa_stream_t *s, uint64_t seq)
+{
+    (void)s;
+    (void)seq;
+    /* Nothing can be held back on "no stream": the engine waits on the host. */
+    return MX_ERR_UNSUPPORTED;
+}
+
+static void none_release(mxa_stream_t *s, uint64_t seq)
+{
+    store_max(s->release_word, seq);
+}
+
+static uint64_t none_poll_trigger(mxa_stream_t *s)
+{
+    return atomic_load_explicit(s->trigger_word, memory_order_acquire);
+}
+
+static const mxa_backend_t none_backend = {
+    .name = "none",
+    .kind = MXA_KIND_NONE,
+    .enqueue_trigger = none_enqueue_trigger,
+    .enqueue_wait = none_enqueue_wait,
+    .release = none_release,
+    .poll_trigger = none_poll_trigger,
+    .needs_polling = 0,
+};
+
+static _Atomic uint64_t none_trigger_word;
+static _Atomic uint64_t none_release_word;
+
+static mxa_stream_t none_stream = {
+    .kind = MXA_KIND_NONE,
+    .backend = &none_backend,
+    .handle = NULL,
+    .trigger_word = &none_trigger_word,
+    .release_word = &none_release_word,
+};
+
+mxa_stream_t *mxa_none_stream(void)
+{
+    return &none_stream;
+}
+
+/* ---- layer state ---- */
+
+static pthread_mutex_t accel_lock = PTHREAD_MUTEX_INITIALIZER;
+static int accel_initialized;
+static _Atomic int cuda_on;      /* CUDA backend initialised and active */
+static int cuda_tried;           /* mxa_cuda_init() was called */
+static _Atomic(mxa_trigger_notify_fn) trigger_notify;
+
+mx_status_t mxa_init(void)
+{
+    pthread_mutex_lock(&accel_lock);
+    if (accel_initialized) {
+        pthread_mutex_unlock(&accel_lock);
+        return MX_OK;
+    }
+    /* The host layer needs no set-up (its registry is statically
+     * initialised); host streams may even exist before mxa_init(). */
+#ifdef MPIXACC_HAVE_CUDA
+    if (mxu_config.cuda) {
+        cuda_tried = 1;
+        mx_status_t st = mxa_cuda_init();
+        if (st == MX_OK && mxa_cuda_active()) {
+            atomic_store(&cuda_on, 1);
+            MPIX_ACC_LOG(MX_LOG_INFO, "CUDA backend active");
+        } else if (st == MX_OK || st == MX_ERR_NO_DEVICE) {
+            MPIX_ACC_LOG(MX_LOG_INFO, "CUDA backend off: no CUDA driver or device");
+        } else {
+            MPIX_ACC_LOG(MX_LOG_WARN, "CUDA backend off: initialisation failed (%s)",
+                         mx_status_string(st));
+        }
+    } else {
+        MPIX_ACC_LOG(MX_LOG_INFO, "CUDA backend off: disabled by MPIX_ACC_CUDA=0");
+    }
+#endif
+    accel_initialized = 1;
+    pthread_mutex_unlock(&accel_lock);
+    return MX_OK;
+}
+
+void mxa_finalize(void)
+{
+    pthread_mutex_lock(&accel_lock);
+    if (!accel_initialized) {
+        pthread_mutex_unlock(&accel_lock);
+        return;
+    }
+    /* Host streams the application did not free are stopped here; their
+     * handles become invalid (lookups fail, nothing is dereferenced). */
+    mxa_host_shutdown();
+#ifdef MPIXACC_HAVE_CUDA
+    if (cuda_tried)
+        mxa_cuda_finalize();
+#endif
+    atomic_store(&cuda_on, 0);
+    cuda_tried = 0;
+    accel_initialized = 0;
+    pthread_mutex_unlock(&accel_lock);
+}
+
+mx_status_t mxa_stream_lookup(void *handle, mxa_stream_t **out)
+{
+    if (out == NULL)
+        return MX_ERR_INVALID_PARAM;
+    *out = NULL;
+    if (handle == NULL) {
+#ifdef MPIXACC_HAVE_CUDA
+        if (atomic_load_explicit(&cuda_on, memory_order_acquire))
+            return mxa_cuda_stream_lookup(NULL, out);
+#endif
+        *out = &none_stream;
+        return MX_OK;
+    }
+    mxa_stream_t *s = mxa_host_stream_find(handle);
+    if (s != NULL) {
+        *out = s;
+        return MX_OK;
+    }
+#ifdef MPIXACC_HAVE_CUDA
+    if (atomic_load_explicit(&cuda_on, memory_order_acquire))
+        return mxa_cuda_stream_lookup(handle, out);
+#endif
+    return MX_ERR_INVALID_STREAM;
+}
+
+mxa_memtype_t mxa_memtype(const void *buf, size_t len)
+{
+#ifdef MPIXACC_HAVE_CUDA
+    if (buf != NULL && atomic_load_explicit(&cuda_on, memory_order_acquire))
+        return mxa_cuda_memtype(buf, len);
+#else
+    (void)buf;
+    (void)len;
+#endif
+    return MXA_MEM_HOST;
+}
+
+void mxa_set_trigger_notify(mxa_trigger_notify_fn fn)
+{
+    atomic_store_explicit(&trigger_notify, fn, memory_order_release);
+}
+
+void mxa_notify_trigger(void)
+{
+    mxa_trigger_notify_fn fn = atomic_load_explicit(&trigger_notify, memory_order_acquire);
+    if (fn != NULL)
+        fn();
+}
+
+/* mxa_foreach_stream() lives in host.c, next to the host stream registry. */
+
+void mxa_get_features(mxa_features_t *out)
+{
+    if (out == NULL)
+        return;
+    memset(out, 0, sizeof(*out));
+#ifdef MPIXACC_HAVE_CUDA
+    pthread_mutex_lock(&accel_lock);
+    int tried = cuda_tried, initialized = accel_initialized;
+    pthread_mutex_unlock(&accel_lock);
+    if (tried) {
+        mxa_cuda_get_features(out);
+    } else if (!initialized) {
+        snprintf(out->cuda_mode, sizeof(out->cuda_mode), "off: accelerator layer not initialised");
+    } else {
+        snprintf(out->cuda_mode, sizeof(out->cuda_mode), "off: disabled by MPIX_ACC_CUDA=0");
+    }
+    out->cuda_built = 1;
+    out->cuda_active = atomic_load(&cuda_on) ? out->cuda_active : 0;
+    if (!out->cuda_active && strncmp(out->cuda_mode, "off", 3) != 0)
+        snprintf(out->cuda_mode, sizeof(out->cuda_mode), "off: no CUDA driver or device");
+#else
+    out->cuda_built = 0;
+    snprintf(out->cuda_mode, sizeof(out->cuda_mode), "off: built without CUDA");
+#endif
+}

@@ -1,0 +1,622 @@
+/*
+ * host.c - host streams (api.md §4): in-order host queues, each executed by
+ * one library-owned thread.
+ *
+ * A host stream is a host_stream_t that embeds the mxa_stream_t as its first
+ * member; the user's handle is its address. Live streams are registered in a
+ * locked hash map keyed by that address, so a handle is validated by looking
+ * its VALUE up - an unknown pointer is never dereferenced.
+ *
+ * Producers (any thread) push items on a lock-free MPSC queue and poke the
+ * stream thread's event. Items, executed strictly in queue order:
+ *   LAUNCH  fn(arg)
+ *   TRIGGER trigger_word = seq (release), then the engine's notify callback
+ *           (enqueue_batch pushes several TRIGGER/WAIT items at once)
+ *   WAIT    block until release_word >= seq (the engine's progress thread
+ *           calls backend->release(s, seq), which stores and wakes us)
+ *   MARK    synchronize: set the caller's flag (the item lives on the
+ *           synchronizing thread's stack)
+ *   STOP    end of the thread (free / shutdown)
+ *
+ * The stream thread never busy-waits for long: when idle, or blocked at a
+ * WAIT, it spins MPIX_ACC_WAIT_SPIN_US microseconds and then sleeps on a
+ * futex-based event (util/waiter.h).
+ *
+ * Lifetime. mxa_host_stream_free() synchronizes first (all enqueued work,
+ * communication included: the queue drains and ops_in_flight drops to 0),
+ * then unregisters the handle, stops and joins the thread, runs the engine's
+ * free hook, and releases the memory. Like MPI, freeing a stream whose wait
+ * depends on an operation that never completes blocks until it completes
+ * (MPI_Finalize's drain cancels such operations and releases their waits);
+ * a warning is logged every 10 s while it waits. mxa_host_shutdown()
+ * (library finalize) stops every remaining stream without waiting for
+ * communication: pending waits are abandoned with a warning.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "accel/accel.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdalign.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "util/config.h"
+#include "util/hashmap.h"
+#include "util/log.h"
+#include "util/mpsc.h"
+#include "util/waiter.h"
+
+#define HOST_STREAM_MAGIC 0x4d58485354524d21ull /* "MXHSTRM!" */
+#define SLOW_WAIT_WARN_NS (10ull * 1000000000ull)
+#define OPS_POLL_MAX_SLEEP_NS 50000
+
+typedef enum { ITEM_LAUNCH, ITEM_TRIGGER, ITEM_WAIT, ITEM_MARK, ITEM_STOP } item_kind_t;
+
+typedef struct host_item {
+    mxu_mpsc_node_t node;
+    item_kind_t kind;
+    union {
+        struct {
+            void (*fn)(void *);
+            void *arg;
+        } launch;
+        uint64_t seq;
+        _Atomic int *done; /* MARK */
+    } u;
+} host_item_t;
+
+typedef struct host_stream {
+    mxa_stream_t s; /* first: the handle is the address of the host_stream_t */
+    uint64_t magic;
+    pthread_t thread;
+    uint64_t spin_ns;
+    _Atomic int freeing;   /* free or shutdown has claimed the stream */
+    _Atomic int aborting;  /* shutdown: abandon waits, stop waiting for ops */
+    _Atomic int releasers; /* release() calls in progress (free waits them out) */
+    struct host_stream *list_next, *list_prev;
+    host_item_t stop_item;
+
+    alignas(64) mxu_mpsc_t queue;
+    mxu_event_t work_ev; /* producers -> stream thread: items queued */
+
+    alignas(64) mxu_event_t release_ev; /* progress thread -> stream thread */
+    mxu_event_t done_ev;                /* stream thread -> synchronizers */
+
+    alignas(64) _Atomic uint64_t trigger_word;
+    alignas(64) _Atomic uint64_t release_word;
+} host_stream_t;
+
+/* Registry: map for lookups (its own lock), list for iteration (list_lock).
+ * Lock order: list_lock, then the map's lock. */
+static mxu_locked_map_t registry = {.lock = PTHREAD_MUTEX_INITIALIZER};
+static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
+static host_stream_t *list_head;
+static _Atomic(mxa_stream_free_fn) free_hook;
+
+static const mxa_backend_t host_backend;
+
+static inline host_stream_t *hs_of(mxa_stream_t *s)
+{
+    return (host_stream_t *)s;
+}
+
+static void store_max(_Atomic uint64_t *word, uint64_t seq)
+{
+    uint64_t cur = atomic_load_explicit(word, memory_order_relaxed);
+    while (cur < seq && !atomic_compare_exchange_weak_explicit(word, &cur, seq,
+                                                               memory_order_release,
+                                                               memory_order_relaxed))
+        ;
+}
+
+static void push_item(host_stream_t *hs, host_item_t *it)
+{
+    mxu_mpsc_push(&hs->queue, &it->node);
+    mxu_event_notify(&hs->work_ev);
+}
+
+static mx_status_t push_new(host_stream_t *hs, item_kind_t kind, uint64_t seq,
+                            void (*fn)(void *), void *arg)
+{
+    host_item_t *it = malloc(sizeof(*it));
+    if (it == NULL)
+        MX_FAIL(MX_ERR_NO_MEMORY, "host stream %p: out of memory enqueuing work", (void *)hs);
+    it->kind = kind;
+    if (kind == ITEM_LAUNCH) {
+        it->u.launch.fn = fn;
+        it->u.launch.arg = arg;
+    } else {
+        it->u.seq = seq;
+    }
+    push_item(hs, it);
+    return MX_OK;
+}
+
+/* ---- the stream thread ---- */
+
+static void idle_wait(host_stream_t *hs)
+{
+    uint64_t deadline = mxu_now_ns() + hs->spin_ns;
+    for (unsigned i = 0;; i++) {
+        if (!mxu_mpsc_empty(&hs->queue))
+            return;
+        if ((i & 63) == 0 && mxu_now_ns() >= deadline)
+            break;
+        mxu_cpu_relax();
+    }
+    uint32_t key = mxu_event_prepare(&hs->work_ev);
+    if (!mxu_mpsc_empty(&hs->queue)) {
+        mxu_event_cancel(&hs->work_ev);
+        return;
+    }
+    mxu_event_wait(&hs->work_ev, key, -1);
+}
+
+static int released(host_stream_t *hs, uint64_t seq)
+{
+    return atomic_load_explicit(&hs->release_word, memory_order_acquire) >= seq;
+}
+
+static void wait_released(host_stream_t *hs, uint64_t seq)
+{
+    uint64_t deadline = mxu_now_ns() + hs->spin_ns;
+    for (unsigned i = 0;; i++) {
+        if (released(hs, seq))
+            return;
+        if ((i & 63) == 0 && mxu_now_ns() >= deadline)
+            break;
+        mxu_cpu_relax();
+    }
+    for (;;) {
+        if (released(hs, seq))
+            return;
+        if (atomic_load_explicit(&hs->aborting, memory_order_acquire)) {
+            MPIX_ACC_LOG(MX_LOG_WARN,
+                         "host stream %p stopped while waiting for sequence %llu (released "
+                         "up to %llu): the wait is abandoned",
+                         (void *)hs, (unsigned long long)seq,
+                         (unsigned long long)atomic_load(&hs->release_word));
+            return;
+        }
+        uint32_t key = mxu_event_prepare(&hs->release_ev);
+        if (released(hs, seq) || atomic_load_explicit(&hs->aborting, memory_order_acquire)) {
+            mxu_event_cancel(&hs->release_ev);
+            continue;
+        }
+        mxu_event_wait(&hs->release_ev, key, -1);
+    }
+}
+
+static void *stream_main(void *arg)
+{
+    host_stream_t *hs = arg;
+    for (;;) {
+        mxu_mpsc_node_t *n = mxu_mpsc_pop(&hs->queue);
+        if (n == NULL) {
+            idle_wait(hs);
+            continue;
+        }
+        host_item_t *it = MXU_CONTAINER_OF(n, host_item_t, node);
+        switch (it->kind) {
+        case ITEM_LAUNCH:
+            it->u.launch.fn(it->u.launch.arg);
+            free(it);
+            break;
+        case ITEM_TRIGGER:
+            store_max(&hs->trigger_word, it->u.seq);
+            free(it);
+            mxa_notify_trigger();
+            break;
+        case ITEM_WAIT:
+            wait_released(hs, it->u.seq);
+            free(it);
+            break;
+        case ITEM_MARK: {
+            _Atomic int *done = it->u.done;
+            /* `it` is on the synchronizer's stack: not touched after this */
+            atomic_store_explicit(done, 1, memory_order_release);
+            mxu_event_notify(&hs->done_ev);
+            break;
+        }
+        case ITEM_STOP:
+            return NULL; /* stop_item is embedded in hs */
+        }
+    }
+}
+
+/* ---- synchronize ---- */
+
+static void nap_ns(long ns)
+{
+    struct timespec ts = {0, ns};
+    nanosleep(&ts, NULL);
+}
+
+static void maybe_warn_slow(host_stream_t *hs, uint64_t start, uint64_t *next_warn,
+                            const char *what)
+{
+    uint64_t now = mxu_now_ns();
+    if (now - start < *next_warn)
+        return;
+    *next_warn += SLOW_WAIT_WARN_NS;
+    MPIX_ACC_LOG(MX_LOG_WARN,
+                 "host stream %p: %s has waited %.0f s (%llu operations in flight, stream "
+                 "released up to %llu)",
+                 (void *)hs, what, (double)(now - start) / 1e9,
+                 (unsigned long long)atomic_load(&hs->s.ops_in_flight),
+                 (unsigned long long)atomic_load(&hs->release_word));
+}
+
+/* All items queued before the call have run and ops_in_flight == 0
+ * (or the stream is being aborted by shutdown). */
+static void sync_impl(host_stream_t *hs, const char *what)
+{
+    uint64_t start = mxu_now_ns();
+    uint64_t next_warn = SLOW_WAIT_WARN_NS;
+
+    _Atomic int done = 0;
+    host_item_t mark;
+    mark.kind = ITEM_MARK;
+    mark.u.done = &done;
+    push_item(hs, &mark);
+
+    uint64_t deadline = start + hs->spin_ns;
+    for (unsigned i = 0;; i++) {
+        if (atomic_load_explicit(&done, memory_order_acquire))
+            break;
+        if ((i & 63) == 0 && mxu_now_ns() >= deadline)
+            break;
+        mxu_cpu_relax();
+    }
+    while (!atomic_load_explicit(&done, memory_order_acquire)) {
+        uint32_t key = mxu_event_prepare(&hs->done_ev);
+        if (atomic_load_explicit(&done, memory_order_acquire)) {
+            mxu_event_cancel(&hs->done_ev);
+            break;
+        }
+        mxu_event_wait(&hs->done_ev, key, 1000000000); /* 1 s: slow-wait report */
+        maybe_warn_slow(hs, start, &next_warn, what);
+    }
+
+    /* Communication: the engine decrements ops_in_flight on completion and
+     * does not signal, so poll with a growing sleep (at most 50 us). */
+    long sleep_ns = 1000;
+    for (unsigned i = 0; atomic_load_explicit(&hs->s.ops_in_flight, memory_order_acquire) != 0;
+         i++) {
+        if (atomic_load_explicit(&hs->aborting, memory_order_acquire))
+            break;
+        if (mxu_now_ns() - start < hs->spin_ns) {
+            mxu_cpu_relax();
+            continue;
+        }
+        nap_ns(sleep_ns);
+        if (sleep_ns < OPS_POLL_MAX_SLEEP_NS)
+            sleep_ns *= 2;
+        if (sleep_ns > OPS_POLL_MAX_SLEEP_NS)
+            sleep_ns = OPS_POLL_MAX_SLEEP_NS;
+        if ((i & 1023) == 0)
+            maybe_warn_slow(hs, start, &next_warn, what);
+    }
+}
+
+/* ---- backend ---- */
+
+static mx_status_t host_enqueue_trigger(mxa_stream_t *s, uint64_t seq)
+{
+    return push_new(hs_of(s), ITEM_TRIGGER, seq, NULL, NULL);
+}
+
+static mx_status_t host_enqueue_wait(mxa_stream_t *s, uint64_t seq)
+{
+    return push_new(hs_of(s), ITEM_WAIT, seq, NULL, NULL);
+}
+
+static mx_status_t host_enqueue_batch(mxa_stream_t *s, const mxa_stream_point_t *pts, int n)
+{
+    host_stream_t *hs = hs_of(s);
+    if (n <= 0)
+        return MX_OK;
+    /* Allocate everything first so that a failure enqueues nothing. */
+    host_item_t *stack_items[16];
+    host_item_t **items = n <= 16 ? stack_items : malloc((size_t)n * sizeof(*items));
+    if (items == NULL)
+        MX_FAIL(MX_ERR_NO_MEMORY, "host stream %p: out of memory enqueuing work", (void *)hs);
+    for (int i = 0; i < n; i++) {
+        items[i] = malloc(sizeof(host_item_t));
+        if (items[i] == NULL) {
+            for (int j = 0; j < i; j++)
+                free(items[j]);
+            if (items != stack_items)
+                free(items);
+            MX_FAIL(MX_ERR_NO_MEMORY, "host stream %p: out of memory enqueuing work",
+                    (void *)hs);
+        }
+        items[i]->kind = pts[i].is_wait ? ITEM_WAIT : ITEM_TRIGGER;
+        items[i]->u.seq = pts[i].seq;
+    }
+    for (int i = 0; i < n; i++)
+        mxu_mpsc_push(&hs->queue, &items[i]->node);
+    mxu_event_notify(&hs->work_ev);
+    if (items != stack_items)
+        free(items);
+    return MX_OK;
+}
+
+static void host_release(mxa_stream_t *s, uint64_t seq)
+{
+    host_stream_t *hs = hs_of(s);
+    /* Counted so that free() cannot release the memory while we are still
+     * notifying: the increment is ordered before the store the stream
+     * thread (and, through it, the freeing thread) observes. */
+    atomic_fetch_add_explicit(&hs->releasers, 1, memory_order_relaxed);
+    store_max(&hs->release_word, seq);
+    mxu_event_notify(&hs->release_ev);
+    atomic_fetch_sub_explicit(&hs->releasers, 1, memory_order_release);
+}
+
+static uint64_t host_poll_trigger(mxa_stream_t *s)
+{
+    return atomic_load_explicit(&hs_of(s)->trigger_word, memory_order_acquire);
+}
+
+static const mxa_backend_t host_backend = {
+    .name = "host",
+    .kind = MXA_KIND_HOST,
+    .enqueue_trigger = host_enqueue_trigger,
+    .enqueue_wait = host_enqueue_wait,
+    .release = host_release,
+    .poll_trigger = host_poll_trigger,
+    .needs_polling = 0,
+    .enqueue_batch = host_enqueue_batch,
+};
+
+/* ---- registry ---- */
+
+static host_stream_t *find(void *handle)
+{
+    if (handle == NULL)
+        return NULL;
+    host_stream_t *hs = mxu_locked_map_get(&registry, (uint64_t)(uintptr_t)handle);
+    if (hs == NULL || hs->magic != HOST_STREAM_MAGIC)
+        return NULL;
+    return hs;
+}
+
+mxa_stream_t *mxa_host_stream_find(void *handle)
+{
+    host_stream_t *hs = find(handle);
+    return hs != NULL ? &hs->s : NULL;
+}
+
+void mxa_set_stream_free_hook(mxa_stream_free_fn fn)
+{
+    atomic_store_explicit(&free_hook, fn, memory_order_release);
+}
+
+void mxa_foreach_stream(void (*fn)(mxa_stream_t *s, void *arg), void *arg)
+{
+    if (fn == NULL)
+        return;
+    fn(mxa_none_stream(), arg);
+    /* fn may look streams up but must not create or free host streams */
+    pthread_mutex_lock(&list_lock);
+    for (host_stream_t *hs = list_head; hs != NULL; hs = hs->list_next)
+        fn(&hs->s, arg);
+    pthread_mutex_unlock(&list_lock);
+#ifdef MPIXACC_HAVE_CUDA
+    mxa_cuda_foreach_stream(fn, arg);
+#endif
+}
+
+/* ---- create / free ---- */
+
+mx_status_t mxa_host_stream_create(void **handle_out)
+{
+    if (handle_out == NULL)
+        MX_FAIL(MX_ERR_INVALID_PARAM, "host stream create: NULL output pointer");
+    *handle_out = NULL;
+
+    size_t size = (sizeof(host_stream_t) + 63) & ~(size_t)63;
+    host_stream_t *hs = aligned_alloc(64, size);
+    if (hs == NULL)
+        MX_FAIL(MX_ERR_NO_MEMORY, "host stream create: out of memory");
+    memset(hs, 0, size);
+
+    hs->s.kind = MXA_KIND_HOST;
+    hs->s.backend = &host_backend;
+    hs->s.handle = hs;
+    hs->s.trigger_word = &hs->trigger_word;
+    hs->s.release_word = &hs->release_word;
+    atomic_init(&hs->s.next_trigger_seq, 0);
+    atomic_init(&hs->s.next_wait_seq, 0);
+    atomic_init(&hs->s.ops_in_flight, 0);
+    atomic_init(&hs->trigger_word, 0);
+    atomic_init(&hs->release_word, 0);
+    atomic_init(&hs->freeing, 0);
+    atomic_init(&hs->aborting, 0);
+    atomic_init(&hs->releasers, 0);
+    hs->magic = HOST_STREAM_MAGIC;
+    long spin_us = mxu_config.wait_spin_us;
+    hs->spin_ns = spin_us > 0 ? (uint64_t)spin_us * 1000u : 0;
+    hs->stop_item.kind = ITEM_STOP;
+    mxu_mpsc_init(&hs->queue);
+    mxu_event_init(&hs->work_ev);
+    mxu_event_init(&hs->release_ev);
+    mxu_event_init(&hs->done_ev);
+
+    /* Library threads take no signals: the application's threads do. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&hs->thread, NULL, stream_main, hs);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        free(hs);
+        MX_FAIL(MX_ERR_SYSTEM, "host stream create: pthread_create failed (%s)", strerror(rc));
+    }
+    pthread_setname_np(hs->thread, "mpixacc-hstream");
+
+    pthread_mutex_lock(&list_lock);
+    mx_status_t st = mxu_locked_map_put(&registry, (uint64_t)(uintptr_t)hs, hs);
+    if (st == MX_OK) {
+        hs->list_next = list_head;
+        if (list_head != NULL)
+            list_head->list_prev = hs;
+        list_head = hs;
+    }
+    pthread_mutex_unlock(&list_lock);
+    if (st != MX_OK) {
+        push_item(hs, &hs->stop_item);
+        pthread_join(hs->thread, NULL);
+        free(hs);
+        MX_FAIL(st, "host stream create: cannot register the stream");
+    }
+    MPIX_ACC_LOG(MX_LOG_DEBUG, "host stream %p created", (void *)hs);
+    *handle_out = hs;
+    return MX_OK;
+}
+
+/* Unregister, stop, join and release a stream claimed by free/shutdown. */
+static void destroy(host_stream_t *hs)
+{
+    pthread_mutex_lock(&list_lock);
+    mxu_locked_map_remove(&registry, (uint64_t)(uintptr_t)hs);
+    if (hs->list_prev != NULL)
+        hs->list_prev->list_next = hs->list_next;
+    else
+        list_head = hs->list_next;
+    if (hs->list_next != NULL)
+        hs->list_next->list_prev = hs->list_prev;
+    pthread_mutex_unlock(&list_lock);
+
+    push_item(hs, &hs->stop_item);
+    pthread_join(hs->thread, NULL);
+
+    /* Items pushed after STOP (erroneous use of the handle concurrently
+     * with free): release them; unblock synchronizers. */
+    mxu_mpsc_node_t *n;
+    int leftovers = 0;
+    for (;;) {
+        n = mxu_mpsc_pop(&hs->queue);
+        if (n == NULL) {
+            if (mxu_mpsc_empty(&hs->queue))
+                break;
+            sched_yield(); /* a push is half done */
+            continue;
+        }
+        host_item_t *it = MXU_CONTAINER_OF(n, host_item_t, node);
+        leftovers++;
+        if (it->kind == ITEM_MARK) {
+            _Atomic int *done = it->u.done;
+            atomic_store_explicit(done, 1, memory_order_release);
+            mxu_event_notify(&hs->done_ev);
+        } else if (it->kind != ITEM_STOP) {
+            free(it);
+        }
+    }
+    if (leftovers != 0)
+        MPIX_ACC_LOG(MX_LOG_WARN,
+                     "host stream %p: %d items were enqueued while the stream was being freed "
+                     "and are dropped",
+                     (void *)hs, leftovers);
+
+    mxa_stream_free_fn hook = atomic_load_explicit(&free_hook, memory_order_acquire);
+    if (hook != NULL)
+        hook(&hs->s);
+
+    while (atomic_load_explicit(&hs->releasers, memory_order_acquire) != 0)
+        sched_yield();
+    hs->magic = 0;
+    MPIX_ACC_LOG(MX_LOG_DEBUG, "host stream %p freed", (void *)hs);
+    free(hs);
+}
+
+mx_status_t mxa_host_stream_launch(void *handle, void (*fn)(void *), void *arg)
+{
+    host_stream_t *hs = find(handle);
+    if (hs == NULL || atomic_load_explicit(&hs->freeing, memory_order_acquire))
+        return MX_ERR_INVALID_STREAM;
+    if (fn == NULL)
+        return MX_ERR_INVALID_PARAM;
+    return push_new(hs, ITEM_LAUNCH, 0, fn, arg);
+}
+
+mx_status_t mxa_host_stream_synchronize(void *handle)
+{
+    host_stream_t *hs = find(handle);
+    if (hs == NULL)
+        return MX_ERR_INVALID_STREAM;
+    if (pthread_equal(pthread_self(), hs->thread))
+        MX_FAIL(MX_ERR_INVALID_PARAM,
+                "host stream %p: synchronize called from work running on the same stream "
+                "would deadlock",
+                (void *)hs);
+    sync_impl(hs, "synchronize");
+    return MX_OK;
+}
+
+mx_status_t mxa_host_stream_free(void *handle)
+{
+    pthread_mutex_lock(&list_lock);
+    host_stream_t *hs = find(handle);
+    if (hs != NULL && pthread_equal(pthread_self(), hs->thread)) {
+        pthread_mutex_unlock(&list_lock);
+        MX_FAIL(MX_ERR_INVALID_PARAM,
+                "host stream %p: free called from work running on the same stream would "
+                "deadlock",
+                (void *)hs);
+    }
+    if (hs == NULL || atomic_exchange(&hs->freeing, 1) != 0) {
+        pthread_mutex_unlock(&list_lock);
+        return MX_ERR_INVALID_STREAM; /* unknown, or already being freed */
+    }
+    pthread_mutex_unlock(&list_lock);
+
+    sync_impl(hs, "free");
+    destroy(hs);
+    return MX_OK;
+}
+
+void mxa_host_shutdown(void)
+{
+    /* Abandon every pending wait: the engine has drained (or given up). */
+    pthread_mutex_lock(&list_lock);
+    for (host_stream_t *hs = list_head; hs != NULL; hs = hs->list_next) {
+        atomic_store_explicit(&hs->aborting, 1, memory_order_release);
+        mxu_event_notify(&hs->release_ev);
+    }
+    pthread_mutex_unlock(&list_lock);
+
+    for (;;) {
+        pthread_mutex_lock(&list_lock);
+        host_stream_t *victim = NULL;
+        int busy = 0;
+        for (host_stream_t *hs = list_head; hs != NULL; hs = hs->list_next) {
+            if (atomic_exchange(&hs->freeing, 1) == 0) {
+                atomic_store_explicit(&hs->aborting, 1, memory_order_release);
+                mxu_event_notify(&hs->release_ev);
+                victim = hs;
+                break;
+            }
+            busy++; /* being freed by another thread */
+        }
+        pthread_mutex_unlock(&list_lock);
+        if (victim != NULL) {
+            MPIX_ACC_LOG(MX_LOG_DEBUG, "host stream %p was not freed by the application; "
+                                       "stopping it", (void *)victim);
+            destroy(victim);
+            continue;
+        }
+        if (busy == 0)
+            break;
+        nap_ns(100000); /* let concurrent frees finish */
+    }
+}
