@@ -219,7 +219,7 @@ static const char *type_description(mxu_config_type_t type)
     case MXU_CFG_SIZE: return "size in bytes, k/m/g suffixes allowed";
     case MXU_CFG_DOUBLE: return "number";
     case MXU_CFG_STRING: return "string";
-    case MXU_CFG_LOGLEVEL: return "error, warn, info or debug";
+    case MXU_CFG_LOGLEVEL: return "log level";
     }
     return "?";
 }
@@ -316,7 +316,19 @@ static void warn_unknown_variables(void)
         int best = 0;
         size_t best_d = SIZE_MAX;
         for (int i = 0; i < NROWS; i++) {
-            size_t d = edit_distance(name + plen, rows[i].name + plen);
+            /* typo, or an abbreviation of a longer name (MPIX_ACC_EAGER) */
+            const char *known = rows[i].name + plen;
+            size_t d = edit_distance(name + plen, known);
+            size_t ulen = strlen(name + plen);
+            if (ulen < strlen(known)) {
+                char prefix[64];
+                snprintf(prefix, sizeof(prefix), "%.*s", (int)ulen, known);
+                size_t dp = edit_distance(name + plen, prefix) + 1;
+                if (dp < d)
+                    d = dp;
+            }
+            if (ulen >= 3 && strcasestr(known, name + plen) != NULL && d > 1)
+                d = 1; /* a word of a known name (MPIX_ACC_SPIN) */
             if (d < best_d) {
                 best_d = d;
                 best = i;

@@ -216,6 +216,22 @@ static void test_load(void)
     CHECK_EQ_LL(mxu_log_threshold, MX_LOG_WARN);
     CHECK(count_substr(out, "MPIX_ACC_LOG=\"loud\"") == 1, "output:\n%s", out);
     free(out);
+
+    /* hints for abbreviations and words of known names */
+    setenv("MPIX_ACC_EAGER", "1", 1);
+    setenv("MPIX_ACC_PROGRES_CPU", "1", 1);
+    capture_begin();
+    mxu_config_load();
+    out = capture_end();
+    CHECK(strstr(out, "MPIX_ACC_EAGER is ignored (closest known setting: MPIX_ACC_EAGER_LIMIT") !=
+              NULL,
+          "output:\n%s", out);
+    CHECK(strstr(out, "MPIX_ACC_PROGRES_CPU is ignored (closest known setting: "
+                      "MPIX_ACC_PROGRESS_CPU") != NULL,
+          "output:\n%s", out);
+    free(out);
+    unsetenv("MPIX_ACC_EAGER");
+    unsetenv("MPIX_ACC_PROGRES_CPU");
 }
 
 static void test_print(void)
