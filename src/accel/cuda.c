@@ -94,6 +94,7 @@ typedef struct {
     int memops64;   /* device attribute: 64-bit stream memory operations */
     int flush;      /* CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES */
     int uva;
+    CUcontext primary; /* retained by mxa_cuda_bind_buffer for VMM memory, or NULL */
 } cuda_dev_t;
 
 typedef struct cuda_ctx {
@@ -875,6 +876,51 @@ mxa_memtype_t mxa_cuda_memtype(const void *buf, size_t len)
     return MXA_MEM_HOST;
 }
 
+/* Context of a device/managed buffer, made current on the calling thread
+ * (the progress thread, before UCX touches the buffer). */
+mx_status_t mxa_cuda_bind_buffer(const void *buf)
+{
+    if (buf == NULL || !atomic_load_explicit(&g_active, memory_order_acquire))
+        return MX_OK;
+    CUcontext bc = NULL;
+    unsigned int memtype = 0, managed = 0;
+    int ordinal = -1;
+    CUpointer_attribute attrs[4] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                    CU_POINTER_ATTRIBUTE_IS_MANAGED, CU_POINTER_ATTRIBUTE_CONTEXT,
+                                    CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
+    void *data[4] = {&memtype, &managed, &bc, &ordinal};
+    CUresult r = MXA_CU(cuPointerGetAttributes)(4, attrs, data, (CUdeviceptr)(uintptr_t)buf);
+    if (r != CUDA_SUCCESS || (!managed && memtype != CU_MEMORYTYPE_DEVICE))
+        return MX_OK; /* host memory: no context needed */
+    if (bc == NULL) {
+        /* Memory not tied to a context (cuMemCreate/VMM, memory pools):
+         * the primary context of its device. */
+        if (ordinal < 0 || ordinal >= g.ndev)
+            MX_FAIL(MX_ERR_NO_DEVICE, "CUDA backend: no context or device for buffer %p", buf);
+        pthread_mutex_lock(&g.lock);
+        cuda_dev_t *d = &g.devs[ordinal];
+        if (d->primary == NULL) {
+            r = MXA_CU(cuDevicePrimaryCtxRetain)(&d->primary, d->dev);
+            if (r != CUDA_SUCCESS) {
+                d->primary = NULL;
+                pthread_mutex_unlock(&g.lock);
+                MX_FAIL(MX_ERR_NO_DEVICE, "CUDA backend: cannot retain the primary context of "
+                        "device %d: %s", ordinal, cu_err(r));
+            }
+        }
+        bc = d->primary;
+        pthread_mutex_unlock(&g.lock);
+    }
+    CUcontext cur = NULL;
+    if (MXA_CU(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && cur == bc)
+        return MX_OK;
+    r = MXA_CU(cuCtxSetCurrent)(bc);
+    if (r != CUDA_SUCCESS)
+        MX_FAIL(MX_ERR_NO_DEVICE, "CUDA backend: cannot make the context of buffer %p current: %s",
+                buf, cu_err(r));
+    return MX_OK;
+}
+
 /* ---------------------------------------------------------------- init */
 
 static void set_mode(void)
@@ -1067,6 +1113,9 @@ void mxa_cuda_finalize(void)
                 MXA_CU(cuMemFreeHost)(sl->host);
             if (g.primary0_retained)
                 MXA_CU(cuDevicePrimaryCtxRelease)(g.devs[0].dev);
+            for (int i = 0; i < g.ndev; i++)
+                if (g.devs[i].primary != NULL)
+                    MXA_CU(cuDevicePrimaryCtxRelease)(g.devs[i].dev);
         } else {
             /* A stream may still be about to read or write its words (a
              * wait not yet passed, a trigger not yet reached): freeing them

@@ -37,6 +37,7 @@
     X(cuDevicePrimaryCtxRetain, 1, 7000)                                                         \
     X(cuDevicePrimaryCtxRelease, 1, 11000)                                                       \
     X(cuCtxGetCurrent, 1, 4000)                                                                  \
+    X(cuCtxSetCurrent, 1, 4000)                                                                  \
     X(cuCtxPushCurrent, 1, 4000)                                                                 \
     X(cuCtxPopCurrent, 1, 4000)                                                                  \
     X(cuCtxGetDevice, 1, 2000)                                                                   \
