@@ -3,7 +3,12 @@
  * init/finalize, the "none" backend, stream lookup order and validation,
  * memory type, features, foreach.
  */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -1,7 +1,12 @@
 /*
  * test_config.c - the MPIX_ACC_* settings registry (util/config.c).
  */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

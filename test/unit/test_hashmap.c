@@ -3,7 +3,12 @@
  * model, load-factor bound, tombstone reuse, iteration, and the locked map
  * under concurrent use.
  */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>

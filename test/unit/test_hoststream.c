@@ -5,7 +5,12 @@
  * handles, idle/blocked streams do not burn CPU, many streams, several
  * producer threads, free hook, foreach, shutdown.
  */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>

@@ -2,7 +2,12 @@
  * test_log.c - MPIX_ACC_LOG (util/log.c): format, threshold, rank, one
  * write per message under concurrency, threshold from the environment.
  */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>

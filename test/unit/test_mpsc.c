@@ -2,7 +2,12 @@
  * test_mpsc.c - the lock-free MPSC queue (util/mpsc.h): FIFO per producer,
  * nothing lost or duplicated under a 4-producer stress, empty() semantics.
  */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>

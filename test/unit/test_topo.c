@@ -3,7 +3,12 @@
  * need no hardware (hwloc synthetic descriptions and an XML document with
  * GPUs and NICs), plus binding on the real machine.
  */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>

@@ -2,7 +2,12 @@
  * test_waiter.c - event count (util/waiter.c): timeouts, no lost wake-up
  * (ping-pong with unbounded waits under an alarm), wake-all, monotonic clock.
  */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
