@@ -11,9 +11,6 @@
  * - Strings taken from the environment are copied and never freed while the
  *   process lives (other threads may hold the pointers).
  */
-#ifdef HAVE_CONFIG_H
-#include "config.h"
-#endif
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif

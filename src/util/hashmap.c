@@ -6,9 +6,6 @@
  * tombstones would exceed 70% of the capacity; when most of that load is
  * tombstones it is rebuilt at the same size instead.
  */
-#ifdef HAVE_CONFIG_H
-#include "config.h"
-#endif
 #include "util/hashmap.h"
 
 #include <stdatomic.h>

@@ -15,9 +15,6 @@
  * comes first) reads MPIX_ACC_LOG from the environment. mxu_config_load()
  * sets it again from the parsed settings.
  */
-#ifdef HAVE_CONFIG_H
-#include "config.h"
-#endif
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif

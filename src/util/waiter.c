@@ -8,9 +8,6 @@
  * between prepare() and the futex call, FUTEX_WAIT sees a changed value and
  * returns at once.
  */
-#ifdef HAVE_CONFIG_H
-#include "config.h"
-#endif
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
