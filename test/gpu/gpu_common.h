@@ -1,0 +1,511 @@
+/*
+ * gpu_common.h - shared helpers of the GPU tests (test/gpu, CUDA C++).
+ *
+ * Every test program:
+ *   - calls gt_init(): picks its GPU (local rank modulo the visible devices)
+ *     and creates the context BEFORE MPI_Init, so the library sets that
+ *     context up at init (its kernels load eagerly); arms a hard SIGALRM
+ *     guard; MPI_Init; MPI_ERRORS_RETURN on MPI_COMM_WORLD;
+ *   - warms up its own kernels with gt_warmup() before the first stream wait
+ *     (a lazily loaded module behind a blocked stream can deadlock);
+ *   - produces data with a kernel on the stream, communicates stream-ordered
+ *     and checks the data with a kernel on the stream: mismatches are
+ *     counted on the GPU (gt_err_t) and turned into a failure after the loop;
+ *   - reports failures with gt_fail() (one line, then MPI_Abort: exit != 0)
+ *     and ends with gt_finish() (prints "[name] PASS ...").
+ *
+ * Buffers: gt_alloc() for the memory kinds of api.md §3 (device, pinned
+ * host, pageable host, managed). Pageable buffers are filled and checked by
+ * host functions on the stream (cudaLaunchHostFunc), the others by kernels.
+ */
+#ifndef MPIXACC_GPU_COMMON_H
+#define MPIXACC_GPU_COMMON_H
+
+#include <mpi.h>
+#include <mpix_acc.h>
+
+#include <cuda_runtime.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------ */
+/* state, failures                                                     */
+
+static int gt_rank = -1, gt_size = 0, gt_dev = -1, gt_ndev = 0;
+static const char *gt_name = "gputest";
+static const char *volatile gt_phase_name = "init";
+static int gt_timeout_s = 120;
+
+static inline void gt_phase(const char *p) { gt_phase_name = p; }
+
+static inline double gt_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void gt_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void gt_fail(const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "[%s] rank %d/%d (GPU %d) FAIL in phase '%s': %s\n", gt_name, gt_rank,
+            gt_size, gt_dev, gt_phase_name, msg);
+    fflush(stderr);
+    fflush(stdout);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    _exit(1);
+}
+
+static inline const char *gt_errstr(int code)
+{
+    static char buf[MPI_MAX_ERROR_STRING + 64];
+    char s[MPI_MAX_ERROR_STRING];
+    int len = 0, cls = -1;
+    s[0] = 0;
+    if (MPI_Error_string(code, s, &len) != MPI_SUCCESS)
+        snprintf(s, sizeof s, "(MPI_Error_string failed)");
+    MPI_Error_class(code, &cls);
+    snprintf(buf, sizeof buf, "code %d class %d \"%s\"", code, cls, s);
+    return buf;
+}
+
+#define GT_MPI(call)                                                                             \
+    do {                                                                                         \
+        int gt_rc_ = (call);                                                                     \
+        if (gt_rc_ != MPI_SUCCESS)                                                               \
+            gt_fail("%s:%d: %s returned %s", __FILE__, __LINE__, #call, gt_errstr(gt_rc_));      \
+    } while (0)
+
+#define GT_CUDA(call)                                                                            \
+    do {                                                                                         \
+        cudaError_t gt_ce_ = (call);                                                             \
+        if (gt_ce_ != cudaSuccess)                                                               \
+            gt_fail("%s:%d: %s: %s (%s)", __FILE__, __LINE__, #call, cudaGetErrorName(gt_ce_),   \
+                    cudaGetErrorString(gt_ce_));                                                 \
+    } while (0)
+
+#define GT_CHECK(cond, ...)                                                                      \
+    do {                                                                                         \
+        if (!(cond))                                                                             \
+            gt_fail(__VA_ARGS__);                                                                \
+    } while (0)
+
+static void gt_alarm_handler(int sig)
+{
+    (void)sig;
+    char msg[256];
+    int n = snprintf(msg, sizeof msg, "[%s] rank %d/%d FAIL: TIMEOUT after %d s in phase '%s'\n",
+                     gt_name, gt_rank, gt_size, gt_timeout_s, gt_phase_name);
+    if (n > 0) {
+        ssize_t w = write(2, msg, (size_t)n);
+        (void)w;
+    }
+    _exit(124);
+}
+
+static inline void gt_guard(int s)
+{
+    gt_timeout_s = s;
+    alarm((unsigned)s);
+}
+
+/* ------------------------------------------------------------------ */
+/* options (each test documents its own)                               */
+
+static int gt_argc;
+static char **gt_argv;
+
+static inline const char *gt_opt(const char *name, const char *def)
+{
+    size_t n = strlen(name);
+    for (int i = 1; i < gt_argc; i++) {
+        if (strncmp(gt_argv[i], name, n) == 0 && gt_argv[i][n] == '=')
+            return gt_argv[i] + n + 1;
+        if (strcmp(gt_argv[i], name) == 0)
+            return "1";
+    }
+    return def;
+}
+static inline long gt_opt_long(const char *name, long def)
+{
+    const char *v = gt_opt(name, NULL);
+    return v ? strtol(v, NULL, 0) : def;
+}
+
+/* ------------------------------------------------------------------ */
+/* init / finish                                                       */
+
+static inline int gt_env_int(const char *a, const char *b, const char *c)
+{
+    const char *names[3] = {a, b, c};
+    for (int i = 0; i < 3; i++) {
+        const char *v = names[i] ? getenv(names[i]) : NULL;
+        if (v && *v)
+            return atoi(v);
+    }
+    return -1;
+}
+
+static inline void gt_init(int *argc, char ***argv, const char *name, int timeout_s)
+{
+    gt_name = name;
+    gt_argc = *argc;
+    gt_argv = *argv;
+    signal(SIGALRM, gt_alarm_handler);
+    gt_guard((int)gt_opt_long("--timeout", timeout_s));
+
+    gt_phase("device selection");
+    /* Local rank before MPI_Init (hydra: MPI_LOCALRANKID; Open MPI; else
+     * the global rank), so the context exists when the library starts. */
+    int lr = gt_env_int("MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK");
+    if (lr < 0)
+        lr = 0;
+    cudaError_t ce = cudaGetDeviceCount(&gt_ndev);
+    if (ce != cudaSuccess || gt_ndev <= 0) {
+        fprintf(stderr, "[%s] FAIL: no CUDA device (%s)\n", name, cudaGetErrorString(ce));
+        exit(2);
+    }
+    gt_dev = lr % gt_ndev;
+    if (cudaSetDevice(gt_dev) != cudaSuccess || cudaFree(0) != cudaSuccess) {
+        fprintf(stderr, "[%s] FAIL: cannot use GPU %d\n", name, gt_dev);
+        exit(2);
+    }
+
+    gt_phase("MPI_Init");
+    GT_MPI(MPI_Init(argc, argv));
+    MPI_Comm_rank(MPI_COMM_WORLD, &gt_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &gt_size);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    if (gt_rank == 0) {
+        cudaDeviceProp p;
+        cudaGetDeviceProperties(&p, gt_dev);
+        printf("[%s] %d ranks, %d visible GPU(s), rank 0 on GPU %d (%s)\n", name, gt_size, gt_ndev,
+               gt_dev, p.name);
+        fflush(stdout);
+    }
+    gt_phase("start");
+}
+
+static inline void gt_need_ranks(int n)
+{
+    if (gt_size < n)
+        gt_fail("this test needs at least %d ranks, got %d", n, gt_size);
+}
+
+static inline int gt_finish(void)
+{
+    gt_phase("final barrier");
+    GT_CUDA(cudaDeviceSynchronize());
+    GT_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    if (gt_rank == 0) {
+        printf("[%s] PASS with %d ranks on %d visible GPU(s)\n", gt_name, gt_size, gt_ndev);
+        fflush(stdout);
+    }
+    gt_phase("MPI_Finalize");
+    GT_MPI(MPI_Finalize());
+    alarm(0);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* data patterns and checking                                          */
+
+__host__ __device__ static inline uint8_t gt_pat(uint64_t seed, size_t i)
+{
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + (uint64_t)i * 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 29;
+    x *= 0x94D049BB133111EBull;
+    x ^= x >> 32;
+    return (uint8_t)x;
+}
+
+__host__ __device__ static inline uint64_t gt_seed(int src, long it, long tag)
+{
+    return ((uint64_t)(src + 1) << 48) ^ ((uint64_t)it << 20) ^ (uint64_t)tag;
+}
+
+/* Mismatch record, in device memory (kernels) or host memory (host funcs). */
+struct gt_err_t {
+    unsigned long long count;     /* bad bytes */
+    unsigned long long first_idx; /* of the first recorded bad byte */
+    long long first_iter;
+    unsigned int expected, got;
+    unsigned int recorded;
+};
+
+__global__ static void gt_fill_kernel(uint8_t *buf, size_t n, uint64_t seed)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        buf[i] = gt_pat(seed, i);
+}
+
+__global__ static void gt_check_kernel(const uint8_t *buf, size_t n, uint64_t seed, long long iter,
+                                       gt_err_t *err)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        uint8_t e = gt_pat(seed, i);
+        uint8_t g = buf[i];
+        if (g != e) {
+            atomicAdd(&err->count, 1ull);
+            if (atomicCAS(&err->recorded, 0u, 1u) == 0u) {
+                err->first_idx = i;
+                err->first_iter = iter;
+                err->expected = e;
+                err->got = g;
+            }
+        }
+    }
+}
+
+/* Adds `v` to a device counter (stream-ordered event counting). */
+__global__ static void gt_count_kernel(unsigned long long *ctr, unsigned long long v)
+{
+    if (threadIdx.x == 0 && blockIdx.x == 0)
+        *ctr += v;
+}
+
+/* Spins ~`ns` nanoseconds on the GPU (delays a stream). */
+__global__ static void gt_delay_kernel(unsigned long long ns)
+{
+    if (threadIdx.x == 0 && blockIdx.x == 0) {
+        unsigned long long t0;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+        for (;;) {
+            unsigned long long t;
+            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+            if (t - t0 >= ns)
+                break;
+            __nanosleep(1000);
+        }
+    }
+}
+
+static inline unsigned gt_blocks(size_t n)
+{
+    size_t b = (n + 255) / 256;
+    if (b < 1)
+        b = 1;
+    if (b > 1024)
+        b = 1024;
+    return (unsigned)b;
+}
+
+/* ------------------------------------------------------------------ */
+/* memory kinds                                                        */
+
+enum gt_mem_t { GT_DEVICE = 0, GT_PINNED = 1, GT_PAGEABLE = 2, GT_MANAGED = 3 };
+static const char *const gt_mem_name[] = {"device", "pinned", "pageable", "managed"};
+
+static inline void *gt_alloc(gt_mem_t k, size_t n)
+{
+    void *p = NULL;
+    if (n == 0)
+        n = 1;
+    switch (k) {
+    case GT_DEVICE:
+        GT_CUDA(cudaMalloc(&p, n));
+        break;
+    case GT_PINNED:
+        GT_CUDA(cudaMallocHost(&p, n));
+        break;
+    case GT_PAGEABLE:
+        p = malloc(n);
+        GT_CHECK(p != NULL, "malloc(%zu)", n);
+        break;
+    case GT_MANAGED:
+        GT_CUDA(cudaMallocManaged(&p, n, cudaMemAttachGlobal));
+        break;
+    }
+    return p;
+}
+
+static inline void gt_free(gt_mem_t k, void *p)
+{
+    switch (k) {
+    case GT_DEVICE:
+    case GT_MANAGED:
+        GT_CUDA(cudaFree(p));
+        break;
+    case GT_PINNED:
+        GT_CUDA(cudaFreeHost(p));
+        break;
+    case GT_PAGEABLE:
+        free(p);
+        break;
+    }
+}
+
+/* Host-function work items for pageable buffers: kept in a list freed by
+ * gt_hostfn_reset() after the stream synchronized. */
+struct gt_hostfn_arg_t {
+    uint8_t *buf;
+    size_t n;
+    uint64_t seed;
+    long long iter;
+    gt_err_t *err; /* host memory */
+    gt_hostfn_arg_t *next;
+};
+static gt_hostfn_arg_t *gt_hostfn_list;
+
+static void CUDART_CB gt_fill_hostfn(void *a)
+{
+    gt_hostfn_arg_t *x = (gt_hostfn_arg_t *)a;
+    for (size_t i = 0; i < x->n; i++)
+        x->buf[i] = gt_pat(x->seed, i);
+}
+
+static void CUDART_CB gt_check_hostfn(void *a)
+{
+    gt_hostfn_arg_t *x = (gt_hostfn_arg_t *)a;
+    for (size_t i = 0; i < x->n; i++) {
+        uint8_t e = gt_pat(x->seed, i), g = x->buf[i];
+        if (g != e) {
+            if (x->err->recorded == 0) {
+                x->err->recorded = 1;
+                x->err->first_idx = i;
+                x->err->first_iter = x->iter;
+                x->err->expected = e;
+                x->err->got = g;
+            }
+            x->err->count++;
+        }
+    }
+}
+
+static inline gt_hostfn_arg_t *gt_hostfn_new(void *buf, size_t n, uint64_t seed, long long iter,
+                                             gt_err_t *herr)
+{
+    gt_hostfn_arg_t *x = (gt_hostfn_arg_t *)malloc(sizeof(*x));
+    GT_CHECK(x != NULL, "malloc");
+    x->buf = (uint8_t *)buf;
+    x->n = n;
+    x->seed = seed;
+    x->iter = iter;
+    x->err = herr;
+    x->next = gt_hostfn_list;
+    gt_hostfn_list = x;
+    return x;
+}
+
+static inline void gt_hostfn_reset(void)
+{
+    while (gt_hostfn_list) {
+        gt_hostfn_arg_t *x = gt_hostfn_list;
+        gt_hostfn_list = x->next;
+        free(x);
+    }
+}
+
+/* A checker: a device gt_err_t for kernels plus a host one for host funcs. */
+struct gt_checker_t {
+    gt_err_t *dev;
+    gt_err_t host;
+};
+
+static inline void gt_checker_init(gt_checker_t *c)
+{
+    GT_CUDA(cudaMalloc(&c->dev, sizeof(gt_err_t)));
+    GT_CUDA(cudaMemset(c->dev, 0, sizeof(gt_err_t)));
+    memset(&c->host, 0, sizeof(c->host));
+}
+
+static inline void gt_checker_free(gt_checker_t *c) { GT_CUDA(cudaFree(c->dev)); }
+
+/* Stream-ordered fill of `buf` (memory kind k) with pattern `seed`. */
+static inline void gt_fill(gt_mem_t k, void *buf, size_t n, uint64_t seed, cudaStream_t s)
+{
+    if (n == 0)
+        return;
+    if (k == GT_PAGEABLE) {
+        GT_CUDA(cudaLaunchHostFunc(s, gt_fill_hostfn, gt_hostfn_new(buf, n, seed, 0, NULL)));
+    } else {
+        gt_fill_kernel<<<gt_blocks(n), 256, 0, s>>>((uint8_t *)buf, n, seed);
+        GT_CUDA(cudaGetLastError());
+    }
+}
+
+/* Stream-ordered check of `buf` against pattern `seed`. */
+static inline void gt_check(gt_checker_t *c, gt_mem_t k, const void *buf, size_t n, uint64_t seed,
+                            long long iter, cudaStream_t s)
+{
+    if (n == 0)
+        return;
+    if (k == GT_PAGEABLE) {
+        GT_CUDA(cudaLaunchHostFunc(s, gt_check_hostfn,
+                                   gt_hostfn_new((void *)buf, n, seed, iter, &c->host)));
+    } else {
+        gt_check_kernel<<<gt_blocks(n), 256, 0, s>>>((const uint8_t *)buf, n, seed, iter, c->dev);
+        GT_CUDA(cudaGetLastError());
+    }
+}
+
+/* After the stream synchronized: fail if any check saw a mismatch. */
+static inline void gt_checker_verify(gt_checker_t *c, const char *what)
+{
+    gt_err_t d;
+    GT_CUDA(cudaMemcpy(&d, c->dev, sizeof d, cudaMemcpyDeviceToHost));
+    const gt_err_t *e = d.count ? &d : c->host.count ? &c->host : NULL;
+    if (e)
+        gt_fail("%s: %llu bad byte(s); first at byte %llu of iteration %lld: expected 0x%02x got "
+                "0x%02x",
+                what, e->count, e->first_idx, e->first_iter, e->expected, e->got);
+}
+
+static inline void gt_checker_clear(gt_checker_t *c)
+{
+    GT_CUDA(cudaMemset(c->dev, 0, sizeof(gt_err_t)));
+    memset(&c->host, 0, sizeof(c->host));
+}
+
+/* Load every kernel of this file now (run once each, synchronously). */
+static inline void gt_warmup(void)
+{
+    gt_phase("kernel warm-up");
+    uint8_t *b;
+    gt_err_t *e;
+    unsigned long long *ctr;
+    GT_CUDA(cudaMalloc(&b, 64));
+    GT_CUDA(cudaMalloc(&e, sizeof(gt_err_t)));
+    GT_CUDA(cudaMalloc(&ctr, sizeof(*ctr)));
+    GT_CUDA(cudaMemset(e, 0, sizeof(gt_err_t)));
+    gt_fill_kernel<<<1, 64>>>(b, 64, 1);
+    gt_check_kernel<<<1, 64>>>(b, 64, 1, 0, e);
+    gt_count_kernel<<<1, 1>>>(ctr, 1);
+    gt_delay_kernel<<<1, 1>>>(1000);
+    GT_CUDA(cudaGetLastError());
+    GT_CUDA(cudaDeviceSynchronize());
+    gt_err_t h;
+    GT_CUDA(cudaMemcpy(&h, e, sizeof h, cudaMemcpyDeviceToHost));
+    GT_CHECK(h.count == 0, "warm-up check kernel found %llu bad bytes", h.count);
+    GT_CUDA(cudaFree(b));
+    GT_CUDA(cudaFree(e));
+    GT_CUDA(cudaFree(ctr));
+}
+
+/* MPI_Status fields as text. */
+static inline const char *gt_status_str(const MPI_Status *st)
+{
+    static char buf[128];
+    int count = -1;
+    MPI_Get_count(st, MPI_BYTE, &count);
+    snprintf(buf, sizeof buf, "source %d tag %d error %d count %d", st->MPI_SOURCE, st->MPI_TAG,
+             st->MPI_ERROR, count);
+    return buf;
+}
+
+#endif
