@@ -1,0 +1,36 @@
+/*
+ * hpgmg/comm.h - communication programs: ghost-zone exchange per stencil
+ * shape, restriction (fine -> coarse) and interpolation (coarse -> fine).
+ *
+ * A program is built once (neighbours, message sizes, persistent buffers and
+ * the pack / local / unpack tile lists) and run many times through one of
+ * the three backends:
+ *   mpi        : MPI_Irecv, pack, [device sync], MPI_Isend, local, MPI_Waitall, unpack
+ *   acc        : MPIX_Acc_Irecv/Isend/Waitall enqueued on the level's stream with
+ *                pack/local/unpack; the host never waits inside a level
+ *   streamcomm : the mpi code path (same MPI calls) on communicators made stream
+ *                communicators; pack/unpack are enqueued on the stream and the
+ *                device sync is not needed
+ */
+#ifndef HPGMG_COMM_H
+#define HPGMG_COMM_H
+
+#include "level.h"
+
+void hg_build_exchange(hg_mg_t *mg, hg_level_t *L, int shape);
+void hg_build_restriction(hg_mg_t *mg, hg_level_t *fine, hg_level_t *coarse, int kind);
+void hg_build_interpolation(hg_mg_t *mg, hg_level_t *fine, hg_level_t *coarse);
+/* allocate the buffers of CUDA execution for the programs owned by L */
+void hg_prog_prepare_gpu(hg_mg_t *mg, hg_level_t *L);
+
+/* Run program P: read vector vsrc of P->src, write vector vdst of P->dst.
+ * k_pack / k_local / k_unpack: tile kinds (HG_T_*); prescale for
+ * INCREMENT / INTERP tiles; T receives the time split. */
+void hg_prog_run(hg_mg_t *mg, hg_prog_t *P, int vsrc, int vdst, int k_pack, int k_local,
+                 int k_unpack, double prescale, hg_commtimer_t *T);
+
+/* streamcomm: turn every level communicator into a stream communicator of
+ * the level's stream (MPI_Comm_set_info with "mpix_acc_stream") */
+void hg_comm_attach_streams(hg_mg_t *mg);
+
+#endif /* HPGMG_COMM_H */
