@@ -1,0 +1,164 @@
+/*
+ * ex_util.h - small helpers shared by the examples (timing, statistics,
+ * option values, fatal errors). Header-only; C only.
+ */
+#ifndef EX_UTIL_H
+#define EX_UTIL_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <mpi.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* GCC >= 11 warns about MPI_STATUSES_IGNORE passed for an `MPI_Status x[]`
+ * parameter: a false positive. */
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
+#pragma GCC diagnostic ignored "-Wstringop-overflow"
+#endif
+
+#define EX_UNUSED __attribute__((unused))
+
+static inline double ex_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Print a message prefixed with the program name and rank, abort the job. */
+static void ex_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn, unused));
+static void ex_die(const char *fmt, ...)
+{
+    int rank = -1, init = 0, fin = 0;
+    MPI_Initialized(&init);
+    MPI_Finalized(&fin);
+    if (init && !fin)
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "[rank %d] error: %s\n", rank, msg);
+    fflush(stderr);
+    if (init && !fin)
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    exit(2);
+}
+
+/* Check an MPI return code. */
+#define EX_MPI(call)                                                                         \
+    do {                                                                                     \
+        int ex_rc_ = (call);                                                                 \
+        if (ex_rc_ != MPI_SUCCESS) {                                                         \
+            char ex_s_[MPI_MAX_ERROR_STRING];                                                \
+            int ex_l_ = 0;                                                                   \
+            MPI_Error_string(ex_rc_, ex_s_, &ex_l_);                                         \
+            ex_die("%s:%d: %s failed: %s", __FILE__, __LINE__, #call, ex_s_);                \
+        }                                                                                    \
+    } while (0)
+
+static int ex_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/* Median, min and max of v[0..n-1] (v is sorted in place). */
+static EX_UNUSED void ex_stats(double *v, int n, double *med, double *mn, double *mx)
+{
+    qsort(v, (size_t)n, sizeof *v, ex_cmp_double);
+    *mn = v[0];
+    *mx = v[n - 1];
+    *med = (n & 1) ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Parse a size with an optional suffix k/K (1024), m/M (1024^2), g/G.
+ * Returns -1 on a malformed value. */
+static EX_UNUSED long long ex_parse_size(const char *s)
+{
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || v < 0)
+        return -1;
+    switch (*end) {
+    case 'k': case 'K': v <<= 10; end++; break;
+    case 'm': case 'M': v <<= 20; end++; break;
+    case 'g': case 'G': v <<= 30; end++; break;
+    default: break;
+    }
+    if (*end == 'i' || *end == 'B') /* tolerate KiB / kB forms */
+        end++;
+    if (*end == 'B')
+        end++;
+    return *end ? -1 : v;
+}
+
+/* Parse a comma-separated list of sizes into out[] (at most max entries).
+ * Returns the count, or -1 on error. */
+static EX_UNUSED int ex_parse_size_list(const char *s, long long *out, int max)
+{
+    int n = 0;
+    char *copy = strdup(s), *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        long long v = ex_parse_size(tok);
+        if (v < 0 || n >= max) {
+            free(copy);
+            return -1;
+        }
+        out[n++] = v;
+    }
+    free(copy);
+    return n;
+}
+
+/* Non-negative integer option value; dies with the option name on error. */
+static EX_UNUSED long ex_parse_long(const char *opt, const char *s, long lo, long hi)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) {
+        fprintf(stderr, "invalid value for %s: '%s' (expected an integer in [%ld, %ld])\n", opt, s,
+                lo, hi);
+        exit(2);
+    }
+    return v;
+}
+
+static EX_UNUSED double ex_parse_double(const char *opt, const char *s, double lo, double hi)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= lo && v <= hi)) {
+        fprintf(stderr, "invalid value for %s: '%s' (expected a number in [%g, %g])\n", opt, s,
+                lo, hi);
+        exit(2);
+    }
+    return v;
+}
+
+/* Rank within the node (for GPU selection). */
+static EX_UNUSED int ex_local_rank(MPI_Comm comm)
+{
+    MPI_Comm node;
+    int r;
+    EX_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    MPI_Comm_rank(node, &r);
+    MPI_Comm_free(&node);
+    return r;
+}
+
+#endif

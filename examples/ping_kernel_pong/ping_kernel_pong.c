@@ -1,0 +1,468 @@
+/*
+ * ping_kernel_pong - libmp's ping-kernel-pong pattern, stream-ordered vs
+ * staged, on ranks 0 and 1 (further ranks idle).
+ *
+ * One iteration: rank 0 waits for rank 1's message, runs a kernel (validates
+ * the message, writes the reply, stays busy for --kernel-us, default 20 us)
+ * and sends the reply; rank 1 mirrors: it waits for rank 0's message, runs
+ * the same kernel and sends back. Time per iteration = one round trip with
+ * two kernels.
+ *
+ * Variants (all in the same launch, every size):
+ *   acc            MPIX_Acc_Irecv/Isend/Wait(all) on the kernel's stream; the
+ *                  host enqueues every iteration and synchronizes once.
+ *   staged         the traditional way: kernel, (copy to pinned host memory),
+ *                  stream synchronize, host MPI send/recv, (copy back).
+ *   nccl           hook: ncclSend/ncclRecv on the same stream (not built yet).
+ *   mpich-enqueue  hook: MPICH >= 4.1 MPIX_Isend_enqueue & co (not built yet).
+ * A variant that is not available says why and is skipped.
+ *
+ * Every received message is validated by the next kernel (a pattern that
+ * depends on run, iteration and sender); wrong bytes are counted on the
+ * device and reported; any error makes the program exit non-zero.
+ */
+#include "../common/ex_util.h"
+#include "../common/ex_accel.h"
+#include "pkp.h"
+
+#include <mpix_acc.h>
+
+#include <getopt.h>
+#include <inttypes.h>
+
+#define TAG 42
+#define MAX_SIZES 64
+
+typedef struct {
+    const ex_accel_t *ac;
+    int rank;       /* in MPI_COMM_WORLD */
+    int role;       /* 0 or 1: active; -1: idle */
+    MPI_Comm comm;  /* plain duplicate of MPI_COMM_WORLD */
+    ex_stream_t S;
+    size_t n;
+    double busy_ns;
+    unsigned char *d_sbuf, *d_rbuf[2]; /* kernel-side buffers */
+    unsigned char *h_sbuf, *h_rbuf;    /* pinned staging (device backend only) */
+    unsigned int *errors;              /* backend memory */
+    pkp_args_t *args;                  /* one per iteration (+1), kept until the run ends */
+    int nargs;
+} pkp_t;
+
+static ex_kernel_t pkp_kernel_of(pkp_args_t *a)
+{
+    ex_kernel_t k = {pkp_host_fn, NULL, a};
+#ifdef EX_HAVE_CUDA
+    k.cuda_fn = pkp_cuda_fn;
+#endif
+    return k;
+}
+
+static void launch_args(pkp_t *p, int slot, const unsigned char *rbuf, uint32_t rseed,
+                        unsigned char *sbuf, uint32_t sseed, double busy_ns)
+{
+    pkp_args_t *a = &p->args[slot];
+    *a = (pkp_args_t){.rbuf = rbuf, .rseed = rseed, .sbuf = sbuf, .sseed = sseed, .n = p->n,
+                      .busy_ns = busy_ns, .errors = p->errors};
+    ex_kernel_t k = pkp_kernel_of(a);
+    p->ac->launch(p->S, &k);
+}
+
+/* ------------------------------------------------------------------ */
+/* variants                                                            */
+
+static int avail_always(const pkp_t *p, char *why, size_t len)
+{
+    (void)p, (void)why, (void)len;
+    return 1;
+}
+
+/* acc: everything enqueued on S; no host synchronization in the loop. */
+static void run_acc(pkp_t *p, int run, int iters)
+{
+    int peer = 1 - p->role;
+    for (int i = 0; i < iters; i++) {
+        MPI_Request rq[2];
+        if (p->role == 0) {
+            EX_MPI(MPIX_Acc_Irecv(p->S, p->d_rbuf[i & 1], (int)p->n, MPI_BYTE, peer, TAG,
+                                  p->comm, &rq[0]));
+            launch_args(p, i, i ? p->d_rbuf[(i - 1) & 1] : NULL, pkp_seed(run, i - 1, 1),
+                        p->d_sbuf, pkp_seed(run, i, 0), p->busy_ns);
+            EX_MPI(MPIX_Acc_Isend(p->S, p->d_sbuf, (int)p->n, MPI_BYTE, peer, TAG, p->comm,
+                                  &rq[1]));
+            EX_MPI(MPIX_Acc_Waitall(p->S, 2, rq, MPI_STATUSES_IGNORE));
+        } else {
+            EX_MPI(MPIX_Acc_Irecv(p->S, p->d_rbuf[i & 1], (int)p->n, MPI_BYTE, peer, TAG,
+                                  p->comm, &rq[0]));
+            EX_MPI(MPIX_Acc_Wait(p->S, &rq[0], MPI_STATUS_IGNORE));
+            launch_args(p, i, p->d_rbuf[i & 1], pkp_seed(run, i, 0), p->d_sbuf,
+                        pkp_seed(run, i, 1), p->busy_ns);
+            EX_MPI(MPIX_Acc_Isend(p->S, p->d_sbuf, (int)p->n, MPI_BYTE, peer, TAG, p->comm,
+                                  &rq[1]));
+            EX_MPI(MPIX_Acc_Wait(p->S, &rq[1], MPI_STATUS_IGNORE));
+        }
+    }
+    if (p->role == 0) /* validate the last reply */
+        launch_args(p, iters, p->d_rbuf[(iters - 1) & 1], pkp_seed(run, iters - 1, 1), NULL, 0,
+                    0);
+    p->ac->stream_sync(p->S);
+}
+
+/* staged: kernel, copy to pinned host memory, stream sync, host MPI, copy back. */
+static void run_staged(pkp_t *p, int run, int iters)
+{
+    const ex_accel_t *ac = p->ac;
+    int peer = 1 - p->role, dev = ac->is_device;
+    unsigned char *hs = dev ? p->h_sbuf : p->d_sbuf;
+    unsigned char *hr = dev ? p->h_rbuf : p->d_rbuf[0];
+    for (int i = 0; i < iters; i++) {
+        if (p->role == 0) {
+            launch_args(p, i, i ? p->d_rbuf[0] : NULL, pkp_seed(run, i - 1, 1), p->d_sbuf,
+                        pkp_seed(run, i, 0), p->busy_ns);
+            if (dev)
+                ac->copy_async(p->S, hs, p->d_sbuf, p->n);
+            ac->stream_sync(p->S);
+            MPI_Request rs;
+            EX_MPI(MPI_Isend(hs, (int)p->n, MPI_BYTE, peer, TAG, p->comm, &rs));
+            EX_MPI(MPI_Recv(hr, (int)p->n, MPI_BYTE, peer, TAG, p->comm, MPI_STATUS_IGNORE));
+            EX_MPI(MPI_Wait(&rs, MPI_STATUS_IGNORE));
+            if (dev)
+                ac->copy_async(p->S, p->d_rbuf[0], hr, p->n);
+        } else {
+            EX_MPI(MPI_Recv(hr, (int)p->n, MPI_BYTE, peer, TAG, p->comm, MPI_STATUS_IGNORE));
+            if (dev)
+                ac->copy_async(p->S, p->d_rbuf[0], hr, p->n);
+            launch_args(p, i, p->d_rbuf[0], pkp_seed(run, i, 0), p->d_sbuf, pkp_seed(run, i, 1),
+                        p->busy_ns);
+            if (dev)
+                ac->copy_async(p->S, hs, p->d_sbuf, p->n);
+            ac->stream_sync(p->S);
+            EX_MPI(MPI_Send(hs, (int)p->n, MPI_BYTE, peer, TAG, p->comm));
+        }
+    }
+    if (p->role == 0)
+        launch_args(p, iters, p->d_rbuf[0], pkp_seed(run, iters - 1, 1), NULL, 0, 0);
+    ac->stream_sync(p->S);
+}
+
+/* Hook: NCCL (ncclSend/ncclRecv on p->S, ncclGroupStart/End around each
+ * exchange) for builds that find nccl.h; same loop shape as run_acc. */
+static int avail_nccl(const pkp_t *p, char *why, size_t len)
+{
+    if (!p->ac->is_device)
+        snprintf(why, len, "needs the CUDA backend (running on %s)", p->ac->name);
+    else
+        snprintf(why, len, "not built: NCCL variant not implemented yet in this build");
+    return 0;
+}
+
+/* Hook: MPICH's own stream enqueue API (MPIX_Stream_create with a
+ * cudaStream_t, MPIX_Stream_comm_create, MPIX_Isend_enqueue /
+ * MPIX_Irecv_enqueue / MPIX_Waitall_enqueue), needs MPICH >= 4.1 with CUDA. */
+static int avail_mpich_enqueue(const pkp_t *p, char *why, size_t len)
+{
+    (void)p;
+#if defined(MPICH_NUMVERSION) && MPICH_NUMVERSION >= 40100000
+    snprintf(why, len, "not implemented yet (MPICH %s has the enqueue API)", MPICH_VERSION);
+#elif defined(MPICH_VERSION)
+    snprintf(why, len, "needs MPICH >= 4.1 built with CUDA (this is MPICH %s)", MPICH_VERSION);
+#else
+    snprintf(why, len, "needs MPICH >= 4.1 built with CUDA (this MPI is not MPICH)");
+#endif
+    return 0;
+}
+
+typedef struct {
+    const char *name;
+    int (*available)(const pkp_t *p, char *why, size_t len);
+    void (*run)(pkp_t *p, int run, int iters);
+} variant_t;
+
+static const variant_t variants[] = {
+    {"staged", avail_always, run_staged},
+    {"acc", avail_always, run_acc},
+    {"nccl", avail_nccl, NULL},
+    {"mpich-enqueue", avail_mpich_enqueue, NULL},
+};
+#define NVARIANTS ((int)(sizeof variants / sizeof variants[0]))
+
+/* ------------------------------------------------------------------ */
+/* options                                                             */
+
+typedef struct {
+    int use[NVARIANTS];
+    long long sizes[MAX_SIZES];
+    int nsizes;
+    int iters, warmup, repeats;
+    double kernel_us;
+    const char *backend, *csv;
+} opts_t;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: mpiexec -n 2 ping_kernel_pong [options]\n"
+            "  --variant LIST   staged,acc,nccl,mpich-enqueue or all (default all)\n"
+            "  --sizes LIST     message sizes, e.g. 1,8,4K (default 1,8,64,512,4K,32K)\n"
+            "  --min B --max B --factor F   size sweep (instead of --sizes)\n"
+            "  --iters N        iterations per timed run (default 200)\n"
+            "  --warmup N       iterations of the untimed warm-up run (default 20)\n"
+            "  --repeats R      timed runs: median/min/max over them (default 5)\n"
+            "  --kernel-us D    kernel duration in microseconds (default 20)\n"
+            "  --backend B      auto, host or cuda (default auto)\n"
+            "  --csv FILE       also write CSV to FILE\n");
+}
+
+static void parse_opts(int argc, char **argv, opts_t *o)
+{
+    static const struct option lo[] = {
+        {"variant", required_argument, 0, 'v'}, {"sizes", required_argument, 0, 's'},
+        {"min", required_argument, 0, 'b'},     {"max", required_argument, 0, 'e'},
+        {"factor", required_argument, 0, 'f'},  {"iters", required_argument, 0, 'n'},
+        {"warmup", required_argument, 0, 'w'},  {"repeats", required_argument, 0, 'r'},
+        {"kernel-us", required_argument, 0, 'k'}, {"backend", required_argument, 0, 'B'},
+        {"csv", required_argument, 0, 'c'},     {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    static const long long defsizes[] = {1, 8, 64, 512, 4096, 32768};
+    long long bmin = -1, bmax = -1, factor = 2;
+    memset(o, 0, sizeof *o);
+    for (int v = 0; v < NVARIANTS; v++)
+        o->use[v] = 1;
+    memcpy(o->sizes, defsizes, sizeof defsizes);
+    o->nsizes = (int)(sizeof defsizes / sizeof defsizes[0]);
+    o->iters = 200, o->warmup = 20, o->repeats = 5, o->kernel_us = 20;
+    o->backend = "auto";
+    int c;
+    while ((c = getopt_long(argc, argv, "b:e:f:h", lo, NULL)) != -1) {
+        switch (c) {
+        case 'v': {
+            memset(o->use, 0, sizeof o->use);
+            char *copy = strdup(optarg), *save = NULL;
+            for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                int found = 0;
+                for (int v = 0; v < NVARIANTS; v++)
+                    if (!strcmp(t, "all") || !strcmp(t, variants[v].name))
+                        o->use[v] = found = 1;
+                if (!found) {
+                    fprintf(stderr, "unknown variant '%s'\n", t);
+                    exit(2);
+                }
+            }
+            free(copy);
+            break;
+        }
+        case 's':
+            o->nsizes = ex_parse_size_list(optarg, o->sizes, MAX_SIZES);
+            if (o->nsizes <= 0) {
+                fprintf(stderr, "invalid --sizes '%s'\n", optarg);
+                exit(2);
+            }
+            break;
+        case 'b': bmin = ex_parse_size(optarg); break;
+        case 'e': bmax = ex_parse_size(optarg); break;
+        case 'f': factor = ex_parse_long("--factor", optarg, 2, 1024); break;
+        case 'n': o->iters = (int)ex_parse_long("--iters", optarg, 1, 10000000); break;
+        case 'w': o->warmup = (int)ex_parse_long("--warmup", optarg, 0, 10000000); break;
+        case 'r': o->repeats = (int)ex_parse_long("--repeats", optarg, 1, 10000); break;
+        case 'k': o->kernel_us = ex_parse_double("--kernel-us", optarg, 0, 1e7); break;
+        case 'B': o->backend = optarg; break;
+        case 'c': o->csv = optarg; break;
+        case 'h': usage(stdout); exit(0);
+        default: usage(stderr); exit(2);
+        }
+    }
+    if (optind < argc) {
+        usage(stderr);
+        exit(2);
+    }
+    if (bmin >= 0 || bmax >= 0) {
+        if (bmin < 0)
+            bmin = bmax;
+        if (bmax < 0)
+            bmax = bmin;
+        o->nsizes = 0;
+        for (long long s = bmin; s <= bmax && o->nsizes < MAX_SIZES; s = s ? s * factor : 1)
+            o->sizes[o->nsizes++] = s;
+    }
+    for (int i = 0; i < o->nsizes; i++)
+        if (o->sizes[i] < 1 || o->sizes[i] > (1LL << 30)) {
+            fprintf(stderr, "message size %lld out of range [1, 1G]\n", o->sizes[i]);
+            exit(2);
+        }
+}
+
+/* ------------------------------------------------------------------ */
+
+static void size_label(long long n, char *buf, size_t len)
+{
+    if (n >= (1 << 20) && n % (1 << 20) == 0)
+        snprintf(buf, len, "%lld MiB", n >> 20);
+    else if (n >= 1024 && n % 1024 == 0)
+        snprintf(buf, len, "%lld KiB", n >> 10);
+    else
+        snprintf(buf, len, "%lld B", n);
+}
+
+static double thread_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* One run of iters iterations; returns rank 0's wall and CPU seconds and
+ * the global error count (on every rank). */
+static unsigned long long one_run(pkp_t *p, const variant_t *v, int run, int iters, double *wall,
+                                  double *cpu)
+{
+    const ex_accel_t *ac = p->ac;
+    unsigned int zero = 0, errs = 0;
+    if (p->role >= 0) {
+        ac->copy(p->errors, &zero, sizeof zero);
+        if (iters + 1 > p->nargs) {
+            free(p->args);
+            p->nargs = iters + 1;
+            p->args = calloc((size_t)p->nargs, sizeof *p->args);
+            if (!p->args)
+                ex_die("out of memory");
+        }
+    }
+    EX_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    double t0 = ex_now(), c0 = thread_cpu_s();
+    if (p->role >= 0)
+        v->run(p, run, iters);
+    double t1 = ex_now(), c1 = thread_cpu_s();
+    *wall = t1 - t0;
+    *cpu = c1 - c0;
+    EX_MPI(MPI_Bcast(wall, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+    EX_MPI(MPI_Bcast(cpu, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+    if (p->role >= 0)
+        ac->copy(&errs, p->errors, sizeof errs);
+    unsigned long long e = errs, tot = 0;
+    EX_MPI(MPI_Allreduce(&e, &tot, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
+    return tot;
+}
+
+int main(int argc, char **argv)
+{
+    opts_t o;
+    int rank, size;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    parse_opts(argc, argv, &o);
+    if (size < 2)
+        ex_die("ping_kernel_pong needs at least 2 ranks (ranks 0 and 1 take part)");
+
+    char note[320];
+    pkp_t p = {0};
+    p.ac = ex_accel_select(o.backend, ex_local_rank(MPI_COMM_WORLD), note, sizeof note);
+    p.rank = rank;
+    p.role = rank < 2 ? rank : -1;
+    p.busy_ns = o.kernel_us * 1e3;
+    EX_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &p.comm));
+    p.S = p.ac->stream_create();
+    p.errors = p.ac->alloc(sizeof(unsigned int), EX_MEM_DEVICE);
+
+    FILE *csv = NULL;
+    if (rank == 0) {
+        printf("ping-kernel-pong: ranks 0 <-> 1 of %d; backend %s%s%s\n", size, p.ac->desc,
+               note[0] ? "; " : "", note);
+        printf("kernel %.1f us; %d iterations per run, %d timed runs after a %d-iteration "
+               "warm-up; time per iteration = one round trip with two kernels\n",
+               o.kernel_us, o.iters, o.repeats, o.warmup);
+        for (int v = 0; v < NVARIANTS; v++) {
+            char why[256];
+            if (o.use[v] && !variants[v].available(&p, why, sizeof why))
+                printf("variant %s skipped: %s\n", variants[v].name, why);
+        }
+        printf("\n%-9s %-14s %11s %10s %10s %13s %10s  %s\n", "size", "variant", "us/iter",
+               "min", "max", "cpu us/iter", "vs staged", "check");
+        if (o.csv) {
+            csv = fopen(o.csv, "w");
+            if (!csv)
+                ex_die("cannot open %s: %s", o.csv, strerror(errno));
+            fprintf(csv, "bytes,variant,backend,kernel_us,iters,repeats,us_per_iter_med,"
+                         "us_per_iter_min,us_per_iter_max,cpu_us_per_iter,vs_staged_pct,"
+                         "errors,check\n");
+        }
+        fflush(stdout);
+    }
+
+    int run_id = 0, failures = 0;
+    for (int si = 0; si < o.nsizes; si++) {
+        p.n = (size_t)o.sizes[si];
+        if (p.role >= 0) {
+            p.d_sbuf = p.ac->alloc(p.n, EX_MEM_DEVICE);
+            p.d_rbuf[0] = p.ac->alloc(p.n, EX_MEM_DEVICE);
+            p.d_rbuf[1] = p.ac->alloc(p.n, EX_MEM_DEVICE);
+            if (p.ac->is_device) {
+                p.h_sbuf = p.ac->alloc(p.n, EX_MEM_PINNED);
+                p.h_rbuf = p.ac->alloc(p.n, EX_MEM_PINNED);
+            }
+        }
+        double staged_med = 0;
+        for (int v = 0; v < NVARIANTS; v++) {
+            char why[256];
+            if (!o.use[v] || !variants[v].available(&p, why, sizeof why))
+                continue;
+            double *t = calloc((size_t)o.repeats, sizeof *t), *c = calloc((size_t)o.repeats,
+                                                                          sizeof *c);
+            unsigned long long errors = 0;
+            double w, cp;
+            if (o.warmup)
+                errors += one_run(&p, &variants[v], ++run_id, o.warmup, &w, &cp);
+            for (int r = 0; r < o.repeats; r++) {
+                errors += one_run(&p, &variants[v], ++run_id, o.iters, &w, &cp);
+                t[r] = w / o.iters * 1e6;
+                c[r] = cp / o.iters * 1e6;
+            }
+            if (rank == 0) {
+                double med, mn, mx, cmed, cmn, cmx;
+                ex_stats(t, o.repeats, &med, &mn, &mx);
+                ex_stats(c, o.repeats, &cmed, &cmn, &cmx);
+                char lab[32], vs[32] = "";
+                size_label((long long)p.n, lab, sizeof lab);
+                if (!strcmp(variants[v].name, "staged"))
+                    staged_med = med;
+                else if (staged_med > 0)
+                    snprintf(vs, sizeof vs, "%+.1f%%", 100.0 * (med - staged_med) / staged_med);
+                const char *chk = errors ? "FAIL" : "ok";
+                printf("%-9s %-14s %11.2f %10.2f %10.2f %13.2f %10s  %s", lab, variants[v].name,
+                       med, mn, mx, cmed, vs, chk);
+                if (errors)
+                    printf(" (%llu wrong bytes received)", errors);
+                printf("\n");
+                fflush(stdout);
+                if (csv)
+                    fprintf(csv, "%zu,%s,%s,%.3f,%d,%d,%.3f,%.3f,%.3f,%.3f,%s,%llu,%s\n", p.n,
+                            variants[v].name, p.ac->name, o.kernel_us, o.iters, o.repeats, med,
+                            mn, mx, cmed, vs[0] ? vs : "", errors, chk);
+            }
+            if (errors)
+                failures++;
+            free(t);
+            free(c);
+        }
+        if (p.role >= 0) {
+            p.ac->free(p.d_sbuf, EX_MEM_DEVICE);
+            p.ac->free(p.d_rbuf[0], EX_MEM_DEVICE);
+            p.ac->free(p.d_rbuf[1], EX_MEM_DEVICE);
+            if (p.ac->is_device) {
+                p.ac->free(p.h_sbuf, EX_MEM_PINNED);
+                p.ac->free(p.h_rbuf, EX_MEM_PINNED);
+            }
+        }
+    }
+    if (rank == 0) {
+        printf("%s\n", failures ? "RESULT: FAIL" : "RESULT: OK");
+        if (csv)
+            fclose(csv);
+    }
+    p.ac->free(p.errors, EX_MEM_DEVICE);
+    p.ac->stream_destroy(p.S);
+    p.ac->finalize();
+    free(p.args);
+    MPI_Comm_free(&p.comm);
+    MPI_Finalize();
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,782 @@
+/*
+ * stencil2d - Jacobi 5-point stencil on a PX x PY Cartesian process grid with
+ * a halo exchange every step, in four variants of the same loop:
+ *
+ *   mpi         the baseline: synchronize the stream before the sends, host
+ *               MPI_Isend/Irecv/Waitall, then unpack.
+ *   acc         the same loop with MPIX_Acc_Isend/Irecv/Waitall on the compute
+ *               stream; the host never synchronizes inside the loop.
+ *   acc2        two streams: the interior on one, packing, communication,
+ *               unpacking and the boundary band on the other, joined by
+ *               events (cudaEvent on CUDA; a host-stream flag on host streams).
+ *   streamcomm  the mpi loop, its MPI_Isend/Irecv/Waitall calls unchanged, on
+ *               a communicator made a stream communicator by ONE
+ *               MPI_Comm_set_info call before the loop. The loop's only
+ *               non-MPI synchronization (the stream sync before the sends) is
+ *               skipped when the communicator says it is stream-ordered.
+ *
+ * Every run is checked against a serial reference of the same global grid
+ * computed on rank 0 (one domain, same number of steps): the final grids must
+ * be bitwise identical.
+ *
+ * The compute backend (examples/common/ex_accel.h) is CUDA when built with
+ * CUDA and a device is present, host functions on library host streams
+ * otherwise.
+ */
+#include "../common/ex_util.h"
+#include "../common/ex_accel.h"
+#include "stencil.h"
+
+#include <mpix_acc.h>
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+
+enum { V_MPI = 0, V_ACC, V_ACC2, V_STREAMCOMM, V_COUNT };
+static const char *const vname[V_COUNT] = {"mpi", "acc", "acc2", "streamcomm"};
+
+#define MAX_SIZES 32
+
+/* ------------------------------------------------------------------ */
+/* options                                                             */
+
+typedef struct {
+    int variants[V_COUNT], nvariants;
+    long long sizes[MAX_SIZES];
+    int nsizes;
+    int steps, warmup, repeats;
+    int px, py;
+    const char *backend;
+    const char *csv;
+    int check;
+    int mpi_device_bufs; /* mpi variant on CUDA: pass device buffers to MPI (CUDA-aware MPI) */
+} opts_t;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: mpiexec -n P stencil2d [options]\n"
+            "  --variant LIST     mpi,acc,acc2,streamcomm or all (default all)\n"
+            "  --sizes LIST       points per rank along each axis, e.g. 64,256 (default 64,256,1024)\n"
+            "  --nmin N --nmax N  sweep N = nmin, 2*nmin, ... nmax (e.g. --nmin 8 --nmax 8192)\n"
+            "  --steps S          steps per run (default 100)\n"
+            "  --warmup W         untimed runs before the timed ones (default 1)\n"
+            "  --repeats R        timed runs; the median is reported (default 5)\n"
+            "  --px X --py Y      process grid (default MPI_Dims_create)\n"
+            "  --backend B        auto, host or cuda (default auto)\n"
+            "  --mpi-device-bufs  mpi variant on CUDA: give MPI device buffers (needs CUDA-aware\n"
+            "                     MPI; default: pinned host buffers the kernels pack into)\n"
+            "  --no-check         skip the reference run and the comparison\n"
+            "  --csv FILE         also write one CSV line per (size, variant) to FILE\n"
+            "  --help\n");
+}
+
+static void parse_variants(const char *s, opts_t *o)
+{
+    int seen[V_COUNT] = {0};
+    char *copy = strdup(s), *save = NULL;
+    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int found = 0;
+        for (int v = 0; v < V_COUNT; v++)
+            if (!strcmp(t, "all") || !strcmp(t, vname[v])) {
+                seen[v] = 1;
+                found = 1;
+            }
+        if (!found) {
+            fprintf(stderr, "unknown variant '%s' (mpi, acc, acc2, streamcomm, all)\n", t);
+            exit(2);
+        }
+    }
+    free(copy);
+    o->nvariants = 0;
+    for (int v = 0; v < V_COUNT; v++)
+        if (seen[v])
+            o->variants[o->nvariants++] = v;
+}
+
+static void parse_opts(int argc, char **argv, opts_t *o)
+{
+    static const struct option lo[] = {
+        {"variant", required_argument, 0, 'v'}, {"sizes", required_argument, 0, 's'},
+        {"nmin", required_argument, 0, 'a'},    {"nmax", required_argument, 0, 'b'},
+        {"steps", required_argument, 0, 'n'},   {"warmup", required_argument, 0, 'w'},
+        {"repeats", required_argument, 0, 'r'}, {"px", required_argument, 0, 'x'},
+        {"py", required_argument, 0, 'y'},      {"backend", required_argument, 0, 'B'},
+        {"csv", required_argument, 0, 'c'},     {"no-check", no_argument, 0, 'N'},
+        {"mpi-device-bufs", no_argument, 0, 'D'}, {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    long long nmin = 0, nmax = 0;
+    memset(o, 0, sizeof *o);
+    parse_variants("all", o);
+    o->sizes[0] = 64, o->sizes[1] = 256, o->sizes[2] = 1024, o->nsizes = 3;
+    o->steps = 100, o->warmup = 1, o->repeats = 5;
+    o->backend = "auto";
+    o->check = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+        switch (c) {
+        case 'v': parse_variants(optarg, o); break;
+        case 's':
+            o->nsizes = ex_parse_size_list(optarg, o->sizes, MAX_SIZES);
+            if (o->nsizes <= 0) {
+                fprintf(stderr, "invalid --sizes '%s'\n", optarg);
+                exit(2);
+            }
+            break;
+        case 'a': nmin = ex_parse_long("--nmin", optarg, 1, 1 << 20); break;
+        case 'b': nmax = ex_parse_long("--nmax", optarg, 1, 1 << 20); break;
+        case 'n': o->steps = (int)ex_parse_long("--steps", optarg, 1, 1 << 24); break;
+        case 'w': o->warmup = (int)ex_parse_long("--warmup", optarg, 0, 1000); break;
+        case 'r': o->repeats = (int)ex_parse_long("--repeats", optarg, 1, 1000); break;
+        case 'x': o->px = (int)ex_parse_long("--px", optarg, 1, 1 << 20); break;
+        case 'y': o->py = (int)ex_parse_long("--py", optarg, 1, 1 << 20); break;
+        case 'B': o->backend = optarg; break;
+        case 'c': o->csv = optarg; break;
+        case 'N': o->check = 0; break;
+        case 'D': o->mpi_device_bufs = 1; break;
+        case 'h': usage(stdout); exit(0);
+        default: usage(stderr); exit(2);
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        exit(2);
+    }
+    if (nmin || nmax) {
+        if (!nmin)
+            nmin = nmax;
+        if (!nmax)
+            nmax = nmin;
+        o->nsizes = 0;
+        for (long long n = nmin; n <= nmax && o->nsizes < MAX_SIZES; n *= 2)
+            o->sizes[o->nsizes++] = n;
+        if (!o->nsizes) {
+            fprintf(stderr, "--nmin must not exceed --nmax\n");
+            exit(2);
+        }
+    }
+    for (int i = 0; i < o->nsizes; i++)
+        if (o->sizes[i] < 1 || o->sizes[i] > (1 << 20)) {
+            fprintf(stderr, "size %lld out of range [1, 1048576]\n", o->sizes[i]);
+            exit(2);
+        }
+}
+
+/* ------------------------------------------------------------------ */
+/* one variant's state                                                 */
+
+typedef struct {
+    const ex_accel_t *ac;
+    st_dims_t d;
+    int nbr[ST_NSIDES], cnt[ST_NSIDES];
+    double *g[2];                       /* the two grids (backend memory) */
+    double *sbuf[ST_NSIDES];            /* send buffers */
+    double *rbuf[2][ST_NSIDES];         /* receive buffers, by step parity */
+    ex_mem_t bufkind;
+    /* persistent operation descriptors, by step parity p (u = g[p]) */
+    st_op_t op_init[2], op_pack[2], op_unpack[2], op_int[2], op_bnd[2];
+    ex_kernel_t k_init[2], k_pack[2], k_unpack[2], k_int[2], k_bnd[2];
+    ex_stream_t S, S2;                  /* compute stream; second stream (acc2) */
+    ex_event_t *evA, *evB;              /* acc2: interior done, boundary done */
+    MPI_Comm comm;                      /* the communicator the loop uses */
+    int sync_before_send;               /* mpi loop: needed unless comm is stream-ordered */
+    double t_blocked;                   /* host time inside synchronizing calls, this run */
+} run_t;
+
+#define BLOCKED(r, call)                                                                     \
+    do {                                                                                     \
+        double t_b_ = ex_now();                                                              \
+        call;                                                                                \
+        (r)->t_blocked += ex_now() - t_b_;                                                   \
+    } while (0)
+
+static ex_kernel_t kernel_of(st_op_t *op)
+{
+    ex_kernel_t k = {st_host_fn, NULL, op};
+#ifdef EX_HAVE_CUDA
+    k.cuda_fn = st_cuda_fn;
+#endif
+    return k;
+}
+
+static void build_ops(run_t *r)
+{
+    for (int p = 0; p < 2; p++) {
+        st_op_t base = {.d = r->d};
+        r->op_init[p] = base;
+        r->op_init[p].kind = ST_OP_INIT;
+        r->op_init[p].dst = r->g[p];
+
+        r->op_pack[p] = base;
+        r->op_pack[p].kind = ST_OP_PACK;
+        r->op_pack[p].src = r->g[p];
+        r->op_unpack[p] = base;
+        r->op_unpack[p].kind = ST_OP_UNPACK;
+        r->op_unpack[p].dst = r->g[p];
+        for (int s = 0; s < ST_NSIDES; s++) {
+            int has = r->nbr[s] != MPI_PROC_NULL;
+            r->op_pack[p].buf[s] = has ? r->sbuf[s] : NULL;
+            r->op_unpack[p].buf[s] = has ? r->rbuf[p][s] : NULL;
+        }
+        r->op_int[p] = base;
+        r->op_int[p].kind = ST_OP_INTERIOR;
+        r->op_int[p].src = r->g[p];
+        r->op_int[p].dst = r->g[p ^ 1];
+        r->op_bnd[p] = r->op_int[p];
+        r->op_bnd[p].kind = ST_OP_BOUNDARY;
+
+        r->k_init[p] = kernel_of(&r->op_init[p]);
+        r->k_pack[p] = kernel_of(&r->op_pack[p]);
+        r->k_unpack[p] = kernel_of(&r->op_unpack[p]);
+        r->k_int[p] = kernel_of(&r->op_int[p]);
+        r->k_bnd[p] = kernel_of(&r->op_bnd[p]);
+    }
+}
+
+static int comm_is_stream_ordered(MPI_Comm comm)
+{
+    MPI_Info info = MPI_INFO_NULL;
+    char v[128];
+    int flag = 0, len = (int)sizeof v;
+    EX_MPI(MPI_Comm_get_info(comm, &info));
+    if (info == MPI_INFO_NULL)
+        return 0;
+    EX_MPI(MPI_Info_get_string(info, MPIX_ACC_INFO_STREAM, &len, v, &flag));
+    MPI_Info_free(&info);
+    return flag && strcmp(v, "none") != 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* the step loops                                                      */
+
+/* The plain MPI loop. Used unchanged by `streamcomm`, where comm is a
+ * stream communicator and these MPI calls become stream-ordered. */
+static void step_mpi(run_t *r, int k)
+{
+    const ex_accel_t *ac = r->ac;
+    int p = k & 1;
+    MPI_Request rq[2 * ST_NSIDES];
+
+    for (int s = 0; s < ST_NSIDES; s++)
+        EX_MPI(MPI_Irecv(r->rbuf[p][s], r->cnt[s], MPI_DOUBLE, r->nbr[s], s ^ 1, r->comm, &rq[s]));
+    ac->launch(r->S, &r->k_pack[p]);
+    if (r->sync_before_send) /* the send buffers must be packed before host MPI reads them */
+        BLOCKED(r, ac->stream_sync(r->S));
+    for (int s = 0; s < ST_NSIDES; s++)
+        EX_MPI(MPI_Isend(r->sbuf[s], r->cnt[s], MPI_DOUBLE, r->nbr[s], s, r->comm,
+                         &rq[ST_NSIDES + s]));
+    ac->launch(r->S, &r->k_int[p]);
+    BLOCKED(r, EX_MPI(MPI_Waitall(2 * ST_NSIDES, rq, MPI_STATUSES_IGNORE)));
+    ac->launch(r->S, &r->k_unpack[p]);
+    ac->launch(r->S, &r->k_bnd[p]);
+}
+
+/* acc: the same loop, explicit stream-ordered calls, no host sync. */
+static void step_acc(run_t *r, int k)
+{
+    const ex_accel_t *ac = r->ac;
+    int p = k & 1;
+    MPI_Request rq[2 * ST_NSIDES];
+
+    for (int s = 0; s < ST_NSIDES; s++)
+        EX_MPI(MPIX_Acc_Irecv(r->S, r->rbuf[p][s], r->cnt[s], MPI_DOUBLE, r->nbr[s], s ^ 1,
+                              r->comm, &rq[s]));
+    ac->launch(r->S, &r->k_pack[p]);
+    for (int s = 0; s < ST_NSIDES; s++)
+        EX_MPI(MPIX_Acc_Isend(r->S, r->sbuf[s], r->cnt[s], MPI_DOUBLE, r->nbr[s], s, r->comm,
+                              &rq[ST_NSIDES + s]));
+    ac->launch(r->S, &r->k_int[p]);
+    BLOCKED(r, EX_MPI(MPIX_Acc_Waitall(r->S, 2 * ST_NSIDES, rq, MPI_STATUSES_IGNORE)));
+    ac->launch(r->S, &r->k_unpack[p]);
+    ac->launch(r->S, &r->k_bnd[p]);
+}
+
+/* acc2: interior on S; pack, communication, unpack and boundary on S2.
+ * interior(k) needs boundary(k-1) (the band of g[p]); boundary(k) needs
+ * interior(k-1) (the interior of g[p]); both also cover the write-after-read
+ * hazards on g[p^1]. */
+static void step_acc2(run_t *r, int k)
+{
+    const ex_accel_t *ac = r->ac;
+    int p = k & 1;
+    MPI_Request rq[2 * ST_NSIDES];
+
+    for (int s = 0; s < ST_NSIDES; s++)
+        EX_MPI(MPIX_Acc_Irecv(r->S2, r->rbuf[p][s], r->cnt[s], MPI_DOUBLE, r->nbr[s], s ^ 1,
+                              r->comm, &rq[s]));
+    ac->launch(r->S2, &r->k_pack[p]);
+    for (int s = 0; s < ST_NSIDES; s++)
+        EX_MPI(MPIX_Acc_Isend(r->S2, r->sbuf[s], r->cnt[s], MPI_DOUBLE, r->nbr[s], s, r->comm,
+                              &rq[ST_NSIDES + s]));
+
+    if (k > 0)
+        ac->event_wait(r->evB, r->S); /* boundary(k-1) */
+    ac->launch(r->S, &r->k_int[p]);
+    ac->event_record(r->evA, r->S);
+
+    BLOCKED(r, EX_MPI(MPIX_Acc_Waitall(r->S2, 2 * ST_NSIDES, rq, MPI_STATUSES_IGNORE)));
+    ac->launch(r->S2, &r->k_unpack[p]);
+    if (k > 0)
+        ac->event_wait(r->evA, r->S2); /* interior(k-1) */
+    ac->launch(r->S2, &r->k_bnd[p]);
+    ac->event_record(r->evB, r->S2);
+}
+
+typedef struct {
+    double run, loop, blocked; /* seconds: whole run incl. final drain; host in loop; blocked */
+} run_times_t;
+
+static run_times_t run_once(run_t *r, int v, int steps)
+{
+    const ex_accel_t *ac = r->ac;
+    run_times_t t;
+    ac->launch(r->S, &r->k_init[0]);
+    ac->launch(r->S, &r->k_init[1]);
+    ac->stream_sync(r->S);
+    if (v == V_ACC2) {
+        ac->event_reset(r->evA);
+        ac->event_reset(r->evB);
+    }
+    EX_MPI(MPI_Barrier(MPI_COMM_WORLD));
+
+    r->t_blocked = 0;
+    double t0 = ex_now();
+    for (int k = 0; k < steps; k++) {
+        switch (v) {
+        case V_MPI:
+        case V_STREAMCOMM: step_mpi(r, k); break;
+        case V_ACC: step_acc(r, k); break;
+        case V_ACC2: step_acc2(r, k); break;
+        }
+    }
+    double t1 = ex_now();
+    ac->stream_sync(r->S);
+    if (v == V_ACC2)
+        ac->stream_sync(r->S2);
+    double t2 = ex_now();
+    t.run = t2 - t0;
+    t.loop = t1 - t0;
+    t.blocked = r->t_blocked;
+    return t;
+}
+
+static void variant_setup(run_t *r, int v, MPI_Comm cart, const opts_t *o)
+{
+    const ex_accel_t *ac = r->ac;
+    r->bufkind = (v == V_MPI && ac->is_device && !o->mpi_device_bufs) ? EX_MEM_PINNED
+                                                                       : EX_MEM_DEVICE;
+    for (int s = 0; s < ST_NSIDES; s++) {
+        size_t bytes = (size_t)r->cnt[s] * sizeof(double);
+        r->sbuf[s] = ac->alloc(bytes, r->bufkind);
+        for (int p = 0; p < 2; p++)
+            r->rbuf[p][s] = ac->alloc(bytes, r->bufkind);
+    }
+    build_ops(r);
+    r->comm = cart;
+    if (v == V_STREAMCOMM) {
+        /* The opt-in: one MPI_Comm_set_info on the loop's communicator. */
+        MPI_Info info;
+        EX_MPI(MPI_Comm_dup(cart, &r->comm));
+        EX_MPI(MPI_Info_create(&info));
+        EX_MPI(MPIX_Acc_Info_set_stream(info, r->S));
+        EX_MPI(MPI_Comm_set_info(r->comm, info));
+        EX_MPI(MPI_Info_free(&info));
+    }
+    r->sync_before_send = !comm_is_stream_ordered(r->comm);
+    if (v == V_STREAMCOMM && r->sync_before_send)
+        ex_die("streamcomm: MPI_Comm_get_info does not report key %s after MPI_Comm_set_info",
+               MPIX_ACC_INFO_STREAM);
+}
+
+static void variant_teardown(run_t *r)
+{
+    for (int s = 0; s < ST_NSIDES; s++) {
+        r->ac->free(r->sbuf[s], r->bufkind);
+        for (int p = 0; p < 2; p++)
+            r->ac->free(r->rbuf[p][s], r->bufkind);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* reference and checking                                              */
+
+static uint64_t bits_of(double x)
+{
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+/* Rank 0: the whole global grid as one domain, `steps` full sweeps.
+ * Returns the final (gnx+2) x (gny+2) array on the host (malloc'd). */
+static double *reference_run(const ex_accel_t *ac, ex_stream_t S, long gnx, long gny, int steps,
+                             double *seconds)
+{
+    st_dims_t d = {.nx = (int)gnx, .ny = (int)gny, .ld = gnx + 2, .gx0 = 0, .gy0 = 0,
+                   .gnx = gnx, .gny = gny};
+    size_t n = (size_t)(gnx + 2) * (size_t)(gny + 2);
+    double *g[2] = {ac->alloc(n * sizeof(double), EX_MEM_DEVICE),
+                    ac->alloc(n * sizeof(double), EX_MEM_DEVICE)};
+    st_op_t init[2], full[2];
+    ex_kernel_t kinit[2], kfull[2];
+    for (int p = 0; p < 2; p++) {
+        init[p] = (st_op_t){.kind = ST_OP_INIT, .d = d, .dst = g[p]};
+        full[p] = (st_op_t){.kind = ST_OP_FULL, .d = d, .src = g[p], .dst = g[p ^ 1]};
+        kinit[p] = kernel_of(&init[p]);
+        kfull[p] = kernel_of(&full[p]);
+    }
+    double t0 = ex_now();
+    ac->launch(S, &kinit[0]);
+    ac->launch(S, &kinit[1]);
+    for (int k = 0; k < steps; k++)
+        ac->launch(S, &kfull[k & 1]);
+    ac->stream_sync(S);
+    *seconds = ex_now() - t0;
+    double *h = malloc(n * sizeof(double));
+    if (!h)
+        ex_die("out of host memory for the reference (%zu doubles)", n);
+    ac->copy(h, g[steps & 1], n * sizeof(double));
+    ac->free(g[0], EX_MEM_DEVICE);
+    ac->free(g[1], EX_MEM_DEVICE);
+    return h;
+}
+
+/* On a device backend, recompute the reference with the host functions
+ * (small grids only) and compare bitwise: checks the kernels against the
+ * plain C code. Returns the number of differing points, -1 if skipped. */
+static long long reference_host_crosscheck(const double *ref, long gnx, long gny, int steps)
+{
+    size_t n = (size_t)(gnx + 2) * (size_t)(gny + 2);
+    if ((double)gnx * (double)gny * steps > 4e8)
+        return -1;
+    st_dims_t d = {.nx = (int)gnx, .ny = (int)gny, .ld = gnx + 2, .gnx = gnx, .gny = gny};
+    double *g[2] = {malloc(n * sizeof(double)), malloc(n * sizeof(double))};
+    if (!g[0] || !g[1])
+        ex_die("out of host memory");
+    for (int p = 0; p < 2; p++)
+        st_host_run(&(st_op_t){.kind = ST_OP_INIT, .d = d, .dst = g[p]});
+    for (int k = 0; k < steps; k++)
+        st_host_run(&(st_op_t){.kind = ST_OP_FULL, .d = d, .src = g[k & 1], .dst = g[(k & 1) ^ 1]});
+    long long bad = 0;
+    for (long j = 1; j <= gny; j++)
+        for (long i = 1; i <= gnx; i++)
+            bad += bits_of(g[steps & 1][j * (gnx + 2) + i]) != bits_of(ref[j * (gnx + 2) + i]);
+    free(g[0]);
+    free(g[1]);
+    return bad;
+}
+
+typedef struct {
+    double maxdiff;
+    uint64_t mismatches, bitsum;
+} check_t;
+
+/* Compare this rank's owned points of grid g (backend memory) with its
+ * piece of the reference; reduce to rank 0. */
+static check_t check_grid(const run_t *r, const double *g, const double *ref_local, double *hbuf)
+{
+    const st_dims_t *d = &r->d;
+    size_t n = (size_t)d->ld * (size_t)(d->ny + 2);
+    r->ac->copy(hbuf, g, n * sizeof(double));
+    double maxdiff = 0;
+    uint64_t mism = 0, bitsum = 0;
+    for (int j = 1; j <= d->ny; j++)
+        for (int i = 1; i <= d->nx; i++) {
+            double a = hbuf[j * d->ld + i];
+            bitsum += bits_of(a);
+            if (ref_local) {
+                double b = ref_local[(size_t)(j - 1) * d->nx + (i - 1)];
+                if (bits_of(a) != bits_of(b)) {
+                    mism++;
+                    double df = fabs(a - b);
+                    if (!(df <= maxdiff)) /* NaN propagates */
+                        maxdiff = df;
+                }
+            }
+        }
+    check_t c = {0, 0, 0};
+    uint64_t in[2] = {mism, bitsum}, out[2] = {0, 0};
+    EX_MPI(MPI_Reduce(&maxdiff, &c.maxdiff, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
+    EX_MPI(MPI_Reduce(in, out, 2, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD));
+    c.mismatches = out[0];
+    c.bitsum = out[1];
+    return c;
+}
+
+/* ------------------------------------------------------------------ */
+/* main                                                                */
+
+typedef struct {
+    long long n;
+    double med[V_COUNT];
+    int ran[V_COUNT], ok[V_COUNT];
+} summary_t;
+
+int main(int argc, char **argv)
+{
+    opts_t o;
+    int rank, size;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    parse_opts(argc, argv, &o);
+
+    int dims[2] = {o.px, o.py}, periods[2] = {0, 0}, coords[2];
+    if (o.px && o.py && o.px * o.py != size)
+        ex_die("--px %d x --py %d != %d ranks", o.px, o.py, size);
+    EX_MPI(MPI_Dims_create(size, 2, dims));
+    MPI_Comm cart;
+    EX_MPI(MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, 0, &cart));
+    EX_MPI(MPI_Cart_coords(cart, rank, 2, coords));
+    int nbr[ST_NSIDES];
+    EX_MPI(MPI_Cart_shift(cart, 0, 1, &nbr[ST_W], &nbr[ST_E]));
+    EX_MPI(MPI_Cart_shift(cart, 1, 1, &nbr[ST_S], &nbr[ST_N]));
+
+    char note[320];
+    const ex_accel_t *ac = ex_accel_select(o.backend, ex_local_rank(MPI_COMM_WORLD), note,
+                                           sizeof note);
+    /* all ranks must use the same kind of backend */
+    int is_dev = ac->is_device, all_dev = 0, any_dev = 0;
+    MPI_Allreduce(&is_dev, &all_dev, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&is_dev, &any_dev, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (all_dev != any_dev)
+        ex_die("ranks disagree on the backend (some found a GPU, some did not); use --backend");
+
+    FILE *csv = NULL;
+    if (rank == 0) {
+        printf("stencil2d: Jacobi 5-point, halo 1, double; %d ranks, process grid %d x %d "
+               "(non-periodic)\n",
+               size, dims[0], dims[1]);
+        printf("backend: %s%s%s\n", ac->desc, note[0] ? "; " : "", note);
+        printf("steps per run %d, warm-up runs %d, timed runs %d (median, min, max)\n", o.steps,
+               o.warmup, o.repeats);
+        printf("blocked%% = host time inside synchronizing calls in the loop (stream sync, "
+               "Waitall) / run time;\nhost us/step = host time spent in the loop per step "
+               "(the end-of-run drain is excluded)\n");
+        if (o.csv) {
+            csv = fopen(o.csv, "w");
+            if (!csv)
+                ex_die("cannot open %s: %s", o.csv, strerror(errno));
+            fprintf(csv, "ranks,px,py,n_per_rank,gnx,gny,backend,variant,steps,repeats,"
+                         "t_step_med_us,t_step_min_us,t_step_max_us,host_loop_us_per_step,"
+                         "blocked_pct,checksum,ref_checksum,maxdiff,mismatches,check\n");
+        }
+        fflush(stdout);
+    }
+
+    run_t *r = calloc(1, sizeof *r);
+    r->ac = ac;
+    memcpy(r->nbr, nbr, sizeof nbr);
+    r->S = ac->stream_create();
+    r->S2 = ac->stream_create();
+    r->evA = ac->event_create();
+    r->evB = ac->event_create();
+
+    summary_t sum[MAX_SIZES];
+    int failures = 0;
+
+    for (int si = 0; si < o.nsizes; si++) {
+        int n = (int)o.sizes[si];
+        st_dims_t d = {.nx = n, .ny = n, .ld = n + 2,
+                       .gx0 = (long)coords[0] * n, .gy0 = (long)coords[1] * n,
+                       .gnx = (long)dims[0] * n, .gny = (long)dims[1] * n};
+        r->d = d;
+        for (int s = 0; s < ST_NSIDES; s++)
+            r->cnt[s] = st_side_count(&d, s);
+        size_t npts = (size_t)d.ld * (size_t)(d.ny + 2);
+        r->g[0] = ac->alloc(npts * sizeof(double), EX_MEM_DEVICE);
+        r->g[1] = ac->alloc(npts * sizeof(double), EX_MEM_DEVICE);
+        double *hbuf = malloc(npts * sizeof(double));
+        if (!hbuf)
+            ex_die("out of host memory");
+
+        summary_t *sm = &sum[si];
+        memset(sm, 0, sizeof *sm);
+        sm->n = n;
+
+        if (rank == 0) {
+            printf("\n== %d x %d points per rank, global %ld x %ld, process grid %d x %d, "
+                   "%d steps\n",
+                   n, n, d.gnx, d.gny, dims[0], dims[1], o.steps);
+            fflush(stdout);
+        }
+
+        /* reference on rank 0, scattered to the ranks */
+        double *ref_local = NULL;
+        uint64_t ref_bitsum = 0;
+        if (o.check) {
+            ref_local = malloc((size_t)n * (size_t)n * sizeof(double));
+            if (!ref_local)
+                ex_die("out of host memory");
+            if (rank == 0) {
+                double tref = 0;
+                double *ref = reference_run(ac, r->S, d.gnx, d.gny, o.steps, &tref);
+                double rsum = 0;
+                for (long j = 1; j <= d.gny; j++)
+                    for (long i = 1; i <= d.gnx; i++) {
+                        ref_bitsum += bits_of(ref[j * (d.gnx + 2) + i]);
+                        rsum += ref[j * (d.gnx + 2) + i];
+                    }
+                printf("reference: rank 0, one %ld x %ld domain, %d steps on %s in %.3f s: "
+                       "checksum 0x%016" PRIx64 ", sum %.17g\n",
+                       d.gnx, d.gny, o.steps, ac->name, tref, ref_bitsum, rsum);
+                if (ac->is_device) {
+                    long long bad = reference_host_crosscheck(ref, d.gnx, d.gny, o.steps);
+                    if (bad < 0)
+                        printf("reference: host recomputation skipped (grid too large)\n");
+                    else
+                        printf("reference: host recomputation %s (%lld points differ)\n",
+                               bad ? "DIFFERS from the GPU reference" : "bitwise equal", bad);
+                    if (bad > 0)
+                        failures++;
+                }
+                fflush(stdout);
+                for (int q = 0; q < size; q++) {
+                    int qc[2];
+                    EX_MPI(MPI_Cart_coords(cart, q, 2, qc));
+                    const double *base =
+                        ref + ((long)qc[1] * n + 1) * (d.gnx + 2) + (long)qc[0] * n + 1;
+                    if (q == 0) {
+                        for (int j = 0; j < n; j++)
+                            memcpy(ref_local + (size_t)j * n, base + (size_t)j * (d.gnx + 2),
+                                   (size_t)n * sizeof(double));
+                    } else {
+                        MPI_Datatype blk;
+                        EX_MPI(MPI_Type_vector(n, n, (int)(d.gnx + 2), MPI_DOUBLE, &blk));
+                        EX_MPI(MPI_Type_commit(&blk));
+                        EX_MPI(MPI_Send(base, 1, blk, q, 77, MPI_COMM_WORLD));
+                        MPI_Type_free(&blk);
+                    }
+                }
+                free(ref);
+            } else {
+                EX_MPI(MPI_Recv(ref_local, n * n, MPI_DOUBLE, 0, 77, MPI_COMM_WORLD,
+                                MPI_STATUS_IGNORE));
+            }
+        }
+
+        if (rank == 0) {
+            printf("%-11s %11s %10s %10s %12s %9s  %-18s %-10s %s\n", "variant", "t/step us",
+                   "min", "max", "host us/step", "blocked%", "checksum", "max|diff|", "check");
+            fflush(stdout);
+        }
+
+        for (int vi = 0; vi < o.nvariants; vi++) {
+            int v = o.variants[vi];
+            variant_setup(r, v, cart, &o);
+            int nruns = o.warmup + o.repeats;
+            double *tstep = calloc((size_t)nruns, sizeof(double));
+            double *tloop = calloc((size_t)nruns, sizeof(double));
+            double *tblk = calloc((size_t)nruns, sizeof(double));
+            check_t worst = {0, 0, 0};
+            uint64_t last_bitsum = 0;
+            int all_equal = 1;
+            for (int run = 0; run < nruns; run++) {
+                run_times_t t = run_once(r, v, o.steps);
+                double in[3] = {t.run, t.loop, t.blocked}, mx[3];
+                EX_MPI(MPI_Allreduce(in, mx, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+                if (run >= o.warmup) {
+                    int i = run - o.warmup;
+                    tstep[i] = mx[0] / o.steps * 1e6;
+                    tloop[i] = mx[1] / o.steps * 1e6;
+                    tblk[i] = 100.0 * mx[2] / mx[0];
+                }
+                check_t c = check_grid(r, r->g[o.steps & 1], ref_local, hbuf);
+                if (rank == 0) {
+                    if (!isnan(worst.maxdiff) && (isnan(c.maxdiff) || c.maxdiff > worst.maxdiff))
+                        worst.maxdiff = c.maxdiff;
+                    worst.mismatches += c.mismatches;
+                    if (o.check && (c.mismatches || c.bitsum != ref_bitsum))
+                        all_equal = 0;
+                    if (run > 0 && c.bitsum != last_bitsum)
+                        all_equal = 0; /* runs must be deterministic even without a reference */
+                    last_bitsum = c.bitsum;
+                }
+            }
+            if (rank == 0) {
+                double med, mn, mx, lmed, lmn, lmx, bmed, bmn, bmx;
+                ex_stats(tstep, o.repeats, &med, &mn, &mx);
+                ex_stats(tloop, o.repeats, &lmed, &lmn, &lmx);
+                ex_stats(tblk, o.repeats, &bmed, &bmn, &bmx);
+                const char *verdict = !all_equal ? "FAIL" : o.check ? "bitwise" : "unchecked";
+                char cks[32];
+                snprintf(cks, sizeof cks, "0x%016" PRIx64, last_bitsum);
+                printf("%-11s %11.2f %10.2f %10.2f %12.2f %9.1f  %-18s %-10.3g %s", vname[v], med,
+                       mn, mx, lmed, bmed, cks, worst.maxdiff, verdict);
+                if (worst.mismatches)
+                    printf(" (%" PRIu64 " points differ over %d runs)", worst.mismatches, nruns);
+                printf("\n");
+                fflush(stdout);
+                if (csv)
+                    fprintf(csv,
+                            "%d,%d,%d,%d,%ld,%ld,%s,%s,%d,%d,%.3f,%.3f,%.3f,%.3f,%.2f,%s,"
+                            "0x%016" PRIx64 ",%.6g,%" PRIu64 ",%s\n",
+                            size, dims[0], dims[1], n, d.gnx, d.gny, ac->name, vname[v], o.steps,
+                            o.repeats, med, mn, mx, lmed, bmed, cks, ref_bitsum, worst.maxdiff,
+                            worst.mismatches, verdict);
+                sm->med[v] = med;
+                sm->ran[v] = 1;
+                sm->ok[v] = all_equal;
+                if (!all_equal)
+                    failures++;
+            }
+            free(tstep);
+            free(tloop);
+            free(tblk);
+            if (v == V_STREAMCOMM)
+                EX_MPI(MPI_Comm_free(&r->comm));
+            variant_teardown(r);
+            r->comm = MPI_COMM_NULL;
+        }
+        free(ref_local);
+        free(hbuf);
+        ac->free(r->g[0], EX_MEM_DEVICE);
+        ac->free(r->g[1], EX_MEM_DEVICE);
+    }
+
+    if (rank == 0) {
+        printf("\nsummary: median time per step in us (speed-up vs mpi); %d ranks, %s\n", size,
+               ac->name);
+        printf("%-14s", "points/rank");
+        for (int vi = 0; vi < o.nvariants; vi++)
+            printf(" %-20s", vname[o.variants[vi]]);
+        printf(" check\n");
+        for (int si = 0; si < o.nsizes; si++) {
+            char lab[32];
+            snprintf(lab, sizeof lab, "%lld^2", sum[si].n);
+            printf("%-14s", lab);
+            int ok = 1;
+            for (int vi = 0; vi < o.nvariants; vi++) {
+                int v = o.variants[vi];
+                char cell[48];
+                if (v != V_MPI && sum[si].ran[V_MPI])
+                    snprintf(cell, sizeof cell, "%.2f (%.2fx)", sum[si].med[v],
+                             sum[si].med[V_MPI] / sum[si].med[v]);
+                else
+                    snprintf(cell, sizeof cell, "%.2f", sum[si].med[v]);
+                printf(" %-20s", cell);
+                ok &= sum[si].ok[v];
+            }
+            printf(" %s\n", !ok ? "FAIL" : o.check ? "all bitwise equal to the reference"
+                                                   : "unchecked (runs agree)");
+        }
+        printf("%s\n", failures ? "RESULT: FAIL" : "RESULT: OK");
+        if (csv)
+            fclose(csv);
+        fflush(stdout);
+    }
+
+    ac->event_destroy(r->evA);
+    ac->event_destroy(r->evB);
+    ac->stream_destroy(r->S);
+    ac->stream_destroy(r->S2);
+    ac->finalize();
+    free(r);
+    MPI_Comm_free(&cart);
+    EX_MPI(MPI_Bcast(&failures, 1, MPI_INT, 0, MPI_COMM_WORLD));
+    MPI_Finalize();
+    return failures ? 1 : 0;
+}

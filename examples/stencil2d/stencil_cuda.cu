@@ -1,0 +1,138 @@
+/*
+ * stencil_cuda.cu - the stencil operations as CUDA kernels. Same arithmetic
+ * as stencil_host.c (st_update from stencil.h), so results are bitwise equal.
+ */
+#include "stencil.h"
+#include "../common/ex_accel.h"
+
+#include <cuda_runtime.h>
+
+#define ST_BX 32
+#define ST_BY 8
+
+__global__ void st_k_init(st_op_t op)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int j = blockIdx.y * blockDim.y + threadIdx.y;
+    const st_dims_t d = op.d;
+    if (i <= d.nx + 1 && j <= d.ny + 1)
+        op.dst[(long)j * d.ld + i] = st_init_value(d.gx0, d.gy0, d.gnx, d.gny, d.nx, d.ny, i, j);
+}
+
+/* blockIdx.y = side */
+__global__ void st_k_pack(st_op_t op)
+{
+    int side = blockIdx.y;
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    const st_dims_t d = op.d;
+    double *b = op.buf[side];
+    if (!b)
+        return;
+    const double *u = op.src;
+    switch (side) {
+    case ST_W: if (t < d.ny) b[t] = u[(long)(t + 1) * d.ld + 1]; break;
+    case ST_E: if (t < d.ny) b[t] = u[(long)(t + 1) * d.ld + d.nx]; break;
+    case ST_S: if (t < d.nx) b[t] = u[1 * d.ld + t + 1]; break;
+    case ST_N: if (t < d.nx) b[t] = u[(long)d.ny * d.ld + t + 1]; break;
+    }
+}
+
+__global__ void st_k_unpack(st_op_t op)
+{
+    int side = blockIdx.y;
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    const st_dims_t d = op.d;
+    const double *b = op.buf[side];
+    if (!b)
+        return;
+    double *u = op.dst;
+    switch (side) {
+    case ST_W: if (t < d.ny) u[(long)(t + 1) * d.ld + 0] = b[t]; break;
+    case ST_E: if (t < d.ny) u[(long)(t + 1) * d.ld + d.nx + 1] = b[t]; break;
+    case ST_S: if (t < d.nx) u[0 * d.ld + t + 1] = b[t]; break;
+    case ST_N: if (t < d.nx) u[(long)(d.ny + 1) * d.ld + t + 1] = b[t]; break;
+    }
+}
+
+__device__ __forceinline__ void st_d_point(const double *__restrict__ u, double *__restrict__ v,
+                                           long ld, int i, int j)
+{
+    long c = (long)j * ld + i;
+    v[c] = st_update(u[c - 1], u[c + 1], u[c - ld], u[c + ld]);
+}
+
+/* Rectangle [i0, i0 + w) x [j0, j0 + h). */
+__global__ void st_k_rect(st_op_t op, int i0, int j0, int w, int h)
+{
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x < w && y < h)
+        st_d_point(op.src, op.dst, op.d.ld, i0 + x, j0 + y);
+}
+
+/* The band: row 1, row ny (ny > 1), columns 1 and nx (nx > 1) for rows 2..ny-1. */
+__global__ void st_k_boundary(st_op_t op, long total)
+{
+    long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= total)
+        return;
+    const st_dims_t d = op.d;
+    int i, j;
+    if (t < d.nx) {
+        i = (int)t + 1;
+        j = 1;
+    } else if (d.ny > 1 && t < 2L * d.nx) {
+        i = (int)(t - d.nx) + 1;
+        j = d.ny;
+    } else {
+        long r = t - (d.ny > 1 ? 2L * d.nx : (long)d.nx);
+        int ncol = d.nx > 1 ? 2 : 1;
+        j = 2 + (int)(r / ncol);
+        i = (r % ncol) ? d.nx : 1;
+    }
+    st_d_point(op.src, op.dst, d.ld, i, j);
+}
+
+static void st_rect_launch(const st_op_t *op, int i0, int j0, int w, int h, cudaStream_t s)
+{
+    if (w <= 0 || h <= 0)
+        return;
+    dim3 b(ST_BX, ST_BY), g((w + ST_BX - 1) / ST_BX, (h + ST_BY - 1) / ST_BY);
+    st_k_rect<<<g, b, 0, s>>>(*op, i0, j0, w, h);
+}
+
+extern "C" void st_cuda_fn(void *arg, void *cudastream)
+{
+    const st_op_t *op = (const st_op_t *)arg;
+    cudaStream_t s = (cudaStream_t)cudastream;
+    const st_dims_t *d = &op->d;
+    switch (op->kind) {
+    case ST_OP_INIT: {
+        dim3 b(ST_BX, ST_BY), g((d->nx + 2 + ST_BX - 1) / ST_BX, (d->ny + 2 + ST_BY - 1) / ST_BY);
+        st_k_init<<<g, b, 0, s>>>(*op);
+        break;
+    }
+    case ST_OP_PACK:
+    case ST_OP_UNPACK: {
+        int n = d->nx > d->ny ? d->nx : d->ny;
+        dim3 b(256), g((n + 255) / 256, ST_NSIDES);
+        if (op->kind == ST_OP_PACK)
+            st_k_pack<<<g, b, 0, s>>>(*op);
+        else
+            st_k_unpack<<<g, b, 0, s>>>(*op);
+        break;
+    }
+    case ST_OP_INTERIOR:
+        st_rect_launch(op, 2, 2, d->nx - 2, d->ny - 2, s);
+        break;
+    case ST_OP_BOUNDARY: {
+        long total = (long)d->nx + (d->ny > 1 ? d->nx : 0) +
+                     (d->ny > 2 ? (long)(d->ny - 2) * (d->nx > 1 ? 2 : 1) : 0);
+        st_k_boundary<<<(unsigned)((total + 255) / 256), 256, 0, s>>>(*op, total);
+        break;
+    }
+    case ST_OP_FULL:
+        st_rect_launch(op, 1, 1, d->nx, d->ny, s);
+        break;
+    }
+}
