@@ -46,7 +46,14 @@ typedef struct {
     unsigned int *errors;              /* backend memory */
     pkp_args_t *args;                  /* one per iteration (+1), kept until the run ends */
     int nargs;
+    int fault_iter;                    /* testing: rank 1 sends a wrong reply here (-1: none) */
 } pkp_t;
+
+/* Seed of rank 1's reply (wrong in the fault-injection iteration). */
+static uint32_t reply_seed(const pkp_t *p, int run, int i)
+{
+    return pkp_seed(run, i, 1) + (i == p->fault_iter ? 0x5a5a5au : 0u);
+}
 
 static ex_kernel_t pkp_kernel_of(pkp_args_t *a)
 {
@@ -95,7 +102,7 @@ static void run_acc(pkp_t *p, int run, int iters)
                                   p->comm, &rq[0]));
             EX_MPI(MPIX_Acc_Wait(p->S, &rq[0], MPI_STATUS_IGNORE));
             launch_args(p, i, p->d_rbuf[i & 1], pkp_seed(run, i, 0), p->d_sbuf,
-                        pkp_seed(run, i, 1), p->busy_ns);
+                        reply_seed(p, run, i), p->busy_ns);
             EX_MPI(MPIX_Acc_Isend(p->S, p->d_sbuf, (int)p->n, MPI_BYTE, peer, TAG, p->comm,
                                   &rq[1]));
             EX_MPI(MPIX_Acc_Wait(p->S, &rq[1], MPI_STATUS_IGNORE));
@@ -131,8 +138,8 @@ static void run_staged(pkp_t *p, int run, int iters)
             EX_MPI(MPI_Recv(hr, (int)p->n, MPI_BYTE, peer, TAG, p->comm, MPI_STATUS_IGNORE));
             if (dev)
                 ac->copy_async(p->S, p->d_rbuf[0], hr, p->n);
-            launch_args(p, i, p->d_rbuf[0], pkp_seed(run, i, 0), p->d_sbuf, pkp_seed(run, i, 1),
-                        p->busy_ns);
+            launch_args(p, i, p->d_rbuf[0], pkp_seed(run, i, 0), p->d_sbuf,
+                        reply_seed(p, run, i), p->busy_ns);
             if (dev)
                 ac->copy_async(p->S, hs, p->d_sbuf, p->n);
             ac->stream_sync(p->S);
@@ -195,6 +202,7 @@ typedef struct {
     int iters, warmup, repeats;
     double kernel_us;
     const char *backend, *csv;
+    int fault_iter;
 } opts_t;
 
 static void usage(FILE *f)
@@ -209,7 +217,9 @@ static void usage(FILE *f)
             "  --repeats R      timed runs: median/min/max over them (default 5)\n"
             "  --kernel-us D    kernel duration in microseconds (default 20)\n"
             "  --backend B      auto, host or cuda (default auto)\n"
-            "  --csv FILE       also write CSV to FILE\n");
+            "  --csv FILE       also write CSV to FILE\n"
+            "  --inject-fault I testing: rank 1 sends a wrong reply in iteration I of every\n"
+            "                   run, to show that validation catches it (exit status 1)\n");
 }
 
 static void parse_opts(int argc, char **argv, opts_t *o)
@@ -220,7 +230,8 @@ static void parse_opts(int argc, char **argv, opts_t *o)
         {"factor", required_argument, 0, 'f'},  {"iters", required_argument, 0, 'n'},
         {"warmup", required_argument, 0, 'w'},  {"repeats", required_argument, 0, 'r'},
         {"kernel-us", required_argument, 0, 'k'}, {"backend", required_argument, 0, 'B'},
-        {"csv", required_argument, 0, 'c'},     {"help", no_argument, 0, 'h'},
+        {"csv", required_argument, 0, 'c'},     {"inject-fault", required_argument, 0, 'F'},
+        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     static const long long defsizes[] = {1, 8, 64, 512, 4096, 32768};
     long long bmin = -1, bmax = -1, factor = 2;
@@ -231,6 +242,7 @@ static void parse_opts(int argc, char **argv, opts_t *o)
     o->nsizes = (int)(sizeof defsizes / sizeof defsizes[0]);
     o->iters = 200, o->warmup = 20, o->repeats = 5, o->kernel_us = 20;
     o->backend = "auto";
+    o->fault_iter = -1;
     int c;
     while ((c = getopt_long(argc, argv, "b:e:f:h", lo, NULL)) != -1) {
         switch (c) {
@@ -266,6 +278,7 @@ static void parse_opts(int argc, char **argv, opts_t *o)
         case 'k': o->kernel_us = ex_parse_double("--kernel-us", optarg, 0, 1e7); break;
         case 'B': o->backend = optarg; break;
         case 'c': o->csv = optarg; break;
+        case 'F': o->fault_iter = (int)ex_parse_long("--inject-fault", optarg, 0, 10000000); break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); exit(2);
         }
@@ -359,6 +372,7 @@ int main(int argc, char **argv)
     p.rank = rank;
     p.role = rank < 2 ? rank : -1;
     p.busy_ns = o.kernel_us * 1e3;
+    p.fault_iter = o.fault_iter;
     EX_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &p.comm));
     p.S = p.ac->stream_create();
     p.errors = p.ac->alloc(sizeof(unsigned int), EX_MEM_DEVICE);
@@ -367,6 +381,9 @@ int main(int argc, char **argv)
     if (rank == 0) {
         printf("ping-kernel-pong: ranks 0 <-> 1 of %d; backend %s%s%s\n", size, p.ac->desc,
                note[0] ? "; " : "", note);
+        if (o.fault_iter >= 0)
+            printf("FAULT INJECTION: rank 1 sends a wrong reply in iteration %d of every run "
+                   "(results must FAIL)\n", o.fault_iter);
         printf("kernel %.1f us; %d iterations per run, %d timed runs after a %d-iteration "
                "warm-up; time per iteration = one round trip with two kernels\n",
                o.kernel_us, o.iters, o.repeats, o.warmup);

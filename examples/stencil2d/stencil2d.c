@@ -51,6 +51,7 @@ typedef struct {
     const char *csv;
     int check;
     int mpi_device_bufs; /* mpi variant on CUDA: pass device buffers to MPI (CUDA-aware MPI) */
+    int fault_step;      /* testing: skip the unpack of this step (-1: none) */
 } opts_t;
 
 static void usage(FILE *f)
@@ -69,6 +70,8 @@ static void usage(FILE *f)
             "                     MPI; default: pinned host buffers the kernels pack into)\n"
             "  --no-check         skip the reference run and the comparison\n"
             "  --csv FILE         also write one CSV line per (size, variant) to FILE\n"
+            "  --inject-fault K   testing: skip the halo unpack of step K on every rank, to\n"
+            "                     show that the check catches it (exit status 1)\n"
             "  --help\n");
 }
 
@@ -104,7 +107,8 @@ static void parse_opts(int argc, char **argv, opts_t *o)
         {"repeats", required_argument, 0, 'r'}, {"px", required_argument, 0, 'x'},
         {"py", required_argument, 0, 'y'},      {"backend", required_argument, 0, 'B'},
         {"csv", required_argument, 0, 'c'},     {"no-check", no_argument, 0, 'N'},
-        {"mpi-device-bufs", no_argument, 0, 'D'}, {"help", no_argument, 0, 'h'},
+        {"mpi-device-bufs", no_argument, 0, 'D'}, {"inject-fault", required_argument, 0, 'F'},
+        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     long long nmin = 0, nmax = 0;
     memset(o, 0, sizeof *o);
@@ -113,6 +117,7 @@ static void parse_opts(int argc, char **argv, opts_t *o)
     o->steps = 100, o->warmup = 1, o->repeats = 5;
     o->backend = "auto";
     o->check = 1;
+    o->fault_step = -1;
     int c;
     while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         switch (c) {
@@ -135,6 +140,7 @@ static void parse_opts(int argc, char **argv, opts_t *o)
         case 'c': o->csv = optarg; break;
         case 'N': o->check = 0; break;
         case 'D': o->mpi_device_bufs = 1; break;
+        case 'F': o->fault_step = (int)ex_parse_long("--inject-fault", optarg, 0, 1 << 24); break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); exit(2);
         }
@@ -182,6 +188,7 @@ typedef struct {
     ex_event_t *evA, *evB;              /* acc2: interior done, boundary done */
     MPI_Comm comm;                      /* the communicator the loop uses */
     int sync_before_send;               /* mpi loop: needed unless comm is stream-ordered */
+    int fault_step;                     /* testing: step whose unpack is skipped, -1: none */
     double t_blocked;                   /* host time inside synchronizing calls, this run */
 } run_t;
 
@@ -269,7 +276,8 @@ static void step_mpi(run_t *r, int k)
                          &rq[ST_NSIDES + s]));
     ac->launch(r->S, &r->k_int[p]);
     BLOCKED(r, EX_MPI(MPI_Waitall(2 * ST_NSIDES, rq, MPI_STATUSES_IGNORE)));
-    ac->launch(r->S, &r->k_unpack[p]);
+    if (k != r->fault_step)
+        ac->launch(r->S, &r->k_unpack[p]);
     ac->launch(r->S, &r->k_bnd[p]);
 }
 
@@ -289,7 +297,8 @@ static void step_acc(run_t *r, int k)
                               &rq[ST_NSIDES + s]));
     ac->launch(r->S, &r->k_int[p]);
     BLOCKED(r, EX_MPI(MPIX_Acc_Waitall(r->S, 2 * ST_NSIDES, rq, MPI_STATUSES_IGNORE)));
-    ac->launch(r->S, &r->k_unpack[p]);
+    if (k != r->fault_step)
+        ac->launch(r->S, &r->k_unpack[p]);
     ac->launch(r->S, &r->k_bnd[p]);
 }
 
@@ -317,7 +326,8 @@ static void step_acc2(run_t *r, int k)
     ac->event_record(r->evA, r->S);
 
     BLOCKED(r, EX_MPI(MPIX_Acc_Waitall(r->S2, 2 * ST_NSIDES, rq, MPI_STATUSES_IGNORE)));
-    ac->launch(r->S2, &r->k_unpack[p]);
+    if (k != r->fault_step)
+        ac->launch(r->S2, &r->k_unpack[p]);
     if (k > 0)
         ac->event_wait(r->evA, r->S2); /* interior(k-1) */
     ac->launch(r->S2, &r->k_bnd[p]);
@@ -574,6 +584,10 @@ int main(int argc, char **argv)
     r->S2 = ac->stream_create();
     r->evA = ac->event_create();
     r->evB = ac->event_create();
+    r->fault_step = o.fault_step;
+    if (rank == 0 && o.fault_step >= 0)
+        printf("FAULT INJECTION: the halo unpack of step %d is skipped (results must FAIL)\n",
+               o.fault_step);
 
     summary_t sum[MAX_SIZES];
     int failures = 0;

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# examples/tests.sh - CI checks of the examples on host streams (no GPU).
+#
+#   examples/tests.sh [BUILDDIR]      (default: $MPIXACC_BUILDDIR, else <repo>/build)
+#
+# stencil2d on 1, 2 and 4 ranks (several process grids), small sizes, all
+# variants (mpi, acc, acc2, streamcomm) in one launch each: every run must be
+# bitwise identical to the serial reference. ping_kernel_pong: a short run of
+# the staged and acc variants with data validation. Two fault-injection runs
+# prove that the checks can fail: they must report FAIL and exit non-zero.
+#
+# Prints one PASS/FAIL line per check and ends with "N passed, N failed";
+# exit status 0 only when nothing failed. Logs: $MPIXACC_TEST_LOGDIR
+# (default: a temporary directory, kept and named when something fails).
+# Runs in about a minute on 2 cores (4 ranks oversubscribe them).
+set -u
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+builddir=${1:-${MPIXACC_BUILDDIR:-$root/build}}
+builddir=$(cd "$builddir" 2>/dev/null && pwd) || {
+    echo "examples/tests.sh: build directory '${1:-${MPIXACC_BUILDDIR:-$root/build}}' not found" >&2
+    exit 2
+}
+stencil=$builddir/examples/stencil2d/stencil2d
+pkp=$builddir/examples/ping_kernel_pong/ping_kernel_pong
+for p in "$stencil" "$pkp"; do
+    if [ ! -x "$p" ]; then
+        echo "examples/tests.sh: $p not built (run make in $builddir)" >&2
+        exit 2
+    fi
+done
+
+# one libucp per process (UCX 1.22 first on the library path)
+if [ -f "$root/scripts/mpixacc-env.sh" ]; then
+    # shellcheck disable=SC1091
+    . "$root/scripts/mpixacc-env.sh"
+fi
+
+logdir=${MPIXACC_TEST_LOGDIR:-$(mktemp -d /tmp/mpixacc-examples-tests.XXXXXX)}
+mkdir -p "$logdir"
+TIMEOUT=${MPIXACC_TEST_TIMEOUT:-150}
+passed=0
+failed=0
+n=0
+
+pass() { echo "PASS: $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL: $1 ($2; log: $3)"; failed=$((failed + 1)); }
+
+# run NAME NP -- ARGS...: runs mpiexec, leaves the log path in $log and the
+# exit status in $rc
+run() {
+    local name=$1 np=$2
+    shift 3
+    n=$((n + 1))
+    log=$logdir/$(printf '%02d' $n)-${name//[^A-Za-z0-9_.-]/_}.log
+    echo "+ mpiexec -n $np $*" >"$log"
+    timeout "$TIMEOUT" mpiexec -n "$np" "$@" >>"$log" 2>&1
+    rc=$?
+}
+
+# stencil_ok NAME NP EXPECTED_ROWS ARGS...: exit 0, RESULT: OK, and exactly
+# EXPECTED_ROWS result rows, each "bitwise"
+stencil_ok() {
+    local name=$1 np=$2 rows=$3
+    shift 3
+    run "$name" "$np" -- "$stencil" "$@"
+    local good bad
+    good=$(grep -cE '^(mpi|acc|acc2|streamcomm) .* bitwise$' "$log")
+    bad=$(grep -cE '^(mpi|acc|acc2|streamcomm) .*(FAIL|unchecked)' "$log")
+    if [ $rc -ne 0 ]; then
+        fail "$name" "exit status $rc" "$log"
+    elif ! grep -q '^RESULT: OK$' "$log"; then
+        fail "$name" "no 'RESULT: OK'" "$log"
+    elif [ "$good" -ne "$rows" ] || [ "$bad" -ne 0 ]; then
+        fail "$name" "$good of $rows variant rows bitwise equal to the reference, $bad failed" "$log"
+    else
+        pass "$name ($rows variant runs bitwise equal to the reference)"
+    fi
+}
+
+# expect_fail NAME NP ARGS...: must exit non-zero with RESULT: FAIL and every
+# result row FAIL (the check catches an injected fault)
+expect_fail() {
+    local name=$1 np=$2 rowre=$3
+    shift 3
+    run "$name" "$np" -- "$@"
+    local rows frows
+    rows=$(grep -cE "$rowre" "$log")
+    frows=$(grep -E "$rowre" "$log" | grep -c 'FAIL')
+    if [ $rc -eq 0 ]; then
+        fail "$name" "exit status 0 with an injected fault" "$log"
+    elif [ $rc -ge 124 ]; then
+        fail "$name" "exit status $rc (timeout or signal), not a detected fault" "$log"
+    elif ! grep -q '^RESULT: FAIL$' "$log" || [ "$rows" -eq 0 ] || [ "$rows" -ne "$frows" ]; then
+        fail "$name" "fault not reported on every row ($frows of $rows FAIL)" "$log"
+    else
+        pass "$name (injected fault detected in $frows of $rows rows, exit status $rc)"
+    fi
+}
+
+common=(--variant all --steps 12 --warmup 1 --repeats 2)
+
+stencil_ok "stencil2d 1 rank, sizes 1,8,33" 1 12 "${common[@]}" --sizes 1,8,33
+stencil_ok "stencil2d 2 ranks (2x1), sizes 1,8,32,64" 2 16 "${common[@]}" --sizes 1,8,32,64
+stencil_ok "stencil2d 2 ranks (1x2), sizes 5,16" 2 8 "${common[@]}" --px 1 --py 2 --sizes 5,16
+stencil_ok "stencil2d 4 ranks (2x2), sizes 3,16" 4 8 "${common[@]}" --sizes 3,16
+stencil_ok "stencil2d 4 ranks (4x1), size 8" 4 4 "${common[@]}" --px 4 --py 1 --sizes 8
+stencil_ok "stencil2d 4 ranks (1x4), size 7" 4 4 "${common[@]}" --px 1 --py 4 --sizes 7
+
+# fault injection: a stale halo (step 3's unpack skipped) must be caught
+expect_fail "stencil2d detects a skipped halo unpack" 2 \
+    '^(mpi|acc|acc2|streamcomm) ' "$stencil" "${common[@]}" --sizes 8 --inject-fault 3
+
+# ping-kernel-pong: validation of every message, staged and acc
+run "ping_kernel_pong 2 ranks" 2 -- "$pkp" --variant staged,acc --sizes 1,64,4K,64K \
+    --iters 30 --warmup 5 --repeats 2 --kernel-us 20
+rows=$(grep -cE '^[0-9]+ (B|KiB|MiB) +(staged|acc) .* ok$' "$log")
+if [ $rc -eq 0 ] && grep -q '^RESULT: OK$' "$log" && [ "$rows" -eq 8 ]; then
+    pass "ping_kernel_pong 2 ranks (8 validated variant runs)"
+else
+    fail "ping_kernel_pong 2 ranks" "exit status $rc, $rows of 8 rows ok" "$log"
+fi
+expect_fail "ping_kernel_pong detects a wrong reply" 2 '^[0-9]+ (B|KiB) +(staged|acc) ' \
+    "$pkp" --variant staged,acc --sizes 1,4K --iters 10 --warmup 0 --repeats 1 --inject-fault 4
+
+echo "$passed passed, $failed failed"
+if [ $failed -ne 0 ]; then
+    echo "logs kept in $logdir"
+    exit 1
+fi
+[ -n "${MPIXACC_TEST_LOGDIR:-}" ] || rm -rf "$logdir"
+exit 0
