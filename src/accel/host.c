@@ -248,11 +248,14 @@ static void maybe_warn_slow(host_stream_t *hs, uint64_t start, uint64_t *next_wa
         return;
     *next_warn += SLOW_WAIT_WARN_NS;
     MPIX_ACC_LOG(MX_LOG_WARN,
-                 "host stream %p: %s has waited %.0f s (%llu operations in flight, stream "
-                 "released up to %llu)",
+                 "host stream %p: %s has waited %.0f s (%llu of its operations in flight; "
+                 "triggers reached %llu of %llu; waits released %llu of %llu)",
                  (void *)hs, what, (double)(now - start) / 1e9,
                  (unsigned long long)atomic_load(&hs->s.ops_in_flight),
-                 (unsigned long long)atomic_load(&hs->release_word));
+                 (unsigned long long)atomic_load(&hs->trigger_word),
+                 (unsigned long long)atomic_load(&hs->s.next_trigger_seq),
+                 (unsigned long long)atomic_load(&hs->release_word),
+                 (unsigned long long)atomic_load(&hs->s.next_wait_seq));
 }
 
 /* All items queued before the call have run and ops_in_flight == 0
