@@ -86,6 +86,13 @@ static int group(hg_level_t *owner, elist_t *l, int is_send, int **rank, int **c
   return np;
 }
 
+static int max_blk(const hg_tile_t *t, int n) {
+  int m = 0;
+  for (int i = 0; i < n; i++)
+    if (t[i].bi * t[i].bj * t[i].bk > m) m = t[i].bi * t[i].bj * t[i].bk;
+  return m;
+}
+
 static void finalize(hg_prog_t *P, hg_level_t *owner, hg_level_t *src, hg_level_t *dst, int tag,
                      elist_t *send, elist_t *recv, const hg_tile_t *local, int nlocal) {
   memset(P, 0, sizeof(*P));
@@ -103,6 +110,9 @@ static void finalize(hg_prog_t *P, hg_level_t *owner, hg_level_t *src, hg_level_
   P->pack = tiles_to_mem(ts, send->n, owner->mem);
   P->unpack = tiles_to_mem(tr, recv->n, owner->mem);
   P->local = tiles_to_mem(local, nlocal, owner->mem);
+  P->max_pack = max_blk(ts, send->n);
+  P->max_unpack = max_blk(tr, recv->n);
+  P->max_local = max_blk(local, nlocal);
   free(ts);
   free(tr);
   P->send_host = hg_alloc(sizeof(double) * (P->send_total ? P->send_total : 1), HG_MEM_HOST);
@@ -287,9 +297,10 @@ void hg_prog_prepare_gpu(hg_mg_t *mg, hg_level_t *L) {
   prepare(mg, &L->interpolation);
 }
 
-static void launch_tiles(hg_exec_t *E, int kind, const hg_tile_t *t, int nt, const hg_level_t *S, int vs,
-                         const double *sbuf, hg_level_t *D, int vd, double *dbuf, double prescale) {
+static void launch_tiles(hg_exec_t *E, int kind, const hg_tile_t *t, int nt, int max_blk, const hg_level_t *S,
+                         int vs, const double *sbuf, hg_level_t *D, int vd, double *dbuf, double prescale) {
   hg_args_tiles_t a;
+  a.max_blk = max_blk;
   a.kind = kind;
   a.t = t;
   a.nt = nt;
@@ -345,7 +356,7 @@ void hg_prog_run(hg_mg_t *mg, hg_prog_t *P, int vsrc, int vdst, int k_pack, int 
   }
   if (P->n_pack) {
     t = MPI_Wtime();
-    launch_tiles(E, k_pack, P->pack, P->n_pack, P->src, vsrc, NULL, P->dst, vdst, sbuf, 0.0);
+    launch_tiles(E, k_pack, P->pack, P->n_pack, P->max_pack, P->src, vsrc, NULL, P->dst, vdst, sbuf, 0.0);
     /* mpi backend: the host must see the packed data before MPI_Isend */
     if (be == HG_BACKEND_MPI) hg_exec_sync(E);
     T->pack += MPI_Wtime() - t;
@@ -366,14 +377,21 @@ void hg_prog_run(hg_mg_t *mg, hg_prog_t *P, int vsrc, int vdst, int k_pack, int 
   }
   if (P->n_local) {
     t = MPI_Wtime();
-    launch_tiles(E, k_local, P->local, P->n_local, P->src, vsrc, NULL, P->dst, vdst, NULL, prescale);
+    launch_tiles(E, k_local, P->local, P->n_local, P->max_local, P->src, vsrc, NULL, P->dst, vdst, NULL, prescale);
     T->local += MPI_Wtime() - t;
   }
   if (nreq) {
     t = MPI_Wtime();
 #ifndef HPGMG_NO_MPIX
     if (be == HG_BACKEND_ACC)
+    {
+      /* statuses ignored: several runs of this program may be pending on the
+       * stream.  (gcc 12 misreads MPI_STATUSES_IGNORE as a 0-byte array.) */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstringop-overflow"
       check(MPIX_Acc_Waitall(E->stream, nreq, P->req, MPI_STATUSES_IGNORE), "MPIX_Acc_Waitall");
+#pragma GCC diagnostic pop
+    }
     else
 #endif
       check(MPI_Waitall(nreq, P->req, P->stat), "MPI_Waitall");
@@ -381,7 +399,7 @@ void hg_prog_run(hg_mg_t *mg, hg_prog_t *P, int vsrc, int vdst, int k_pack, int 
   }
   if (P->n_unpack) {
     t = MPI_Wtime();
-    launch_tiles(E, k_unpack, P->unpack, P->n_unpack, P->src, vsrc, rbuf, P->dst, vdst, NULL, prescale);
+    launch_tiles(E, k_unpack, P->unpack, P->n_unpack, P->max_unpack, P->src, vsrc, rbuf, P->dst, vdst, NULL, prescale);
     T->unpack += MPI_Wtime() - t;
   }
   T->total += MPI_Wtime() - t0;
@@ -399,6 +417,19 @@ void hg_comm_attach_streams(hg_mg_t *mg) {
     MPI_Info_set(info, MPIX_ACC_INFO_STREAM, val);
     check(MPI_Comm_set_info(L->comm, info), "MPI_Comm_set_info(mpix_acc_stream)");
     MPI_Info_free(&info);
+    /* the communicator must now report the hint: without it the MPI calls of
+     * the mpi code path would run at once while pack/unpack are queued */
+    MPI_Info got;
+    char back[64] = "";
+    int flag = 0;
+    check(MPI_Comm_get_info(L->comm, &got), "MPI_Comm_get_info");
+    MPI_Info_get(got, MPIX_ACC_INFO_STREAM, (int)sizeof(back) - 1, back, &flag);
+    MPI_Info_free(&got);
+    if (!flag || strtoull(back, NULL, 16) != (unsigned long long)(uintptr_t)L->exec->stream) {
+      fprintf(stderr, "hpgmg-fv: level %d: communicator is not a stream communicator (%s=%s)\n", l,
+              MPIX_ACC_INFO_STREAM, flag ? back : "<unset>");
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
   }
 #else
   (void)mg;

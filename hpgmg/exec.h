@@ -44,8 +44,7 @@ void hg_exec_sync(hg_exec_t *E);
 /* drain the current context: the host may then touch any memory */
 void hg_exec_drain(void);
 
-/* memory kinds used by the solver */
-typedef enum { HG_MEM_HOST = 0, HG_MEM_MANAGED, HG_MEM_DEVICE, HG_MEM_PINNED } hg_mem_t;
+/* memory (hg_mem_t in defs.h) */
 void *hg_alloc(size_t bytes, hg_mem_t kind); /* zero-filled */
 void hg_free(void *p, hg_mem_t kind);
 

@@ -44,6 +44,7 @@ typedef struct hg_prog {
   int parity;
   hg_tile_t *pack, *local, *unpack;
   int n_pack, n_local, n_unpack;
+  int max_pack, max_local, max_unpack; /* largest block of each list */
   MPI_Request *req;
   MPI_Status *stat;
 } hg_prog_t;
@@ -105,6 +106,7 @@ typedef struct {
   int setup_done;          /* before: everything runs on the host with plain MPI     */
   double mgbuild_time, mgsolve_time;
   int solves;
+  int last_cycles;         /* V-cycles of the last MGSolve (1 for an F-cycle) */
 } hg_mg_t;
 
 /* level.c */

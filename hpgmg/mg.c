@@ -174,6 +174,7 @@ static void vcycle(hg_mg_t *mg, int e, int R, int l) {
 double hg_fmg_solve(hg_mg_t *mg, int on, int u, int f, double rtol, double *rel_out) {
   (void)rtol; /* one F-cycle, as HPGMG's default build (no V-cycles after it) */
   mg->solves++;
+  mg->last_cycles = 1;
   hg_level_t *T = mg->levels[on];
   if (!T->active) return 0.0;
   const int e = u, R = HG_VEC_R, bottom = mg->nlevels - 1;
@@ -235,7 +236,9 @@ double hg_mg_solve(hg_mg_t *mg, int on, int u, int f, double rtol, double *rel_o
   hg_axpby(mg, T, R, 1.0, f, 0.0, -1);
   T->t.total += hg_now() - t;
   double norm_r = 0.0, rel = 0.0;
+  mg->last_cycles = 0;
   for (int v = 0; v < 20; v++) {
+    mg->last_cycles++;
     T->vcycles_from_this_level++;
     vcycle(mg, u, R, on);
     t = hg_now();
@@ -266,6 +269,8 @@ void hg_reset_timers(hg_mg_t *mg) {
   }
   mg->mgsolve_time = 0.0;
   mg->solves = 0;
+  mg->host.syncs = mg->hoststream.syncs = mg->cuda.syncs = 0;
+  mg->host.sync_time = mg->hoststream.sync_time = mg->cuda.sync_time = 0.0;
 }
 
 typedef double (*getter_t)(const hg_level_t *);
@@ -376,6 +381,8 @@ void hg_print_timing(hg_mg_t *mg, int from) {
     printf("   MGSolve on GPU levels  %12.6f seconds (%d levels)\n", gpu, ngpu);
   else
     printf("   MGSolve on GPU levels  %12s (no level runs on a GPU)\n", "-");
+  printf("     host waits on streams  %10.1f per solve (%.6f seconds)\n",
+         (double)(mg->hoststream.syncs + mg->cuda.syncs) * s, (mg->hoststream.sync_time + mg->cuda.sync_time) * s);
   if (mg->backend != HG_BACKEND_MPI)
     printf("   (%s backend: rows time the host side - launches and enqueued calls; the\n"
            "    execution shows up where the host waits: norms, dot products, drains)\n",

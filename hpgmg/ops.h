@@ -87,6 +87,7 @@ typedef struct {
   double *dst, *dbuf;
   int d_js, d_ks, d_vol, d_g;
   double prescale;          /* INCREMENT / INTERP: dst = prescale*dst + ... */
+  int max_blk;              /* largest bi*bj*bk of the list (GPU grid size) */
 } hg_args_tiles_t;
 
 typedef union {
