@@ -1,0 +1,333 @@
+/*
+ * common.h - shared helpers for the multi-rank tests in test/mpi.
+ *
+ * Every test:
+ *   - calls t_init() (MPI_Init, rank/size, a hard SIGALRM time guard),
+ *   - reports failures with t_fail() (rank, phase, what, expected vs got),
+ *     which prints one line to stderr and aborts the whole job (exit != 0),
+ *   - ends with t_finish() (barrier, "PASS" line on rank 0, MPI_Finalize).
+ *
+ * Functions launched on host streams must not call MPI; they record failures
+ * with t_async_fail(), which the main thread turns into a test failure with
+ * t_check_async() after synchronizing the stream.
+ *
+ * Only mpi.h, mpix_acc.h and the C/POSIX libraries are used.
+ */
+#ifndef MPIXACC_TEST_COMMON_H
+#define MPIXACC_TEST_COMMON_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <mpi.h>
+#include <mpix_acc.h>
+
+/* GCC >= 11 warns about MPI_STATUSES_IGNORE passed for an `MPI_Status x[]`
+ * parameter (also for MPICH's own MPI_Waitall): a false positive. */
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
+#pragma GCC diagnostic ignored "-Wstringop-overflow"
+#endif
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define T_UNUSED __attribute__((unused))
+
+/* ------------------------------------------------------------------ */
+/* global test state                                                   */
+
+static int t_rank = -1, t_size = 0;
+static const char *t_name = "test";
+static const char *volatile t_phase_name = "init";
+static int t_timeout_s = 60;
+
+static atomic_int t_async_failed;
+static char t_async_msg[512];
+
+static inline void t_phase(const char *p) { t_phase_name = p; }
+
+static inline double t_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static inline void t_sleep_ms(double ms)
+{
+    struct timespec ts;
+    ts.tv_sec = (time_t)(ms / 1000.0);
+    ts.tv_nsec = (long)((ms - 1000.0 * (double)ts.tv_sec) * 1e6);
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* failures                                                            */
+
+static void t_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void t_fail(const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "[%s] rank %d/%d FAIL in phase '%s': %s\n", t_name, t_rank, t_size,
+            t_phase_name, msg);
+    fflush(stderr);
+    fflush(stdout);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    _exit(1);
+}
+
+/* Record a failure from a host-stream function (no MPI calls there). */
+T_UNUSED static void t_async_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+T_UNUSED static void t_async_fail(const char *fmt, ...)
+{
+    int expected = 0;
+    if (atomic_compare_exchange_strong(&t_async_failed, &expected, 1)) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(t_async_msg, sizeof t_async_msg, fmt, ap);
+        va_end(ap);
+    } else {
+        atomic_fetch_add(&t_async_failed, 1);
+    }
+}
+
+static inline void t_check_async(void)
+{
+    int n = atomic_load(&t_async_failed);
+    if (n)
+        t_fail("%d failure(s) recorded on a stream; first: %s", n, t_async_msg);
+}
+
+static inline const char *t_errstr(int code)
+{
+    static char buf[MPI_MAX_ERROR_STRING + 64];
+    char s[MPI_MAX_ERROR_STRING];
+    int len = 0, cls = -1;
+    s[0] = 0;
+    if (MPI_Error_string(code, s, &len) != MPI_SUCCESS)
+        snprintf(s, sizeof s, "(MPI_Error_string failed)");
+    MPI_Error_class(code, &cls);
+    snprintf(buf, sizeof buf, "code %d class %d \"%s\"", code, cls, s);
+    return buf;
+}
+
+/* A call that must succeed. */
+#define T_MPI(call)                                                                              \
+    do {                                                                                         \
+        int t_rc_ = (call);                                                                      \
+        if (t_rc_ != MPI_SUCCESS)                                                                \
+            t_fail("%s:%d: %s returned %s, expected MPI_SUCCESS", __FILE__, __LINE__, #call,      \
+                   t_errstr(t_rc_));                                                             \
+    } while (0)
+
+#define T_CHECK(cond, ...)                                                                       \
+    do {                                                                                         \
+        if (!(cond))                                                                             \
+            t_fail(__VA_ARGS__);                                                                 \
+    } while (0)
+
+/* ------------------------------------------------------------------ */
+/* time guard                                                          */
+
+T_UNUSED static void t_alarm_handler(int sig)
+{
+    (void)sig;
+    char msg[256];
+    int n = snprintf(msg, sizeof msg,
+                     "[%s] rank %d/%d FAIL: TIMEOUT after %d s in phase '%s' (hang?)\n", t_name,
+                     t_rank, t_size, t_timeout_s, t_phase_name);
+    if (n > 0) {
+        ssize_t w = write(2, msg, (size_t)n);
+        (void)w;
+    }
+    _exit(124);
+}
+
+/* Restart the hard time guard: the process dies with a message after s s. */
+static inline void t_guard(int s)
+{
+    t_timeout_s = s;
+    alarm((unsigned)s);
+}
+
+static inline void t_init(int *argc, char ***argv, const char *name, int timeout_s)
+{
+    t_name = name;
+    signal(SIGALRM, t_alarm_handler);
+    t_guard(timeout_s);
+    t_phase("MPI_Init");
+    T_MPI(MPI_Init(argc, argv));
+    MPI_Comm_rank(MPI_COMM_WORLD, &t_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &t_size);
+    t_phase("start");
+}
+
+/* Require at least `n` ranks; with fewer, fail (the TESTS table is wrong). */
+static inline void t_need_ranks(int n)
+{
+    if (t_size < n)
+        t_fail("this test needs at least %d ranks, got %d", n, t_size);
+}
+
+static inline int t_finish(void)
+{
+    t_phase("final barrier");
+    t_check_async();
+    T_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    if (t_rank == 0) {
+        printf("[%s] PASS with %d ranks\n", t_name, t_size);
+        fflush(stdout);
+    }
+    t_phase("MPI_Finalize");
+    T_MPI(MPI_Finalize());
+    alarm(0);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* data patterns                                                       */
+
+static inline uint8_t t_pat(uint64_t seed, size_t i)
+{
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + i * 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 29;
+    x *= 0x94D049BB133111EBull;
+    x ^= x >> 32;
+    return (uint8_t)x;
+}
+
+static inline void t_fill(void *buf, size_t n, uint64_t seed)
+{
+    uint8_t *b = (uint8_t *)buf;
+    for (size_t i = 0; i < n; i++)
+        b[i] = t_pat(seed, i);
+}
+
+/* Returns -1 when buf matches the pattern, else the first bad index. */
+static inline long t_verify(const void *buf, size_t n, uint64_t seed)
+{
+    const uint8_t *b = (const uint8_t *)buf;
+    for (size_t i = 0; i < n; i++)
+        if (b[i] != t_pat(seed, i))
+            return (long)i;
+    return -1;
+}
+
+/* Fail with a clear message when buf does not hold pattern `seed`. */
+static inline void t_expect_pattern(const void *buf, size_t n, uint64_t seed, const char *what)
+{
+    long bad = t_verify(buf, n, seed);
+    if (bad >= 0)
+        t_fail("%s: data mismatch at byte %ld of %zu: expected 0x%02x got 0x%02x", what, bad, n,
+               t_pat(seed, (size_t)bad), ((const uint8_t *)buf)[bad]);
+}
+
+/* ------------------------------------------------------------------ */
+/* host-stream work items                                              */
+
+/* A gate blocks its stream until the host opens it (or 30 s pass). */
+typedef struct {
+    atomic_int entered; /* the stream reached the gate */
+    atomic_int open;
+} t_gate_t;
+
+T_UNUSED static void t_gate_fn(void *arg)
+{
+    t_gate_t *g = (t_gate_t *)arg;
+    atomic_store(&g->entered, 1);
+    double t0 = t_now();
+    while (!atomic_load(&g->open)) {
+        if (t_now() - t0 > 30.0) {
+            t_async_fail("gate was never opened (30 s)");
+            return;
+        }
+        t_sleep_ms(0.2);
+    }
+}
+
+static inline void t_gate_init(t_gate_t *g)
+{
+    atomic_store(&g->entered, 0);
+    atomic_store(&g->open, 0);
+}
+
+/* Sleep `ms` on the stream. */
+typedef struct {
+    double ms;
+} t_sleep_arg_t;
+T_UNUSED static void t_sleep_fn(void *arg) { t_sleep_ms(((t_sleep_arg_t *)arg)->ms); }
+
+/* Fill a buffer with a pattern on the stream (after an optional sleep). */
+typedef struct {
+    void *buf;
+    size_t n;
+    uint64_t seed;
+    double sleep_ms;
+    atomic_int done;
+} t_fill_arg_t;
+T_UNUSED static void t_fill_fn(void *arg)
+{
+    t_fill_arg_t *a = (t_fill_arg_t *)arg;
+    if (a->sleep_ms > 0)
+        t_sleep_ms(a->sleep_ms);
+    t_fill(a->buf, a->n, a->seed);
+    atomic_store(&a->done, 1);
+}
+
+/* Check a buffer against a pattern on the stream. */
+typedef struct {
+    const void *buf;
+    size_t n;
+    uint64_t seed;
+    const char *what;
+    atomic_int ran;
+} t_verify_arg_t;
+T_UNUSED static void t_verify_fn(void *arg)
+{
+    t_verify_arg_t *a = (t_verify_arg_t *)arg;
+    long bad = t_verify(a->buf, a->n, a->seed);
+    if (bad >= 0)
+        t_async_fail("%s: stream-side check: data mismatch at byte %ld of %zu: expected 0x%02x "
+                     "got 0x%02x",
+                     a->what, bad, a->n, t_pat(a->seed, (size_t)bad),
+                     ((const uint8_t *)a->buf)[bad]);
+    atomic_store(&a->ran, 1);
+}
+
+/* Set a flag on the stream. */
+T_UNUSED static void t_flag_fn(void *arg) { atomic_store((atomic_int *)arg, 1); }
+
+/* Format a stream handle the way the info keys want it ("0x..." hex). */
+static inline void t_stream_str(MPIX_Acc_stream s, char *buf, size_t len)
+{
+    snprintf(buf, len, "0x%" PRIxPTR, (uintptr_t)s);
+}
+
+/* Check an MPI status of a completed receive. */
+static inline void t_expect_status(const MPI_Status *st, int source, int tag, int count,
+                                   MPI_Datatype dt, const char *what)
+{
+    int c = -12345;
+    T_CHECK(st->MPI_SOURCE == source, "%s: status.MPI_SOURCE expected %d got %d", what, source,
+            st->MPI_SOURCE);
+    T_CHECK(st->MPI_TAG == tag, "%s: status.MPI_TAG expected %d got %d", what, tag, st->MPI_TAG);
+    T_MPI(MPI_Get_count(st, dt, &c));
+    T_CHECK(c == count, "%s: MPI_Get_count expected %d got %d", what, count, c);
+}
+
+#endif
