@@ -82,6 +82,14 @@ const ex_accel_t *ex_accel_host(void);
  * why when the build has no CUDA or no device is usable. */
 const ex_accel_t *ex_accel_cuda(int local_rank, char *why, size_t whylen);
 
+/* Before MPI_Init: unless want is "host", make the GPU of this rank current
+ * (local rank from the launcher's environment: MPI_LOCALRANKID,
+ * OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID), so the library sees the
+ * device the application uses when it initializes. Silent when there is no
+ * GPU; a no-op in builds without CUDA. */
+void ex_accel_preinit(const char *want);
+void ex_accel_cuda_preinit(int local_rank);
+
 /* want: "auto" (cuda if usable, else host), "host" or "cuda". Dies when
  * "cuda" is asked for and not usable. note receives the fallback reason. */
 const ex_accel_t *ex_accel_select(const char *want, int local_rank, char *note, size_t notelen);

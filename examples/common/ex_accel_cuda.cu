@@ -133,6 +133,18 @@ static void cu_finalize(void)
 
 static ex_accel_t cu_accel;
 
+extern "C" void ex_accel_cuda_preinit(int local_rank)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n <= 0) {
+        cudaGetLastError();
+        return;
+    }
+    if (cudaSetDevice(local_rank % n) == cudaSuccess)
+        cudaFree(0);
+    cudaGetLastError();
+}
+
 extern "C" const ex_accel_t *ex_accel_cuda(int local_rank, char *why, size_t whylen)
 {
     int n = 0;

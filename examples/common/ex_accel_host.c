@@ -164,7 +164,27 @@ const ex_accel_t *ex_accel_host(void)
     return &host_accel;
 }
 
+void ex_accel_preinit(const char *want)
+{
+    static const char *const vars[] = {"MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK",
+                                       "SLURM_LOCALID"};
+    if (!strcmp(want, "host"))
+        return;
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v) {
+            ex_accel_cuda_preinit(atoi(v));
+            return;
+        }
+    }
+}
+
 #ifndef EX_HAVE_CUDA
+void ex_accel_cuda_preinit(int local_rank)
+{
+    (void)local_rank;
+}
+
 const ex_accel_t *ex_accel_cuda(int local_rank, char *why, size_t whylen)
 {
     (void)local_rank;

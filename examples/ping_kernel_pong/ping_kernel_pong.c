@@ -359,10 +359,11 @@ int main(int argc, char **argv)
 {
     opts_t o;
     int rank, size;
+    parse_opts(argc, argv, &o);
+    ex_accel_preinit(o.backend); /* this rank's GPU current before MPI_Init */
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    parse_opts(argc, argv, &o);
     if (size < 2)
         ex_die("ping_kernel_pong needs at least 2 ranks (ranks 0 and 1 take part)");
 

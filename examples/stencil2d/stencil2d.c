@@ -529,10 +529,11 @@ int main(int argc, char **argv)
     opts_t o;
     int rank, size;
 
+    parse_opts(argc, argv, &o);
+    ex_accel_preinit(o.backend); /* this rank's GPU current before MPI_Init */
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    parse_opts(argc, argv, &o);
 
     int dims[2] = {o.px, o.py}, periods[2] = {0, 0}, coords[2];
     if (o.px && o.py && o.px * o.py != size)
