@@ -88,7 +88,8 @@ void hg_apply_bc(hg_mg_t *mg, hg_level_t *L, int v, int shape, int order) {
   (void)mg;
   if (!L->nbc[shape]) return;
   double t = hg_now();
-  hg_args_bc_t a = {L->geom, L->vec[v], L->bc[shape], L->nbc[shape], order};
+  const int *list = L->exec->kind == HG_EXEC_CUDA ? L->bc_dev[shape] : L->bc[shape];
+  hg_args_bc_t a = {L->geom, L->vec[v], list, L->nbc[shape], order};
   hg_exec_launch(L->exec, HG_K_BC, &a, sizeof(a));
   L->t.bc += hg_now() - t;
 }

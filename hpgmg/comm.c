@@ -107,9 +107,9 @@ static void finalize(hg_prog_t *P, hg_level_t *owner, hg_level_t *src, hg_level_
   P->n_pack = send->n;
   P->n_unpack = recv->n;
   P->n_local = nlocal;
-  P->pack = tiles_to_mem(ts, send->n, owner->mem);
-  P->unpack = tiles_to_mem(tr, recv->n, owner->mem);
-  P->local = tiles_to_mem(local, nlocal, owner->mem);
+  P->pack = tiles_to_mem(ts, send->n, HG_MEM_HOST);
+  P->unpack = tiles_to_mem(tr, recv->n, HG_MEM_HOST);
+  P->local = tiles_to_mem(local, nlocal, HG_MEM_HOST);
   P->max_pack = max_blk(ts, send->n);
   P->max_unpack = max_blk(tr, recv->n);
   P->max_local = max_blk(local, nlocal);
@@ -282,6 +282,12 @@ void hg_build_interpolation(hg_mg_t *mg, hg_level_t *F, hg_level_t *C) {
   free(local);
 }
 
+static hg_tile_t *tiles_to_dev(const hg_tile_t *t, int n) {
+  hg_tile_t *d = hg_alloc(sizeof(hg_tile_t) * (size_t)(n ? n : 1), HG_MEM_DEVICE);
+  if (n) hg_copy(d, t, sizeof(hg_tile_t) * n);
+  return d;
+}
+
 static void prepare(hg_mg_t *mg, hg_prog_t *P) {
   if (!P->built || P->send_gpu) return;
   P->gpu_mem = mg->backend == HG_BACKEND_MPI ? HG_MEM_PINNED : HG_MEM_DEVICE;
@@ -289,6 +295,9 @@ static void prepare(hg_mg_t *mg, hg_prog_t *P) {
   P->recv_gpu[0] = hg_alloc(sizeof(double) * (P->recv_total ? P->recv_total : 1), P->gpu_mem);
   if (mg->backend == HG_BACKEND_MPI)
     P->recv_gpu[1] = hg_alloc(sizeof(double) * (P->recv_total ? P->recv_total : 1), P->gpu_mem);
+  P->pack_dev = tiles_to_dev(P->pack, P->n_pack);
+  P->local_dev = tiles_to_dev(P->local, P->n_local);
+  P->unpack_dev = tiles_to_dev(P->unpack, P->n_unpack);
 }
 
 void hg_prog_prepare_gpu(hg_mg_t *mg, hg_level_t *L) {
@@ -356,7 +365,7 @@ void hg_prog_run(hg_mg_t *mg, hg_prog_t *P, int vsrc, int vdst, int k_pack, int 
   }
   if (P->n_pack) {
     t = MPI_Wtime();
-    launch_tiles(E, k_pack, P->pack, P->n_pack, P->max_pack, P->src, vsrc, NULL, P->dst, vdst, sbuf, 0.0);
+    launch_tiles(E, k_pack, gpu ? P->pack_dev : P->pack, P->n_pack, P->max_pack, P->src, vsrc, NULL, P->dst, vdst, sbuf, 0.0);
     /* mpi backend: the host must see the packed data before MPI_Isend */
     if (be == HG_BACKEND_MPI) hg_exec_sync(E);
     T->pack += MPI_Wtime() - t;
@@ -377,7 +386,7 @@ void hg_prog_run(hg_mg_t *mg, hg_prog_t *P, int vsrc, int vdst, int k_pack, int 
   }
   if (P->n_local) {
     t = MPI_Wtime();
-    launch_tiles(E, k_local, P->local, P->n_local, P->max_local, P->src, vsrc, NULL, P->dst, vdst, NULL, prescale);
+    launch_tiles(E, k_local, gpu ? P->local_dev : P->local, P->n_local, P->max_local, P->src, vsrc, NULL, P->dst, vdst, NULL, prescale);
     T->local += MPI_Wtime() - t;
   }
   if (nreq) {
@@ -399,7 +408,7 @@ void hg_prog_run(hg_mg_t *mg, hg_prog_t *P, int vsrc, int vdst, int k_pack, int 
   }
   if (P->n_unpack) {
     t = MPI_Wtime();
-    launch_tiles(E, k_unpack, P->unpack, P->n_unpack, P->max_unpack, P->src, vsrc, rbuf, P->dst, vdst, NULL, prescale);
+    launch_tiles(E, k_unpack, gpu ? P->unpack_dev : P->unpack, P->n_unpack, P->max_unpack, P->src, vsrc, rbuf, P->dst, vdst, NULL, prescale);
     T->unpack += MPI_Wtime() - t;
   }
   T->total += MPI_Wtime() - t0;

@@ -20,8 +20,7 @@ void hg_cuda_stream_sync(void *stream);
 void hg_cuda_run(void *stream, int kind, const void *args);
 void *hg_cuda_alloc(size_t bytes, int mem_kind); /* hg_mem_t; zero-filled */
 void hg_cuda_free(void *p, int mem_kind);
-/* migrate managed memory to the current device ahead of use (hint only) */
-void hg_cuda_prefetch(const void *p, size_t bytes, void *stream);
+void hg_cuda_copy(void *dst, const void *src, size_t bytes); /* cudaMemcpy, any direction */
 
 #ifdef __cplusplus
 }

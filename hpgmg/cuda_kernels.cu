@@ -294,10 +294,6 @@ extern "C" void hg_cuda_stream_sync(void *stream) { CK(cudaStreamSynchronize((cu
 extern "C" void *hg_cuda_alloc(size_t bytes, int mem_kind) {
   void *p = nullptr;
   switch (mem_kind) {
-  case HG_MEM_MANAGED:
-    CK(cudaMallocManaged(&p, bytes, cudaMemAttachGlobal));
-    memset(p, 0, bytes);
-    break;
   case HG_MEM_DEVICE:
     CK(cudaMalloc(&p, bytes));
     CK(cudaMemset(p, 0, bytes));
@@ -315,23 +311,12 @@ extern "C" void *hg_cuda_alloc(size_t bytes, int mem_kind) {
 extern "C" void hg_cuda_free(void *p, int mem_kind) {
   if (!p) return;
   switch (mem_kind) {
-  case HG_MEM_MANAGED:
   case HG_MEM_DEVICE: CK(cudaFree(p)); break;
   case HG_MEM_PINNED: CK(cudaFreeHost(p)); break;
   default: free(p);
   }
 }
 
-extern "C" void hg_cuda_prefetch(const void *p, size_t bytes, void *stream) {
-  int dev = 0;
-  CK(cudaGetDevice(&dev));
-#if CUDART_VERSION >= 13000
-  cudaMemLocation loc;
-  loc.type = cudaMemLocationTypeDevice;
-  loc.id = dev;
-  cudaError_t e = cudaMemPrefetchAsync(p, bytes, loc, 0, (cudaStream_t)stream);
-#else
-  cudaError_t e = cudaMemPrefetchAsync(p, bytes, dev, (cudaStream_t)stream);
-#endif
-  if (e != cudaSuccess) (void)cudaGetLastError(); /* a hint: devices without concurrent managed access refuse it */
+extern "C" void hg_cuda_copy(void *dst, const void *src, size_t bytes) {
+  CK(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
 }

@@ -44,8 +44,9 @@ typedef enum { HG_SMOOTH_GSRB = 0, HG_SMOOTH_CHEBY = 1 } hg_smoother_t;
 typedef enum { HG_CYCLE_F = 0, HG_CYCLE_V = 1 } hg_cycle_t;
 typedef enum { HG_BACKEND_MPI = 0, HG_BACKEND_ACC = 1, HG_BACKEND_STREAMCOMM = 2 } hg_backend_t;
 
-/* ---- memory kinds: host, CUDA managed, CUDA device, pinned+mapped host */
-typedef enum { HG_MEM_HOST = 0, HG_MEM_MANAGED, HG_MEM_DEVICE, HG_MEM_PINNED } hg_mem_t;
+/* ---- memory kinds: host, CUDA device, pinned host memory mapped into the
+ *      device address space (no managed memory is used) */
+typedef enum { HG_MEM_HOST = 0, HG_MEM_DEVICE, HG_MEM_PINNED } hg_mem_t;
 
 /* ---- stencil shapes of a ghost-zone exchange --------------------------- */
 typedef enum {

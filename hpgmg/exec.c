@@ -161,6 +161,14 @@ void *hg_alloc(size_t bytes, hg_mem_t kind) {
   return p;
 }
 
+void hg_copy(void *dst, const void *src, size_t bytes) {
+#ifdef HG_HAVE_CUDA
+  hg_cuda_copy(dst, src, bytes);
+#else
+  memcpy(dst, src, bytes);
+#endif
+}
+
 void hg_free(void *p, hg_mem_t kind) {
   if (!p) return;
 #ifdef HG_HAVE_CUDA

@@ -46,6 +46,7 @@ void hg_exec_drain(void);
 
 /* memory (hg_mem_t in defs.h) */
 void *hg_alloc(size_t bytes, hg_mem_t kind); /* zero-filled */
+void hg_copy(void *dst, const void *src, size_t bytes); /* any kinds, blocking */
 void hg_free(void *p, hg_mem_t kind);
 
 #endif /* HPGMG_EXEC_H */

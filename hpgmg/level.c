@@ -28,7 +28,7 @@ static void morton_decode(uint64_t m, int *i, int *j, int *k) {
 
 static void build_bc_lists(hg_level_t *L) {
   for (int s = 0; s < HG_NUM_SHAPES; s++) {
-    L->bc[s] = hg_alloc(sizeof(int) * 2 * 26 * (size_t)(L->nb ? L->nb : 1), L->mem);
+    L->bc[s] = hg_alloc(sizeof(int) * 2 * 26 * (size_t)(L->nb ? L->nb : 1), HG_MEM_HOST);
     int n = 0;
     for (int b = 0; b < L->nb; b++) {
       const int *lo = L->low + 3 * b;
@@ -70,7 +70,8 @@ void hg_level_create(hg_mg_t *mg, hg_level_t *L, int id, int boxes_in, int box_d
   L->num_boxes = boxes_in * boxes_in * boxes_in;
   L->nprocs = nprocs;
   L->h = 1.0 / (double)L->dim;
-  L->mem = mg->use_cuda ? HG_MEM_MANAGED : HG_MEM_HOST;
+  L->mem = mg->use_cuda ? HG_MEM_PINNED : HG_MEM_HOST;
+  L->vec_mem = L->mem;
   L->comm = MPI_COMM_NULL;
   if (mg->my_rank == 0) {
     fprintf(stdout, "\nattempting to create a %d^3 level from %d x %d^3 boxes distributed among %d tasks...\n",
@@ -108,7 +109,7 @@ void hg_level_create(hg_mg_t *mg, hg_level_t *L, int id, int boxes_in, int box_d
     }
     idx++;
   }
-  L->low = hg_alloc(sizeof(int) * 3 * (size_t)(L->nb ? L->nb : 1), L->mem);
+  L->low = hg_alloc(sizeof(int) * 3 * (size_t)(L->nb ? L->nb : 1), HG_MEM_HOST);
   memcpy(L->low, tmp_low, sizeof(int) * 3 * L->nb);
   free(tmp_low);
   if (mg->my_rank == 0) {
@@ -183,6 +184,27 @@ void hg_level_build_comm(hg_mg_t *mg) {
   MPI_Group_free(&world_group);
 }
 
+/* copy of host data in device memory */
+static void *to_device(const void *src, size_t bytes) {
+  void *d = hg_alloc(bytes, HG_MEM_DEVICE);
+  hg_copy(d, src, bytes);
+  return d;
+}
+
+void hg_level_to_device(hg_level_t *L) {
+  const size_t bytes = sizeof(double) * (size_t)(L->nb ? L->nb : 1) * L->vol;
+  for (int v = 0; v < L->nvec; v++) {
+    double *d = to_device(L->vec[v], bytes);
+    hg_free(L->vec[v], L->vec_mem);
+    L->vec[v] = d;
+  }
+  L->vec_mem = HG_MEM_DEVICE;
+  L->low_dev = to_device(L->low, sizeof(int) * 3 * (size_t)(L->nb ? L->nb : 1));
+  L->geom.low = L->low_dev;
+  for (int s = 0; s < HG_NUM_SHAPES; s++)
+    L->bc_dev[s] = to_device(L->bc[s], sizeof(int) * 2 * (size_t)(L->nbc[s] ? L->nbc[s] : 1));
+}
+
 static void prog_free(hg_prog_t *P) {
   if (!P->built) return;
   free(P->send_rank); free(P->send_count); free(P->send_off);
@@ -192,9 +214,12 @@ static void prog_free(hg_prog_t *P) {
   if (P->send_gpu) hg_free(P->send_gpu, P->gpu_mem);
   if (P->recv_gpu[0]) hg_free(P->recv_gpu[0], P->gpu_mem);
   if (P->recv_gpu[1]) hg_free(P->recv_gpu[1], P->gpu_mem);
-  hg_free(P->pack, P->owner->mem);
-  hg_free(P->local, P->owner->mem);
-  hg_free(P->unpack, P->owner->mem);
+  hg_free(P->pack, HG_MEM_HOST);
+  hg_free(P->local, HG_MEM_HOST);
+  hg_free(P->unpack, HG_MEM_HOST);
+  hg_free(P->pack_dev, HG_MEM_DEVICE);
+  hg_free(P->local_dev, HG_MEM_DEVICE);
+  hg_free(P->unpack_dev, HG_MEM_DEVICE);
   free(P->req);
   free(P->stat);
   memset(P, 0, sizeof(*P));
@@ -203,13 +228,15 @@ static void prog_free(hg_prog_t *P) {
 void hg_level_free(hg_level_t *L) {
   for (int s = 0; s < HG_NUM_SHAPES; s++) {
     prog_free(&L->exchange[s]);
-    hg_free(L->bc[s], L->mem);
+    hg_free(L->bc[s], HG_MEM_HOST);
+    hg_free(L->bc_dev[s], HG_MEM_DEVICE);
   }
   for (int r = 0; r < 4; r++) prog_free(&L->restriction[r]);
   prog_free(&L->interpolation);
-  for (int v = 0; v < L->nvec; v++) hg_free(L->vec[v], L->mem);
+  for (int v = 0; v < L->nvec; v++) hg_free(L->vec[v], L->vec_mem);
   free(L->vec);
-  hg_free(L->low, L->mem);
+  hg_free(L->low, HG_MEM_HOST);
+  hg_free(L->low_dev, HG_MEM_DEVICE);
   hg_free(L->partial, L->mem);
   hg_free(L->gpartial, HG_MEM_HOST);
   free(L->rank_of_box);

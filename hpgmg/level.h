@@ -42,7 +42,8 @@ typedef struct hg_prog {
                                     memory for the mpi backend, which alternates recv_gpu[] */
   hg_mem_t gpu_mem;
   int parity;
-  hg_tile_t *pack, *local, *unpack;
+  hg_tile_t *pack, *local, *unpack;           /* host                       */
+  hg_tile_t *pack_dev, *local_dev, *unpack_dev; /* device copies (GPU levels) */
   int n_pack, n_local, n_unpack;
   int max_pack, max_local, max_unpack; /* largest block of each list */
   MPI_Request *req;
@@ -60,12 +61,16 @@ typedef struct hg_level {
   int *rank_of_box;       /* world rank of each box id (id = i + j*B + k*B*B) */
   int nb;                 /* boxes I own                                      */
   int *my_id;             /* their ids (ascending Morton order)               */
-  int *low;               /* 3*nb low corners (shared memory for GPU kernels) */
+  int *low;               /* 3*nb low corners (host)                          */
+  int *low_dev;           /* GPU levels: device copy (geom.low points at it)  */
   int *local_of_box;      /* id -> my local index, or -1                       */
   int js, ks, vol;
   int nvec;
   double **vec;           /* nvec vectors, each nb*vol doubles                */
-  hg_mem_t mem;
+  hg_mem_t mem;           /* of the vectors and partials: host, or pinned host
+                             memory (GPU-accessible) when CUDA is in use; a GPU
+                             level's vectors move to device memory (vec_mem)  */
+  hg_mem_t vec_mem;
   hg_geom_t geom;
 
   int active;             /* I own boxes here or on a coarser level           */
@@ -73,6 +78,7 @@ typedef struct hg_level {
   int *comm_rank;         /* world rank -> rank in comm (-1: not in comm)     */
 
   int *bc[HG_NUM_SHAPES]; /* (box, direction) ghost regions outside the domain */
+  int *bc_dev[HG_NUM_SHAPES]; /* GPU levels: device copies                  */
   int nbc[HG_NUM_SHAPES];
 
   hg_prog_t exchange[HG_NUM_SHAPES];
@@ -117,5 +123,7 @@ void hg_level_build_comm(hg_mg_t *mg);  /* communicators of all levels */
 void hg_level_free(hg_level_t *L);
 double *hg_box(hg_level_t *L, int vec, int b); /* interior origin of my box b */
 int hg_radius(hg_operator_t op);
+/* GPU level: move vectors, corners and boundary lists to device memory */
+void hg_level_to_device(hg_level_t *L);
 
 #endif /* HPGMG_LEVEL_H */

@@ -8,9 +8,6 @@
 #include <string.h>
 
 #include "solver.h"
-#ifdef HG_HAVE_CUDA
-#include "cuda_iface.h"
-#endif
 
 #define HG_AGGLOMERATION_START 8 /* boxes halve down to 8^3, then agglomerate */
 #define HG_BOTTOM_REDUCTION 1e-3
@@ -61,6 +58,7 @@ void hg_mg_build(hg_mg_t *mg, int boxes_in, int box_dim) {
     hg_level_create(mg, mg->levels[l], l, bin[l], bdim[l], ghosts, HG_VEC_RESERVED, nprocs[l]);
     mg->levels[l]->h = 1.0 / (double)dim[l];
     if (l == 0) hg_init_problem(mg, mg->levels[0]);
+    else if (mg->op == HG_OP_7PT) hg_exact_solution(mg, mg->levels[l]);
   }
   hg_level_add_vectors(mg, mg->levels[n - 1], HG_VEC_RESERVED + HG_BICGSTAB_VECTORS);
 
@@ -106,17 +104,13 @@ void hg_mg_prepare_execution(hg_mg_t *mg) {
     MPI_Allreduce(v, s, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     g_gpu_mode[l] = s[0] == 0 ? 0 : s[0] == s[1] ? 1 : 2;
   }
+  /* GPU levels: data and lists into device memory; CPU levels stay in pinned
+   * host memory, which the GPU kernels at the GPU/CPU boundary read/write */
   for (int l = 0; l < mg->nlevels; l++)
-    if (mg->levels[l]->on_gpu) hg_prog_prepare_gpu(mg, mg->levels[l]);
-#ifdef HG_HAVE_CUDA
-  for (int l = 0; l < mg->nlevels; l++) {
-    hg_level_t *L = mg->levels[l];
-    if (!L->on_gpu) continue;
-    for (int v = 0; v < L->nvec; v++)
-      hg_cuda_prefetch(L->vec[v], sizeof(double) * (size_t)L->nb * L->vol, mg->cuda.stream);
-  }
-  if (need_cuda) hg_cuda_stream_sync(mg->cuda.stream);
-#endif
+    if (mg->levels[l]->on_gpu) {
+      hg_level_to_device(mg->levels[l]);
+      hg_prog_prepare_gpu(mg, mg->levels[l]);
+    }
   if (mg->backend == HG_BACKEND_STREAMCOMM) hg_comm_attach_streams(mg);
   mg->setup_done = 1;
   if (mg->my_rank == 0) {

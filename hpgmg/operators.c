@@ -102,6 +102,24 @@ void hg_init_problem(hg_mg_t *mg, hg_level_t *L) {
   if (mg->my_rank == 0) fprintf(stdout, "done\n");
 }
 
+/* 7-point: the exact solution at the cell centres of a coarser level (setup) */
+void hg_exact_solution(hg_mg_t *mg, hg_level_t *L) {
+  (void)mg;
+  for (int b = 0; b < L->nb; b++) {
+    const int *lo = L->low + 3 * b;
+    double *U = hg_box(L, HG_VEC_UTRUE, b);
+    for (int k = 0; k < L->box_dim; k++)
+      for (int j = 0; j < L->box_dim; j++)
+        for (int i = 0; i < L->box_dim; i++) {
+          double X, Y, Z, d1, d2;
+          p6_poly(L->h * (i + lo[0] + 0.5), &X, &d1, &d2);
+          p6_poly(L->h * (j + lo[1] + 0.5), &Y, &d1, &d2);
+          p6_poly(L->h * (k + lo[2] + 0.5), &Z, &d1, &d2);
+          U[i + j * L->js + k * L->ks] = X * Y * Z;
+        }
+  }
+}
+
 /* fv4: the transverse terms read beta one cell outside the box.  At the
  * domain boundary those values are extrapolated along the box-relative
  * inward normal of the ghost region (polynomial degree 4, 3 or 1 depending on

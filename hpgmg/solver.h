@@ -26,6 +26,7 @@ void hg_residual(hg_mg_t *mg, hg_level_t *L, int r, int x, int rhs);
 
 /* operators.c */
 void hg_init_problem(hg_mg_t *mg, hg_level_t *L);
+void hg_exact_solution(hg_mg_t *mg, hg_level_t *L);
 void hg_rebuild_operator(hg_mg_t *mg, hg_level_t *L, hg_level_t *from);
 void hg_restriction(hg_mg_t *mg, hg_level_t *coarse, int vc, hg_level_t *fine, int vf, int kind);
 void hg_interpolation(hg_mg_t *mg, hg_level_t *fine, int vf, double prescale, hg_level_t *coarse, int vc,
