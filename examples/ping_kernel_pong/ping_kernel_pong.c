@@ -13,7 +13,8 @@
  *                  host enqueues every iteration and synchronizes once.
  *   staged         the traditional way: kernel, (copy to pinned host memory),
  *                  stream synchronize, host MPI send/recv, (copy back).
- *   nccl           hook: ncclSend/ncclRecv on the same stream (not built yet).
+ *   nccl           ncclSend/ncclRecv on the same stream, enqueued ahead like acc
+ *                  (CUDA builds with nccl.h; libnccl.so.2 loaded at run time).
  *   mpich-enqueue  hook: MPICH >= 4.1 MPIX_Isend_enqueue & co (not built yet).
  * A variant that is not available says why and is skipped.
  *
@@ -151,16 +152,132 @@ static void run_staged(pkp_t *p, int run, int iters)
     ac->stream_sync(p->S);
 }
 
-/* Hook: NCCL (ncclSend/ncclRecv on p->S, ncclGroupStart/End around each
- * exchange) for builds that find nccl.h; same loop shape as run_acc. */
+/* nccl: ncclSend/ncclRecv on the kernel's stream, everything enqueued, one
+ * synchronize per run (the same loop shape as run_acc). Built when the
+ * CUDA build finds nccl.h; libnccl.so.2 is loaded at run time (dlopen), so
+ * the binary runs where NCCL is absent and the variant says why. */
+#if defined(EX_HAVE_CUDA) && defined(__has_include)
+#if __has_include(<nccl.h>)
+#define PKP_HAVE_NCCL 1
+#endif
+#endif
+
+#ifdef PKP_HAVE_NCCL
+#include <dlfcn.h>
+#include <nccl.h>
+
+static struct {
+    int ok;
+    char why[256];
+    ncclComm_t comm;
+    ncclResult_t (*GetUniqueId)(ncclUniqueId *);
+    ncclResult_t (*CommInitRank)(ncclComm_t *, int, ncclUniqueId, int);
+    ncclResult_t (*CommDestroy)(ncclComm_t);
+    ncclResult_t (*Send)(const void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+    ncclResult_t (*Recv)(void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+    const char *(*GetErrorString)(ncclResult_t);
+} nc;
+
+#define PKP_NCCL(call)                                                                       \
+    do {                                                                                     \
+        ncclResult_t r_ = (call);                                                            \
+        if (r_ != ncclSuccess)                                                               \
+            ex_die("%s:%d: %s: %s", __FILE__, __LINE__, #call, nc.GetErrorString(r_));       \
+    } while (0)
+
+/* Collective over MPI_COMM_WORLD: load NCCL on every rank, agree, and make
+ * a 2-rank NCCL communicator of ranks 0 and 1. */
+static void nccl_setup(const pkp_t *p)
+{
+    int ok = p->ac->is_device, all = 0;
+    void *h = NULL;
+    if (!ok)
+        snprintf(nc.why, sizeof nc.why, "needs the CUDA backend (running on %s)", p->ac->name);
+    if (ok && !(h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_GLOBAL)) &&
+        !(h = dlopen("libnccl.so", RTLD_NOW | RTLD_GLOBAL))) {
+        snprintf(nc.why, sizeof nc.why, "libnccl.so.2 not loadable: %s", dlerror());
+        ok = 0;
+    }
+    if (ok) {
+        *(void **)&nc.GetUniqueId = dlsym(h, "ncclGetUniqueId");
+        *(void **)&nc.CommInitRank = dlsym(h, "ncclCommInitRank");
+        *(void **)&nc.CommDestroy = dlsym(h, "ncclCommDestroy");
+        *(void **)&nc.Send = dlsym(h, "ncclSend");
+        *(void **)&nc.Recv = dlsym(h, "ncclRecv");
+        *(void **)&nc.GetErrorString = dlsym(h, "ncclGetErrorString");
+        if (!nc.GetUniqueId || !nc.CommInitRank || !nc.CommDestroy || !nc.Send || !nc.Recv ||
+            !nc.GetErrorString) {
+            snprintf(nc.why, sizeof nc.why, "libnccl lacks ncclSend/ncclRecv (NCCL < 2.7?)");
+            ok = 0;
+        }
+    }
+    EX_MPI(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    if (!all) {
+        if (ok)
+            snprintf(nc.why, sizeof nc.why, "NCCL not usable on every rank");
+        return;
+    }
+    ncclUniqueId id;
+    if (p->rank == 0)
+        PKP_NCCL(nc.GetUniqueId(&id));
+    EX_MPI(MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD));
+    if (p->role >= 0)
+        PKP_NCCL(nc.CommInitRank(&nc.comm, 2, id, p->role));
+    nc.ok = 1;
+}
+
+static void nccl_teardown(void)
+{
+    if (nc.ok && nc.comm)
+        PKP_NCCL(nc.CommDestroy(nc.comm));
+}
+
+static int avail_nccl(const pkp_t *p, char *why, size_t len)
+{
+    (void)p;
+    if (!nc.ok)
+        snprintf(why, len, "%s", nc.why);
+    return nc.ok;
+}
+
+static void run_nccl(pkp_t *p, int run, int iters)
+{
+    int peer = 1 - p->role;
+    cudaStream_t s = (cudaStream_t)p->S;
+    for (int i = 0; i < iters; i++) {
+        if (p->role == 0) {
+            launch_args(p, i, i ? p->d_rbuf[(i - 1) & 1] : NULL, pkp_seed(run, i - 1, 1),
+                        p->d_sbuf, pkp_seed(run, i, 0), p->busy_ns);
+            PKP_NCCL(nc.Send(p->d_sbuf, p->n, ncclUint8, peer, nc.comm, s));
+            PKP_NCCL(nc.Recv(p->d_rbuf[i & 1], p->n, ncclUint8, peer, nc.comm, s));
+        } else {
+            PKP_NCCL(nc.Recv(p->d_rbuf[i & 1], p->n, ncclUint8, peer, nc.comm, s));
+            launch_args(p, i, p->d_rbuf[i & 1], pkp_seed(run, i, 0), p->d_sbuf,
+                        reply_seed(p, run, i), p->busy_ns);
+            PKP_NCCL(nc.Send(p->d_sbuf, p->n, ncclUint8, peer, nc.comm, s));
+        }
+    }
+    if (p->role == 0)
+        launch_args(p, iters, p->d_rbuf[(iters - 1) & 1], pkp_seed(run, iters - 1, 1), NULL, 0,
+                    0);
+    p->ac->stream_sync(p->S);
+}
+#else
+static void nccl_setup(const pkp_t *p)
+{
+    (void)p;
+}
+static void nccl_teardown(void) {}
 static int avail_nccl(const pkp_t *p, char *why, size_t len)
 {
     if (!p->ac->is_device)
         snprintf(why, len, "needs the CUDA backend (running on %s)", p->ac->name);
     else
-        snprintf(why, len, "not built: NCCL variant not implemented yet in this build");
+        snprintf(why, len, "built without NCCL (no nccl.h found at build time)");
     return 0;
 }
+#define run_nccl NULL
+#endif
 
 /* Hook: MPICH's own stream enqueue API (MPIX_Stream_create with a
  * cudaStream_t, MPIX_Stream_comm_create, MPIX_Isend_enqueue /
@@ -187,7 +304,7 @@ typedef struct {
 static const variant_t variants[] = {
     {"staged", avail_always, run_staged},
     {"acc", avail_always, run_acc},
-    {"nccl", avail_nccl, NULL},
+    {"nccl", avail_nccl, run_nccl},
     {"mpich-enqueue", avail_mpich_enqueue, NULL},
 };
 #define NVARIANTS ((int)(sizeof variants / sizeof variants[0]))
@@ -377,6 +494,7 @@ int main(int argc, char **argv)
     EX_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &p.comm));
     p.S = p.ac->stream_create();
     p.errors = p.ac->alloc(sizeof(unsigned int), EX_MEM_DEVICE);
+    nccl_setup(&p);
 
     FILE *csv = NULL;
     if (rank == 0) {
@@ -476,6 +594,7 @@ int main(int argc, char **argv)
         if (csv)
             fclose(csv);
     }
+    nccl_teardown();
     p.ac->free(p.errors, EX_MEM_DEVICE);
     p.ac->stream_destroy(p.S);
     p.ac->finalize();
