@@ -65,8 +65,12 @@ stencil=$builddir/examples/stencil2d/stencil2d
 say "build ready in $(($(date +%s) - t0)) s"
 
 # 5. run
+# (sourced without -e/pipefail: with an empty LD_LIBRARY_PATH a grep in it
+# finds nothing and returns 1, which would end this script)
+set +e +o pipefail
 # shellcheck disable=SC1091
 . "$root/scripts/mpixacc-env.sh"
+set -e -o pipefail
 ngpu=0
 if command -v nvidia-smi >/dev/null 2>&1; then
     ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
