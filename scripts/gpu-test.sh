@@ -1,0 +1,375 @@
+#!/usr/bin/env bash
+# gpu-test.sh - on a GPU machine (x86-64 Linux, NVIDIA driver, nvcc, gcc,
+# make): build mpix-acc with CUDA and run the GPU test suite, 2 ranks (one
+# GPU each when >= 2 GPUs are visible, else sharing one). One command, no
+# network, no MPI needed on the machine: it uses the runtime that
+# scripts/gpu-runtime.sh assembled into .gpu-runtime/ (carry that folder).
+#
+#   scripts/gpu-test.sh [options]
+#     --quick           smaller iteration counts everywhere (smoke run)
+#     --only=REGEX      run only the tests whose name matches (e.g. 'memops/')
+#     --shared-gpu      2 ranks on GPU 0 even when more GPUs are visible
+#     --no-sanitizer    skip the compute-sanitizer runs
+#     --cpu-suite       also run the CPU suite (make check) with this CUDA build
+#     --rebuild         configure and build from scratch
+#     --no-gpu          check the runtime and the build on a machine without a
+#                       GPU: build, mpixacc_info, a host-stream MPI test with
+#                       the carried launcher (no GPU tests)
+#
+# Logs go to $OUT when set (the device tool brings them back), else to
+# ./gpu-logs: gpu-test.log (this console), diag.txt, build.log, tests.log
+# (every test's full output), summary.txt. The last line printed is
+# "N passed, N failed"; the exit status is 0 only when nothing failed.
+set -u -o pipefail
+ARGS="$*"
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+RTDIR="$ROOT/.gpu-runtime"
+LOGDIR=${OUT:-$ROOT/gpu-logs}
+BUILD="$ROOT/build-gpu"
+MA=x86_64-linux-gnu
+
+QUICK=0 ONLY="" SHARED=0 SANITIZER=1 CPUSUITE=0 REBUILD=0 NOGPU=0
+for a in "$@"; do
+    case "$a" in
+    --quick) QUICK=1 ;;
+    --only=*) ONLY=${a#--only=} ;;
+    --shared-gpu) SHARED=1 ;;
+    --no-sanitizer) SANITIZER=0 ;;
+    --cpu-suite) CPUSUITE=1 ;;
+    --rebuild) REBUILD=1 ;;
+    --no-gpu) NOGPU=1 ;;
+    -h | --help)
+        sed -n '2,20p' "$0"
+        exit 0
+        ;;
+    *)
+        echo "gpu-test: unknown option $a" >&2
+        exit 2
+        ;;
+    esac
+done
+
+mkdir -p "$LOGDIR"
+CONSOLE="$LOGDIR/gpu-test.log"
+DIAG="$LOGDIR/diag.txt"
+BUILDLOG="$LOGDIR/build.log"
+TESTLOG="$LOGDIR/tests.log"
+SUMMARY="$LOGDIR/summary.txt"
+: >"$CONSOLE"
+: >"$DIAG"
+: >"$BUILDLOG"
+: >"$TESTLOG"
+TMP=$(mktemp -d /tmp/mpixacc-gpu-test.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+T_START=$(date +%s)
+
+say() { printf '%s\n' "$*" | tee -a "$CONSOLE"; }
+step() { say "=== [$(date -u +%H:%M:%S) +$(($(date +%s) - T_START))s] $*"; }
+diag() { printf '%s\n' "$*" >>"$DIAG"; }
+# run a diagnostic command: full output to diag.txt, first N lines to the console
+dcmd() {
+    local n=$1
+    shift
+    {
+        echo "\$ $*"
+        "$@" 2>&1
+        echo
+    } >>"$DIAG"
+    "$@" 2>&1 | head -n "$n" | sed 's/^/    /' | tee -a "$CONSOLE"
+}
+
+PASSED=0 FAILED=0
+RESULTS=()
+record() { # name result seconds note
+    RESULTS+=("$(printf '%-34s %-5s %7s  %s' "$1" "$2" "$3" "${4:-}")")
+    if [ "$2" = PASS ]; then PASSED=$((PASSED + 1)); else FAILED=$((FAILED + 1)); fi
+}
+
+finish() {
+    local elapsed=$(($(date +%s) - T_START))
+    {
+        echo "mpix-acc GPU suite - $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+        echo "command:  scripts/gpu-test.sh $ARGS"
+        echo "machine:  $(hostname) - ${GPU_DESC:-no GPU found}"
+        echo "driver:   ${DRIVER:-?}; nvcc ${NVCC_VER:-?}; ranks on GPUs: ${RANK_GPUS:-?}"
+        echo "commit:   ${MPIXACC_COMMIT:-$(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo '? (set MPIXACC_COMMIT)')}"
+        echo "elapsed:  ${elapsed}s"
+        echo
+        printf '%-34s %-5s %7s  %s\n' test result seconds note
+        for r in "${RESULTS[@]}"; do echo "$r"; done
+        echo
+        echo "$PASSED passed, $FAILED failed"
+    } >"$SUMMARY"
+    cat "$SUMMARY" | tee -a "$CONSOLE"
+    [ "$FAILED" -eq 0 ] && [ "$PASSED" -gt 0 ]
+    exit $?
+}
+
+abort() { # a step without which nothing can run
+    say "FATAL: $*"
+    record "setup" FAIL "-" "$*"
+    finish
+}
+
+# --------------------------------------------------------------- diagnostics
+step "machine"
+diag "date: $(date -u)"
+dcmd 3 uname -srm
+[ -r /etc/os-release ] && say "    $(. /etc/os-release && echo "$PRETTY_NAME")"
+if command -v nvidia-smi >/dev/null 2>&1; then
+    dcmd 16 nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version,memory.total \
+        --format=csv,noheader
+    { echo "\$ nvidia-smi"; nvidia-smi 2>&1; echo "\$ nvidia-smi topo -m"; nvidia-smi topo -m 2>&1; } >>"$DIAG"
+    DRIVER=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)
+    NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+    GPU_DESC="$NGPU x $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
+else
+    say "    nvidia-smi not found"
+    NGPU=0
+fi
+if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
+    NGPU=$(echo "$CUDA_VISIBLE_DEVICES" | tr ',' '\n' | grep -c .)
+    say "    CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES ($NGPU visible)"
+fi
+[ "$NGPU" -ge 1 ] || [ "$NOGPU" = 1 ] || abort "no NVIDIA GPU visible"
+CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")")}
+[ -x "$CUDA_HOME/bin/nvcc" ] || CUDA_HOME=/usr/local/cuda
+[ -x "$CUDA_HOME/bin/nvcc" ] || abort "nvcc not found (set CUDA_HOME)"
+NVCC_VER=$("$CUDA_HOME/bin/nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')
+say "    nvcc $NVCC_VER in $CUDA_HOME; $(gcc --version | head -1); $(make --version | head -1)"
+SANITIZER_BIN=$(command -v compute-sanitizer || ls "$CUDA_HOME"/bin/compute-sanitizer 2>/dev/null | head -1 || true)
+say "    compute-sanitizer: ${SANITIZER_BIN:-not found}; autoreconf: $(command -v autoreconf || echo no); nproc $(nproc)"
+diag "env: CUDA_MODULE_LOADING=${CUDA_MODULE_LOADING:-} CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS:-}"
+
+# --------------------------------------------------------------- runtime
+step "runtime (.gpu-runtime)"
+[ -f "$RTDIR/runtime.tar.xz" ] ||
+    abort "$RTDIR/runtime.tar.xz missing: run scripts/gpu-runtime.sh on the build machine and carry .gpu-runtime"
+RT="$RTDIR/unpacked"
+want=$(cat "$RTDIR/runtime.sha256" 2>/dev/null || sha256sum "$RTDIR/runtime.tar.xz" | cut -d' ' -f1)
+if [ "$(cat "$RT/.stamp" 2>/dev/null)" != "$want" ]; then
+    rm -rf "$RT"
+    mkdir -p "$RT"
+    if command -v xz >/dev/null 2>&1; then
+        tar -C "$RT" -xJf "$RTDIR/runtime.tar.xz" || abort "cannot unpack runtime.tar.xz"
+    else
+        python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+            "$RTDIR/runtime.tar.xz" "$RT" || abort "cannot unpack runtime.tar.xz (no xz, python3 failed)"
+    fi
+    echo "$want" >"$RT/.stamp"
+fi
+head -1 "$RT/MANIFEST" | sed 's/^/    /' | tee -a "$CONSOLE"
+cat "$RT/MANIFEST" >>"$DIAG"
+R="$RT/root"
+U="$RT/ucx"
+export PATH="$RT/bin:$R/usr/bin:$CUDA_HOME/bin:$PATH"
+export LD_LIBRARY_PATH="$U/lib:$R/usr/lib/$MA:$R/lib/$MA${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export UCX_MODULE_DIR="$U/lib/ucx"
+export HWLOC_PLUGINS_PATH="$R/usr/lib/$MA/hwloc"
+export UCX_WARN_UNUSED_ENV_VARS=n
+MPIEXEC="$R/usr/bin/mpiexec.hydra"
+for f in "$MPIEXEC" "$R/usr/lib/$MA/libmpich.so.12" "$U/lib/libucp.so.0"; do
+    missing=$(ldd "$f" 2>&1 | grep 'not found' | grep -v -E 'libcuda|libnvidia-ml' || true)
+    [ -z "$missing" ] || abort "$f: unresolved libraries: $missing"
+done
+dcmd 1 "$U/bin/ucx_info" -v
+TLS=$("$U/bin/ucx_info" -d 2>/dev/null | sed -n 's/.*Transport: *//p' | sort -u | tr '\n' ' ')
+say "    UCX transports: $TLS"
+diag "UCX transports: $TLS"
+case " $TLS " in
+*" cuda_copy "*) ;;
+*) say "    WARNING: UCX has no cuda_copy transport: device buffers will fail" ;;
+esac
+# hydra: find launcher options that work on this machine
+LAUNCH=""
+for opts in "-launcher fork" "-launcher fork -iface lo" "-launcher fork -localhost 127.0.0.1"; do
+    if timeout 30 "$MPIEXEC" $opts -n 2 true >>"$DIAG" 2>&1; then
+        LAUNCH="$opts"
+        break
+    fi
+done
+[ -n "$LAUNCH" ] || abort "mpiexec.hydra cannot start 2 processes (see diag.txt)"
+say "    mpiexec: $MPIEXEC $LAUNCH"
+
+# --------------------------------------------------------------- build
+step "build (configure --with-cuda, make)"
+cd "$ROOT" || abort "no $ROOT"
+if [ ! -x "$ROOT/configure" ]; then
+    AT="$RT/autotools"
+    if [ -f "$AT/INPUTS.sha256" ] && (cd "$ROOT" && sha256sum -c --quiet "$AT/INPUTS.sha256") >>"$DIAG" 2>&1; then
+        say "    using the configure generated by gpu-runtime.sh"
+        (cd "$AT/files" && tar -cf - .) | (cd "$ROOT" && tar -xf -)
+        # generated files must look newer than their inputs (no automake run)
+        for f in aclocal.m4 configure config.h.in; do [ -e "$f" ] && touch "$f"; done
+        find . -name Makefile.in -not -path './build*' -exec touch {} +
+    elif command -v autoreconf >/dev/null 2>&1; then
+        say "    carried configure missing or stale: running ./autogen.sh"
+        ./autogen.sh >>"$BUILDLOG" 2>&1 || abort "autogen.sh failed (build.log)"
+    else
+        abort "no configure: configure.ac/Makefile.am changed since gpu-runtime.sh ran and there are no autotools here; re-run scripts/gpu-runtime.sh and carry .gpu-runtime again"
+    fi
+fi
+[ "$REBUILD" = 1 ] && rm -rf "$BUILD"
+mkdir -p "$BUILD"
+cd "$BUILD" || abort "no $BUILD"
+if [ ! -f config.status ]; then
+    echo "\$ ../configure ..." >>"$BUILDLOG"
+    ../configure --with-cuda="$CUDA_HOME" --with-ucx="$U" --disable-static \
+        CPPFLAGS="-I$R/usr/include" LDFLAGS="-L$R/usr/lib/$MA -Wl,-rpath-link,$R/usr/lib/$MA" \
+        >>"$BUILDLOG" 2>&1 || {
+        tail -30 "$BUILDLOG" | tee -a "$CONSOLE"
+        abort "configure failed (build.log, config.log)"
+    }
+    cp config.log "$TMP/config.log" 2>/dev/null
+fi
+sed -n '/configured$/,/version script/p' "$BUILDLOG" | sed 's/^/    /' | tee -a "$CONSOLE"
+grep -q 'CUDA *on' "$BUILDLOG" || abort "configure did not enable CUDA (build.log)"
+JOBS=$(nproc)
+[ "$JOBS" -gt 16 ] && JOBS=16
+TARGETS="all gpu-tests"
+[ "$CPUSUITE" = 1 ] && TARGETS="$TARGETS tests"
+[ "$NOGPU" = 1 ] && TARGETS="$TARGETS test/mpi/ring"
+if ! make -n gpu-tests >/dev/null 2>&1; then
+    abort "the build has no gpu-tests target: Makefile.am must 'include test/gpu/Makefile.inc'"
+fi
+if ! make -j"$JOBS" $TARGETS >>"$BUILDLOG" 2>&1; then
+    grep -E 'error|Error' "$BUILDLOG" | tail -20 | tee -a "$CONSOLE"
+    abort "make failed (build.log)"
+fi
+say "    built: $(find test/gpu -maxdepth 1 -type f -perm -u+x -printf '%f ' 2>/dev/null)"
+BIN="$BUILD/test/gpu"
+INFO="$BUILD/tools/mpixacc_info"
+
+# --------------------------------------------------------------- tests
+if [ "$NOGPU" = 1 ]; then
+    RANK_GPUS="none (--no-gpu)"
+    NGPU_RUN=0
+elif [ "$SHARED" = 1 ] || [ "$NGPU" -lt 2 ]; then
+    export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
+    CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES%%,*}
+    RANK_GPUS="both ranks on GPU $CUDA_VISIBLE_DEVICES"
+    NGPU_RUN=1
+else
+    RANK_GPUS="rank r on GPU r"
+    NGPU_RUN=$NGPU
+fi
+say "    ranks: $RANK_GPUS"
+SCALE=1
+FB_SCALE=0.3
+SAN_SCALE=0.02
+if [ "$QUICK" = 1 ]; then
+    SCALE=0.1
+    FB_SCALE=0.05
+    SAN_SCALE=0.01
+fi
+
+selected() { [ -z "$ONLY" ] || [[ "$1" =~ $ONLY ]]; }
+
+# run_test NAME TIMEOUT EXPECT(regex on the output, or "") -- command...
+run_test() {
+    local name=$1 tmo=$2 expect=$3
+    shift 4
+    selected "$name" || return 0
+    local out="$TMP/out" t0 t1 rc note=""
+    t0=$(date +%s.%N)
+    timeout -k 10 "$tmo" "$@" >"$out" 2>&1
+    rc=$?
+    t1=$(date +%s.%N)
+    local secs
+    secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+    local ok=1
+    if [ $rc -ne 0 ]; then
+        ok=0
+        note="exit $rc"
+        [ $rc -eq 124 ] || [ $rc -eq 137 ] && note="TIMEOUT after ${tmo}s"
+    elif [ -n "$expect" ] && ! grep -q -E "$expect" "$out"; then
+        ok=0
+        note="output lacks /$expect/"
+    fi
+    {
+        echo "=================================================================="
+        echo "TEST $name: $([ $ok = 1 ] && echo PASS || echo "FAIL ($note)") in ${secs}s"
+        echo "\$ $*"
+        if [ "$(wc -l <"$out")" -gt 3000 ]; then
+            head -n 500 "$out"
+            echo "[... $(($(wc -l <"$out") - 3000)) lines cut ...]"
+            tail -n 2500 "$out"
+        else
+            cat "$out"
+        fi
+    } >>"$TESTLOG"
+    if [ $ok = 1 ]; then
+        say "PASS $name (${secs}s)"
+        record "$name" PASS "$secs"
+    else
+        say "FAIL $name (${secs}s): $note; last lines:"
+        grep -v -E '^\s*$' "$out" | tail -n 15 | sed 's/^/    | /' | tee -a "$CONSOLE"
+        record "$name" FAIL "$secs" "$note"
+    fi
+}
+
+mpirun2() { "$MPIEXEC" $LAUNCH -n 2 "$@"; }
+
+if [ "$NOGPU" = 1 ]; then
+    step "runtime check without a GPU (--no-gpu)"
+    run_test runtime/info 60 'CUDA +built: yes' -- "$INFO"
+    run_test runtime/host-stream-ring 120 'PASS' -- "$MPIEXEC" $LAUNCH -n 2 "$BUILD/test/mpi/ring"
+    finish
+fi
+
+step "tests"
+export MPIX_ACC_LOG=info # the per-context line shows the mode really in use
+run_test info/memops 60 'mode: memops' -- env MPIX_ACC_MEMOPS=1 "$INFO"
+run_test info/fallback 60 'mode: kernel-fallback' -- env MPIX_ACC_MEMOPS=0 "$INFO"
+
+GPU_TESTS="ring stream_comm dtype_attr two_streams any_source truncate host_wait default_streams"
+[ "$NGPU_RUN" -ge 2 ] && GPU_TESTS="$GPU_TESTS multi_device"
+MODE_MEMOPS='CUDA backend: context .*: stream memory operations'
+MODE_FALLBACK='CUDA backend: context .*: kernel fallback'
+for t in $GPU_TESTS; do
+    run_test "memops/$t" 300 "$MODE_MEMOPS" -- env MPIX_ACC_MEMOPS=1 \
+        "$MPIEXEC" $LAUNCH -n 2 "$BIN/$t" --scale=$SCALE
+done
+for t in $GPU_TESTS; do
+    run_test "fallback/$t" 300 "$MODE_FALLBACK" -- env MPIX_ACC_MEMOPS=0 \
+        "$MPIEXEC" $LAUNCH -n 2 "$BIN/$t" --scale=$FB_SCALE
+done
+
+if [ "$SANITIZER" = 1 ]; then
+    if [ -z "$SANITIZER_BIN" ]; then
+        say "compute-sanitizer not found: sanitizer runs not possible"
+        record "sanitizer" FAIL "-" "compute-sanitizer not found (use --no-sanitizer to skip)"
+    else
+        # memops mode only: the sanitizer serializes kernels, so a spinning
+        # fallback wait kernel would block the kernel that releases it
+        SAN="$SANITIZER_BIN --error-exitcode 99 --report-api-errors no"
+        for tool in memcheck racecheck; do
+            run_test "sanitizer-$tool/ring" 400 'ERROR SUMMARY: 0 errors' -- env MPIX_ACC_MEMOPS=1 \
+                "$MPIEXEC" $LAUNCH -n 2 $SAN --tool $tool "$BIN/ring" --combos=dd,hd,mm \
+                --max-size=1048576 --scale=$SAN_SCALE --timeout=380
+            run_test "sanitizer-$tool/stream_comm" 400 'ERROR SUMMARY: 0 errors' -- \
+                env MPIX_ACC_MEMOPS=1 "$MPIEXEC" $LAUNCH -n 2 $SAN --tool $tool \
+                "$BIN/stream_comm" --max-size=65536 --scale=$SAN_SCALE --timeout=380
+        done
+    fi
+fi
+
+export MPIX_ACC_LOG=warn
+PP_ARGS=""
+[ "$QUICK" = 1 ] && PP_ARGS="--iters=200 --reps=3 --bw-iters=3"
+run_test "memops/pingpong" 300 'PASS' -- env MPIX_ACC_MEMOPS=1 \
+    "$MPIEXEC" $LAUNCH -n 2 "$BIN/pingpong" $PP_ARGS
+if grep -q '^TEST memops/pingpong' "$TESTLOG"; then
+    say "--- stream-ordered ping-pong (memops), $RANK_GPUS:"
+    sed -n '/^TEST memops\/pingpong/,/^=====/p' "$TESTLOG" |
+        grep -E '^\[pingpong\] stream|^size|^[0-9]+ |^host time' | sed 's/^/    /' | tee -a "$CONSOLE"
+fi
+run_test "fallback/pingpong" 300 'PASS' -- env MPIX_ACC_MEMOPS=0 \
+    "$MPIEXEC" $LAUNCH -n 2 "$BIN/pingpong" --iters=200 --reps=3 --bw-iters=3
+
+if [ "$CPUSUITE" = 1 ]; then
+    run_test "cpu-suite (make check)" 580 '' -- make -C "$BUILD" check
+fi
+
+finish
