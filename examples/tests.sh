@@ -3,6 +3,10 @@
 #
 #   examples/tests.sh [BUILDDIR]      (default: $MPIXACC_BUILDDIR, else <repo>/build)
 #
+# A purely numeric argument is ignored (scripts/run-tests.sh passes a rank
+# count to the scripts of test/mpi/TESTS and exports MPIXACC_BUILDDIR), so the
+# table can list it as `../examples/tests.sh 4`.
+#
 # stencil2d on 1, 2 and 4 ranks (several process grids), small sizes, all
 # variants (mpi, acc, acc2, streamcomm) in one launch each: every run must be
 # bitwise identical to the serial reference. ping_kernel_pong: a short run of
@@ -16,6 +20,9 @@
 set -u
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+if [[ ${1:-} =~ ^[0-9]+$ ]]; then
+    shift
+fi
 builddir=${1:-${MPIXACC_BUILDDIR:-$root/build}}
 builddir=$(cd "$builddir" 2>/dev/null && pwd) || {
     echo "examples/tests.sh: build directory '${1:-${MPIXACC_BUILDDIR:-$root/build}}' not found" >&2
