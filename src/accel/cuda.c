@@ -176,7 +176,9 @@ static const char *cu_err(CUresult r)
     if (mxa_cu.f_cuGetErrorName != NULL && mxa_cu.f_cuGetErrorName(r, &s) == CUDA_SUCCESS &&
         s != NULL)
         return s;
-    return "CUDA_ERROR_UNKNOWN";
+    static _Thread_local char buf[32];
+    snprintf(buf, sizeof(buf), "CUDA error %d", (int)r);
+    return buf;
 }
 
 static int cu_err_is_bad_handle(CUresult r)
@@ -313,6 +315,17 @@ static mx_status_t host_to_dev(void *host, CUdeviceptr *d)
 
 /* ------------------------------------------------------------ contexts */
 
+/* Flags of every wait memop on device i: cyclic >=, plus a flush of remote
+ * (e.g. GPUDirect RDMA) writes where the device can do it, so data a NIC
+ * wrote before the release is visible to the work after the wait. */
+static unsigned wait_flags_for(int dev_index)
+{
+    unsigned f = CU_STREAM_WAIT_VALUE_GEQ;
+    if (dev_index >= 0 && g.devs[dev_index].flush)
+        f |= CU_STREAM_WAIT_VALUE_FLUSH;
+    return f;
+}
+
 static mx_status_t launch1(CUfunction f, CUstream st, void **args)
 {
     CUresult r = MXA_CU(cuLaunchKernel)(f, 1, 1, 1, 1, 1, 1, 0, st, args, NULL);
@@ -343,10 +356,16 @@ static int stream_done_within(CUstream st, uint64_t ns)
  * context is current. Sets cx->kernels_ok and cx->memops. */
 static void ctx_selftest(cuda_ctx_t *cx, int try_memops)
 {
-    CUstream st = NULL;
+    /* Two private non-blocking streams: a kernel test that cannot run (a
+     * GPU full of other work) must not hold up the memop test. */
+    CUstream st = NULL, st2 = NULL;
     CUresult r = MXA_CU(cuStreamCreate)(&st, CU_STREAM_NON_BLOCKING);
+    if (r == CUDA_SUCCESS)
+        r = MXA_CU(cuStreamCreate)(&st2, CU_STREAM_NON_BLOCKING);
     if (r != CUDA_SUCCESS) {
         MPIX_ACC_LOG(MX_LOG_WARN, "CUDA backend: self-test stream: %s", cu_err(r));
+        if (st != NULL)
+            MXA_CU(cuStreamDestroy)(st);
         return;
     }
     int stuck = 0;
@@ -372,27 +391,30 @@ static void ctx_selftest(cuda_ctx_t *cx, int try_memops)
                          (unsigned long long)v);
         }
     }
-    if (try_memops && !stuck && MXA_CU(cuStreamWriteValue64) != NULL &&
+    if (try_memops && MXA_CU(cuStreamWriteValue64) != NULL &&
         MXA_CU(cuStreamWaitValue64) != NULL && MXA_CU(cuStreamBatchMemOp) != NULL) {
-        atomic_store(cx->scratch, 0);
-        CUdeviceptr d = cx->scratch_dptr;
+        /* its own word (the release word of the scratch slot): a stuck
+         * kernel test may still write the first one */
+        _Atomic uint64_t *w = (_Atomic uint64_t *)((unsigned char *)cx->scratch + 64);
+        atomic_store(w, 0);
+        CUdeviceptr d = cx->scratch_dptr + 64;
         CUstreamBatchMemOpParams ops[2];
         memset(ops, 0, sizeof(ops));
         ops[0].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_64;
         ops[0].waitValue.address = d;
         ops[0].waitValue.value64 = 3;
-        ops[0].waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
+        ops[0].waitValue.flags = wait_flags_for(cx->dev_index);
         ops[1].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_64;
         ops[1].writeValue.address = d;
         ops[1].writeValue.value64 = 4;
         ops[1].writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;
-        CUresult r1 = MXA_CU(cuStreamWriteValue64)(st, d, 3, CU_STREAM_WRITE_VALUE_DEFAULT);
+        CUresult r1 = MXA_CU(cuStreamWriteValue64)(st2, d, 3, CU_STREAM_WRITE_VALUE_DEFAULT);
         CUresult r2 = r1 == CUDA_SUCCESS
-                          ? MXA_CU(cuStreamWaitValue64)(st, d, 3, CU_STREAM_WAIT_VALUE_GEQ)
+                          ? MXA_CU(cuStreamWaitValue64)(st2, d, 3, wait_flags_for(cx->dev_index))
                           : r1;
-        CUresult r3 = r2 == CUDA_SUCCESS ? MXA_CU(cuStreamBatchMemOp)(st, 2, ops, 0) : r2;
-        int done = r3 == CUDA_SUCCESS && stream_done_within(st, SELFTEST_NS);
-        uint64_t v = atomic_load(cx->scratch);
+        CUresult r3 = r2 == CUDA_SUCCESS ? MXA_CU(cuStreamBatchMemOp)(st2, 2, ops, 0) : r2;
+        int done = r3 == CUDA_SUCCESS && stream_done_within(st2, SELFTEST_NS);
+        uint64_t v = atomic_load(w);
         cx->memops = done && v == 4;
         if (!cx->memops) {
             stuck = stuck || (r3 == CUDA_SUCCESS && !done);
@@ -412,6 +434,7 @@ static void ctx_selftest(cuda_ctx_t *cx, int try_memops)
                      cx->dev_index);
     }
     MXA_CU(cuStreamDestroy)(st);
+    MXA_CU(cuStreamDestroy)(st2);
 }
 
 /* Find or create the record of context c (g.lock held). */
@@ -545,9 +568,7 @@ static mx_status_t stream_bind(cuda_stream_t *cs, cuda_ctx_t *cx)
     MX_TRY_GOTO(host_to_dev((void *)cs->pub.trigger_word, &cs->trig_dptr), out);
     MX_TRY_GOTO(host_to_dev((void *)cs->pub.release_word, &cs->rel_dptr), out);
     cs->ctx = cx;
-    cs->wait_flags = CU_STREAM_WAIT_VALUE_GEQ;
-    if (g.devs[cx->dev_index].flush)
-        cs->wait_flags |= CU_STREAM_WAIT_VALUE_FLUSH;
+    cs->wait_flags = wait_flags_for(cx->dev_index);
 out:
     ctx_leave(entered);
     return status;

@@ -10,7 +10,8 @@
  *
  * MXA_CU_FUNCS lists every entry point: X(name, required, since) where
  * `since` is the CUDA version (1000*major + 10*minor) whose ABI we ask
- * cuGetProcAddress for. `name` appears three ways in the expansions:
+ * cuGetProcAddress for (the stream memory operations: 12000, the "v2" API
+ * that needs no kernel-module option). `name` appears three ways in the expansions:
  *   #name     the base symbol name for cuGetProcAddress ("cuStreamWriteValue64")
  *   f_##name  the table field
  *   name      macro-expanded by <cuda.h> to the versioned prototype
@@ -55,9 +56,9 @@
     X(cuModuleGetFunction, 1, 2000)                                                              \
     X(cuLaunchKernel, 1, 4000)                                                                   \
     X(cuPointerGetAttributes, 1, 7000)                                                           \
-    X(cuStreamWriteValue64, 0, 11070)                                                            \
-    X(cuStreamWaitValue64, 0, 11070)                                                             \
-    X(cuStreamBatchMemOp, 0, 11070)                                                              \
+    X(cuStreamWriteValue64, 0, 12000)                                                            \
+    X(cuStreamWaitValue64, 0, 12000)                                                             \
+    X(cuStreamBatchMemOp, 0, 12000)                                                              \
     X(cuStreamGetId, 0, 12000)                                                                   \
     X(cuCtxGetId, 0, 12000)                                                                      \
     X(cuModuleGetLoadingMode, 0, 11070)                                                          \
