@@ -556,12 +556,16 @@ int main(int argc, char **argv)
                 double med, mn, mx, cmed, cmn, cmx;
                 ex_stats(t, o.repeats, &med, &mn, &mx);
                 ex_stats(c, o.repeats, &cmed, &cmn, &cmx);
-                char lab[32], vs[32] = "";
+                char lab[32], vs[32] = "", vscsv[32] = "";
                 size_label((long long)p.n, lab, sizeof lab);
                 if (!strcmp(variants[v].name, "staged"))
                     staged_med = med;
                 else if (staged_med > 0)
-                    snprintf(vs, sizeof vs, "%+.1f%%", 100.0 * (med - staged_med) / staged_med);
+                {
+                    double pct = 100.0 * (med - staged_med) / staged_med;
+                    snprintf(vs, sizeof vs, "%+.1f%%", pct);
+                    snprintf(vscsv, sizeof vscsv, "%.2f", pct);
+                }
                 const char *chk = errors ? "FAIL" : "ok";
                 printf("%-9s %-14s %11.2f %10.2f %10.2f %13.2f %10s  %s", lab, variants[v].name,
                        med, mn, mx, cmed, vs, chk);
@@ -572,7 +576,7 @@ int main(int argc, char **argv)
                 if (csv)
                     fprintf(csv, "%zu,%s,%s,%.3f,%d,%d,%.3f,%.3f,%.3f,%.3f,%s,%llu,%s\n", p.n,
                             variants[v].name, p.ac->name, o.kernel_us, o.iters, o.repeats, med,
-                            mn, mx, cmed, vs[0] ? vs : "", errors, chk);
+                            mn, mx, cmed, vscsv, errors, chk);
             }
             if (errors)
                 failures++;
