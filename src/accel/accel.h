@@ -178,11 +178,14 @@ const char *mxa_cuda_stream_pci_busid(mxa_stream_t *s);
 /* The same for the calling thread's current CUDA context (NULL: none), e.g.
  * at MPI_Init after the application chose its device. */
 const char *mxa_cuda_current_pci_busid(void);
-/* Make the CUDA context that owns `buf` current on the calling thread when
- * buf is device or managed memory (no-op for other memory and when that
- * context is current already). UCX's CUDA transports (cuda_copy, cuda_ipc)
- * work in the calling thread's current context and fail without one: the
- * progress thread calls this before it hands a device buffer to UCX. */
+/* Make a suitable CUDA context current on the calling thread: the context
+ * that owns `buf` when buf is device or managed memory; for other memory,
+ * if the thread has no context at all, the first context the backend set
+ * up (no-op when nothing applies). UCX's CUDA transports (cuda_copy,
+ * cuda_ipc) work in the calling thread's current context and fail without
+ * one - also for a host buffer whose peer sends from or receives into GPU
+ * memory: the progress thread calls this before it hands any operation to
+ * UCX while the CUDA backend is active. */
 mx_status_t mxa_cuda_bind_buffer(const void *buf);
 #endif
 

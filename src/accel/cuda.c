@@ -150,6 +150,7 @@ static struct {
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static _Atomic int g_active;
+static _Atomic(CUcontext) g_first_ctx; /* first context set up (bind_buffer's default) */
 
 static mx_status_t backend_enqueue_trigger(mxa_stream_t *s, uint64_t seq);
 static mx_status_t backend_enqueue_wait(mxa_stream_t *s, uint64_t seq);
@@ -545,6 +546,8 @@ out:
     }
     cx->next = g.ctxs;
     g.ctxs = cx;
+    CUcontext none = NULL;
+    atomic_compare_exchange_strong(&g_first_ctx, &none, c);
     *out = cx;
     return MX_OK;
 }
@@ -911,8 +914,16 @@ mx_status_t mxa_cuda_bind_buffer(const void *buf)
                                     CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
     void *data[4] = {&memtype, &managed, &bc, &ordinal};
     CUresult r = MXA_CU(cuPointerGetAttributes)(4, attrs, data, (CUdeviceptr)(uintptr_t)buf);
-    if (r != CUDA_SUCCESS || (!managed && memtype != CU_MEMORYTYPE_DEVICE))
-        return MX_OK; /* host memory: no context needed */
+    if (r != CUDA_SUCCESS || (!managed && memtype != CU_MEMORYTYPE_DEVICE)) {
+        /* Host memory. UCX may still need a context for the peer's side
+         * (cuda_ipc mapping of a remote device buffer into this process):
+         * give a thread that has none the first context set up here. */
+        CUcontext cur = NULL;
+        CUcontext dflt = atomic_load_explicit(&g_first_ctx, memory_order_acquire);
+        if (dflt != NULL && MXA_CU(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && cur == NULL)
+            MXA_CU(cuCtxSetCurrent)(dflt);
+        return MX_OK;
+    }
     if (bc == NULL) {
         /* Memory not tied to a context (cuMemCreate/VMM, memory pools):
          * the primary context of its device. */
@@ -1169,6 +1180,7 @@ void mxa_cuda_finalize(void)
     g.ndev = 0;
     g.primary0 = NULL;
     g.primary0_retained = 0;
+    atomic_store(&g_first_ctx, NULL);
     /* libcuda stays loaded: the application (cudart) uses it too. */
     g.tried = 0;
     pthread_mutex_unlock(&g.lock);
