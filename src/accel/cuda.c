@@ -904,7 +904,18 @@ mxa_memtype_t mxa_cuda_memtype(const void *buf, size_t len)
  * (the progress thread, before UCX touches the buffer). */
 mx_status_t mxa_cuda_bind_buffer(const void *buf)
 {
-    if (buf == NULL || !atomic_load_explicit(&g_active, memory_order_acquire))
+    if (!atomic_load_explicit(&g_active, memory_order_acquire))
+        return MX_OK;
+    /* A thread without a context first gets the default one: UCX may need
+     * a context even for a host buffer (cuda_ipc mapping of the peer's GPU
+     * memory), and the pointer query below is safest with one current. */
+    CUcontext cur = NULL;
+    if (MXA_CU(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && cur == NULL) {
+        CUcontext dflt = atomic_load_explicit(&g_first_ctx, memory_order_acquire);
+        if (dflt != NULL && MXA_CU(cuCtxSetCurrent)(dflt) == CUDA_SUCCESS)
+            cur = dflt;
+    }
+    if (buf == NULL)
         return MX_OK;
     CUcontext bc = NULL;
     unsigned int memtype = 0, managed = 0;
@@ -914,16 +925,8 @@ mx_status_t mxa_cuda_bind_buffer(const void *buf)
                                     CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
     void *data[4] = {&memtype, &managed, &bc, &ordinal};
     CUresult r = MXA_CU(cuPointerGetAttributes)(4, attrs, data, (CUdeviceptr)(uintptr_t)buf);
-    if (r != CUDA_SUCCESS || (!managed && memtype != CU_MEMORYTYPE_DEVICE)) {
-        /* Host memory. UCX may still need a context for the peer's side
-         * (cuda_ipc mapping of a remote device buffer into this process):
-         * give a thread that has none the first context set up here. */
-        CUcontext cur = NULL;
-        CUcontext dflt = atomic_load_explicit(&g_first_ctx, memory_order_acquire);
-        if (dflt != NULL && MXA_CU(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && cur == NULL)
-            MXA_CU(cuCtxSetCurrent)(dflt);
-        return MX_OK;
-    }
+    if (r != CUDA_SUCCESS || (!managed && memtype != CU_MEMORYTYPE_DEVICE))
+        return MX_OK; /* host memory: the default context (if any) will do */
     if (bc == NULL) {
         /* Memory not tied to a context (cuMemCreate/VMM, memory pools):
          * the primary context of its device. */
@@ -943,8 +946,7 @@ mx_status_t mxa_cuda_bind_buffer(const void *buf)
         bc = d->primary;
         pthread_mutex_unlock(&g.lock);
     }
-    CUcontext cur = NULL;
-    if (MXA_CU(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && cur == bc)
+    if (cur == bc)
         return MX_OK;
     r = MXA_CU(cuCtxSetCurrent)(bc);
     if (r != CUDA_SUCCESS)
