@@ -87,6 +87,9 @@ static void t_fail(const char *fmt, ...)
             t_phase_name, msg);
     fflush(stderr);
     fflush(stdout);
+    /* give the launcher time to forward the message before the abort kills
+     * the job (hydra drops output still in flight) */
+    t_sleep_ms(500);
     MPI_Abort(MPI_COMM_WORLD, 1);
     _exit(1);
 }

@@ -272,6 +272,9 @@ static void truncation(void)
         T_CHECK(err_class(st.MPI_ERROR) == MPI_ERR_TRUNCATE,
                 "%s: status.MPI_ERROR expected class MPI_ERR_TRUNCATE (%d), got %s", what,
                 MPI_ERR_TRUNCATE, t_errstr(st.MPI_ERROR));
+        T_CHECK(st.MPI_SOURCE == prev && st.MPI_TAG == 30,
+                "%s: truncated status source/tag %d/%d expected %d/30", what, st.MPI_SOURCE,
+                st.MPI_TAG, prev);
         for (int i = rn; i < n; i++)
             T_CHECK(rbuf[i] == 0x77, "%s: byte %d past the %d-byte receive buffer was written",
                     what, i, rn);

@@ -5,12 +5,13 @@
  * each direction on its own host stream, for an eager (64 B) and a
  * rendezvous (256 KiB) size. Scenarios:
  *
- *  send side   S: fill(sleep, NEW) -> Isend -> Wait -> fill(NEW2)
- *              R: [sleep]          -> Irecv -> Wait -> verify
- *    The receiver must get NEW: OLD means the send read the buffer before
- *    the prior stream work finished; NEW2 means the stream wait released
- *    before the send completed (tested with the receiver posting late).
- *    The host enqueue calls must return at once (well before the sleep ends).
+ *  send side   S: gate -> fill(NEW) -> Isend -> Wait -> fill(NEW2)
+ *              R: [sleep]        -> Irecv -> Wait -> verify
+ *    The host opens the gate 0.4 s after enqueuing. The receiver must get
+ *    NEW: OLD means the send read the buffer before the prior stream work
+ *    finished; NEW2 means the stream wait released the stream before the
+ *    send completed (tested with the receiver posting 1.5 s late). The host
+ *    enqueue calls must return while the gate is still closed.
  *
  *  receive side R: record(sleep, rbuf) -> Irecv -> Wait -> verify
  *    The function enqueued BEFORE the Irecv must still see the old buffer
@@ -64,13 +65,13 @@ static void send_side(MPIX_Acc_stream S, MPIX_Acc_stream R, size_t n, double rec
     snprintf(what, sizeof what, "send-side ordering, %zu B from rank %d, receiver delay %.0f ms",
              n, prev, recv_delay_ms);
     t_phase(what);
-    const double fill_sleep = 700.0;
     uint8_t *sbuf = malloc(n), *rbuf = malloc(n);
     T_CHECK(sbuf && rbuf, "malloc");
     t_fill(sbuf, n, seed_for(t_rank, OLD_SEED, n));
     memset(rbuf, 0xC3, n);
-    t_fill_arg_t fnew = {.buf = sbuf, .n = n, .seed = seed_for(t_rank, NEW_SEED, n),
-                         .sleep_ms = fill_sleep};
+    t_fill_arg_t fnew = {.buf = sbuf, .n = n, .seed = seed_for(t_rank, NEW_SEED, n)};
+    t_gate_t g;
+    t_gate_init(&g);
     t_fill_arg_t fnew2 = {.buf = sbuf, .n = n, .seed = seed_for(t_rank, NEW2_SEED, n)};
     t_sleep_arg_t rdelay = {.ms = recv_delay_ms};
     t_verify_arg_t ver = {.buf = rbuf, .n = n, .seed = seed_for(prev, NEW_SEED, n), .what = what};
@@ -85,6 +86,9 @@ static void send_side(MPIX_Acc_stream S, MPIX_Acc_stream R, size_t n, double rec
     T_MPI(MPIX_Acc_Wait(R, &rr, &st));
     T_MPI(MPIX_Acc_Hoststream_launch(R, t_verify_fn, &ver));
 
+    /* the stream is held by a gate before the fill: the host calls must
+     * return at once, and the send must not go out while the gate is closed */
+    T_MPI(MPIX_Acc_Hoststream_launch(S, t_gate_fn, &g));
     double t0 = t_now();
     T_MPI(MPIX_Acc_Hoststream_launch(S, t_fill_fn, &fnew));
     T_MPI(MPIX_Acc_Isend(S, sbuf, (int)n, MPI_BYTE, next, 11, MPI_COMM_WORLD, &rs));
@@ -92,11 +96,11 @@ static void send_side(MPIX_Acc_stream S, MPIX_Acc_stream R, size_t n, double rec
     T_MPI(MPIX_Acc_Hoststream_launch(S, t_fill_fn, &fnew2));
     double t_enq = t_now() - t0;
     int fill_done_at_enqueue = atomic_load(&fnew.done);
-    T_CHECK(t_enq < fill_sleep / 2000.0,
-            "%s: enqueuing launch+Isend+Wait+launch took %.3f s while the stream was busy for "
-            "%.3f s: the host was blocked", what, t_enq, fill_sleep / 1000.0);
-    T_CHECK(!fill_done_at_enqueue, "%s: the launched fill already ran when the enqueue calls "
-                                   "returned (host was blocked on the stream)", what);
+    t_sleep_ms(400); /* window in which a send started too early would carry OLD */
+    atomic_store(&g.open, 1);
+    T_CHECK(t_enq < 2.0, "%s: enqueuing launch+Isend+Wait+launch took %.3f s while the stream was "
+                         "held: the host was blocked", what, t_enq);
+    T_CHECK(!fill_done_at_enqueue, "internal: fill ran before the gate opened");
 
     T_MPI(MPIX_Acc_Hoststream_synchronize(S));
     T_MPI(MPIX_Acc_Hoststream_synchronize(R));
