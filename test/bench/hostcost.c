@@ -18,7 +18,9 @@
  * Build: mpicc -std=c11 -O2 -I<repo>/mpix hostcost.c -L<lib> -lmpixacc -o hostcost
  * Run:   mpiexec -n 2 ./hostcost [N]
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <mpi.h>
 #include <mpix_acc.h>
 

@@ -3,7 +3,8 @@
 # identical results plain, relinked with libmpixacc and with libmpixacc
 # preloaded (also with MPIX_ACC_DISABLE=1).
 #
-# Usage: test/interpose/compare.sh [NP ...]        (default: 2 3 4)
+# Usage: test/interpose/compare.sh [NP ...]
+#   NP list: the arguments, else $COMPARE_NP (e.g. "2" or "2 3 4"), else 2 3 4
 #
 # Runs, for each NP:
 #   plain     mpiexec -n NP $INTERPOSE_PLAIN                 (library absent)
@@ -58,9 +59,14 @@ for v in PLAIN RELINKED LIB; do
     fi
 done
 LIB=$(cd "$(dirname "$LIB")" && pwd)/$(basename "$LIB")
+# a sanitizer build of the library can only be preloaded after its runtime
+PRELOAD=$LIB
+asan=$(ldd "$LIB" 2>/dev/null | awk '/libasan\.so/ {print $3; exit}')
+[ -n "$asan" ] && PRELOAD="$asan:$LIB"
 
 nps=("$@")
-[ ${#nps[@]} -eq 0 ] && nps=(2 3 4)
+# shellcheck disable=SC2206
+[ ${#nps[@]} -eq 0 ] && nps=(${COMPARE_NP:-2 3 4})
 
 tmp=$(mktemp -d /tmp/mpixacc-interpose.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
@@ -95,8 +101,8 @@ run() {
 for np in "${nps[@]}"; do
     run plain "$np" no "$PLAIN"
     run relinked "$np" yes "$RELINKED"
-    run preload "$np" yes env LD_PRELOAD="$LIB" "$PLAIN"
-    run preload_disabled "$np" yes env LD_PRELOAD="$LIB" MPIX_ACC_DISABLE=1 "$PLAIN"
+    run preload "$np" yes env LD_PRELOAD="$PRELOAD" "$PLAIN"
+    run preload_disabled "$np" yes env LD_PRELOAD="$PRELOAD" MPIX_ACC_DISABLE=1 "$PLAIN"
     run relinked_disabled "$np" yes env MPIX_ACC_DISABLE=1 "$RELINKED"
     ref="$tmp/plain.$np.digest"
     if [ ! -s "$ref" ]; then

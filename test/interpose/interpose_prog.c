@@ -14,7 +14,9 @@
  * by compare.sh to make sure the relinked/preloaded runs really have the
  * library in the process. Exit status != 0 when a self-check fails.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <mpi.h>
 
 #include <dlfcn.h>

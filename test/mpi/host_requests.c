@@ -102,7 +102,7 @@ static void test_wait_test(void)
     double t0 = t_now();
     while (!flag) {
         T_MPI(MPI_Test(&rq[0], &flag, &st));
-        T_CHECK(t_now() - t0 < 30, "MPI_Test never completed the accelerated receive");
+        T_CHECK(t_now() - t0 < T_SLOW(30), "MPI_Test never completed the accelerated receive");
     }
     T_CHECK(rq[0] == MPI_REQUEST_NULL, "MPI_Test did not free the completed request");
     check_recv_status(&st, 0, 100, "MPI_Test");
@@ -194,7 +194,7 @@ static void test_waitany_waitsome(int some)
             check_recv_status(&st[j], i, base, what);
             done++;
         }
-        T_CHECK(t_now() - t0 < 60, "%s loop took too long", what);
+        T_CHECK(t_now() - t0 < T_SLOW(60), "%s loop took too long", what);
     }
     T_CHECK(done == NREQ - 1, "%s: completed %d requests, expected %d", what, done, NREQ - 1);
     bufs_check(&b, some ? 4 : 3, what);
@@ -233,7 +233,7 @@ static void test_testall_any_some(void)
             check_recv_status(&st[0], i, 500, "MPI_Testany");
             got++;
         }
-        T_CHECK(t_now() - t0 < 30, "MPI_Testany never completed the plain requests");
+        T_CHECK(t_now() - t0 < T_SLOW(30), "MPI_Testany never completed the plain requests");
     }
     atomic_store(&g.open, 1);
     /* Testsome for the rest */
@@ -250,7 +250,7 @@ static void test_testall_any_some(void)
             check_recv_status(&st[j], idx[j], 500, "MPI_Testsome");
         }
         seen += outc;
-        T_CHECK(t_now() - t0 < 30, "MPI_Testsome never completed the accelerated requests");
+        T_CHECK(t_now() - t0 < T_SLOW(30), "MPI_Testsome never completed the accelerated requests");
     }
     int flag = 0;
     T_MPI(MPI_Testall(NREQ, rq, &flag, st));
@@ -279,7 +279,7 @@ static void test_get_status(void)
     double t0 = t_now();
     do {
         T_MPI(MPI_Request_get_status(rr, &flag, &st));
-        T_CHECK(t_now() - t0 < 30, "MPI_Request_get_status never reported completion");
+        T_CHECK(t_now() - t0 < T_SLOW(30), "MPI_Request_get_status never reported completion");
     } while (!flag);
     T_CHECK(rr == keep, "MPI_Request_get_status changed the handle");
     T_CHECK(rv == prev + 10, "get_status reported completion but data is %d expected %d", rv, prev + 10);
@@ -349,7 +349,7 @@ static void test_cancel(void)
     T_MPI(MPIX_Acc_Hoststream_launch(S, t_flag_fn, &reached));
     double tr = t_now();
     while (!atomic_load(&reached)) {
-        T_CHECK(t_now() - tr < 30, "stream never passed an Irecv");
+        T_CHECK(t_now() - tr < T_SLOW(30), "stream never passed an Irecv");
         t_sleep_ms(1);
     }
     T_MPI(MPI_Cancel(&r));
@@ -393,7 +393,7 @@ static void test_cancel(void)
     flag = 0;
     while (!flag) {
         T_MPI(MPI_Request_get_status(r, &flag, MPI_STATUS_IGNORE));
-        T_CHECK(t_now() - t0 < 30, "matched receive never completed");
+        T_CHECK(t_now() - t0 < T_SLOW(30), "matched receive never completed");
     }
     T_MPI(MPI_Cancel(&r));
     T_MPI(MPI_Wait(&r, &st));
