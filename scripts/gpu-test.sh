@@ -223,8 +223,13 @@ if [ ! -f config.status ]; then
     }
     cp config.log "$TMP/config.log" 2>/dev/null
 fi
-sed -n '/configured$/,/version script/p' "$BUILDLOG" | sed 's/^/    /' | tee -a "$CONSOLE"
-grep -q 'CUDA *on' "$BUILDLOG" || abort "configure did not enable CUDA (build.log)"
+if grep -q 'configured$' "$BUILDLOG"; then
+    sed -n '/configured$/,/version script/p' "$BUILDLOG" | sed 's/^/    /' | tee -a "$CONSOLE"
+else
+    say "    reusing the configured build in $BUILD ($(./config.status --config 2>/dev/null | head -c 200))"
+fi
+grep -q '^#define MPIXACC_HAVE_CUDA 1' config.h 2>/dev/null ||
+    abort "configure did not enable CUDA (build.log, $BUILD/config.log)"
 JOBS=$(nproc)
 [ "$JOBS" -gt 16 ] && JOBS=16
 TARGETS="all gpu-tests"

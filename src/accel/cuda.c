@@ -1209,8 +1209,8 @@ void mxa_cuda_get_features(mxa_features_t *out)
      * context exists: what the devices and settings allow). */
     out->cuda_memops = out->cuda_active && (ctxs > 0 ? memops_ctx == ctxs : g.memops_all);
     if (g.driver_version > 0)
-        snprintf(out->cuda_driver, sizeof(out->cuda_driver), "%d.%d", g.driver_version / 1000,
-                 (g.driver_version % 1000) / 10);
+        snprintf(out->cuda_driver, sizeof(out->cuda_driver), "%d (CUDA %d.%d)",
+                 g.driver_version, g.driver_version / 1000, (g.driver_version % 1000) / 10);
     else
         out->cuda_driver[0] = '\0';
     if (out->cuda_active && ctxs > 0 && memops_ctx < ctxs && g.memops_all)
