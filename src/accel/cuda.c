@@ -862,13 +862,33 @@ static mx_status_t backend_enqueue_batch(mxa_stream_t *s, const mxa_stream_point
     return enqueue_points((cuda_stream_t *)s, pts, n);
 }
 
+/* The progress thread (the only caller of release/poll_trigger) hands the
+ * operations of CUDA streams to UCX, whose CUDA transports need a current
+ * context. The first time it touches a CUDA stream and has no context, it
+ * gets that stream's context (mxa_cuda_bind_buffer refines this per
+ * buffer). One thread-local test per call afterwards. */
+static _Thread_local int tl_ctx_checked;
+
+static void progress_thread_context(cuda_stream_t *cs)
+{
+    tl_ctx_checked = 1;
+    CUcontext cur = NULL;
+    if (MXA_CU(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && cur == NULL && cs->ctx != NULL &&
+        !cs->ctx->stale)
+        MXA_CU(cuCtxSetCurrent)(cs->ctx->ctx);
+}
+
 static void backend_release(mxa_stream_t *s, uint64_t seq)
 {
+    if (!tl_ctx_checked)
+        progress_thread_context((cuda_stream_t *)s);
     store_max(s->release_word, seq);
 }
 
 static uint64_t backend_poll_trigger(mxa_stream_t *s)
 {
+    if (!tl_ctx_checked)
+        progress_thread_context((cuda_stream_t *)s);
     return atomic_load_explicit(s->trigger_word, memory_order_acquire);
 }
 
