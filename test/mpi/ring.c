@@ -143,6 +143,33 @@ int main(int argc, char **argv)
         free(rd);
     }
 
+    /* MPI edge cases: empty Waitall, null handles in Waitall and Wait */
+    t_phase("Waitall/Wait with MPI_REQUEST_NULL and count 0");
+    {
+        T_MPI(MPIX_Acc_Waitall(s1, 0, NULL, MPI_STATUSES_IGNORE));
+        int sv = t_rank + 40, rv = -1;
+        MPI_Request rq[4];
+        MPI_Status st[4];
+        memset(st, 0x5A, sizeof st);
+        rq[0] = MPI_REQUEST_NULL;
+        rq[3] = MPI_REQUEST_NULL;
+        T_MPI(MPIX_Acc_Irecv(s1, &rv, 1, MPI_INT, prev, 900, MPI_COMM_WORLD, &rq[1]));
+        T_MPI(MPIX_Acc_Isend(s1, &sv, 1, MPI_INT, next, 900, MPI_COMM_WORLD, &rq[2]));
+        T_MPI(MPIX_Acc_Waitall(s1, 4, rq, st));
+        MPI_Request nul = MPI_REQUEST_NULL;
+        MPI_Status nst;
+        memset(&nst, 0x5A, sizeof nst);
+        T_MPI(MPIX_Acc_Wait(s1, &nul, &nst));
+        T_MPI(MPIX_Acc_Hoststream_synchronize(s1));
+        T_CHECK(rv == prev + 40, "Waitall with null entries: data %d expected %d", rv, prev + 40);
+        t_expect_status(&st[1], prev, 900, 1, MPI_INT, "Waitall with null entries");
+        /* MPI: a null request gives an empty status (MPI_ANY_SOURCE, MPI_ANY_TAG, count 0) */
+        t_expect_status(&st[0], MPI_ANY_SOURCE, MPI_ANY_TAG, 0, MPI_INT,
+                        "Waitall status of an MPI_REQUEST_NULL entry");
+        t_expect_status(&nst, MPI_ANY_SOURCE, MPI_ANY_TAG, 0, MPI_INT,
+                        "MPIX_Acc_Wait status of MPI_REQUEST_NULL");
+    }
+
     t_phase("free streams");
     T_MPI(MPIX_Acc_Hoststream_free(&s1));
     T_MPI(MPIX_Acc_Hoststream_free(&s2));
