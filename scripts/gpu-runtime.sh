@@ -14,8 +14,6 @@
 #                            modules (cma, cuda), the wheel's bundled libcudart
 #                            (needed by libucm_cuda), include/, bin/ucx_info
 #                    bin/    mpicc / mpicxx wrappers for the carried MPICH
-#                    ignored-files/  project headers git ignores by mistake (a
-#                            warning names them), restored by gpu-test.sh
 #                    autotools/  the files ./autogen.sh generates (configure,
 #                            Makefile.in, ...), for GPU machines without
 #                            autotools, with the checksums of their inputs
@@ -182,13 +180,7 @@ done | sort -u)
 if [ -n "$bad" ]; then
     say "WARNING: these headers exist here but git ignores them, so they will NOT reach"
     say "         the GPU machine (nor CI): $bad"
-    say "         (fix .gitignore and git add them). Until then a copy is carried in"
-    say "         the runtime (ignored-files/) and gpu-test.sh restores them where missing."
-    mkdir -p "$S/ignored-files"
-    for f in $bad; do
-        mkdir -p "$S/ignored-files/$(dirname "$f")"
-        cp "$ROOT/$f" "$S/ignored-files/$f"
-    done
+    say "         (fix .gitignore and git add them; the GPU build will fail otherwise)"
 fi
 
 # ------------------------------------------------------- check and pack

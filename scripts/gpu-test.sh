@@ -198,15 +198,6 @@ say "    mpiexec: $MPIEXEC $LAUNCH"
 # --------------------------------------------------------------- build
 step "build (configure --with-cuda, make)"
 cd "$ROOT" || abort "no $ROOT"
-if [ -d "$RT/ignored-files" ]; then
-    (cd "$RT/ignored-files" && find . -type f | sed 's|^\./||') | while read -r f; do
-        if [ ! -e "$ROOT/$f" ]; then
-            mkdir -p "$ROOT/$(dirname "$f")"
-            cp "$RT/ignored-files/$f" "$ROOT/$f"
-            say "    restored $f from the runtime (git ignores it: fix .gitignore)"
-        fi
-    done
-fi
 if [ ! -x "$ROOT/configure" ]; then
     AT="$RT/autotools"
     if [ -f "$AT/INPUTS.sha256" ] && (cd "$ROOT" && sha256sum -c --quiet "$AT/INPUTS.sha256") >>"$DIAG" 2>&1; then

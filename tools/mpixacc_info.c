@@ -23,7 +23,7 @@
 #include "accel/accel.h"
 #include "topo/topo.h"
 #include "transport/transport.h"
-#include "util/config.h"
+#include "util/settings.h"
 #include "util/log.h"
 
 #ifdef MPIXACC_HAVE_CUDA

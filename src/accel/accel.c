@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "util/config.h"
+#include "util/settings.h"
 #include "util/log.h"
 
 /* ---- the "none" backend: no stream, everything happens at once ---- */

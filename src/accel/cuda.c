@@ -73,7 +73,7 @@
 #include <time.h>
 
 #include "accel/cuda_driver.h"
-#include "util/config.h"
+#include "util/settings.h"
 #include "util/hashmap.h"
 #include "util/log.h"
 #include "util/waiter.h"

@@ -48,7 +48,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "util/config.h"
+#include "util/settings.h"
 #include "util/hashmap.h"
 #include "util/log.h"
 #include "util/mpsc.h"

@@ -18,7 +18,7 @@
 
 #include "topo/topo.h"
 #include "transport/transport.h"
-#include "util/config.h"
+#include "util/settings.h"
 
 mxe_engine_t mxe;
 

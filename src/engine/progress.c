@@ -22,7 +22,7 @@
 
 #include "topo/topo.h"
 #include "transport/transport.h"
-#include "util/config.h"
+#include "util/settings.h"
 
 /* ------------------------------------------------------------ stream state */
 

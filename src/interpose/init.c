@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/config.h"
+#include "util/settings.h"
 
 mxi_state_t mxi;
 
@@ -156,6 +156,7 @@ int MPI_Finalize(void)
         mxe_finalize();
         mxa_finalize();
         mxi.active = 0;
+        mxi_datatype_finalize();
         mxi_comm_forget_all();
         mxu_locked_map_destroy(&mxi.requests);
         free(mxi.reap);

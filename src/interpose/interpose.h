@@ -16,7 +16,7 @@
 
 #include "engine/engine.h"
 #include "mpix_acc.h"
-#include "util/config.h"
+#include "util/settings.h"
 #include "util/hashmap.h"
 
 /* How an operation was opted in: decides what MPI_Wait does with it. */
@@ -124,6 +124,7 @@ int mxi_info_filter(MPI_Info info, MPI_Info *out);
 
 /* ---- datatype.c ---- */
 void mxi_datatype_init(void);
+void mxi_datatype_finalize(void);
 /* Stream attached to the datatype (0 if none). */
 int mxi_datatype_stream(MPI_Datatype dt, void **stream_handle);
 /* Bytes for count elements; MPI error code if unsupported. */

@@ -17,7 +17,7 @@
 
 #include "accel/accel.h"
 #include "unit_check.h"
-#include "util/config.h"
+#include "util/settings.h"
 
 static int seen_none, seen_host;
 static void visit(mxa_stream_t *s, void *arg)

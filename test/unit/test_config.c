@@ -1,5 +1,5 @@
 /*
- * test_config.c - the MPIX_ACC_* settings registry (util/config.c).
+ * test_config.c - the MPIX_ACC_* settings registry (util/settings.c).
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "unit_check.h"
-#include "util/config.h"
+#include "util/settings.h"
 #include "util/log.h"
 
 static void test_table(void)

@@ -1,6 +1,6 @@
 /*
- * config.c - the MPIX_ACC_* settings registry, generated from
- * MX_CONFIG_TABLE (util/config.h).
+ * settings.c - the MPIX_ACC_* settings registry, generated from
+ * MX_CONFIG_TABLE (util/settings.h).
  *
  * - mxu_config holds the defaults from program start (constructor) and the
  *   parsed environment after mxu_config_load().
@@ -14,7 +14,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "util/config.h"
+#include "util/settings.h"
 
 #include <ctype.h>
 #include <errno.h>

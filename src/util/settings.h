@@ -1,0 +1,122 @@
+/*
+ * settings.h - the MPIX_ACC_* settings registry: one declarative table.
+ *
+ * MX_CONFIG_TABLE drives everything: the fields of mxu_config_t, the
+ * environment variable names (MPIX_ACC_<NAME>), the defaults, the parsing,
+ * the help text printed by `mpixacc_info -c`, the warnings about malformed
+ * values and unknown MPIX_ACC_* variables, and the README's settings table.
+ * Adding a setting is adding one row here.
+ *
+ * Row: X(NAME, TYPE, field, "default", "help")
+ *   TYPE   field type   accepted values
+ *   BOOL   int          1/0, yes/no, true/false, on/off, y/n
+ *   INT    long         decimal integer
+ *   SIZE   size_t       bytes with optional k/m/g (KiB, MiB, GiB) suffix
+ *   DOUBLE double       finite number
+ *   STRING const char * any text (kept for the life of the process)
+ *   LOGLEVEL int        error, warn(ing), info, debug
+ *
+ * mxu_config holds the defaults from program start; mxu_config_load() (at
+ * MPI_Init and in mpixacc_info) reads the environment. Fields are read
+ * without locks: a load writes only the fields that change.
+ *
+ * (Named settings.h, not config.h: "config.h" is autoconf's header.)
+ */
+#ifndef MX_UTIL_SETTINGS_H
+#define MX_UTIL_SETTINGS_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "util/status.h"
+
+/* clang-format off */
+#define MX_CONFIG_TABLE(X)                                                                       \
+    X(DISABLE, BOOL, disable, "0",                                                               \
+      "Make every MPI wrapper a pure pass-through to the MPI library (the library does "          \
+      "nothing; MPIX_Acc_* calls return MPI_ERR_OTHER)")                                         \
+    X(LOG, LOGLEVEL, log_level, "warn",                                                          \
+      "Log threshold: error, warn, info or debug")                                               \
+    X(PROGRESS_CPU, INT, progress_cpu, "-1",                                                     \
+      "Core to bind the progress thread to; -1 chooses one with hwloc (near the GPU, else on "    \
+      "the calling thread's NUMA node), -2 disables binding")                                    \
+    X(PROGRESS_SPIN_US, INT, progress_spin_us, "100",                                            \
+      "Microseconds the progress thread spins without work before it blocks")                    \
+    X(PROGRESS_POLL_US, INT, progress_poll_us, "20",                                             \
+      "When accelerator triggers must be polled, longest sleep between polls while idle "         \
+      "(microseconds)")                                                                          \
+    X(WAIT_SPIN_US, INT, wait_spin_us, "20",                                                     \
+      "Microseconds a host-side wait spins before it sleeps")                                    \
+    X(EAGER_LIMIT, SIZE, eager_limit, "8192",                                                    \
+      "Default for the mpix_acc_eager_limit hint: sends up to this size are copied into a "       \
+      "library buffer when they start, so they complete at once")                                \
+    X(RECV_POST, STRING, recv_post, "ordered",                                                   \
+      "Default for the mpix_acc_recv_post hint: ordered (post when the stream reaches the "       \
+      "receive) or early (post at call time)")                                                   \
+    X(FINALIZE_TIMEOUT, DOUBLE, finalize_timeout, "10",                                          \
+      "Seconds MPI_Finalize waits for pending stream-ordered operations before it reports and "   \
+      "cancels them")                                                                            \
+    X(CUDA, BOOL, cuda, "1",                                                                     \
+      "Use the CUDA backend when a CUDA driver and device are present")                          \
+    X(MEMOPS, BOOL, memops, "1",                                                                 \
+      "Use CUDA stream memory operations for triggers and waits; 0 forces the kernel fallback")  \
+    X(SET_NET_DEVICES, BOOL, set_net_devices, "1",                                               \
+      "Set UCX_NET_DEVICES to the NIC closest to the GPU unless the user set it")                \
+    X(STATS, BOOL, stats, "0",                                                                   \
+      "Print per-process operation counters at MPI_Finalize")
+/* clang-format on */
+
+typedef enum {
+    MXU_CFG_BOOL,
+    MXU_CFG_INT,
+    MXU_CFG_SIZE,
+    MXU_CFG_DOUBLE,
+    MXU_CFG_STRING,
+    MXU_CFG_LOGLEVEL,
+} mxu_config_type_t;
+
+/* C type of a field, by table type */
+#define MXU_CFG_CTYPE_BOOL int
+#define MXU_CFG_CTYPE_INT long
+#define MXU_CFG_CTYPE_SIZE size_t
+#define MXU_CFG_CTYPE_DOUBLE double
+#define MXU_CFG_CTYPE_STRING const char *
+#define MXU_CFG_CTYPE_LOGLEVEL int
+
+typedef struct {
+#define MXU_CFG_FIELD_(name, type, field, def, help) MXU_CFG_CTYPE_##type field;
+    MX_CONFIG_TABLE(MXU_CFG_FIELD_)
+#undef MXU_CFG_FIELD_
+} mxu_config_t;
+
+/* One row of the registry, as printed and tested. */
+typedef struct {
+    const char *name;          /* full variable name, MPIX_ACC_... */
+    mxu_config_type_t type;
+    const char *default_value; /* literal, parsed like an environment value */
+    const char *help;
+    int from_env;              /* set by the last mxu_config_load() */
+} mxu_config_entry_t;
+
+/* The settings in effect. */
+extern mxu_config_t mxu_config;
+
+/* Read the MPIX_ACC_* environment into mxu_config; warns (once per value)
+ * about malformed values, which keep their default, and about unknown
+ * MPIX_ACC_* variables, naming the closest known setting. */
+mx_status_t mxu_config_load(void);
+
+/* Parse `value` as `type` into *out (the field's C type, see above). */
+mx_status_t mxu_config_parse_value(mxu_config_type_t type, const char *value, void *out);
+/* Parse a size: digits, optional k/m/g multiplier, optional b/B or iB. */
+mx_status_t mxu_parse_size(const char *value, size_t *out);
+
+/* Registry rows for listing: 0 <= i < mxu_config_count(); NULL outside. */
+int mxu_config_count(void);
+const mxu_config_entry_t *mxu_config_entry(int i);
+/* Current value of row i as text ("" for an invalid row). */
+void mxu_config_value_string(int i, char *buf, size_t len);
+/* NAME=value lines, with wrapped help and defaults when with_help. */
+void mxu_config_print(FILE *out, int with_help);
+
+#endif
