@@ -25,6 +25,7 @@ typedef struct {
     ucp_ep_h *eps;             /* lazily created, world_size entries */
     int efd;
     int wakeup;
+    int closing;               /* finalize: peers closing is expected */
     uint64_t memory_types;     /* UCX-supported memory types (bit mask) */
 } mxt_state_t;
 
@@ -175,8 +176,8 @@ static void mxt_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
     (void)ep;
     int rank = (int)(intptr_t)arg;
-    MPIX_ACC_LOG(MX_LOG_ERROR, "connection to rank %d failed: %s", rank,
-                 ucs_status_string(status));
+    MPIX_ACC_LOG(mxt.closing ? MX_LOG_DEBUG : MX_LOG_ERROR, "connection to rank %d failed: %s",
+                 rank, ucs_status_string(status));
 }
 
 static mx_status_t mxt_get_ep(int rank, ucp_ep_h *ep_out)
@@ -211,6 +212,7 @@ static mx_status_t mxt_get_ep(int rank, ucp_ep_h *ep_out)
 typedef struct {
     mxt_complete_fn cb;
     void *user;
+    int *ran_inline; /* receives: set while the posting call is on the stack */
 } mxt_cb_ctx_t;
 
 static void mxt_send_cb(void *request, ucs_status_t status, void *user_data)
@@ -229,6 +231,8 @@ static void mxt_recv_cb(void *request, ucs_status_t status, const ucp_tag_recv_i
     mxt_cb_ctx_t *ctx = user_data;
     mxt_complete_fn cb = ctx->cb;
     void *user = ctx->user;
+    if (ctx->ran_inline)
+        *ctx->ran_inline = 1;
     free(ctx);
     ucp_request_free(request);
     cb(user, mxt_map_status(status), info ? info->sender_tag : 0, info ? info->length : 0);
@@ -257,6 +261,7 @@ mx_status_t mxt_tag_send(int world_dest, const void *buf, size_t len, int memtyp
         MX_FAIL(MX_ERR_NO_MEMORY, "send context allocation failed");
     ctx->cb = cb;
     ctx->user = user;
+    ctx->ran_inline = NULL;
 
     ucp_request_param_t param;
     memset(&param, 0, sizeof(param));
@@ -293,36 +298,33 @@ mx_status_t mxt_tag_recv(void *buf, size_t len, int memtype_hint, uint64_t tag,
     ctx->cb = cb;
     ctx->user = user;
 
-    ucp_tag_recv_info_t info;
-    memset(&info, 0, sizeof(info));
+    /* No immediate completion: UCX then reports every completion through
+     * the callback, with the sender's tag also for a message that was
+     * already there and is truncated (the immediate-completion error path
+     * leaves the receive info unset). The callback may run before
+     * ucp_tag_recv_nbx returns; the request is freed then. */
+    int ran_inline = 0;
+    ctx->ran_inline = &ran_inline;
     ucp_request_param_t param;
     memset(&param, 0, sizeof(param));
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                         UCP_OP_ATTR_FIELD_MEMORY_TYPE | UCP_OP_ATTR_FIELD_RECV_INFO;
+                         UCP_OP_ATTR_FIELD_MEMORY_TYPE | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
     param.cb.recv = mxt_recv_cb;
     param.user_data = ctx;
     param.memory_type = mxt_memtype(memtype_hint);
-    param.recv_info.tag_info = &info;
 
     ucs_status_ptr_t req = ucp_tag_recv_nbx(mxt.worker, buf, len, tag, tag_mask, &param);
     *handle = NULL;
-    if (req == NULL) {
-        free(ctx);
-        cb(user, MX_OK, info.sender_tag, info.length);
-        return MX_OK;
-    }
     if (UCS_PTR_IS_ERR(req)) {
         free(ctx);
         ucs_status_t st = UCS_PTR_STATUS(req);
-        if (st == UCS_ERR_MESSAGE_TRUNCATED) {
-            /* Completed immediately, but truncated: report through the callback. */
-            cb(user, MX_ERR_TRUNCATED, info.sender_tag, len);
-            return MX_OK;
-        }
         MX_FAIL(mxt_map_status(st), "receive of %zu bytes failed: %s", len,
                 ucs_status_string(st));
     }
-    *handle = req;
+    if (!ran_inline) {
+        ctx->ran_inline = NULL;
+        *handle = req;
+    }
     return MX_OK;
 }
 
@@ -369,6 +371,7 @@ mx_status_t mxt_flush_and_close(void)
     mx_status_t result = MX_OK;
     if (!mxt.worker)
         return MX_OK;
+    mxt.closing = 1;
     ucp_request_param_t param;
     memset(&param, 0, sizeof(param));
     ucs_status_t st = mxt_wait_request(ucp_worker_flush_nbx(mxt.worker, &param));
