@@ -260,7 +260,7 @@ if [ "$only" != unit ] && [ $mode != tsan ]; then
                 echo "# not under valgrind (launches its own processes): $name" >&2
                 continue
             fi
-            run_one "$name" "$tmo" env "${envs[@]}" RUN_TIMEOUT=$((tmo / 2)) "$path"
+            run_one "$name" "$tmo" env "${envs[@]}" RUN_TIMEOUT=$((tmo / 6)) "$path"
         elif [ $mode = valgrind ]; then
             extra_logs="$logdir/$(safe "$name").vg"
             run_one "$name" "$tmo" env "${envs[@]}" "$MPIEXEC" -n "$np" \

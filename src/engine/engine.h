@@ -128,6 +128,7 @@ struct mxe_op {
     /* ---- interposition layer's fields ---- */
     void *user;                /* free for the interposition layer */
     uint64_t user_handle;      /* e.g. the MPI_Request handle */
+    uint64_t user_aux;         /* e.g. the MPI_Comm the op was made on */
     int user_flags;
     int user_origin;
 

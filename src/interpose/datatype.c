@@ -8,6 +8,10 @@
 
 int MPIX_ACC_STREAM_KEYVAL = MPI_KEYVAL_INVALID;
 
+/* A private communicator with MPI_ERRORS_RETURN, for checks that must not
+ * trigger the application's error handlers. */
+static MPI_Comm mxi_check_comm = MPI_COMM_NULL;
+
 /* The attribute value is the stream handle itself. Copies (MPI_Type_dup)
  * carry it; every live copy is counted so the common path (no typed
  * streams anywhere) costs one atomic load. */
@@ -36,11 +40,34 @@ static int mxi_type_attr_delete(MPI_Datatype type, int keyval, void *attribute_v
 
 void mxi_datatype_init(void)
 {
+    if (PMPI_Comm_dup(MPI_COMM_SELF, &mxi_check_comm) == MPI_SUCCESS)
+        PMPI_Comm_set_errhandler(mxi_check_comm, MPI_ERRORS_RETURN);
+    else
+        mxi_check_comm = MPI_COMM_NULL;
     if (PMPI_Type_create_keyval(mxi_type_attr_copy, mxi_type_attr_delete,
                                 &MPIX_ACC_STREAM_KEYVAL, NULL) != MPI_SUCCESS) {
         MPIX_ACC_LOG(MX_LOG_ERROR, "cannot create MPIX_ACC_STREAM_KEYVAL");
         MPIX_ACC_STREAM_KEYVAL = MPI_KEYVAL_INVALID;
     }
+}
+
+void mxi_datatype_finalize(void)
+{
+    if (mxi_check_comm != MPI_COMM_NULL)
+        PMPI_Comm_free(&mxi_check_comm);
+    if (MPIX_ACC_STREAM_KEYVAL != MPI_KEYVAL_INVALID)
+        PMPI_Type_free_keyval(&MPIX_ACC_STREAM_KEYVAL);
+}
+
+/* Derived datatypes must be committed: MPI_Pack_size checks that. */
+static int mxi_datatype_committed(MPI_Datatype dt)
+{
+    int ni, na, nd, combiner, size;
+    if (PMPI_Type_get_envelope(dt, &ni, &na, &nd, &combiner) != MPI_SUCCESS)
+        return 0;
+    if (combiner == MPI_COMBINER_NAMED || mxi_check_comm == MPI_COMM_NULL)
+        return 1;
+    return PMPI_Pack_size(1, dt, mxi_check_comm, &size) == MPI_SUCCESS;
 }
 
 int MPI_Type_set_attr(MPI_Datatype type, int keyval, void *attribute_val)
@@ -76,7 +103,7 @@ int mxi_datatype_bytes(MPI_Datatype dt, int count, size_t *bytes)
         return mxi_err_code(MXI_E_TYPE);
     int size;
     MPI_Aint lb, extent, true_lb, true_extent;
-    if (PMPI_Type_size(dt, &size) != MPI_SUCCESS ||
+    if (!mxi_datatype_committed(dt) || PMPI_Type_size(dt, &size) != MPI_SUCCESS ||
         PMPI_Type_get_extent(dt, &lb, &extent) != MPI_SUCCESS ||
         PMPI_Type_get_true_extent(dt, &true_lb, &true_extent) != MPI_SUCCESS)
         return mxi_err_code(MXI_E_TYPE);

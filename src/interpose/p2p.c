@@ -82,6 +82,7 @@ static int mxi_submit(mxe_op_t *op, mxi_origin_t origin, MPI_Comm comm, MPI_Requ
 {
     MPI_Request greq;
     op->user_origin = (int)origin;
+    memcpy(&op->user_aux, &comm, sizeof(comm) < sizeof(op->user_aux) ? sizeof(comm) : sizeof(op->user_aux));
     int rc = PMPI_Grequest_start(mxi_greq_query, mxi_greq_free, mxi_greq_cancel, op, &greq);
     if (rc != MPI_SUCCESS) {
         mxe_op_release(op);

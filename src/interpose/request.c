@@ -43,13 +43,15 @@ void mxi_fill_status(mxe_op_t *op, MPI_Status *status)
 
 void mxi_result_writer(mxe_op_t *op, void *target) { mxi_fill_status(op, target); }
 
+/* The query callback fills the status but always succeeds: the MPI library
+ * would turn a query error into a generic class. Errors of our operations
+ * are reported by our wrappers (mxi_finish_* below) with their own class. */
 int mxi_greq_query(void *extra_state, MPI_Status *status)
 {
-    mxe_op_t *op = extra_state;
-    if (status == MPI_STATUS_IGNORE)
-        return mxi_status_to_mpi(op->result.error);
-    mxi_fill_status(op, status);
-    return status->MPI_ERROR;
+    mxi_fill_status(extra_state, status);
+    if (status != MPI_STATUS_IGNORE)
+        status->MPI_ERROR = MPI_SUCCESS;
+    return MPI_SUCCESS;
 }
 
 int mxi_greq_free(void *extra_state)
@@ -167,13 +169,31 @@ static void mxi_request_release(MPI_Request *req, mxe_op_t *op)
     mxi_reap_push(op);
 }
 
-/* Finish a completed op whose handle the user holds: free it through MPI so
- * that the status and the error come from the query callback. */
+static MPI_Comm mxi_op_comm(mxe_op_t *op)
+{
+    MPI_Comm c;
+    memcpy(&c, &op->user_aux, sizeof(c));
+    return c;
+}
+
+/* MPI error code of a completed op (MPI_SUCCESS for success/cancel). */
+static int mxi_op_error(mxe_op_t *op) { return mxi_status_to_mpi(op->result.error); }
+
+/* Finish a completed op whose handle the user holds: free the handle through
+ * MPI, write the status from the op, report its error on its communicator. */
 static int mxi_request_finish(MPI_Request *req, mxe_op_t *op, MPI_Status *status)
 {
+    mxe_op_retain(op); /* the free callback drops the handle's reference */
     mxu_locked_map_remove(&mxi.requests, MXI_REQ_KEY(*req));
     mxi_greq_sync(op);
-    return PMPI_Wait(req, status);
+    int rc = PMPI_Wait(req, MPI_STATUS_IGNORE);
+    mxi_fill_status(op, status);
+    int err = mxi_op_error(op);
+    MPI_Comm comm = mxi_op_comm(op);
+    mxe_op_release(op);
+    if (rc == MPI_SUCCESS && err != MPI_SUCCESS)
+        rc = mxi_raise_code(comm, err);
+    return rc;
 }
 
 static void mxi_empty_status(MPI_Status *st)
@@ -315,8 +335,10 @@ int MPI_Cancel(MPI_Request *req)
  * completed op's generalized request is completed and untracked (the MPI
  * call below may free it, and its handle value may be reused at once).
  * Then the MPI library's own call decides, on the whole array, exactly as
- * for ordinary requests. Stream-origin requests in MPI_Waitall become a
- * stream wait first (§5); in the other calls they are waited on the host.
+ * for ordinary requests. Afterwards the statuses and errors of our ops that
+ * the call completed are written from the ops (mxi_post_*). Stream-origin
+ * requests in MPI_Waitall become a stream wait first (§5); in the other
+ * calls they are waited on the host.
  */
 
 typedef struct {
@@ -325,8 +347,8 @@ typedef struct {
     int nplain;      /* active requests that are not ours */
 } mxi_scan_t;
 
-/* Sync completed ops and count what is left. If untrack, completed ops are
- * removed from the table (the caller re-tracks on "not freed"). */
+/* Sync completed ops, count what is left, and hold a reference to every op
+ * found (mxi_scan_done drops them). */
 static void mxi_scan(int count, MPI_Request reqs[], mxe_op_t **ops, mxi_scan_t *sc)
 {
     memset(sc, 0, sizeof(*sc));
@@ -337,6 +359,7 @@ static void mxi_scan(int count, MPI_Request reqs[], mxe_op_t **ops, mxi_scan_t *
                 sc->nplain++;
             continue;
         }
+        mxe_op_retain(ops[i]);
         sc->nacc++;
         if (mxe_op_is_complete(ops[i])) {
             mxu_locked_map_remove(&mxi.requests, MXI_REQ_KEY(reqs[i]));
@@ -345,6 +368,15 @@ static void mxi_scan(int count, MPI_Request reqs[], mxe_op_t **ops, mxi_scan_t *
             sc->nincomplete++;
         }
     }
+}
+
+static void mxi_scan_done(int count, mxe_op_t **ops)
+{
+    for (int i = 0; i < count; i++)
+        if (ops[i]) {
+            mxe_op_release(ops[i]);
+            ops[i] = NULL;
+        }
 }
 
 /* Put back the table entries of completed ops whose handles MPI did not free. */
@@ -356,246 +388,322 @@ static void mxi_retrack(int count, MPI_Request reqs[], mxe_op_t **ops)
             mxi_request_track(reqs[i], ops[i]);
 }
 
-static mxe_op_t **mxi_ops_alloc(int count, mxe_op_t **local, int nlocal)
+/* Did the MPI call just complete (and free) our op at index i? */
+static int mxi_freed_here(MPI_Request reqs[], mxe_op_t **ops, int i)
 {
-    return count <= nlocal ? local : malloc(sizeof(mxe_op_t *) * (size_t)count);
+    return ops[i] && (ops[i]->user_flags & MXI_OPF_GREQ_COMPLETED) &&
+           reqs[i] == MPI_REQUEST_NULL;
+}
+
+/* Statuses/errors for entries completed by a multiple-completion call.
+ * which[k] (k < n) are the indices to look at; their status is
+ * statuses[which[k]] (all-calls, by_index) or statuses[k] (some-calls). */
+static int mxi_post_multi(MPI_Request reqs[], mxe_op_t **ops, const int *which, int n,
+                          MPI_Status *statuses, int by_index, int rc)
+{
+    int ecode = MPI_SUCCESS;
+    MPI_Comm ecomm = MPI_COMM_NULL;
+    for (int k = 0; k < n; k++) {
+        int i = which[k];
+        if (!mxi_freed_here(reqs, ops, i))
+            continue;
+        if (statuses != MPI_STATUSES_IGNORE)
+            mxi_fill_status(ops[i], &statuses[by_index ? i : k]);
+        int e = mxi_op_error(ops[i]);
+        if (e != MPI_SUCCESS && ecode == MPI_SUCCESS) {
+            ecode = e;
+            ecomm = mxi_op_comm(ops[i]);
+        }
+    }
+    if (ecode == MPI_SUCCESS || rc != MPI_SUCCESS)
+        return rc;
+    if (statuses == MPI_STATUSES_IGNORE)
+        return mxi_raise_code(ecomm, ecode);
+    for (int k = 0; k < n; k++)
+        if (!mxi_freed_here(reqs, ops, which[k]))
+            statuses[by_index ? which[k] : k].MPI_ERROR = MPI_SUCCESS;
+    return mxi_raise_code(ecomm, MPI_ERR_IN_STATUS);
+}
+
+static int mxi_post_one(MPI_Request reqs[], mxe_op_t **ops, int index, MPI_Status *status, int rc)
+{
+    if (rc != MPI_SUCCESS || index == MPI_UNDEFINED || !mxi_freed_here(reqs, ops, index))
+        return rc;
+    mxi_fill_status(ops[index], status);
+    int e = mxi_op_error(ops[index]);
+    return e == MPI_SUCCESS ? rc : mxi_raise_code(mxi_op_comm(ops[index]), e);
+}
+
+/* Scratch arrays: on the stack for small counts. */
+typedef struct {
+    mxe_op_t *local_ops[32], *local_pending[32];
+    int local_idx[32], local_rel[32];
+    mxe_op_t **ops, **pending;
+    int *idx;
+    int *rel; /* MPI_Waitall: entries handed to a stream wait */
+} mxi_scratch_t;
+
+static int mxi_scratch_init(mxi_scratch_t *x, int count)
+{
+    if (count <= 32) {
+        x->ops = x->local_ops;
+        x->pending = x->local_pending;
+        x->idx = x->local_idx;
+        x->rel = x->local_rel;
+        return 1;
+    }
+    x->ops = malloc(sizeof(mxe_op_t *) * (size_t)count);
+    x->pending = malloc(sizeof(mxe_op_t *) * (size_t)count);
+    x->idx = malloc(sizeof(int) * (size_t)count);
+    x->rel = malloc(sizeof(int) * (size_t)count);
+    return x->ops && x->pending && x->idx && x->rel;
+}
+
+static void mxi_scratch_free(mxi_scratch_t *x)
+{
+    if (x->ops != x->local_ops) {
+        free(x->ops);
+        free(x->pending);
+        free(x->idx);
+        free(x->rel);
+    }
 }
 
 /* Wait (host) until one of the incomplete ops completes, letting the MPI
  * library progress in between if plain requests are involved. */
-static void mxi_wait_some_op(int count, mxe_op_t **ops, int with_plain)
+static void mxi_wait_some_op(int count, mxe_op_t **ops, mxe_op_t **pending, int with_plain)
 {
-    mxe_op_wait_any_host(ops, count, with_plain ? 100000 : -1);
+    for (int i = 0; i < count; i++)
+        pending[i] = (ops[i] && !mxe_op_is_complete(ops[i])) ? ops[i] : NULL;
+    mxe_op_wait_any_host(pending, count, with_plain ? 100000 : -1);
     if (with_plain)
         mxi_poke_mpi();
 }
 
-static int mxi_incomplete_ops(int count, mxe_op_t **ops, mxe_op_t **pending)
+static int mxi_no_ops(void)
 {
-    int n = 0;
-    for (int i = 0; i < count; i++)
-        pending[i] = (ops[i] && !mxe_op_is_complete(ops[i])) ? (n++, ops[i]) : NULL;
-    return n;
+    return !mxi_on() || atomic_load_explicit(&mxi.requests.count, memory_order_relaxed) == 0;
 }
 
-int MPI_Waitall(int count, MPI_Request reqs[], MPI_Status statuses[])
+/* MPI_Waitall step 1: stream-origin requests become one stream wait per
+ * stream; their statuses are written when the stream passes the wait. */
+static int mxi_waitall_stream_part(int count, MPI_Request reqs[], MPI_Status statuses[],
+                                   int *released, int *released_any)
 {
-    if (!mxi_on() || atomic_load_explicit(&mxi.requests.count, memory_order_relaxed) == 0)
-        return PMPI_Waitall(count, reqs, statuses);
-    mxe_op_t *local[32], *plocal[32];
-    mxe_op_t **ops = mxi_ops_alloc(count, local, 32);
-    mxe_op_t **pending = mxi_ops_alloc(count, plocal, 32);
-    if (!ops || !pending) {
-        if (ops != local)
-            free(ops);
-        if (pending != plocal)
-            free(pending);
-        return mxi_raise(MPI_COMM_SELF, MXI_E_NO_MEM, "MPI_Waitall of %d", count);
-    }
-    int rc = MPI_SUCCESS, released_any = 0;
-    /* Stream-origin requests: one stream wait per stream (§5). Their
-     * statuses are written when the stream passes the wait. */
+    for (int i = 0; i < count; i++)
+        released[i] = 0;
     for (int i = 0; i < count; i++) {
         mxe_op_t *op = mxi_request_op(reqs[i]);
         if (!op || !mxi_is_stream_origin(op))
             continue;
         mxa_stream_t *s = op->stream;
-        int m = 0;
-        MPI_Request sub[32];
-        MPI_Status *subst[32];
+        mxe_op_t *sub[32];
+        void *targets[32];
+        int at[32], m = 0;
         for (int j = i; j < count && m < 32; j++) {
             mxe_op_t *o = mxi_request_op(reqs[j]);
             if (o && mxi_is_stream_origin(o) && o->stream == s) {
-                sub[m] = reqs[j];
-                subst[m] = statuses == MPI_STATUSES_IGNORE ? NULL : &statuses[j];
-                pending[m] = o;
-                m++;
+                sub[m] = o;
+                targets[m] = statuses == MPI_STATUSES_IGNORE ? NULL : (void *)&statuses[j];
+                at[m++] = j;
             }
         }
-        void *targets[32];
-        for (int k = 0; k < m; k++)
-            targets[k] = subst[k] ? (void *)subst[k] : NULL;
-        mx_status_t est = mxe_stream_wait(s, pending, targets, m);
-        if (est != MX_OK) {
-            rc = mxi_raise_code(MPI_COMM_SELF, mxi_status_to_mpi(est));
-            goto out;
+        mx_status_t est = mxe_stream_wait(s, sub, targets, m);
+        if (est != MX_OK)
+            return mxi_raise_code(MPI_COMM_SELF, mxi_status_to_mpi(est));
+        for (int k = 0; k < m; k++) {
+            mxi_request_release(&reqs[at[k]], sub[k]);
+            released[at[k]] = 1;
         }
-        for (int j = i; j < count; j++)
-            for (int k = 0; k < m; k++)
-                if (reqs[j] != MPI_REQUEST_NULL && reqs[j] == sub[k]) {
-                    mxi_request_release(&reqs[j], pending[k]);
-                    released_any = 1;
-                }
-        i--; /* re-examine from i: more requests of other streams may follow */
+        *released_any = 1;
+        i--; /* reqs[i] is now null; look again from here for other streams */
     }
+    return MPI_SUCCESS;
+}
 
+int MPI_Waitall(int count, MPI_Request reqs[], MPI_Status statuses[])
+{
+    if (mxi_no_ops())
+        return PMPI_Waitall(count, reqs, statuses);
+    mxi_scratch_t x;
+    if (!mxi_scratch_init(&x, count)) {
+        mxi_scratch_free(&x);
+        return mxi_raise(MPI_COMM_SELF, MXI_E_NO_MEM, "MPI_Waitall of %d", count);
+    }
+    int released_any = 0;
+    int rc = mxi_waitall_stream_part(count, reqs, statuses, x.rel, &released_any);
+    if (rc != MPI_SUCCESS) {
+        mxi_scratch_free(&x);
+        return rc;
+    }
     /* Host part: wait for our remaining ops, then let MPI finish the array. */
     mxi_scan_t sc;
     for (;;) {
-        mxi_scan(count, reqs, ops, &sc);
+        mxi_scan(count, reqs, x.ops, &sc);
         if (sc.nincomplete == 0)
             break;
-        mxi_incomplete_ops(count, ops, pending);
-        mxi_wait_some_op(count, pending, sc.nplain > 0);
+        mxi_wait_some_op(count, x.ops, x.pending, sc.nplain > 0);
+        mxi_retrack(count, reqs, x.ops);
+        mxi_scan_done(count, x.ops);
     }
     if (!released_any || statuses == MPI_STATUSES_IGNORE) {
         rc = PMPI_Waitall(count, reqs, statuses);
     } else {
         /* Entries handed to a stream wait are written by the engine later:
-         * MPI must not touch them, so it gets a copy of the array. */
-        MPI_Status *tmp = malloc(sizeof(MPI_Status) * (size_t)(count ? count : 1));
+         * MPI must not touch them, so it gets a scratch array. */
+        MPI_Status *tmp = malloc(sizeof(MPI_Status) * (size_t)count);
         if (!tmp) {
-            rc = mxi_raise(MPI_COMM_SELF, MXI_E_NO_MEM, "MPI_Waitall statuses");
-            goto out;
+            mxi_scan_done(count, x.ops);
+            mxi_scratch_free(&x);
+            return mxi_raise(MPI_COMM_SELF, MXI_E_NO_MEM, "MPI_Waitall statuses");
         }
-        int *mine = malloc(sizeof(int) * (size_t)(count ? count : 1));
-        if (!mine) {
-            free(tmp);
-            rc = mxi_raise(MPI_COMM_SELF, MXI_E_NO_MEM, "MPI_Waitall statuses");
-            goto out;
-        }
-        for (int i = 0; i < count; i++)
-            mine[i] = reqs[i] != MPI_REQUEST_NULL;
         rc = PMPI_Waitall(count, reqs, tmp);
         for (int i = 0; i < count; i++)
-            if (mine[i])
+            if (!x.rel[i])
                 statuses[i] = tmp[i];
-        free(mine);
         free(tmp);
     }
-out:
-    if (ops != local)
-        free(ops);
-    if (pending != plocal)
-        free(pending);
+    int n = 0;
+    for (int i = 0; i < count; i++)
+        if (!x.rel[i])
+            x.idx[n++] = i;
+    rc = mxi_post_multi(reqs, x.ops, x.idx, n, statuses, 1, rc);
+    mxi_scan_done(count, x.ops);
+    mxi_scratch_free(&x);
     return rc;
 }
 
 int MPI_Testall(int count, MPI_Request reqs[], int *flag, MPI_Status statuses[])
 {
-    if (!mxi_on() || atomic_load_explicit(&mxi.requests.count, memory_order_relaxed) == 0)
+    if (mxi_no_ops())
         return PMPI_Testall(count, reqs, flag, statuses);
-    mxe_op_t *local[32];
-    mxe_op_t **ops = mxi_ops_alloc(count, local, 32);
-    if (!ops)
+    mxi_scratch_t x;
+    if (!mxi_scratch_init(&x, count)) {
+        mxi_scratch_free(&x);
         return mxi_raise(MPI_COMM_SELF, MXI_E_NO_MEM, "MPI_Testall of %d", count);
+    }
     mxi_scan_t sc;
-    mxi_scan(count, reqs, ops, &sc);
+    mxi_scan(count, reqs, x.ops, &sc);
     int rc = MPI_SUCCESS;
     if (sc.nincomplete > 0) {
         *flag = 0; /* all or nothing: nothing is freed */
         mxi_poke_mpi();
     } else {
         rc = PMPI_Testall(count, reqs, flag, statuses);
+        if (*flag) {
+            for (int i = 0; i < count; i++)
+                x.idx[i] = i;
+            rc = mxi_post_multi(reqs, x.ops, x.idx, count, statuses, 1, rc);
+        }
     }
-    mxi_retrack(count, reqs, ops);
-    if (ops != local)
-        free(ops);
+    mxi_retrack(count, reqs, x.ops);
+    mxi_scan_done(count, x.ops);
+    mxi_scratch_free(&x);
     return rc;
 }
 
 int MPI_Testany(int count, MPI_Request reqs[], int *index, int *flag, MPI_Status *status)
 {
-    if (!mxi_on() || atomic_load_explicit(&mxi.requests.count, memory_order_relaxed) == 0)
+    if (mxi_no_ops())
         return PMPI_Testany(count, reqs, index, flag, status);
-    mxe_op_t *local[32];
-    mxe_op_t **ops = mxi_ops_alloc(count, local, 32);
-    if (!ops)
+    mxi_scratch_t x;
+    if (!mxi_scratch_init(&x, count)) {
+        mxi_scratch_free(&x);
         return mxi_raise(MPI_COMM_SELF, MXI_E_NO_MEM, "MPI_Testany of %d", count);
+    }
     mxi_scan_t sc;
-    mxi_scan(count, reqs, ops, &sc);
+    mxi_scan(count, reqs, x.ops, &sc);
     int rc = PMPI_Testany(count, reqs, index, flag, status);
-    mxi_retrack(count, reqs, ops);
-    if (ops != local)
-        free(ops);
+    if (*flag)
+        rc = mxi_post_one(reqs, x.ops, *index, status, rc);
+    mxi_retrack(count, reqs, x.ops);
+    mxi_scan_done(count, x.ops);
+    mxi_scratch_free(&x);
     return rc;
 }
 
 int MPI_Testsome(int incount, MPI_Request reqs[], int *outcount, int indices[],
                  MPI_Status statuses[])
 {
-    if (!mxi_on() || atomic_load_explicit(&mxi.requests.count, memory_order_relaxed) == 0)
+    if (mxi_no_ops())
         return PMPI_Testsome(incount, reqs, outcount, indices, statuses);
-    mxe_op_t *local[32];
-    mxe_op_t **ops = mxi_ops_alloc(incount, local, 32);
-    if (!ops)
+    mxi_scratch_t x;
+    if (!mxi_scratch_init(&x, incount)) {
+        mxi_scratch_free(&x);
         return mxi_raise(MPI_COMM_SELF, MXI_E_NO_MEM, "MPI_Testsome of %d", incount);
+    }
     mxi_scan_t sc;
-    mxi_scan(incount, reqs, ops, &sc);
+    mxi_scan(incount, reqs, x.ops, &sc);
     int rc = PMPI_Testsome(incount, reqs, outcount, indices, statuses);
-    mxi_retrack(incount, reqs, ops);
-    if (ops != local)
-        free(ops);
+    if (*outcount != MPI_UNDEFINED)
+        rc = mxi_post_multi(reqs, x.ops, indices, *outcount, statuses, 0, rc);
+    mxi_retrack(incount, reqs, x.ops);
+    mxi_scan_done(incount, x.ops);
+    mxi_scratch_free(&x);
     return rc;
 }
 
 int MPI_Waitany(int count, MPI_Request reqs[], int *index, MPI_Status *status)
 {
-    if (!mxi_on() || atomic_load_explicit(&mxi.requests.count, memory_order_relaxed) == 0)
+    if (mxi_no_ops())
         return PMPI_Waitany(count, reqs, index, status);
-    mxe_op_t *local[32], *plocal[32];
-    mxe_op_t **ops = mxi_ops_alloc(count, local, 32);
-    mxe_op_t **pending = mxi_ops_alloc(count, plocal, 32);
-    int rc = MPI_SUCCESS, flag = 0;
-    if (!ops || !pending) {
-        rc = mxi_raise(MPI_COMM_SELF, MXI_E_NO_MEM, "MPI_Waitany of %d", count);
-        goto out;
+    mxi_scratch_t x;
+    if (!mxi_scratch_init(&x, count)) {
+        mxi_scratch_free(&x);
+        return mxi_raise(MPI_COMM_SELF, MXI_E_NO_MEM, "MPI_Waitany of %d", count);
     }
+    int rc, flag = 0;
     for (;;) {
         mxi_scan_t sc;
-        mxi_scan(count, reqs, ops, &sc);
+        mxi_scan(count, reqs, x.ops, &sc);
         if (sc.nacc == sc.nincomplete && sc.nincomplete > 0 && sc.nplain == 0) {
-            mxi_incomplete_ops(count, ops, pending);
-            mxi_wait_some_op(count, pending, 0);
+            mxi_wait_some_op(count, x.ops, x.pending, 0); /* only ours: block */
+            mxi_scan_done(count, x.ops);
             continue;
         }
         rc = PMPI_Testany(count, reqs, index, &flag, status);
-        mxi_retrack(count, reqs, ops);
+        if (flag)
+            rc = mxi_post_one(reqs, x.ops, *index, status, rc);
+        mxi_retrack(count, reqs, x.ops);
         if (rc != MPI_SUCCESS || flag)
             break;
-        mxi_incomplete_ops(count, ops, pending);
-        mxi_wait_some_op(count, pending, 1);
+        mxi_wait_some_op(count, x.ops, x.pending, 1);
+        mxi_scan_done(count, x.ops);
     }
-out:
-    if (ops && ops != local)
-        free(ops);
-    if (pending && pending != plocal)
-        free(pending);
+    mxi_scan_done(count, x.ops);
+    mxi_scratch_free(&x);
     return rc;
 }
 
 int MPI_Waitsome(int incount, MPI_Request reqs[], int *outcount, int indices[],
                  MPI_Status statuses[])
 {
-    if (!mxi_on() || atomic_load_explicit(&mxi.requests.count, memory_order_relaxed) == 0)
+    if (mxi_no_ops())
         return PMPI_Waitsome(incount, reqs, outcount, indices, statuses);
-    mxe_op_t *local[32], *plocal[32];
-    mxe_op_t **ops = mxi_ops_alloc(incount, local, 32);
-    mxe_op_t **pending = mxi_ops_alloc(incount, plocal, 32);
-    int rc = MPI_SUCCESS;
-    if (!ops || !pending) {
-        rc = mxi_raise(MPI_COMM_SELF, MXI_E_NO_MEM, "MPI_Waitsome of %d", incount);
-        goto out;
+    mxi_scratch_t x;
+    if (!mxi_scratch_init(&x, incount)) {
+        mxi_scratch_free(&x);
+        return mxi_raise(MPI_COMM_SELF, MXI_E_NO_MEM, "MPI_Waitsome of %d", incount);
     }
+    int rc;
     for (;;) {
         mxi_scan_t sc;
-        mxi_scan(incount, reqs, ops, &sc);
+        mxi_scan(incount, reqs, x.ops, &sc);
         if (sc.nacc == sc.nincomplete && sc.nincomplete > 0 && sc.nplain == 0) {
-            mxi_incomplete_ops(incount, ops, pending);
-            mxi_wait_some_op(incount, pending, 0);
+            mxi_wait_some_op(incount, x.ops, x.pending, 0);
+            mxi_scan_done(incount, x.ops);
             continue;
         }
         rc = PMPI_Testsome(incount, reqs, outcount, indices, statuses);
-        mxi_retrack(incount, reqs, ops);
+        if (rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED)
+            rc = mxi_post_multi(reqs, x.ops, indices, *outcount, statuses, 0, rc);
+        mxi_retrack(incount, reqs, x.ops);
         if (rc != MPI_SUCCESS || *outcount != 0)
             break; /* completions, or MPI_UNDEFINED when nothing is active */
-        mxi_incomplete_ops(incount, ops, pending);
-        mxi_wait_some_op(incount, pending, 1);
+        mxi_wait_some_op(incount, x.ops, x.pending, 1);
+        mxi_scan_done(incount, x.ops);
     }
-out:
-    if (ops && ops != local)
-        free(ops);
-    if (pending && pending != plocal)
-        free(pending);
+    mxi_scan_done(incount, x.ops);
+    mxi_scratch_free(&x);
     return rc;
 }
