@@ -339,7 +339,7 @@ void hg_prog_run(hg_mg_t *mg, hg_prog_t *P, int vsrc, int vdst, int k_pack, int 
   hg_level_t *O = P->owner;
   hg_exec_t *E = O->exec;
   /* the setup phase always runs with plain MPI on the host */
-  const hg_backend_t be = mg->setup_done ? mg->backend : HG_BACKEND_MPI;
+  const hg_backend_t be = mg->setup_done ? O->backend : HG_BACKEND_MPI;
   const int gpu = E->kind == HG_EXEC_CUDA;
   double *sbuf = gpu ? P->send_gpu : P->send_host;
   double *rbuf = gpu ? P->recv_gpu[P->parity] : P->recv_host;
@@ -418,7 +418,7 @@ void hg_comm_attach_streams(hg_mg_t *mg) {
 #ifndef HPGMG_NO_MPIX
   for (int l = 0; l < mg->nlevels; l++) {
     hg_level_t *L = mg->levels[l];
-    if (L->comm == MPI_COMM_NULL) continue;
+    if (L->comm == MPI_COMM_NULL || L->exec->kind == HG_EXEC_HOST) continue;
     char val[64];
     snprintf(val, sizeof(val), "0x%" PRIxPTR, (uintptr_t)L->exec->stream);
     MPI_Info info;

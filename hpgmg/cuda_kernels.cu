@@ -275,6 +275,18 @@ extern "C" int hg_cuda_init(int local_rank, char *name, size_t name_len) {
   }
   const int dev = local_rank % n;
   CK(cudaSetDevice(dev));
+  /* Load every kernel now.  With CUDA's lazy module loading (the default) the
+   * first launch of a kernel loads its module, and that can wait for work
+   * already queued in the context - e.g. a stream-ordered receive that waits
+   * for the peer, whose own first launch waits likewise: a deadlock seen with
+   * 2 ranks sharing a GPU (mpix-acc logs the same advice at info level). */
+  cudaFuncAttributes fa;
+  CK(cudaFuncGetAttributes(&fa, (const void *)k_axpby));
+  CK(cudaFuncGetAttributes(&fa, (const void *)k_mul));
+  CK(cudaFuncGetAttributes(&fa, (const void *)k_reduce));
+  CK(cudaFuncGetAttributes(&fa, (const void *)k_stencil));
+  CK(cudaFuncGetAttributes(&fa, (const void *)k_bc));
+  CK(cudaFuncGetAttributes(&fa, (const void *)k_tiles));
   cudaDeviceProp p;
   CK(cudaGetDeviceProperties(&p, dev));
   if (name && name_len) snprintf(name, name_len, "device %d (%s)", dev, p.name);

@@ -90,6 +90,7 @@ typedef struct hg_level {
   double *gpartial;           /* num_boxes, for decomposition-independent sums */
 
   hg_exec_t *exec;            /* where this level runs                        */
+  hg_backend_t backend;       /* how its communication programs run           */
   int on_gpu;
   hg_timers_t t;
   int krylov_iterations;
@@ -110,6 +111,9 @@ typedef struct {
   hg_level_t **levels;
   hg_exec_t host, hoststream, cuda;
   int setup_done;          /* before: everything runs on the host with plain MPI     */
+  int cpu_streams;         /* CPU levels of the acc/streamcomm backends on host streams:
+                              always without GPU levels; with them only if asked
+                              (--cpu-levels stream), else plain MPI on the host */
   double mgbuild_time, mgsolve_time;
   int solves;
   int last_cycles;         /* V-cycles of the last MGSolve (1 for an F-cycle) */

@@ -39,6 +39,9 @@ static void usage(int rank) {
           "  --backend mpi|acc|streamcomm  communication backend (default mpi)\n"
           "  --gpu-threshold N           levels with more than N local cells run on the GPU\n"
           "                              (default 10000; -1: never)\n"
+          "  --cpu-levels host|stream    acc/streamcomm: run the CPU levels with plain MPI on the\n"
+          "                              host thread, or on an mpix-acc host stream (default:\n"
+          "                              stream when no level runs on a GPU, else host)\n"
           "  --min-solves N              warm-up and timed solves per size (default 10)\n"
           "  --min-time S                run the timed solves for at least S seconds (default 1)\n"
           "  --boxes-in N                use N^3 boxes instead of HPGMG's choice\n"
@@ -56,6 +59,7 @@ static int parse(int argc, char **argv, opts_t *o, hg_mg_t *mg) {
   mg->cycle = HG_CYCLE_F;
   mg->backend = HG_BACKEND_MPI;
   mg->gpu_threshold = 10000;
+  mg->cpu_streams = -1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define OPT(name) (strcmp(a, name) == 0 && v && (i++, 1))
@@ -78,6 +82,10 @@ static int parse(int argc, char **argv, opts_t *o, hg_mg_t *mg) {
       else return -1;
     } else if (OPT("--gpu-threshold")) {
       mg->gpu_threshold = atol(v);
+    } else if (OPT("--cpu-levels")) {
+      if (!strcmp(v, "stream")) mg->cpu_streams = 1;
+      else if (!strcmp(v, "host")) mg->cpu_streams = 0;
+      else return -1;
     } else if (OPT("--min-solves")) {
       o->min_solves = atoi(v);
     } else if (OPT("--min-time")) {

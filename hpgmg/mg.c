@@ -82,13 +82,19 @@ void hg_mg_build(hg_mg_t *mg, int boxes_in, int box_dim) {
 }
 
 void hg_mg_prepare_execution(hg_mg_t *mg) {
-  int need_stream = mg->backend != HG_BACKEND_MPI, need_cuda = 0;
+  int need_stream = 0, need_cuda = 0, any_gpu = 0;
   for (int l = 0; l < mg->nlevels; l++) {
     hg_level_t *L = mg->levels[l];
     const long cells = (long)L->nb * L->box_dim * L->box_dim * L->box_dim;
     L->on_gpu = mg->use_cuda && cells > mg->gpu_threshold;
     need_cuda |= L->on_gpu;
   }
+  MPI_Allreduce(&need_cuda, &any_gpu, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  /* CPU levels: with GPU levels in the run they use plain MPI on the host
+   * thread (as GPUDirect-Async HPGMG does) unless --cpu-levels stream; without
+   * GPU levels the acc/streamcomm backends run them on a host stream */
+  if (mg->cpu_streams < 0) mg->cpu_streams = !any_gpu;
+  if (mg->backend != HG_BACKEND_MPI && mg->cpu_streams) need_stream = 1;
   if (need_stream && hg_exec_init(&mg->hoststream, HG_EXEC_HOSTSTREAM, "host stream") != 0) {
     fprintf(stderr, "hpgmg-fv: cannot create an mpix-acc host stream\n");
     MPI_Abort(MPI_COMM_WORLD, 1);
@@ -100,6 +106,7 @@ void hg_mg_prepare_execution(hg_mg_t *mg) {
   for (int l = 0; l < mg->nlevels; l++) {
     hg_level_t *L = mg->levels[l];
     L->exec = L->on_gpu ? &mg->cuda : (need_stream ? &mg->hoststream : &mg->host);
+    L->backend = L->exec->kind == HG_EXEC_HOST ? HG_BACKEND_MPI : mg->backend;
     int v[2] = {L->on_gpu && L->nb > 0, L->nb > 0}, s[2];
     MPI_Allreduce(v, s, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     g_gpu_mode[l] = s[0] == 0 ? 0 : s[0] == s[1] ? 1 : 2;
@@ -117,9 +124,10 @@ void hg_mg_prepare_execution(hg_mg_t *mg) {
     fprintf(stdout, "\n  Execution plan (GPU threshold %ld local cells):\n", mg->gpu_threshold);
     for (int l = 0; l < mg->nlevels; l++) {
       hg_level_t *L = mg->levels[l];
-      fprintf(stdout, "    level %2d  %5d^3  %s%s\n", l, L->dim,
+      const char *be[] = {"mpi", "acc", "streamcomm"};
+      fprintf(stdout, "    level %2d  %5d^3  %s%s, %s backend\n", l, L->dim,
               g_gpu_mode[l] == 1 ? "GPU (CUDA stream)" : g_gpu_mode[l] == 2 ? "mixed GPU/CPU" : "CPU",
-              g_gpu_mode[l] == 1 ? "" : (need_stream ? " (host stream)" : " (host thread)"));
+              g_gpu_mode[l] == 1 ? "" : (need_stream ? " (host stream)" : " (host thread)"), be[L->backend]);
     }
     fflush(stdout);
   }
@@ -377,10 +385,13 @@ void hg_print_timing(hg_mg_t *mg, int from) {
     printf("   MGSolve on GPU levels  %12s (no level runs on a GPU)\n", "-");
   printf("     host waits on streams  %10.1f per solve (%.6f seconds)\n",
          (double)(mg->hoststream.syncs + mg->cuda.syncs) * s, (mg->hoststream.sync_time + mg->cuda.sync_time) * s);
-  if (mg->backend != HG_BACKEND_MPI)
-    printf("   (%s backend: rows time the host side - launches and enqueued calls; the\n"
-           "    execution shows up where the host waits: norms, dot products, drains)\n",
-           mg->backend == HG_BACKEND_ACC ? "acc" : "streamcomm");
+  if (mg->backend != HG_BACKEND_MPI) {
+    printf("   (%s backend: on stream levels the rows time the host side - launches and\n"
+           "    enqueued calls; the execution shows up where the host waits: norms, dot\n"
+           "    products, the drain at a GPU/CPU switch", mg->backend == HG_BACKEND_ACC ? "acc" : "streamcomm");
+    if (!mg->cpu_streams) printf(".  CPU levels: plain MPI on the host thread");
+    printf(")\n");
+  }
   printf("\n\n");
   fflush(stdout);
 }

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# hpgmg/gpu-check.sh - on a GPU machine: check hpgmg-fv's GPU path, then
+# measure MGSolve time on the GPU levels for every backend.
+#
+#   hpgmg/gpu-check.sh [--bench-only|--check-only] [--reps N] [BINARY]
+#
+# BINARY defaults to build-gpu/hpgmg/hpgmg-fv (built by scripts/gpu-test.sh:
+# `make all` of a CUDA build) and needs the mpi, acc and streamcomm backends
+# and CUDA (`hpgmg-fv --features`).  MPI comes from .gpu-runtime (see
+# scripts/gpu-runtime.sh; carry that folder), unless mpiexec is on the PATH
+# and HPGMG_SYSTEM_MPI=1.  Two ranks: one GPU each when 2 GPUs are visible,
+# else both on GPU 0.
+#
+# Checks (PASS/FAIL, last line "N passed, N failed"):
+#   - GPU levels give the CPU's residual norms bit for bit (-fmad=false, same
+#     per-cell arithmetic) with the default threshold, both operators
+#   - every level on the GPU (threshold 0, bottom solve included) converges to
+#     the CPU's answer within 1e-9 relative (BiCGStab's dots are summed in
+#     another order on the GPU)
+#   - 2 ranks, GPU levels: acc and streamcomm = mpi (bit-identical), both operators
+#   - compute-sanitizer memcheck on a small GPU run
+# Bench: log2 box 4, 5, 6 with 8 boxes per rank, 2 ranks, each backend;
+# prints MGSolve time on the GPU levels (median of N runs of the timed solves).
+# Logs go to $OUT (device tool) or ./hpgmg-gpu-logs.
+set -u -o pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+LOG=${OUT:-$ROOT/hpgmg-gpu-logs}
+MA=x86_64-linux-gnu
+MODE=all
+REPS=3
+BIN=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+  --bench-only) MODE=bench ;;
+  --check-only) MODE=check ;;
+  --reps) REPS=$2; shift ;;
+  *) BIN=$1 ;;
+  esac
+  shift
+done
+BIN=${BIN:-$ROOT/build-gpu/hpgmg/hpgmg-fv}
+mkdir -p "$LOG"
+say() { printf '%s\n' "$*" | tee -a "$LOG/gpu-check.log"; }
+pass=0 fail=0
+ok() { say "PASS: $*"; pass=$((pass + 1)); }
+ko() { say "FAIL: $*"; fail=$((fail + 1)); }
+finish() { say "$pass passed, $fail failed"; [ "$fail" = 0 ]; exit $?; }
+
+# ---------------------------------------------------------------- runtime
+if [ "${HPGMG_SYSTEM_MPI:-0}" = 1 ]; then
+  MPIEXEC=${MPIEXEC:-mpiexec}
+  LAUNCH=""
+else
+  RTDIR="$ROOT/.gpu-runtime"
+  [ -f "$RTDIR/runtime.tar.xz" ] || { ko "no $RTDIR/runtime.tar.xz (scripts/gpu-runtime.sh, carry .gpu-runtime)"; finish; }
+  RT="$RTDIR/unpacked"
+  want=$(cat "$RTDIR/runtime.sha256" 2>/dev/null || sha256sum "$RTDIR/runtime.tar.xz" | cut -d' ' -f1)
+  if [ "$(cat "$RT/.stamp" 2>/dev/null)" != "$want" ]; then
+    rm -rf "$RT" && mkdir -p "$RT"
+    if command -v xz >/dev/null 2>&1; then tar -C "$RT" -xJf "$RTDIR/runtime.tar.xz"
+    else python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$RTDIR/runtime.tar.xz" "$RT"; fi
+    echo "$want" >"$RT/.stamp"
+  fi
+  R="$RT/root" U="$RT/ucx"
+  export PATH="$RT/bin:$R/usr/bin:$PATH"
+  export LD_LIBRARY_PATH="$U/lib:$R/usr/lib/$MA:$R/lib/$MA${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export UCX_MODULE_DIR="$U/lib/ucx" HWLOC_PLUGINS_PATH="$R/usr/lib/$MA/hwloc" UCX_WARN_UNUSED_ENV_VARS=n
+  MPIEXEC="$R/usr/bin/mpiexec.hydra"
+  LAUNCH=""
+  for opts in "-launcher fork" "-launcher fork -iface lo" "-launcher fork -localhost 127.0.0.1"; do
+    if timeout 30 "$MPIEXEC" $opts -n 2 true >/dev/null 2>&1; then LAUNCH=$opts; break; fi
+  done
+fi
+[ -n "${HPGMG_LIBDIR:-}" ] && export LD_LIBRARY_PATH="$HPGMG_LIBDIR:$LD_LIBRARY_PATH"
+
+say "=== hpgmg gpu-check $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader 2>&1 | sed 's/^/    /' | tee -a "$LOG/gpu-check.log"
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+feat=$("$BIN" --features 2>&1) || { ko "cannot run $BIN: $feat"; finish; }
+say "    binary: $BIN ($feat); mpiexec: $MPIEXEC $LAUNCH; GPUs: $NGPU"
+case "$feat" in *acc*cuda=yes*) ;; *) ko "$BIN lacks the acc backends or CUDA"; finish ;; esac
+if [ "$NGPU" -lt 2 ]; then export CUDA_VISIBLE_DEVICES=0; RANKS="2 ranks on GPU 0"; else RANKS="rank r on GPU r"; fi
+
+# run NAME RANKS ARGS...  ->  $LOG/NAME.log
+run() {
+  local name=$1 n=$2
+  shift 2
+  timeout "${HPGMG_RUN_TIMEOUT:-300}" "$MPIEXEC" $LAUNCH -n "$n" "$BIN" "$@" >"$LOG/$name.log" 2>&1
+  local rc=$?
+  [ $rc = 0 ] || { ko "$name: exit $rc"; tail -8 "$LOG/$name.log" | sed 's/^/    /' | tee -a "$LOG/gpu-check.log"; }
+  return $rc
+}
+res() { grep -E '^CHECK (solve|error|exact)' "$LOG/$1.log"; }
+same() { # A B what
+  if res "$1" >"$LOG/$1.res" && res "$2" >"$LOG/$2.res" && [ -s "$LOG/$1.res" ] && cmp -s "$LOG/$1.res" "$LOG/$2.res"; then
+    ok "$3 (bit-identical)"
+  else
+    ko "$3"; diff "$LOG/$1.res" "$LOG/$2.res" | head -6 | sed 's/^/    /' | tee -a "$LOG/gpu-check.log"
+  fi
+}
+rel() { grep '^CHECK solve=0' "$LOG/$1.log" | tr ' ' '\n' | sed -n 's/^rel=//p'; }
+Q="--check --min-solves 1 --min-time 0"
+
+if [ "$MODE" != bench ]; then
+  for op in fv4 7pt; do
+    run "${op}_cpu" 1 4 8 --operator $op --gpu-threshold -1 $Q &&
+      run "${op}_gpu" 1 4 8 --operator $op $Q &&
+      { grep -q 'GPU (CUDA stream)' "$LOG/${op}_gpu.log" || ko "$op: no level ran on the GPU"; } &&
+      same "${op}_cpu" "${op}_gpu" "$op 32^3: GPU levels = CPU"
+    if run "${op}_allgpu" 1 4 8 --operator $op --gpu-threshold 0 $Q; then
+      a=$(rel "${op}_cpu") b=$(rel "${op}_allgpu")
+      if awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-9 * a) }'; then
+        ok "$op 32^3: all levels on the GPU: rel=$b (CPU $a)"
+      else ko "$op 32^3: all levels on the GPU: rel=$b, CPU $a"; fi
+    fi
+    for be in mpi acc streamcomm; do run "${op}_n2_$be" 2 4 4 --operator $op --backend $be $Q; done
+    same "${op}_n2_mpi" "${op}_n2_acc" "$op, $RANKS: acc = mpi"
+    same "${op}_n2_mpi" "${op}_n2_streamcomm" "$op, $RANKS: streamcomm = mpi"
+    same "${op}_cpu" "${op}_n2_mpi" "$op: 2 ranks on GPUs = 1 rank on the CPU"
+  done
+  if command -v compute-sanitizer >/dev/null 2>&1; then
+    if timeout 600 "$MPIEXEC" $LAUNCH -n 1 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 "$BIN" 4 1 --gpu-threshold 0 $Q \
+      >"$LOG/memcheck.log" 2>&1; then ok "compute-sanitizer memcheck: no errors (fv4 16^3, all levels on the GPU)"
+    else ko "compute-sanitizer memcheck (memcheck.log)"; grep -m5 -E 'Invalid|ERROR' "$LOG/memcheck.log" | sed 's/^/    /'; fi
+  fi
+fi
+
+if [ "$MODE" != check ]; then
+  say ""
+  say "=== MGSolve time on GPU levels, 2 ranks ($RANKS), 8 boxes per rank, fv4, median of $REPS runs"
+  printf '%-10s %-11s %14s %14s %14s  %s\n' "box" "backend" "GPU levels [s]" "MGSolve [s]" "GPU levels" "rel" | tee -a "$LOG/gpu-check.log"
+  for l in 4 5 6; do
+    for be in mpi acc streamcomm; do
+      ts=() ms=()
+      for r in $(seq 1 "$REPS"); do
+        run "bench_${l}_${be}_$r" 2 $l 8 --backend $be --min-solves 10 --min-time 1 --no-richardson || continue
+        f="$LOG/bench_${l}_${be}_$r.log"
+        # the first Timing Breakdown is the h (finest) benchmark
+        ts+=("$(grep -m1 'MGSolve on GPU levels' "$f" | awk '{print $5}')")
+        ms+=("$(grep -m1 'Total time in MGSolve' "$f" | awk '{print $5}')")
+        nl=$(grep -m1 'MGSolve on GPU levels' "$f" | sed 's/.*(\(.*\))/\1/')
+        rl=$(grep -m1 'f-cycle' "$f" | sed 's/.*rel=\([^ ]*\).*/\1/')
+      done
+      med() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+      printf '%-10s %-11s %14s %14s %14s  %s\n' "$((1 << l))^3" "$be" "$(med "${ts[@]}")" "$(med "${ms[@]}")" "${nl:-?}" "${rl:-?}" |
+        tee -a "$LOG/gpu-check.log"
+    done
+  done
+fi
+finish
