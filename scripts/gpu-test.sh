@@ -11,6 +11,12 @@
 #     --shared-gpu      2 ranks on GPU 0 even when more GPUs are visible
 #     --no-sanitizer    skip the compute-sanitizer runs
 #     --cpu-suite       also run the CPU suite (make check) with this CUDA build
+#     --apps            also build the examples and hpgmg with CUDA and run
+#                       them on the GPUs: stencil2d (every variant, bitwise
+#                       check), ping_kernel_pong, hpgmg/gpu-check.sh; their
+#                       output is in tests.log, CSVs and hpgmg's log in the
+#                       log folder (apps-*)
+#     --apps-only       only those (the suite is not run)
 #     --rebuild         configure and build from scratch
 #     --budget=S        stop starting tests S seconds after the start (default
 #                       540; tests not run are reported as failures)
@@ -31,7 +37,7 @@ LOGDIR=${OUT:-$ROOT/gpu-logs}
 BUILD="$ROOT/build-gpu"
 MA=x86_64-linux-gnu
 
-QUICK=0 ONLY="" SHARED=0 SANITIZER=1 CPUSUITE=0 REBUILD=0 NOGPU=0 BUDGET=540
+QUICK=0 ONLY="" SHARED=0 SANITIZER=1 CPUSUITE=0 REBUILD=0 NOGPU=0 BUDGET=540 APPS=0 SUITE=1
 for a in "$@"; do
     case "$a" in
     --quick) QUICK=1 ;;
@@ -39,6 +45,8 @@ for a in "$@"; do
     --shared-gpu) SHARED=1 ;;
     --no-sanitizer) SANITIZER=0 ;;
     --cpu-suite) CPUSUITE=1 ;;
+    --apps) APPS=1 ;;
+    --apps-only) APPS=1 SUITE=0 ;;
     --rebuild) REBUILD=1 ;;
     --no-gpu) NOGPU=1 ;;
     --budget=*) BUDGET=${a#--budget=} ;;
@@ -218,7 +226,8 @@ mkdir -p "$BUILD"
 cd "$BUILD" || abort "no $BUILD"
 if [ ! -f config.status ]; then
     echo "\$ ../configure ..." >>"$BUILDLOG"
-    ../configure --with-cuda="$CUDA_HOME" --with-ucx="$U" --disable-static \
+    # CC explicitly: the machine's environment may name another compiler in CC
+    ../configure CC="$RT/bin/mpicc" --with-cuda="$CUDA_HOME" --with-ucx="$U" --disable-static \
         CPPFLAGS="-I$R/usr/include" LDFLAGS="-L$R/usr/lib/$MA -Wl,-rpath-link,$R/usr/lib/$MA" \
         >>"$BUILDLOG" 2>&1 || {
         tail -30 "$BUILDLOG" | tee -a "$CONSOLE"
@@ -239,6 +248,7 @@ JOBS=$(nproc)
 # break or slow down the GPU run (--cpu-suite builds everything)
 TARGETS="src/libmpixacc.la tools/mpixacc_info gpu-tests"
 [ "$CPUSUITE" = 1 ] && TARGETS="all tests gpu-tests"
+[ "$APPS" = 1 ] && TARGETS="$TARGETS examples/stencil2d/stencil2d examples/ping_kernel_pong/ping_kernel_pong hpgmg/hpgmg-fv"
 [ "$NOGPU" = 1 ] && TARGETS="$TARGETS test/mpi/ring"
 MK=(make)
 if ! make -n gpu-tests >/dev/null 2>&1; then
@@ -272,7 +282,9 @@ FB_SCALE=0.3
 # one GPU shared by both ranks: fallback wait kernels spin in time slices
 [ "$NGPU_RUN" -le 1 ] && FB_SCALE=0.1
 SAN_SCALE=0.02
+GUARD=280 # the programs' own time guard (prints the phase), below the runner's
 if [ "$QUICK" = 1 ]; then
+    GUARD=100
     SCALE=0.1
     FB_SCALE=0.05
     SAN_SCALE=0.01
@@ -293,6 +305,8 @@ run_test() {
         return 0
     fi
     [ "$tmo" -gt $((left - 10)) ] && tmo=$((left - 10))
+    # --quick: a hang costs at most 2 minutes
+    [ "$QUICK" = 1 ] && [ "$tmo" -gt 120 ] && tmo=120
     t0=$(date +%s.%N)
     timeout -k 10 "$tmo" "$@" >"$out" 2>&1
     rc=$?
@@ -339,6 +353,7 @@ if [ "$NOGPU" = 1 ]; then
     finish
 fi
 
+if [ "$SUITE" = 1 ]; then
 step "tests"
 export MPIX_ACC_LOG=info # the per-context line shows the mode really in use
 run_test info/memops 60 'mode: memops' -- env MPIX_ACC_MEMOPS=1 "$INFO"
@@ -350,7 +365,7 @@ MODE_MEMOPS='CUDA backend: context .*: stream memory operations'
 MODE_FALLBACK='CUDA backend: context .*: kernel fallback'
 for t in $GPU_TESTS; do
     run_test "memops/$t" 300 "$MODE_MEMOPS" -- env MPIX_ACC_MEMOPS=1 \
-        "$MPIEXEC" $LAUNCH -n 2 "$BIN/$t" --scale=$SCALE
+        "$MPIEXEC" $LAUNCH -n 2 "$BIN/$t" --scale=$SCALE --timeout=$GUARD
 done
 PP_ARGS=""
 [ "$QUICK" = 1 ] && PP_ARGS="--iters=200 --reps=3 --bw-iters=3"
@@ -363,7 +378,7 @@ if grep -q '^TEST memops/pingpong' "$TESTLOG"; then
 fi
 for t in $GPU_TESTS; do
     run_test "fallback/$t" 300 "$MODE_FALLBACK" -- env MPIX_ACC_MEMOPS=0 \
-        "$MPIEXEC" $LAUNCH -n 2 "$BIN/$t" --scale=$FB_SCALE
+        "$MPIEXEC" $LAUNCH -n 2 "$BIN/$t" --scale=$FB_SCALE --timeout=$GUARD
 done
 
 if [ "$SANITIZER" = 1 ]; then
@@ -387,6 +402,24 @@ fi
 
 run_test "fallback/pingpong" 300 'PASS' -- env MPIX_ACC_MEMOPS=0 MPIX_ACC_LOG=warn \
     "$MPIEXEC" $LAUNCH -n 2 "$BIN/pingpong" --iters=200 --reps=3 --bw-iters=3
+
+fi
+
+if [ "$APPS" = 1 ]; then
+    step "applications (examples, hpgmg)"
+    EX="$BUILD/examples"
+    # the stencil: every variant in one launch, bitwise check against the
+    # single-rank reference; 256^2 and 4096^2 points per GPU (issue targets)
+    run_test "apps/stencil2d" 300 'RESULT: OK' -- env MPIX_ACC_LOG=warn \
+        "$MPIEXEC" $LAUNCH -n 2 "$EX/stencil2d/stencil2d" --backend cuda --sizes 64,256,1024,4096 \
+        --steps 100 --repeats 5 --csv "$LOGDIR/apps-stencil.csv"
+    run_test "apps/ping_kernel_pong" 300 'RESULT: OK' -- env MPIX_ACC_LOG=warn \
+        "$MPIEXEC" $LAUNCH -n 2 "$EX/ping_kernel_pong/ping_kernel_pong" --backend cuda \
+        --csv "$LOGDIR/apps-pkp.csv"
+    run_test "apps/hpgmg" 400 '0 failed' -- env MPIX_ACC_LOG=warn OUT="$TMP/hpgmg" \
+        "$ROOT/hpgmg/gpu-check.sh" --reps 1 "$BUILD/hpgmg/hpgmg-fv"
+    cp "$TMP/hpgmg/gpu-check.log" "$LOGDIR/apps-hpgmg.txt" 2>/dev/null
+fi
 
 if [ "$CPUSUITE" = 1 ]; then
     run_test "cpu-suite (make check)" 580 '' -- make -C "$BUILD" check

@@ -106,6 +106,13 @@ mx_status_t mxe_local_address(const void **addr, size_t *len) { return mxt_local
 mx_status_t mxe_start(const void *blob, const size_t *offsets, int nranks)
 {
     MX_TRY(mxt_set_peer_addresses(blob, offsets, nranks));
+    /* UCX's lazy set-up may synchronize the GPU (cuMemFree): do it now,
+     * before any stream can wait on the progress thread. With CUDA, connect
+     * to every rank of jobs up to MXE_EAGER_CONNECT_MAX ranks as well. */
+    mxa_features_t feat;
+    mxa_get_features(&feat);
+    int with_cuda = feat.cuda_active;
+    MX_TRY(mxt_warm_up(with_cuda, with_cuda && nranks <= MXE_EAGER_CONNECT_MAX));
 
     mxe.epoll_fd = epoll_create1(EPOLL_CLOEXEC);
     if (mxe.epoll_fd < 0)

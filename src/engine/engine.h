@@ -35,6 +35,8 @@
 #define MXE_CTX_MAX   ((1u << MXE_CTX_BITS) - 1)
 #define MXE_RANK_MAX  ((1 << MXE_SRC_BITS) - 1) /* ranks 0..MXE_RANK_MAX-1 */
 #define MXE_TAG_MAX   ((1 << MXE_TAG_BITS) - 1)
+/* With CUDA, jobs up to this size connect all endpoints at MPI_Init. */
+#define MXE_EAGER_CONNECT_MAX 1024
 
 #define MXE_ANY_SOURCE (-1)
 #define MXE_ANY_TAG    (-1)

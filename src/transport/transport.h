@@ -56,6 +56,16 @@ unsigned mxt_progress(void);
 int mxt_event_fd(void);
 mx_status_t mxt_arm(void);
 
+/* Before the progress thread starts (the caller owns the worker): do now
+ * what UCX otherwise does lazily on first use and what may synchronize the
+ * GPU (protocol selection allocates and frees memory of each type;
+ * cuMemFree waits for every stream of the context). On the progress thread,
+ * with a stream blocked on a wait that thread must release, that deadlocks.
+ * Connects to every rank when connect_all, and sends eager and rendezvous
+ * messages to self with host memory and, when with_cuda, CUDA device and
+ * managed memory. */
+mx_status_t mxt_warm_up(int with_cuda, int connect_all);
+
 /* Flush all endpoints and close them (finalize). */
 mx_status_t mxt_flush_and_close(void);
 

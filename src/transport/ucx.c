@@ -366,6 +366,117 @@ static ucs_status_t mxt_wait_request(ucs_status_ptr_t req)
     return st;
 }
 
+/* ---- warm-up ---- */
+
+typedef struct {
+    int done;
+    ucs_status_t status;
+} mxt_warm_req_t;
+
+static void mxt_warm_send_cb(void *request, ucs_status_t status, void *user_data)
+{
+    (void)request;
+    mxt_warm_req_t *w = user_data;
+    w->status = status;
+    w->done = 1;
+}
+
+static void mxt_warm_recv_cb(void *request, ucs_status_t status, const ucp_tag_recv_info_t *info,
+                             void *user_data)
+{
+    (void)request;
+    (void)info;
+    mxt_warm_send_cb(request, status, user_data);
+}
+
+/* Progress until the request completes; frees it. */
+static ucs_status_t mxt_warm_finish(ucs_status_ptr_t req, mxt_warm_req_t *w)
+{
+    if (UCS_PTR_IS_ERR(req))
+        return UCS_PTR_STATUS(req);
+    if (req == NULL)
+        return UCS_OK;
+    while (!w->done)
+        ucp_worker_progress(mxt.worker);
+    ucp_request_free(req);
+    return w->status;
+}
+
+/* One message of len bytes from buf to rbuf through the endpoint to self. */
+static ucs_status_t mxt_warm_loopback(ucp_ep_h self, void *buf, void *rbuf, size_t len,
+                                      ucs_memory_type_t mt)
+{
+    const ucp_tag_t tag = UINT64_MAX; /* ctx field all ones: no communicator has it */
+    mxt_warm_req_t ws = {0, UCS_OK}, wr = {0, UCS_OK};
+    ucp_request_param_t rp, sp;
+    memset(&rp, 0, sizeof(rp));
+    rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                      UCP_OP_ATTR_FIELD_MEMORY_TYPE | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    rp.cb.recv = mxt_warm_recv_cb;
+    rp.user_data = &wr;
+    rp.memory_type = mt;
+    sp = rp;
+    sp.cb.send = mxt_warm_send_cb;
+    sp.user_data = &ws;
+    ucs_status_ptr_t r = ucp_tag_recv_nbx(mxt.worker, rbuf, len, tag, UINT64_MAX, &rp);
+    ucs_status_ptr_t q = ucp_tag_send_nbx(self, buf, len, tag, &sp);
+    ucs_status_t a = mxt_warm_finish(q, &ws);
+    ucs_status_t b = mxt_warm_finish(r, &wr);
+    return a != UCS_OK ? a : b;
+}
+
+mx_status_t mxt_warm_up(int with_cuda, int connect_all)
+{
+    /* Endpoints: creating one selects protocols for its configuration. */
+    int n = connect_all ? mxt.world_size : 0;
+    for (int r = 0; r < n; r++) {
+        ucp_ep_h ep;
+        MX_TRY(mxt_get_ep(r, &ep));
+    }
+    ucp_ep_h self;
+    MX_TRY(mxt_get_ep(mxt.world_rank, &self));
+
+    /* Eager and rendezvous messages of each memory type through the
+     * endpoint to self: protocol selection for these memory types, and the
+     * one-time probing allocations of each type (UCX caches them per
+     * context). */
+    static const ucs_memory_type_t types[] = {UCS_MEMORY_TYPE_HOST, UCS_MEMORY_TYPE_CUDA,
+                                              UCS_MEMORY_TYPE_CUDA_MANAGED};
+    const size_t lens[] = {8, 256 * 1024};
+    for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+        ucs_memory_type_t mt = types[t];
+        if (mt != UCS_MEMORY_TYPE_HOST &&
+            (!with_cuda || !(mxt.memory_types & UCS_BIT(mt))))
+            continue;
+        ucp_mem_map_params_t mp;
+        memset(&mp, 0, sizeof(mp));
+        mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS |
+                        UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE;
+        mp.length = 2 * lens[1];
+        mp.flags = UCP_MEM_MAP_ALLOCATE;
+        mp.memory_type = mt;
+        ucp_mem_h memh;
+        ucs_status_t st = ucp_mem_map(mxt.context, &mp, &memh);
+        if (st != UCS_OK) {
+            MPIX_ACC_LOG(MX_LOG_INFO, "UCX warm-up: cannot allocate %s memory: %s",
+                         ucs_memory_type_names[mt], ucs_status_string(st));
+            continue;
+        }
+        ucp_mem_attr_t ma;
+        memset(&ma, 0, sizeof(ma));
+        ma.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
+        st = ucp_mem_query(memh, &ma);
+        for (size_t i = 0; st == UCS_OK && i < sizeof(lens) / sizeof(lens[0]); i++)
+            st = mxt_warm_loopback(self, ma.address, (char *)ma.address + lens[1], lens[i], mt);
+        if (st != UCS_OK)
+            MPIX_ACC_LOG(MX_LOG_INFO, "UCX warm-up with %s memory: %s",
+                         ucs_memory_type_names[mt], ucs_status_string(st));
+        ucp_mem_unmap(mxt.context, memh);
+    }
+    MPIX_ACC_LOG(MX_LOG_DEBUG, "UCX warm-up done (%d endpoints connected eagerly)", n);
+    return MX_OK;
+}
+
 mx_status_t mxt_flush_and_close(void)
 {
     mx_status_t result = MX_OK;
