@@ -65,6 +65,7 @@ typedef struct {
     mxe_op_t *live_head;          /* started or pending ops, for reports */
     int waits_dirty;              /* an op completed since the last check */
     int abort_pending;            /* an ABORT was handled this pass */
+    int aborting;                 /* finalize: live ops are being cancelled */
     int polling_streams;          /* active streams that need polling */
     int epoll_fd;
     int placed_near_gpu;          /* progress thread bound near a GPU */

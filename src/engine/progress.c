@@ -127,6 +127,8 @@ static void mxe_transport_done(void *user, mx_status_t status, uint64_t sender_t
             op->result.source = mxe_tag_source(sender_tag);
             op->result.tag = mxe_tag_user(sender_tag);
             op->result.bytes = status == MX_OK ? length : op->bytes;
+        } else if (status == MX_ERR_CANCELED && mxe.aborting) {
+            status = MX_ERR_TIMED_OUT; /* cancelled by mxe_handle_abort */
         } else if (status == MX_ERR_CANCELED && atomic_load(&op->cancel_requested)) {
             op->result.cancelled = 1;
             op->result.source = op->peer;
@@ -136,7 +138,8 @@ static void mxe_transport_done(void *user, mx_status_t status, uint64_t sender_t
     } else {
         op->result.bytes = op->bytes;
     }
-    if (status != MX_OK && status != MX_ERR_TRUNCATED && status != MX_ERR_CANCELED)
+    if (status != MX_OK && status != MX_ERR_TRUNCATED && status != MX_ERR_CANCELED &&
+        !mxe.aborting) /* mxe_handle_abort reports its own */
         MPIX_ACC_LOG(MX_LOG_ERROR, "%s of %zu bytes %s rank %d (tag %d) failed: %s",
                      op->type == MXE_OP_SEND ? "send" : "receive", op->bytes,
                      op->type == MXE_OP_SEND ? "to" : "from", op->peer, op->tag,
@@ -365,11 +368,14 @@ static const char *mxe_kind_name(mxa_kind_t k)
 static int mxe_handle_abort(void)
 {
     int count = 0;
+    mxe.aborting = 1;
     mxe_op_t *op = mxe.live_head;
     while (op) {
         mxe_op_t *next = op->next_active;
         int state = atomic_load(&op->state);
         const char *what = op->type == MXE_OP_SEND ? "send" : "receive";
+        op->result.source = op->peer;
+        op->result.tag = op->tag;
         if (state == MXE_STATE_QUEUED) {
             uint64_t reached = op->stream->backend->poll_trigger(op->stream);
             MPIX_ACC_LOG(MX_LOG_ERROR,
@@ -390,12 +396,14 @@ static int mxe_handle_abort(void)
                          op->stream->handle,
                          op->type == MXE_OP_RECV ? "no matching message arrived"
                                                  : "the receiver never took the data");
+            /* UCX may call the receive's callback from inside the cancel:
+             * mxe_transport_done then completes the op (with
+             * MX_ERR_TIMED_OUT, as mxe.aborting is set). */
             if (op->type == MXE_OP_RECV && op->transport_active && op->transport_handle)
                 mxt_cancel(op->transport_handle);
         }
-        op->result.source = op->peer;
-        op->result.tag = op->tag;
-        mxe_op_complete(op, MX_ERR_TIMED_OUT);
+        if (!mxe_op_is_complete(op))
+            mxe_op_complete(op, MX_ERR_TIMED_OUT);
         count++;
         op = next;
     }
