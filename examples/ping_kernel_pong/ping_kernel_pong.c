@@ -221,8 +221,21 @@ static void nccl_setup(const pkp_t *p)
     if (p->rank == 0)
         PKP_NCCL(nc.GetUniqueId(&id));
     EX_MPI(MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD));
+    /* NCCL refuses two ranks on one GPU ("invalid usage"): the variant is
+     * then skipped with the reason, not the whole run. */
+    ncclResult_t r = ncclSuccess;
     if (p->role >= 0)
-        PKP_NCCL(nc.CommInitRank(&nc.comm, 2, id, p->role));
+        r = nc.CommInitRank(&nc.comm, 2, id, p->role);
+    int good = r == ncclSuccess, all_good = 0;
+    EX_MPI(MPI_Allreduce(&good, &all_good, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    if (!all_good) {
+        if (good && nc.comm)
+            nc.CommDestroy(nc.comm);
+        nc.comm = NULL;
+        snprintf(nc.why, sizeof nc.why, "ncclCommInitRank failed%s%s (NCCL needs one GPU per rank)",
+                 good ? " on the peer" : ": ", good ? "" : nc.GetErrorString(r));
+        return;
+    }
     nc.ok = 1;
 }
 
