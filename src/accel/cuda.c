@@ -1116,30 +1116,6 @@ int mxa_cuda_active(void)
 }
 
 /* Is every stream known to be idle (so the words and modules can go)? */
-static int all_streams_idle(void)
-{
-    pthread_t self = pthread_self();
-    for (cuda_stream_t *cs = g.streams; cs != NULL; cs = cs->next) {
-        if (cs->special == SPECIAL_PER_THREAD && !pthread_equal(cs->thread, self))
-            return 0; /* another thread's stream: cannot be queried from here */
-        if (cs->ctx->stale)
-            return 0;
-        if (cs->special == SPECIAL_NONE && cs->have_id) {
-            unsigned long long id;
-            if (MXA_CU(cuStreamGetId)(cs->cu, &id) != CUDA_SUCCESS || id != cs->stream_id)
-                return 0; /* destroyed: its last work may still be queued */
-        }
-        int entered = ctx_enter(cs->ctx->ctx);
-        if (entered < 0)
-            return 0;
-        CUresult r = MXA_CU(cuStreamQuery)(cs->cu);
-        ctx_leave(entered);
-        if (r != CUDA_SUCCESS)
-            return 0;
-    }
-    return 1;
-}
-
 void mxa_cuda_finalize(void)
 {
     pthread_mutex_lock(&g.lock);
@@ -1149,35 +1125,25 @@ void mxa_cuda_finalize(void)
     }
     if (atomic_load(&g_active)) {
         atomic_store(&g_active, 0);
-        int idle = all_streams_idle();
+        /* The pinned sequence words and the kernel modules stay until the
+         * process exits (the driver frees them then). Whether every stream
+         * has passed its last point cannot be asked safely: the application
+         * may have destroyed its streams, and a destroyed CUstream must not
+         * be passed to the driver (undefined behaviour: the suspected cause
+         * of the SIGSEGV at exit seen on the H100 in any_source, 2026-11-22,
+         * not yet confirmed there). Freeing words a stream may still read
+         * could fault the GPU. */
         size_t nslabs = 0;
         for (slab_t *sl = g.slabs; sl != NULL; sl = sl->next)
             nslabs++;
-        if (idle) {
-            for (cuda_ctx_t *cx = g.ctxs; cx != NULL; cx = cx->next) {
-                if (cx->module != NULL && !cx->stale) {
-                    int e = ctx_enter(cx->ctx);
-                    if (e >= 0) {
-                        MXA_CU(cuModuleUnload)(cx->module);
-                        ctx_leave(e);
-                    }
-                }
-            }
-            for (slab_t *sl = g.slabs; sl != NULL; sl = sl->next)
-                MXA_CU(cuMemFreeHost)(sl->host);
-            if (g.primary0_retained)
-                MXA_CU(cuDevicePrimaryCtxRelease)(g.devs[0].dev);
-            for (int i = 0; i < g.ndev; i++)
-                if (g.devs[i].primary != NULL)
-                    MXA_CU(cuDevicePrimaryCtxRelease)(g.devs[i].dev);
-        } else {
-            /* A stream may still be about to read or write its words (a
-             * wait not yet passed, a trigger not yet reached): freeing them
-             * could fault the GPU. The driver frees them at process exit. */
-            MPIX_ACC_LOG(MX_LOG_DEBUG, "CUDA backend: streams not known idle at finalize: "
-                         "keeping %zu KiB of pinned sequence words and the kernel modules",
-                         nslabs * SLAB_BYTES / 1024);
-        }
+        MPIX_ACC_LOG(MX_LOG_DEBUG, "CUDA backend: finalize keeps %zu KiB of pinned sequence "
+                     "words and the kernel modules until the process exits",
+                     nslabs * SLAB_BYTES / 1024);
+        if (g.primary0_retained)
+            MXA_CU(cuDevicePrimaryCtxRelease)(g.devs[0].dev);
+        for (int i = 0; i < g.ndev; i++)
+            if (g.devs[i].primary != NULL)
+                MXA_CU(cuDevicePrimaryCtxRelease)(g.devs[i].dev);
         while (g.slabs != NULL) {
             slab_t *sl = g.slabs;
             g.slabs = sl->next;

@@ -78,6 +78,7 @@ mx_status_t mxe_init(const mxe_init_args_t *args)
         MX_FAIL(MX_ERR_SYSTEM, "eventfd: %s", strerror(errno));
 
     mxp_init(); /* without hwloc or a topology: placement is simply skipped */
+    mxp_set_placement_context(args->local_rank, args->local_size);
     snprintf(mxe.gpu_busid, sizeof(mxe.gpu_busid), "%s", args->gpu_busid ? args->gpu_busid : "");
     const char *nic = NULL;
     if (args->gpu_busid && mxu_config.set_net_devices && !getenv("UCX_NET_DEVICES")) {

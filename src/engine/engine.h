@@ -154,6 +154,8 @@ typedef struct {
     int world_rank;
     int world_size;
     const char *gpu_busid; /* GPU of the calling thread at init, or NULL */
+    int local_rank;        /* rank among the processes of this node */
+    int local_size;        /* processes on this node (0: unknown) */
 } mxe_init_args_t;
 
 /* Phase 1 (application thread, after PMPI_Init): create the transport. */

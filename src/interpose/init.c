@@ -29,6 +29,14 @@ static void mxi_bring_up(void)
     if (mxa_init() != MX_OK)
         ok = 0;
     mxe_init_args_t args = {.world_rank = mxi.world_rank, .world_size = mxi.world_size};
+    /* processes sharing this node, for the progress thread's placement */
+    MPI_Comm node;
+    if (PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
+        MPI_SUCCESS) {
+        PMPI_Comm_rank(node, &args.local_rank);
+        PMPI_Comm_size(node, &args.local_size);
+        PMPI_Comm_free(&node);
+    }
 #ifdef MPIXACC_HAVE_CUDA
     args.gpu_busid = mxa_cuda_active() ? mxa_cuda_current_pci_busid() : NULL;
 #endif

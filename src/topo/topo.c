@@ -42,6 +42,8 @@
 
 static pthread_mutex_t topo_lock = PTHREAD_MUTEX_INITIALIZER;
 static int test_current_cpu = -1;
+static int app_cpu = -1;       /* the application thread's CPU at init */
+static int local_rank, local_size;
 static char nic_buf[96];
 
 /* Bind with the OS directly (no hwloc, or a test topology). */
@@ -146,6 +148,8 @@ static int current_cpu_locked(void)
 {
     if (test_current_cpu >= 0)
         return test_current_cpu;
+    if (app_cpu >= 0)
+        return app_cpu;
     int cpu = -1;
     if (hwloc_topology_is_thissystem(topo)) {
         hwloc_bitmap_t set = hwloc_bitmap_alloc();
@@ -224,7 +228,14 @@ static int choose_locked(const char *gpu_busid, char *why, size_t whylen)
         if (!hwloc_bitmap_iszero(tmp))
             hwloc_bitmap_copy(cand, tmp);
     }
-    cpu = hwloc_bitmap_last(cand);
+    /* Ranks of one node (sharing a GPU or a NUMA node) take distinct
+     * candidates, counted from the last. */
+    int ncand = hwloc_bitmap_weight(cand);
+    int skip = ncand > 0 ? local_rank % ncand : 0;
+    for (cpu = hwloc_bitmap_last(cand); cpu >= 0 && skip > 0; skip--) {
+        hwloc_bitmap_clr(cand, (unsigned)cpu);
+        cpu = hwloc_bitmap_last(cand);
+    }
 out:
     hwloc_bitmap_free(cand);
     hwloc_bitmap_free(tmp);
@@ -246,6 +257,16 @@ int mxp_choose_progress_cpu(int forced, const char *gpu_pci_busid)
         pthread_mutex_unlock(&topo_lock);
         MPIX_ACC_LOG(MX_LOG_INFO, "progress thread not bound (no hwloc topology)");
         return -1;
+    }
+    if (local_size > 0) {
+        int allowed = hwloc_bitmap_weight(hwloc_topology_get_allowed_cpuset(topo));
+        if (allowed > 0 && 2 * local_size > allowed) {
+            pthread_mutex_unlock(&topo_lock);
+            MPIX_ACC_LOG(MX_LOG_INFO, "progress thread not bound: %d processes on this node "
+                         "share %d CPUs (binding needs 2 per process); "
+                         "MPIX_ACC_PROGRESS_CPU=<cpu> forces a core", local_size, allowed);
+            return -1;
+        }
     }
     char why[160] = "";
     int cpu = choose_locked(gpu_pci_busid, why, sizeof(why));
@@ -474,6 +495,15 @@ void mxp_describe(char *buf, unsigned len)
 }
 
 #endif /* MPIXACC_HAVE_HWLOC */
+
+void mxp_set_placement_context(int rank, int size)
+{
+    pthread_mutex_lock(&topo_lock);
+    local_rank = rank > 0 ? rank : 0;
+    local_size = size > 0 ? size : 0;
+    app_cpu = sched_getcpu();
+    pthread_mutex_unlock(&topo_lock);
+}
 
 void mxp_test_set_current_cpu(int cpu)
 {

@@ -19,6 +19,15 @@ void mxp_finalize(void);
  * the calling thread is not running on. Returns -1 if nothing can be
  * chosen. The choice is logged at info level. */
 int mxp_choose_progress_cpu(int forced, const char *gpu_pci_busid);
+/* Placement context, from the application thread at init: this process's
+ * rank among the processes of its node and their number (0: unknown), and
+ * the application thread's CPU now. Ranks of a node then get distinct cores
+ * (counted from the last candidate by local rank), and when the node is
+ * oversubscribed - fewer allowed CPUs than two per process (an application
+ * thread and a progress thread) - the progress thread is not bound: pinned
+ * progress threads stacked on shared cores starved the ranks' other threads
+ * (4 ranks on 2 cores: barriers stalled for tens of seconds). */
+void mxp_set_placement_context(int local_rank, int local_size);
 /* Bind the calling thread to `cpu` (no-op and MX_OK when cpu < 0). */
 mx_status_t mxp_bind_self(int cpu);
 /* Name of the network device closest to the GPU (e.g. "mlx5_0:1"), or NULL. */

@@ -39,7 +39,8 @@
       "Log threshold: error, warn, info or debug")                                               \
     X(PROGRESS_CPU, INT, progress_cpu, "-1",                                                     \
       "Core to bind the progress thread to; -1 chooses one with hwloc (near the GPU, else on "    \
-      "the calling thread's NUMA node), -2 disables binding")                                    \
+      "the calling thread's NUMA node; one core per rank of the node; unbound when the node "     \
+      "has fewer than 2 CPUs per process), -2 disables binding")                                 \
     X(PROGRESS_SPIN_US, INT, progress_spin_us, "100",                                            \
       "Microseconds the progress thread spins without work before it blocks")                    \
     X(PROGRESS_POLL_US, INT, progress_poll_us, "20",                                             \

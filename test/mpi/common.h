@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #define T_UNUSED __attribute__((unused))
@@ -135,9 +136,19 @@ static inline const char *t_errstr(int code)
 }
 
 /* A call that must succeed. */
+/* The MPI call the main thread is in (or last made), for reports from
+ * other threads: a gate that times out names it. */
+T_UNUSED static const char *_Atomic t_in_call = "";
+T_UNUSED static _Atomic int t_in_line;
+T_UNUSED static _Atomic double t_in_since; /* 0: not inside a T_MPI call */
+
 #define T_MPI(call)                                                                              \
     do {                                                                                         \
+        atomic_store(&t_in_call, #call);                                                         \
+        atomic_store(&t_in_line, __LINE__);                                                      \
+        atomic_store(&t_in_since, t_now());                                                      \
         int t_rc_ = (call);                                                                      \
+        atomic_store(&t_in_since, 0.0);                                                          \
         if (t_rc_ != MPI_SUCCESS)                                                                \
             t_fail("%s:%d: %s returned %s, expected MPI_SUCCESS", __FILE__, __LINE__, #call,      \
                    t_errstr(t_rc_));                                                             \
@@ -173,6 +184,29 @@ static inline void t_guard(int s)
     alarm((unsigned)t_timeout_s);
 }
 
+/* Watchdog: names the MPI call the main thread has been inside for more
+ * than 10 s (once per call), so a rank that blocks where it must not says
+ * where, even when another rank's failure ends the job first. */
+static void *t_watchdog(void *arg)
+{
+    (void)arg;
+    double reported = -1.0;
+    for (;;) {
+        sleep(1);
+        double since = atomic_load(&t_in_since);
+        if (since > 0.0 && since != reported && t_now() - since > T_SLOW(10.0)) {
+            reported = since;
+            fprintf(stderr, "[%s] rank %d: main thread inside line %d: %s for %.0f s\n", t_name,
+                    t_rank, atomic_load(&t_in_line), atomic_load(&t_in_call), t_now() - since);
+            /* debugging hook, e.g. a script that prints every rank's stacks */
+            const char *cmd = getenv("MPIXACC_TEST_HANG_CMD");
+            if (cmd && *cmd && system(cmd) != 0)
+                fprintf(stderr, "[%s] rank %d: MPIXACC_TEST_HANG_CMD failed\n", t_name, t_rank);
+        }
+    }
+    return NULL;
+}
+
 static inline void t_init(int *argc, char ***argv, const char *name, int timeout_s)
 {
     t_name = name;
@@ -185,6 +219,9 @@ static inline void t_init(int *argc, char ***argv, const char *name, int timeout
     T_MPI(MPI_Init(argc, argv));
     MPI_Comm_rank(MPI_COMM_WORLD, &t_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &t_size);
+    pthread_t wd;
+    if (pthread_create(&wd, NULL, t_watchdog, NULL) == 0)
+        pthread_detach(wd);
     t_phase("start");
 }
 
@@ -264,7 +301,10 @@ T_UNUSED static void t_gate_fn(void *arg)
     double t0 = t_now();
     while (!atomic_load(&g->open)) {
         if (t_now() - t0 > T_SLOW(30.0)) {
-            t_async_fail("gate was never opened (%.0f s)", T_SLOW(30.0));
+            t_async_fail("gate was never opened (%.0f s); main thread in or after line %d: %s",
+                         T_SLOW(30.0), atomic_load(&t_in_line), atomic_load(&t_in_call));
+            fprintf(stderr, "[rank %d] gate timeout: main thread in or after line %d: %s\n",
+                    t_rank, atomic_load(&t_in_line), atomic_load(&t_in_call));
             return;
         }
         t_sleep_ms(0.2);

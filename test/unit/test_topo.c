@@ -142,6 +142,21 @@ static void test_xml(void)
     mxp_test_set_current_cpu(0);
     CHECK_EQ_LL(mxp_choose_progress_cpu(-1, "0000:81:00.0"), 7);
     CHECK_EQ_LL(mxp_choose_progress_cpu(-1, "81:00.0"), 7); /* domain optional */
+    /* two ranks sharing GPU 81:00.0 get distinct cores (regression: on the
+     * H100 both progress threads were bound to CPU 15) */
+    mxp_set_placement_context(1, 2);
+    mxp_test_set_current_cpu(0);
+    CHECK_EQ_LL(mxp_choose_progress_cpu(-1, "0000:81:00.0"), 6);
+    mxp_set_placement_context(0, 2);
+    mxp_test_set_current_cpu(0);
+    CHECK_EQ_LL(mxp_choose_progress_cpu(-1, "0000:81:00.0"), 7);
+    /* oversubscribed: 5 processes need 10 CPUs, 8 are allowed: no binding;
+     * a forced CPU still wins */
+    mxp_set_placement_context(3, 5);
+    mxp_test_set_current_cpu(0);
+    CHECK_EQ_LL(mxp_choose_progress_cpu(-1, "0000:81:00.0"), -1);
+    CHECK_EQ_LL(mxp_choose_progress_cpu(2, NULL), 2);
+    mxp_set_placement_context(0, 0); /* unknown: as before */
     /* unknown GPU: NUMA node of the calling thread (CPU 5 -> node 1) */
     mxp_test_set_current_cpu(5);
     CHECK_EQ_LL(mxp_choose_progress_cpu(-1, "0000:55:00.0"), 7);
