@@ -19,7 +19,7 @@
 # Each check prints PASS/FAIL; the last line is "N passed, N failed".
 # Exit status 0 only if nothing failed.
 
-BIN=${1:-${HPGMG_FV:-hpgmg/hpgmg-fv}}
+BIN=${1:-${HPGMG_FV:-${MPIXACC_BUILDDIR:+$MPIXACC_BUILDDIR/}hpgmg/hpgmg-fv}}
 MPIEXEC=${MPIEXEC:-mpiexec}
 TMO=${HPGMG_TIMEOUT:-300}
 here=$(cd "$(dirname "$0")" && pwd)

@@ -242,7 +242,8 @@ if [ "$only" != unit ] && [ $mode != tsan ]; then
         prog=${w[0]}
         np=${w[1]:-}
         envs=("${w[@]:2}")
-        name="mpi/$(basename "$prog"):$np"
+        # scripts given by path keep their directory in the name (two tests.sh)
+        if [[ $prog == */* ]]; then name="$prog:$np"; else name="mpi/$prog:$np"; fi
         [ ${#envs[@]} -gt 0 ] && name="${name}[$(IFS=,; echo "${envs[*]}")]"
         selected "$name" || continue
         if [[ ! $np =~ ^([0-9]+|-)$ ]]; then fail "$name" "bad line in test/mpi/TESTS: $e"; continue; fi
