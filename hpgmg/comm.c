@@ -60,7 +60,7 @@ static hg_tile_t *tiles_to_mem(const hg_tile_t *t, int n, hg_mem_t mem) {
 /* group sorted entries by peer; assign buffer offsets; *tiles gets the tiles */
 static int group(hg_level_t *owner, elist_t *l, int is_send, int **rank, int **count, int **off,
                  size_t *total, hg_tile_t **tiles) {
-  qsort(l->e, l->n, sizeof(entry_t), cmp_entry);
+  if (l->n > 1) qsort(l->e, (size_t)l->n, sizeof(entry_t), cmp_entry); /* l->e may be NULL */
   *rank = malloc(sizeof(int) * (l->n ? l->n : 1));
   *count = malloc(sizeof(int) * (l->n ? l->n : 1));
   *off = malloc(sizeof(int) * (l->n ? l->n : 1));
