@@ -26,7 +26,6 @@ set -u -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 LOG=${OUT:-$ROOT/hpgmg-gpu-logs}
-MA=x86_64-linux-gnu
 MODE=all
 REPS=3
 BIN=""
@@ -52,25 +51,7 @@ if [ "${HPGMG_SYSTEM_MPI:-0}" = 1 ]; then
   MPIEXEC=${MPIEXEC:-mpiexec}
   LAUNCH=""
 else
-  RTDIR="$ROOT/.gpu-runtime"
-  [ -f "$RTDIR/runtime.tar.xz" ] || { ko "no $RTDIR/runtime.tar.xz (scripts/gpu-runtime.sh, carry .gpu-runtime)"; finish; }
-  RT="$RTDIR/unpacked"
-  want=$(cat "$RTDIR/runtime.sha256" 2>/dev/null || sha256sum "$RTDIR/runtime.tar.xz" | cut -d' ' -f1)
-  if [ "$(cat "$RT/.stamp" 2>/dev/null)" != "$want" ]; then
-    rm -rf "$RT" && mkdir -p "$RT"
-    if command -v xz >/dev/null 2>&1; then tar -C "$RT" -xJf "$RTDIR/runtime.tar.xz"
-    else python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$RTDIR/runtime.tar.xz" "$RT"; fi
-    echo "$want" >"$RT/.stamp"
-  fi
-  R="$RT/root" U="$RT/ucx"
-  export PATH="$RT/bin:$R/usr/bin:$PATH"
-  export LD_LIBRARY_PATH="$U/lib:$R/usr/lib/$MA:$R/lib/$MA${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  export UCX_MODULE_DIR="$U/lib/ucx" HWLOC_PLUGINS_PATH="$R/usr/lib/$MA/hwloc" UCX_WARN_UNUSED_ENV_VARS=n
-  MPIEXEC="$R/usr/bin/mpiexec.hydra"
-  LAUNCH=""
-  for opts in "-launcher fork" "-launcher fork -iface lo" "-launcher fork -localhost 127.0.0.1"; do
-    if timeout 30 "$MPIEXEC" $opts -n 2 true >/dev/null 2>&1; then LAUNCH=$opts; break; fi
-  done
+  . "$ROOT/scripts/gpu-env.sh" || { ko "no GPU runtime (scripts/gpu-runtime.sh, carry .gpu-runtime)"; finish; }
 fi
 [ -n "${HPGMG_LIBDIR:-}" ] && export LD_LIBRARY_PATH="$HPGMG_LIBDIR:$LD_LIBRARY_PATH"
 

@@ -157,29 +157,13 @@ diag "env: CUDA_MODULE_LOADING=${CUDA_MODULE_LOADING:-} CUDA_DEVICE_MAX_CONNECTI
 step "runtime (.gpu-runtime)"
 [ -f "$RTDIR/runtime.tar.xz" ] ||
     abort "$RTDIR/runtime.tar.xz missing: run scripts/gpu-runtime.sh on the build machine and carry .gpu-runtime"
-RT="$RTDIR/unpacked"
-want=$(cat "$RTDIR/runtime.sha256" 2>/dev/null || sha256sum "$RTDIR/runtime.tar.xz" | cut -d' ' -f1)
-if [ "$(cat "$RT/.stamp" 2>/dev/null)" != "$want" ]; then
-    rm -rf "$RT"
-    mkdir -p "$RT"
-    if command -v xz >/dev/null 2>&1; then
-        tar -C "$RT" -xJf "$RTDIR/runtime.tar.xz" || abort "cannot unpack runtime.tar.xz"
-    else
-        python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
-            "$RTDIR/runtime.tar.xz" "$RT" || abort "cannot unpack runtime.tar.xz (no xz, python3 failed)"
-    fi
-    echo "$want" >"$RT/.stamp"
-fi
+# unpack, PATH / LD_LIBRARY_PATH (wheel UCX first) / UCX_MODULE_DIR, MPIEXEC, LAUNCH
+. "$ROOT/scripts/gpu-env.sh" || abort "cannot set up the runtime (scripts/gpu-env.sh)"
+RT="$GPU_RT"
 head -1 "$RT/MANIFEST" | sed 's/^/    /' | tee -a "$CONSOLE"
 cat "$RT/MANIFEST" >>"$DIAG"
 R="$RT/root"
 U="$RT/ucx"
-export PATH="$RT/bin:$R/usr/bin:$CUDA_HOME/bin:$PATH"
-export LD_LIBRARY_PATH="$U/lib:$R/usr/lib/$MA:$R/lib/$MA${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export UCX_MODULE_DIR="$U/lib/ucx"
-export HWLOC_PLUGINS_PATH="$R/usr/lib/$MA/hwloc"
-export UCX_WARN_UNUSED_ENV_VARS=n
-MPIEXEC="$R/usr/bin/mpiexec.hydra"
 for f in "$MPIEXEC" "$R/usr/lib/$MA/libmpich.so.12" "$U/lib/libucp.so.0"; do
     missing=$(ldd "$f" 2>&1 | grep 'not found' | grep -v -E 'libcuda|libnvidia-ml' || true)
     [ -z "$missing" ] || abort "$f: unresolved libraries: $missing"
@@ -192,15 +176,7 @@ case " $TLS " in
 *" cuda_copy "*) ;;
 *) say "    WARNING: UCX has no cuda_copy transport: device buffers will fail" ;;
 esac
-# hydra: find launcher options that work on this machine
-LAUNCH=""
-for opts in "-launcher fork" "-launcher fork -iface lo" "-launcher fork -localhost 127.0.0.1"; do
-    if timeout 30 "$MPIEXEC" $opts -n 2 true >>"$DIAG" 2>&1; then
-        LAUNCH="$opts"
-        break
-    fi
-done
-[ -n "$LAUNCH" ] || abort "mpiexec.hydra cannot start 2 processes (see diag.txt)"
+[ -n "$LAUNCH" ] || abort "mpiexec.hydra cannot start 2 processes here"
 say "    mpiexec: $MPIEXEC $LAUNCH"
 
 # --------------------------------------------------------------- build
