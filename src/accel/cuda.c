@@ -1115,7 +1115,6 @@ int mxa_cuda_active(void)
     return atomic_load_explicit(&g_active, memory_order_acquire);
 }
 
-/* Is every stream known to be idle (so the words and modules can go)? */
 void mxa_cuda_finalize(void)
 {
     pthread_mutex_lock(&g.lock);
