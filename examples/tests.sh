@@ -10,8 +10,9 @@
 # stencil2d on 1, 2 and 4 ranks (several process grids), small sizes, all
 # variants (mpi, acc, acc2, streamcomm) in one launch each: every run must be
 # bitwise identical to the serial reference. ping_kernel_pong: a short run of
-# the staged and acc variants with data validation. Two fault-injection runs
-# prove that the checks can fail: they must report FAIL and exit non-zero.
+# the staged and acc variants with data validation. mpixacc_bench: the
+# host-stream variants, CSV, --no-check, option errors. Three fault-injection
+# runs prove that the checks can fail: they must report FAIL and exit non-zero.
 #
 # Prints one PASS/FAIL line per check and ends with "N passed, N failed";
 # exit status 0 only when nothing failed. Logs: $MPIXACC_TEST_LOGDIR
@@ -30,7 +31,8 @@ builddir=$(cd "$builddir" 2>/dev/null && pwd) || {
 }
 stencil=$builddir/examples/stencil2d/stencil2d
 pkp=$builddir/examples/ping_kernel_pong/ping_kernel_pong
-for p in "$stencil" "$pkp"; do
+bench=$builddir/examples/bench/mpixacc_bench
+for p in "$stencil" "$pkp" "$bench"; do
     if [ ! -x "$p" ]; then
         echo "examples/tests.sh: $p not built (run make in $builddir)" >&2
         exit 2
@@ -129,6 +131,36 @@ else
 fi
 expect_fail "ping_kernel_pong detects a wrong reply" 2 '^[0-9]+ (B|KiB) +(staged|acc) ' \
     "$pkp" --variant staged,acc --sizes 1,4K --iters 10 --warmup 0 --repeats 1 --inject-fault 4
+
+# mpixacc_bench: every variant that runs on host streams, latency and
+# bandwidth, data checked; CSV has one row per size and variant
+csv=$logdir/bench.csv
+run "mpixacc_bench 2 ranks" 2 -- "$bench" -b 1 -e 256K -f 16 -i 50 -r 2 -w 4 --csv "$csv"
+rows=$(grep -cE '^[0-9]+ (B|KiB) +(acc|acc-sync|staged|cuda-aware) .* ok$' "$log")
+crows=$(grep -cE '^[0-9]+,(acc|acc-sync|staged|cuda-aware),host,.*,0,ok$' "$csv" 2>/dev/null)
+skips=$(grep -cE '^variant (nccl|mpich-enqueue|floor) skipped: ' "$log")
+if [ $rc -eq 0 ] && grep -q '^RESULT: OK$' "$log" && [ "$rows" -eq 20 ] && [ "$crows" -eq 20 ] &&
+    [ "$skips" -eq 3 ]; then
+    pass "mpixacc_bench 2 ranks (20 validated rows, CSV, 3 GPU-only variants skipped with a reason)"
+else
+    fail "mpixacc_bench 2 ranks" "exit status $rc, $rows/20 rows ok, $crows/20 CSV rows, $skips/3 skips" "$log"
+fi
+run "mpixacc_bench 3 ranks (rank 2 idle), --no-check" 3 -- "$bench" --sizes 8,64K -v acc,staged \
+    -t lat -i 20 -r 1 --no-check
+rows=$(grep -cE '^[0-9]+ (B|KiB) +(acc|staged) .* unchecked$' "$log")
+if [ $rc -eq 0 ] && [ "$rows" -eq 4 ]; then
+    pass "mpixacc_bench 3 ranks, --no-check (4 rows marked unchecked)"
+else
+    fail "mpixacc_bench 3 ranks, --no-check" "exit status $rc, $rows of 4 rows" "$log"
+fi
+expect_fail "mpixacc_bench detects wrong data" 2 '^[0-9]+ (B|KiB) +(acc|acc-sync|staged|cuda-aware) ' \
+    "$bench" --sizes 1,4K -t bw -i 16 -r 1 -w 2 --inject-fault
+run "mpixacc_bench rejects a bad option" 2 -- "$bench" --min 0
+if [ $rc -eq 2 ] && grep -q "invalid size '0'" "$log"; then
+    pass "mpixacc_bench rejects a bad option (exit status 2 with the reason)"
+else
+    fail "mpixacc_bench rejects a bad option" "exit status $rc" "$log"
+fi
 
 echo "$passed passed, $failed failed"
 if [ $failed -ne 0 ]; then

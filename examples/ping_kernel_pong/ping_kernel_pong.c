@@ -15,7 +15,9 @@
  *                  stream synchronize, host MPI send/recv, (copy back).
  *   nccl           ncclSend/ncclRecv on the same stream, enqueued ahead like acc
  *                  (CUDA builds with nccl.h; libnccl.so.2 loaded at run time).
- *   mpich-enqueue  hook: MPICH >= 4.1 MPIX_Isend_enqueue & co (not built yet).
+ *   mpich-enqueue  MPICH's own MPIX_Irecv_enqueue / MPIX_Send_enqueue /
+ *                  MPIX_Wait_enqueue on its stream communicator (MPICH >= 4.1
+ *                  built with CUDA; run with MPIR_CVAR_CH4_RESERVE_VCIS=1).
  * A variant that is not available says why and is skipped.
  *
  * Every received message is validated by the next kernel (a pattern that
@@ -24,6 +26,8 @@
  */
 #include "../common/ex_util.h"
 #include "../common/ex_accel.h"
+#include "../common/ex_enqueue.h"
+#include "../common/ex_nccl.h"
 #include "pkp.h"
 
 #include <mpix_acc.h>
@@ -153,121 +157,72 @@ static void run_staged(pkp_t *p, int run, int iters)
 }
 
 /* nccl: ncclSend/ncclRecv on the kernel's stream, everything enqueued, one
- * synchronize per run (the same loop shape as run_acc). Built when the
- * CUDA build finds nccl.h; libnccl.so.2 is loaded at run time (dlopen), so
- * the binary runs where NCCL is absent and the variant says why. */
-#if defined(EX_HAVE_CUDA) && defined(__has_include)
-#if __has_include(<nccl.h>)
-#define PKP_HAVE_NCCL 1
-#endif
-#endif
-
-#ifdef PKP_HAVE_NCCL
-#include <dlfcn.h>
-#include <nccl.h>
-
-static struct {
-    int ok;
-    char why[256];
-    ncclComm_t comm;
-    ncclResult_t (*GetUniqueId)(ncclUniqueId *);
-    ncclResult_t (*CommInitRank)(ncclComm_t *, int, ncclUniqueId, int);
-    ncclResult_t (*CommDestroy)(ncclComm_t);
-    ncclResult_t (*Send)(const void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
-    ncclResult_t (*Recv)(void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
-    const char *(*GetErrorString)(ncclResult_t);
-} nc;
-
-#define PKP_NCCL(call)                                                                       \
-    do {                                                                                     \
-        ncclResult_t r_ = (call);                                                            \
-        if (r_ != ncclSuccess)                                                               \
-            ex_die("%s:%d: %s: %s", __FILE__, __LINE__, #call, nc.GetErrorString(r_));       \
-    } while (0)
-
-/* Collective over MPI_COMM_WORLD: load NCCL on every rank, agree, and make
- * a 2-rank NCCL communicator of ranks 0 and 1. */
-static void nccl_setup(const pkp_t *p)
-{
-    int ok = p->ac->is_device, all = 0;
-    void *h = NULL;
-    if (!ok)
-        snprintf(nc.why, sizeof nc.why, "needs the CUDA backend (running on %s)", p->ac->name);
-    if (ok && !(h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_GLOBAL)) &&
-        !(h = dlopen("libnccl.so", RTLD_NOW | RTLD_GLOBAL))) {
-        snprintf(nc.why, sizeof nc.why, "libnccl.so.2 not loadable: %s", dlerror());
-        ok = 0;
-    }
-    if (ok) {
-        *(void **)&nc.GetUniqueId = dlsym(h, "ncclGetUniqueId");
-        *(void **)&nc.CommInitRank = dlsym(h, "ncclCommInitRank");
-        *(void **)&nc.CommDestroy = dlsym(h, "ncclCommDestroy");
-        *(void **)&nc.Send = dlsym(h, "ncclSend");
-        *(void **)&nc.Recv = dlsym(h, "ncclRecv");
-        *(void **)&nc.GetErrorString = dlsym(h, "ncclGetErrorString");
-        if (!nc.GetUniqueId || !nc.CommInitRank || !nc.CommDestroy || !nc.Send || !nc.Recv ||
-            !nc.GetErrorString) {
-            snprintf(nc.why, sizeof nc.why, "libnccl lacks ncclSend/ncclRecv (NCCL < 2.7?)");
-            ok = 0;
-        }
-    }
-    EX_MPI(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
-    if (!all) {
-        if (ok)
-            snprintf(nc.why, sizeof nc.why, "NCCL not usable on every rank");
-        return;
-    }
-    ncclUniqueId id;
-    if (p->rank == 0)
-        PKP_NCCL(nc.GetUniqueId(&id));
-    EX_MPI(MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD));
-    /* NCCL refuses two ranks on one GPU ("invalid usage"): the variant is
-     * then skipped with the reason, not the whole run. */
-    ncclResult_t r = ncclSuccess;
-    if (p->role >= 0)
-        r = nc.CommInitRank(&nc.comm, 2, id, p->role);
-    int good = r == ncclSuccess, all_good = 0;
-    EX_MPI(MPI_Allreduce(&good, &all_good, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
-    if (!all_good) {
-        if (good && nc.comm)
-            nc.CommDestroy(nc.comm);
-        nc.comm = NULL;
-        snprintf(nc.why, sizeof nc.why, "ncclCommInitRank failed%s%s (NCCL needs one GPU per rank)",
-                 good ? " on the peer" : ": ", good ? "" : nc.GetErrorString(r));
-        return;
-    }
-    nc.ok = 1;
-}
-
-static void nccl_teardown(void)
-{
-    if (nc.ok && nc.comm)
-        PKP_NCCL(nc.CommDestroy(nc.comm));
-}
+ * synchronize per run (the same loop shape as run_acc); see ex_nccl.h. */
+static int nccl_ok;
+static char nccl_why[256];
 
 static int avail_nccl(const pkp_t *p, char *why, size_t len)
 {
     (void)p;
-    if (!nc.ok)
-        snprintf(why, len, "%s", nc.why);
-    return nc.ok;
+    if (!nccl_ok)
+        snprintf(why, len, "%s", nccl_why);
+    return nccl_ok;
 }
 
 static void run_nccl(pkp_t *p, int run, int iters)
 {
-    int peer = 1 - p->role;
-    cudaStream_t s = (cudaStream_t)p->S;
     for (int i = 0; i < iters; i++) {
         if (p->role == 0) {
             launch_args(p, i, i ? p->d_rbuf[(i - 1) & 1] : NULL, pkp_seed(run, i - 1, 1),
                         p->d_sbuf, pkp_seed(run, i, 0), p->busy_ns);
-            PKP_NCCL(nc.Send(p->d_sbuf, p->n, ncclUint8, peer, nc.comm, s));
-            PKP_NCCL(nc.Recv(p->d_rbuf[i & 1], p->n, ncclUint8, peer, nc.comm, s));
+            ex_nccl_send(p->d_sbuf, p->n, p->S);
+            ex_nccl_recv(p->d_rbuf[i & 1], p->n, p->S);
         } else {
-            PKP_NCCL(nc.Recv(p->d_rbuf[i & 1], p->n, ncclUint8, peer, nc.comm, s));
+            ex_nccl_recv(p->d_rbuf[i & 1], p->n, p->S);
             launch_args(p, i, p->d_rbuf[i & 1], pkp_seed(run, i, 0), p->d_sbuf,
                         reply_seed(p, run, i), p->busy_ns);
-            PKP_NCCL(nc.Send(p->d_sbuf, p->n, ncclUint8, peer, nc.comm, s));
+            ex_nccl_send(p->d_sbuf, p->n, p->S);
+        }
+    }
+    if (p->role == 0)
+        launch_args(p, iters, p->d_rbuf[(iters - 1) & 1], pkp_seed(run, iters - 1, 1), NULL, 0,
+                    0);
+    p->ac->stream_sync(p->S);
+}
+
+/* mpich-enqueue: MPICH's own stream enqueue API on its stream communicator
+ * for the kernel's stream (MPICH >= 4.1 with CUDA; see ex_enqueue.h), the
+ * same loop shape as run_acc. */
+static MPI_Comm enq_comm = MPI_COMM_NULL;
+static char enq_why[320];
+
+static int avail_mpich_enqueue(const pkp_t *p, char *why, size_t len)
+{
+    (void)p;
+    if (enq_comm == MPI_COMM_NULL)
+        snprintf(why, len, "%s", enq_why);
+    return enq_comm != MPI_COMM_NULL;
+}
+
+#ifdef EX_HAVE_MPICH_ENQUEUE
+static void run_mpich_enqueue(pkp_t *p, int run, int iters)
+{
+    int peer = 1 - p->role;
+    for (int i = 0; i < iters; i++) {
+        if (p->role == 0) {
+            MPI_Request rq;
+            EX_MPI(MPIX_Irecv_enqueue(p->d_rbuf[i & 1], (int)p->n, MPI_BYTE, peer, TAG,
+                                      enq_comm, &rq));
+            launch_args(p, i, i ? p->d_rbuf[(i - 1) & 1] : NULL, pkp_seed(run, i - 1, 1),
+                        p->d_sbuf, pkp_seed(run, i, 0), p->busy_ns);
+            EX_MPI(MPIX_Send_enqueue(p->d_sbuf, (int)p->n, MPI_BYTE, peer, TAG, enq_comm));
+            EX_MPI(MPIX_Wait_enqueue(&rq, MPI_STATUS_IGNORE));
+        } else {
+            EX_MPI(MPIX_Recv_enqueue(p->d_rbuf[i & 1], (int)p->n, MPI_BYTE, peer, TAG, enq_comm,
+                                     MPI_STATUS_IGNORE));
+            launch_args(p, i, p->d_rbuf[i & 1], pkp_seed(run, i, 0), p->d_sbuf,
+                        reply_seed(p, run, i), p->busy_ns);
+            EX_MPI(MPIX_Send_enqueue(p->d_sbuf, (int)p->n, MPI_BYTE, peer, TAG, enq_comm));
         }
     }
     if (p->role == 0)
@@ -276,37 +231,8 @@ static void run_nccl(pkp_t *p, int run, int iters)
     p->ac->stream_sync(p->S);
 }
 #else
-static void nccl_setup(const pkp_t *p)
-{
-    (void)p;
-}
-static void nccl_teardown(void) {}
-static int avail_nccl(const pkp_t *p, char *why, size_t len)
-{
-    if (!p->ac->is_device)
-        snprintf(why, len, "needs the CUDA backend (running on %s)", p->ac->name);
-    else
-        snprintf(why, len, "built without NCCL (no nccl.h found at build time)");
-    return 0;
-}
-#define run_nccl NULL
+#define run_mpich_enqueue NULL
 #endif
-
-/* Hook: MPICH's own stream enqueue API (MPIX_Stream_create with a
- * cudaStream_t, MPIX_Stream_comm_create, MPIX_Isend_enqueue /
- * MPIX_Irecv_enqueue / MPIX_Waitall_enqueue), needs MPICH >= 4.1 with CUDA. */
-static int avail_mpich_enqueue(const pkp_t *p, char *why, size_t len)
-{
-    (void)p;
-#if defined(MPICH_NUMVERSION) && MPICH_NUMVERSION >= 40100000
-    snprintf(why, len, "not implemented yet (MPICH %s has the enqueue API)", MPICH_VERSION);
-#elif defined(MPICH_VERSION)
-    snprintf(why, len, "needs MPICH >= 4.1 built with CUDA (this is MPICH %s)", MPICH_VERSION);
-#else
-    snprintf(why, len, "needs MPICH >= 4.1 built with CUDA (this MPI is not MPICH)");
-#endif
-    return 0;
-}
 
 typedef struct {
     const char *name;
@@ -318,7 +244,7 @@ static const variant_t variants[] = {
     {"staged", avail_always, run_staged},
     {"acc", avail_always, run_acc},
     {"nccl", avail_nccl, run_nccl},
-    {"mpich-enqueue", avail_mpich_enqueue, NULL},
+    {"mpich-enqueue", avail_mpich_enqueue, run_mpich_enqueue},
 };
 #define NVARIANTS ((int)(sizeof variants / sizeof variants[0]))
 
@@ -507,7 +433,8 @@ int main(int argc, char **argv)
     EX_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &p.comm));
     p.S = p.ac->stream_create();
     p.errors = p.ac->alloc(sizeof(unsigned int), EX_MEM_DEVICE);
-    nccl_setup(&p);
+    nccl_ok = ex_nccl_setup(p.ac->is_device, p.role, nccl_why, sizeof nccl_why);
+    ex_enqueue_setup(p.ac->is_device, p.S, &enq_comm, enq_why, sizeof enq_why);
 
     FILE *csv = NULL;
     if (rank == 0) {
@@ -611,7 +538,9 @@ int main(int argc, char **argv)
         if (csv)
             fclose(csv);
     }
-    nccl_teardown();
+    ex_enqueue_teardown(&enq_comm);
+    if (nccl_ok)
+        ex_nccl_teardown();
     p.ac->free(p.errors, EX_MEM_DEVICE);
     p.ac->stream_destroy(p.S);
     p.ac->finalize();
