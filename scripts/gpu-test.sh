@@ -13,9 +13,10 @@
 #     --cpu-suite       also run the CPU suite (make check) with this CUDA build
 #     --apps            also build the examples and hpgmg with CUDA and run
 #                       them on the GPUs: stencil2d (every variant, bitwise
-#                       check), ping_kernel_pong, hpgmg/gpu-check.sh; their
-#                       output is in tests.log, CSVs and hpgmg's log in the
-#                       log folder (apps-*)
+#                       check), ping_kernel_pong, mpixacc_bench (every
+#                       variant), hpgmg/gpu-check.sh; their output is in
+#                       tests.log, their CSVs and hpgmg's log in results.tar.gz
+#                       in the log folder
 #     --apps-only       only those (the suite is not run)
 #     --rebuild         configure and build from scratch
 #     --budget=S        stop starting tests S seconds after the start (default
@@ -99,6 +100,11 @@ record() { # name result seconds note
 
 finish() {
     local elapsed=$(($(date +%s) - T_START))
+    # the applications' CSVs and logs travel as one file (the device tool
+    # brings back at most 8)
+    if [ -d "$TMP/results" ] && [ -n "$(ls -A "$TMP/results" 2>/dev/null)" ]; then
+        tar -C "$TMP" -czf "$LOGDIR/results.tar.gz" results && say "results: $LOGDIR/results.tar.gz ($(ls "$TMP/results" | tr '\n' ' '))"
+    fi
     {
         echo "mpix-acc GPU suite - $(date -u +%Y-%m-%dT%H:%M:%SZ)"
         echo "command:  scripts/gpu-test.sh $ARGS"
@@ -224,7 +230,7 @@ JOBS=$(nproc)
 # break or slow down the GPU run (--cpu-suite builds everything)
 TARGETS="src/libmpixacc.la tools/mpixacc_info gpu-tests"
 [ "$CPUSUITE" = 1 ] && TARGETS="all tests gpu-tests"
-[ "$APPS" = 1 ] && TARGETS="$TARGETS examples/stencil2d/stencil2d examples/ping_kernel_pong/ping_kernel_pong hpgmg/hpgmg-fv"
+[ "$APPS" = 1 ] && TARGETS="$TARGETS examples/stencil2d/stencil2d examples/ping_kernel_pong/ping_kernel_pong examples/bench/mpixacc_bench hpgmg/hpgmg-fv"
 [ "$NOGPU" = 1 ] && TARGETS="$TARGETS test/mpi/ring"
 MK=(make)
 if ! make -n gpu-tests >/dev/null 2>&1; then
@@ -387,17 +393,23 @@ fi
 if [ "$APPS" = 1 ]; then
     step "applications (examples, hpgmg)"
     EX="$BUILD/examples"
+    RES="$TMP/results"
+    mkdir -p "$RES"
     # the stencil: every variant in one launch, bitwise check against the
     # single-rank reference; 256^2 and 4096^2 points per GPU (issue targets)
     run_test "apps/stencil2d" 300 'RESULT: OK' -- env MPIX_ACC_LOG=warn \
         "$MPIEXEC" $LAUNCH -n 2 "$EX/stencil2d/stencil2d" --backend cuda --sizes 64,256,1024,4096 \
-        --steps 100 --repeats 5 --csv "$LOGDIR/apps-stencil.csv"
+        --steps 100 --repeats 5 --csv "$RES/stencil.csv"
     run_test "apps/ping_kernel_pong" 300 'RESULT: OK' -- env MPIX_ACC_LOG=warn \
         "$MPIEXEC" $LAUNCH -n 2 "$EX/ping_kernel_pong/ping_kernel_pong" --backend cuda \
-        --csv "$LOGDIR/apps-pkp.csv"
+        --csv "$RES/pkp.csv"
+    # latency / bandwidth, every variant side by side (issue 4's table rows)
+    run_test "apps/mpixacc_bench" 300 'RESULT: OK' -- env MPIX_ACC_LOG=warn \
+        "$MPIEXEC" $LAUNCH -n 2 "$EX/bench/mpixacc_bench" --backend cuda \
+        --sizes 8,64,512,4K,64K,1M,16M,64M --csv "$RES/bench.csv"
     run_test "apps/hpgmg" 400 '0 failed' -- env MPIX_ACC_LOG=warn OUT="$TMP/hpgmg" \
         "$ROOT/hpgmg/gpu-check.sh" --reps 1 "$BUILD/hpgmg/hpgmg-fv"
-    cp "$TMP/hpgmg/gpu-check.log" "$LOGDIR/apps-hpgmg.txt" 2>/dev/null
+    cp "$TMP/hpgmg/gpu-check.log" "$RES/hpgmg.txt" 2>/dev/null
 fi
 
 if [ "$CPUSUITE" = 1 ]; then
