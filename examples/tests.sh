@@ -145,6 +145,19 @@ if [ $rc -eq 0 ] && grep -q '^RESULT: OK$' "$log" && [ "$rows" -eq 20 ] && [ "$c
 else
     fail "mpixacc_bench 2 ranks" "exit status $rc, $rows/20 rows ok, $crows/20 CSV rows, $skips/3 skips" "$log"
 fi
+# the plot script turns that CSV into Markdown tables (PNGs need matplotlib)
+if command -v python3 >/dev/null 2>&1; then
+    n=$((n + 1))
+    log=$logdir/$(printf '%02d' $n)-bench-plot.log
+    python3 "$root/scripts/bench-plot.py" --out "$logdir/plots" --tag ci "$csv" >"$log" 2>&1
+    rc=$?
+    trows=$(grep -cE '^\| [0-9]+ (B|KiB) \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$' "$log")
+    if [ $rc -eq 0 ] && [ "$trows" -eq 15 ]; then
+        pass "bench-plot.py: latency, CPU and bandwidth tables from the CSV (15 rows)"
+    else
+        fail "bench-plot.py" "exit status $rc, $trows of 15 table rows" "$log"
+    fi
+fi
 run "mpixacc_bench 3 ranks (rank 2 idle), --no-check" 3 -- "$bench" --sizes 8,64K -v acc,staged \
     -t lat -i 20 -r 1 --no-check
 rows=$(grep -cE '^[0-9]+ (B|KiB) +(acc|staged) .* unchecked$' "$log")
