@@ -128,6 +128,7 @@ mx_status_t mxe_start(const void *blob, const size_t *offsets, int nranks)
             MX_FAIL(MX_ERR_SYSTEM, "epoll_ctl(ucx fd): %s", strerror(errno));
     }
 
+    mxe.timing = mxu_config.stats;
     atomic_store(&mxe.running, 1);
     int rc = pthread_create(&mxe.thread, NULL, mxe_progress_main, NULL);
     if (rc != 0) {
@@ -404,6 +405,11 @@ static void mxe_on_stream_free(mxa_stream_t *s)
     }
 }
 
+void mxe_peers_finalizing(void)
+{
+    mxt_expect_disconnects();
+}
+
 void mxe_get_stats(mxe_stats_t *out)
 {
     out->ops_submitted = atomic_load(&mxe.st_ops_submitted);
@@ -413,5 +419,13 @@ void mxe_get_stats(mxe_stats_t *out)
     out->waits_released = atomic_load(&mxe.st_waits_released);
     out->progress_sleeps = atomic_load(&mxe.st_sleeps);
     out->progress_wakeups = atomic_load(&mxe.st_wakeups);
+    out->turnaround_ns = atomic_load(&mxe.st_turnaround_ns);
+    out->turnaround_n = atomic_load(&mxe.st_turnaround_n);
+    out->send_ns = atomic_load(&mxe.st_send_ns);
+    out->send_n = atomic_load(&mxe.st_send_n);
+    out->recv_ns = atomic_load(&mxe.st_recv_ns);
+    out->recv_n = atomic_load(&mxe.st_recv_n);
+    out->release_ns = atomic_load(&mxe.st_release_ns);
+    out->release_n = atomic_load(&mxe.st_release_n);
     out->progress_cpu = atomic_load(&mxe.progress_cpu);
 }

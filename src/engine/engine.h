@@ -140,6 +140,8 @@ struct mxe_op {
     mxe_cmd_t cmd;             /* command queue link */
     int transport_active;      /* posted to UCX, callback pending */
     mxe_op_t *next_pending;    /* per-stream pending-trigger list */
+    uint64_t t_start_ns;       /* phase timers (mxe.timing): started, completed */
+    uint64_t t_done_ns;
     mxe_op_t *next_active;     /* engine list of all live ops (finalize report) */
     mxe_op_t *prev_active;
     mxe_wait_t *waiter;        /* stream wait depending on this op */
@@ -208,6 +210,10 @@ void mxe_op_cancel(mxe_op_t *op);
  * the result writer puts each op's result before the stream passes. */
 mx_status_t mxe_stream_wait(mxa_stream_t *s, mxe_op_t *const *ops, void *const *targets, int n);
 
+/* This rank has drained and enters MPI_Finalize's barrier: peers closing
+ * their connections from now on is expected, not reported as an error. */
+void mxe_peers_finalizing(void);
+
 /* ---- statistics ---- */
 typedef struct {
     uint64_t ops_submitted;
@@ -218,6 +224,15 @@ typedef struct {
     uint64_t progress_sleeps;
     uint64_t progress_wakeups;
     int progress_cpu;
+    /* Phase timers (MPIX_ACC_STATS=1 only; progress thread's clock, sums in
+     * ns and counts): a stream's wait released -> its next trigger seen
+     * (the GPU resumes, runs to the next trigger, the poll sees it); send
+     * started -> transport completion; receive started -> data arrived;
+     * last op of a stream wait complete -> wait released (engine). */
+    uint64_t turnaround_ns, turnaround_n;
+    uint64_t send_ns, send_n;
+    uint64_t recv_ns, recv_n;
+    uint64_t release_ns, release_n;
 } mxe_stats_t;
 void mxe_get_stats(mxe_stats_t *out);
 

@@ -32,6 +32,7 @@ typedef struct mxe_sstate {
     mxe_wait_t *wait_tail;
     uint64_t trigger_seen;  /* highest trigger value read */
     uint64_t released;      /* highest wait seq released */
+    uint64_t t_release_ns;  /* phase timers: when the last release was written */
     int listed;             /* on the engine's active-stream list */
     struct mxe_sstate *next_active;
 } mxe_sstate_t;
@@ -59,6 +60,9 @@ typedef struct {
     _Atomic uint64_t st_waits_submitted, st_waits_released;
     _Atomic uint64_t st_sleeps, st_wakeups;
     _Atomic int progress_cpu;
+    int timing; /* phase timers on (MPIX_ACC_STATS=1); set before the thread starts */
+    _Atomic uint64_t st_turnaround_ns, st_turnaround_n, st_send_ns, st_send_n;
+    _Atomic uint64_t st_recv_ns, st_recv_n, st_release_ns, st_release_n;
 
     /* progress thread only */
     mxe_sstate_t *active_streams; /* streams with pending ops or waits */
@@ -72,6 +76,20 @@ typedef struct {
 } mxe_engine_t;
 
 extern mxe_engine_t mxe;
+
+/* Monotonic clock in ns (phase timers). */
+static inline uint64_t mxe_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline void mxe_timer_add(_Atomic uint64_t *sum, _Atomic uint64_t *n, uint64_t ns)
+{
+    atomic_fetch_add_explicit(sum, ns, memory_order_relaxed);
+    atomic_fetch_add_explicit(n, 1, memory_order_relaxed);
+}
 
 /* Wake the progress thread if it sleeps (any thread). */
 void mxe_wake(void);

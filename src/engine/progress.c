@@ -97,6 +97,13 @@ static void mxe_live_unlink(mxe_op_t *op)
 static void mxe_op_complete(mxe_op_t *op, mx_status_t error)
 {
     op->result.error = error;
+    if (mxe.timing && op->t_start_ns) {
+        op->t_done_ns = mxe_now_ns();
+        if (op->type == MXE_OP_SEND)
+            mxe_timer_add(&mxe.st_send_ns, &mxe.st_send_n, op->t_done_ns - op->t_start_ns);
+        else
+            mxe_timer_add(&mxe.st_recv_ns, &mxe.st_recv_n, op->t_done_ns - op->t_start_ns);
+    }
     if (error != MX_OK)
         atomic_fetch_add_explicit(&mxe.st_ops_failed, 1, memory_order_relaxed);
     mxe_live_unlink(op);
@@ -173,6 +180,8 @@ static void mxe_op_start(mxe_op_t *op)
     mx_status_t status;
 
     atomic_store_explicit(&op->state, MXE_STATE_STARTED, memory_order_relaxed);
+    if (mxe.timing)
+        op->t_start_ns = mxe_now_ns();
     if (op->peer == MXE_PROC_NULL) {
         op->result.source = MXE_PROC_NULL;
         op->result.tag = MXE_ANY_TAG;
@@ -451,8 +460,17 @@ static unsigned mxe_poll_triggers(void)
         if (!st->pending_head)
             continue;
         uint64_t v = st->stream->backend->poll_trigger(st->stream);
-        if (v > st->trigger_seen)
+        if (v > st->trigger_seen) {
             st->trigger_seen = v;
+            /* the stream passed its last released wait and reached a
+             * trigger: the GPU-side turnaround as the engine sees it */
+            if (mxe.timing && st->t_release_ns && st->pending_head &&
+                st->pending_head->trigger_seq <= v) {
+                mxe_timer_add(&mxe.st_turnaround_ns, &mxe.st_turnaround_n,
+                              mxe_now_ns() - st->t_release_ns);
+                st->t_release_ns = 0;
+            }
+        }
         while (st->pending_head && st->pending_head->trigger_seq <= st->trigger_seen) {
             mxe_op_t *op = st->pending_head;
             st->pending_head = op->next_pending;
@@ -485,6 +503,14 @@ static unsigned mxe_check_waits(void)
             if (!st->wait_head)
                 st->wait_tail = NULL;
             released = w->seq;
+            if (mxe.timing) {
+                uint64_t last = 0, now = mxe_now_ns();
+                for (int i = 0; i < w->n; i++)
+                    if (w->ops[i]->t_done_ns > last)
+                        last = w->ops[i]->t_done_ns;
+                if (last)
+                    mxe_timer_add(&mxe.st_release_ns, &mxe.st_release_n, now - last);
+            }
             for (int i = 0; i < w->n; i++) {
                 if (w->targets[i] && mxe.result_writer)
                     mxe.result_writer(w->ops[i], w->targets[i]);
@@ -498,6 +524,8 @@ static unsigned mxe_check_waits(void)
         if (released != st->released) {
             st->released = released;
             st->stream->backend->release(st->stream, released);
+            if (mxe.timing)
+                st->t_release_ns = mxe_now_ns();
         }
         if (!st->pending_head && !st->wait_head) {
             *pp = st->next_active;

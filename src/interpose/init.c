@@ -134,6 +134,17 @@ static void mxi_print_stats(void)
                  (unsigned long long)st.ops_failed, (unsigned long long)st.waits_submitted,
                  (unsigned long long)st.waits_released, (unsigned long long)st.progress_sleeps,
                  (unsigned long long)st.progress_wakeups, st.progress_cpu);
+#define MXI_MEAN_US(sum, n) ((n) ? (double)(sum) / (double)(n) / 1e3 : 0.0)
+    MPIX_ACC_LOG(MX_LOG_ERROR < mxu_log_threshold ? MX_LOG_WARN : MX_LOG_ERROR,
+                 "stats: mean us: stream turnaround (wait released -> next trigger seen) %.2f "
+                 "(%llu); send started -> done %.2f (%llu); receive started -> arrived %.2f "
+                 "(%llu); last op done -> wait released %.2f (%llu)",
+                 MXI_MEAN_US(st.turnaround_ns, st.turnaround_n),
+                 (unsigned long long)st.turnaround_n, MXI_MEAN_US(st.send_ns, st.send_n),
+                 (unsigned long long)st.send_n, MXI_MEAN_US(st.recv_ns, st.recv_n),
+                 (unsigned long long)st.recv_n, MXI_MEAN_US(st.release_ns, st.release_n),
+                 (unsigned long long)st.release_n);
+#undef MXI_MEAN_US
 }
 
 int MPI_Finalize(void)
@@ -157,7 +168,11 @@ int MPI_Finalize(void)
                          "MPI_Finalize: %ld stream-ordered request(s) never waited or freed by "
                          "the application",
                          held);
-        /* Every peer has drained before endpoints close. */
+        /* Every peer has drained before endpoints close. Once this rank is
+         * in the barrier, a peer closing its connection is a peer leaving
+         * the barrier first (announced before entering: the peer can close
+         * before this thread returns from the barrier). */
+        mxe_peers_finalizing();
         PMPI_Barrier(MPI_COMM_WORLD);
         if (mxu_config.stats)
             mxi_print_stats();

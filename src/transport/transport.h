@@ -28,6 +28,9 @@ typedef struct {
 
 mx_status_t mxt_create(const mxt_config_t *cfg);
 void mxt_destroy(void);
+/* Finalize has begun on every rank (after its barrier): peers closing their
+ * endpoints from now on is expected, not an error (any thread). */
+void mxt_expect_disconnects(void);
 
 /* Worker address of this process (valid until mxt_destroy). */
 mx_status_t mxt_local_address(const void **addr, size_t *len);

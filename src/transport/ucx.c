@@ -7,6 +7,7 @@
  */
 #include "transport/transport.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,7 @@ typedef struct {
     ucp_ep_h *eps;             /* lazily created, world_size entries */
     int efd;
     int wakeup;
-    int closing;               /* finalize: peers closing is expected */
+    _Atomic int closing;       /* finalize: peers closing is expected */
     uint64_t memory_types;     /* UCX-supported memory types (bit mask) */
 } mxt_state_t;
 
@@ -176,7 +177,7 @@ static void mxt_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
     (void)ep;
     int rank = (int)(intptr_t)arg;
-    MPIX_ACC_LOG(mxt.closing ? MX_LOG_DEBUG : MX_LOG_ERROR, "connection to rank %d failed: %s",
+    MPIX_ACC_LOG(atomic_load(&mxt.closing) ? MX_LOG_DEBUG : MX_LOG_ERROR, "connection to rank %d failed: %s",
                  rank, ucs_status_string(status));
 }
 
@@ -437,12 +438,17 @@ mx_status_t mxt_warm_up(int with_cuda, int connect_all)
     return MX_OK;
 }
 
+void mxt_expect_disconnects(void)
+{
+    atomic_store(&mxt.closing, 1);
+}
+
 mx_status_t mxt_flush_and_close(void)
 {
     mx_status_t result = MX_OK;
     if (!mxt.worker)
         return MX_OK;
-    mxt.closing = 1;
+    atomic_store(&mxt.closing, 1);
     ucp_request_param_t param;
     memset(&param, 0, sizeof(param));
     ucs_status_t st = mxt_wait_request(ucp_worker_flush_nbx(mxt.worker, &param));
