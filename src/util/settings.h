@@ -64,7 +64,7 @@
     X(SET_NET_DEVICES, BOOL, set_net_devices, "1",                                               \
       "Set UCX_NET_DEVICES to the NIC closest to the GPU unless the user set it")                \
     X(STATS, BOOL, stats, "0",                                                                   \
-      "Print per-process operation counters at MPI_Finalize")
+      "Print per-process operation counters and engine phase timers at MPI_Finalize")
 /* clang-format on */
 
 typedef enum {
