@@ -31,7 +31,7 @@ for pid in $(pgrep -x "$prog" | head -n 8); do
         printf '  tid %s %s wchan=%s\n' "${t##*/}" "$(cat "$t/comm")" "$(cat "$t/wchan" 2>/dev/null)"
     done
     if command -v cuda-gdb >/dev/null 2>&1; then
-        timeout 60 cuda-gdb -q -p "$pid" -batch -ex "set pagination off" \
+        timeout -k 5 40 cuda-gdb -q -p "$pid" -batch -ex "set pagination off" \
             -ex "thread apply all bt 25" 2>&1 | grep -E '^Thread|^#' | head -n 300
     fi
 done

@@ -104,7 +104,8 @@ mx_status_t mxe_init(const mxe_init_args_t *args)
 
 mx_status_t mxe_local_address(const void **addr, size_t *len) { return mxt_local_address(addr, len); }
 
-mx_status_t mxe_start(const void *blob, const size_t *offsets, int nranks)
+mx_status_t mxe_start(const void *blob, const size_t *offsets, int nranks, const int *node_peers,
+                      int npeers)
 {
     MX_TRY(mxt_set_peer_addresses(blob, offsets, nranks));
     /* UCX's lazy set-up may synchronize the GPU (cuMemFree): do it now,
@@ -113,7 +114,8 @@ mx_status_t mxe_start(const void *blob, const size_t *offsets, int nranks)
     mxa_features_t feat;
     mxa_get_features(&feat);
     int with_cuda = feat.cuda_active;
-    MX_TRY(mxt_warm_up(with_cuda, with_cuda && nranks <= MXE_EAGER_CONNECT_MAX));
+    MX_TRY(mxt_warm_up(with_cuda, with_cuda && nranks <= MXE_EAGER_CONNECT_MAX,
+                       with_cuda ? node_peers : NULL, npeers));
 
     mxe.epoll_fd = epoll_create1(EPOLL_CLOEXEC);
     if (mxe.epoll_fd < 0)

@@ -165,7 +165,11 @@ mx_status_t mxe_init(const mxe_init_args_t *args);
 /* Local worker address for the exchange done by the caller. */
 mx_status_t mxe_local_address(const void **addr, size_t *len);
 /* Phase 2: install the exchanged addresses and start the progress thread. */
-mx_status_t mxe_start(const void *blob, const size_t *offsets, int nranks);
+/* node_peers: world ranks of this node's processes when every one of them
+ * has the CUDA backend active (the same list on each; NULL otherwise), for
+ * the device-memory warm-up between them (mxt_warm_up). */
+mx_status_t mxe_start(const void *blob, const size_t *offsets, int nranks, const int *node_peers,
+                      int npeers);
 /* Drain: wait up to timeout_s for every live op; report and cancel the
  * rest (they complete with MX_ERR_TIMED_OUT, stream waits are released).
  * Returns the number of ops that had to be cancelled. */

@@ -30,11 +30,22 @@ static void mxi_bring_up(void)
         ok = 0;
     mxe_init_args_t args = {.world_rank = mxi.world_rank, .world_size = mxi.world_size};
     /* processes sharing this node, for the progress thread's placement */
-    MPI_Comm node;
+    MPI_Comm node = MPI_COMM_NULL;
+    int *node_peers = NULL, cuda_everywhere = 0;
     if (PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
         MPI_SUCCESS) {
         PMPI_Comm_rank(node, &args.local_rank);
         PMPI_Comm_size(node, &args.local_size);
+        /* with CUDA on every process of the node, they exchange device
+         * memory once at start (mxe_start: GPU peer access set up early) */
+        int mine = 0;
+#ifdef MPIXACC_HAVE_CUDA
+        mine = mxa_cuda_active();
+#endif
+        PMPI_Allreduce(&mine, &cuda_everywhere, 1, MPI_INT, MPI_MIN, node);
+        if (cuda_everywhere && args.local_size > 1 &&
+            (node_peers = malloc(sizeof(int) * (size_t)args.local_size)) != NULL)
+            PMPI_Allgather(&mxi.world_rank, 1, MPI_INT, node_peers, 1, MPI_INT, node);
         PMPI_Comm_free(&node);
     }
 #ifdef MPIXACC_HAVE_CUDA
@@ -72,8 +83,12 @@ static void mxi_bring_up(void)
                 ok = 0;
     }
     PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (all_ok && mxe_start(blob, offsets, n) != MX_OK)
+    /* node_peers: set on every rank of a node or none (cuda_everywhere is
+     * node-wide; a failed malloc costs its peers the 30 s exchange limit) */
+    if (all_ok && mxe_start(blob, offsets, n, node_peers, node_peers ? args.local_size : 0) !=
+                      MX_OK)
         all_ok = 0;
+    free(node_peers);
     free(lens);
     free(displs);
     free(offsets);

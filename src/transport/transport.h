@@ -66,8 +66,13 @@ mx_status_t mxt_arm(void);
  * with a stream blocked on a wait that thread must release, that deadlocks.
  * Connects to every rank when connect_all, and sends eager and rendezvous
  * messages to self with host memory and, when with_cuda, CUDA device and
- * managed memory. */
-mx_status_t mxt_warm_up(int with_cuda, int connect_all);
+ * managed memory. With node_peers (world ranks of this node's processes,
+ * this one included, the same list in the same order on each of them;
+ * collective over them), also a rendezvous message of device memory to and
+ * from each of them: UCX's cuda_ipc then opens a peer's memory once, which
+ * enables peer access between the two GPUs (a step that was seen to stall a
+ * progress thread behind a stream waiting on it, 2 x H200). */
+mx_status_t mxt_warm_up(int with_cuda, int connect_all, const int *node_peers, int npeers);
 
 /* Flush all endpoints and close them (finalize). */
 mx_status_t mxt_flush_and_close(void);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <ucp/api/ucp.h>
 
@@ -28,6 +29,7 @@ typedef struct {
     int wakeup;
     _Atomic int closing;       /* finalize: peers closing is expected */
     uint64_t memory_types;     /* UCX-supported memory types (bit mask) */
+    ucp_mem_h ipc_warm_memh;   /* device buffer of the node-peer warm-up (kept) */
 } mxt_state_t;
 
 static mxt_state_t mxt;
@@ -126,6 +128,10 @@ mx_status_t mxt_create(const mxt_config_t *cfg)
 
 void mxt_destroy(void)
 {
+    if (mxt.ipc_warm_memh) {
+        ucp_mem_unmap(mxt.context, mxt.ipc_warm_memh);
+        mxt.ipc_warm_memh = NULL;
+    }
     if (mxt.eps) {
         free(mxt.eps);
         mxt.eps = NULL;
@@ -386,7 +392,105 @@ static ucs_status_t mxt_warm_loopback(ucp_ep_h self, void *buf, void *rbuf, size
     return a != UCS_OK ? a : b;
 }
 
-mx_status_t mxt_warm_up(int with_cuda, int connect_all)
+/* Allocate len bytes of memory type mt through UCX; NULL when it cannot. */
+static void *mxt_warm_alloc(ucs_memory_type_t mt, size_t len, ucp_mem_h *memh)
+{
+    ucp_mem_map_params_t mp;
+    memset(&mp, 0, sizeof(mp));
+    mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS |
+                    UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE;
+    mp.length = len;
+    mp.flags = UCP_MEM_MAP_ALLOCATE;
+    mp.memory_type = mt;
+    ucs_status_t st = ucp_mem_map(mxt.context, &mp, memh);
+    if (st != UCS_OK) {
+        MPIX_ACC_LOG(MX_LOG_INFO, "UCX warm-up: cannot allocate %s memory: %s",
+                     ucs_memory_type_names[mt], ucs_status_string(st));
+        return NULL;
+    }
+    ucp_mem_attr_t ma;
+    memset(&ma, 0, sizeof(ma));
+    ma.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
+    if (ucp_mem_query(*memh, &ma) != UCS_OK) {
+        ucp_mem_unmap(mxt.context, *memh);
+        return NULL;
+    }
+    return ma.address;
+}
+
+/* Node-peer exchange of mxt_warm_up: in round k, a rendezvous message of
+ * device memory to the k-th next peer and from the k-th previous one. A
+ * round that does not finish within 30 s (a peer that never came) is
+ * abandoned with a warning: the buffer then stays mapped until finalize. */
+#define MXT_IPC_WARM_LEN (256 * 1024)
+static void mxt_warm_node_peers(const int *peers, int npeers)
+{
+    int me = -1;
+    for (int i = 0; i < npeers; i++)
+        if (peers[i] == mxt.world_rank)
+            me = i;
+    if (me < 0 || npeers < 2 || !(mxt.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)))
+        return;
+    char *buf = mxt_warm_alloc(UCS_MEMORY_TYPE_CUDA, 2 * MXT_IPC_WARM_LEN, &mxt.ipc_warm_memh);
+    if (!buf)
+        return;
+    int done = 0;
+    for (int k = 1; k < npeers; k++) {
+        int dst = peers[(me + k) % npeers], src = peers[(me - k + npeers) % npeers];
+        ucp_ep_h ep;
+        if (mxt_get_ep(dst, &ep) != MX_OK)
+            break;
+        /* ctx field all ones (no communicator has it); the low bits name
+         * the sender so that rounds cannot cross */
+        ucp_tag_t stag = UINT64_MAX - 1 - (ucp_tag_t)mxt.world_rank;
+        ucp_tag_t rtag = UINT64_MAX - 1 - (ucp_tag_t)src;
+        ucp_request_param_t param;
+        memset(&param, 0, sizeof(param));
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+        param.memory_type = UCS_MEMORY_TYPE_CUDA;
+        ucs_status_ptr_t r = ucp_tag_recv_nbx(mxt.worker, buf + MXT_IPC_WARM_LEN,
+                                              MXT_IPC_WARM_LEN, rtag, UINT64_MAX, &param);
+        if (UCS_PTR_IS_ERR(r))
+            break;
+        ucs_status_ptr_t s = ucp_tag_send_nbx(ep, buf, MXT_IPC_WARM_LEN, stag, &param);
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        ucs_status_t ss = UCS_INPROGRESS, rs = UCS_INPROGRESS;
+        for (;;) {
+            ucp_worker_progress(mxt.worker);
+            if (ss == UCS_INPROGRESS)
+                ss = s == NULL ? UCS_OK
+                     : UCS_PTR_IS_ERR(s) ? UCS_PTR_STATUS(s)
+                                         : ucp_request_check_status(s);
+            if (rs == UCS_INPROGRESS)
+                rs = r == NULL ? UCS_OK : ucp_request_check_status(r);
+            if (ss != UCS_INPROGRESS && rs != UCS_INPROGRESS)
+                break;
+            clock_gettime(CLOCK_MONOTONIC, &t);
+            if (t.tv_sec - t0.tv_sec > 30) {
+                MPIX_ACC_LOG(MX_LOG_WARN, "UCX warm-up with node peer %d (send) / %d (receive) "
+                             "did not finish in 30 s; continuing without it", dst, src);
+                if (rs == UCS_INPROGRESS && r)
+                    ucp_request_cancel(mxt.worker, r);
+                mxt.ipc_warm_memh = NULL; /* requests may still use it: never unmapped */
+                return;
+            }
+        }
+        if (s && !UCS_PTR_IS_ERR(s))
+            ucp_request_free(s);
+        if (r)
+            ucp_request_free(r);
+        if (ss != UCS_OK || rs != UCS_OK) {
+            MPIX_ACC_LOG(MX_LOG_INFO, "UCX warm-up with node peers %d / %d: %s", dst, src,
+                         ucs_status_string(ss != UCS_OK ? ss : rs));
+            break;
+        }
+        done++;
+    }
+    MPIX_ACC_LOG(MX_LOG_DEBUG, "UCX warm-up: device memory exchanged with %d node peer(s)", done);
+}
+
+mx_status_t mxt_warm_up(int with_cuda, int connect_all, const int *node_peers, int npeers)
 {
     /* Endpoints: creating one selects protocols for its configuration. */
     int n = connect_all ? mxt.world_size : 0;
@@ -409,31 +513,20 @@ mx_status_t mxt_warm_up(int with_cuda, int connect_all)
         if (mt != UCS_MEMORY_TYPE_HOST &&
             (!with_cuda || !(mxt.memory_types & UCS_BIT(mt))))
             continue;
-        ucp_mem_map_params_t mp;
-        memset(&mp, 0, sizeof(mp));
-        mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS |
-                        UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE;
-        mp.length = 2 * lens[1];
-        mp.flags = UCP_MEM_MAP_ALLOCATE;
-        mp.memory_type = mt;
         ucp_mem_h memh;
-        ucs_status_t st = ucp_mem_map(mxt.context, &mp, &memh);
-        if (st != UCS_OK) {
-            MPIX_ACC_LOG(MX_LOG_INFO, "UCX warm-up: cannot allocate %s memory: %s",
-                         ucs_memory_type_names[mt], ucs_status_string(st));
+        char *addr = mxt_warm_alloc(mt, 2 * lens[1], &memh);
+        if (!addr)
             continue;
-        }
-        ucp_mem_attr_t ma;
-        memset(&ma, 0, sizeof(ma));
-        ma.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
-        st = ucp_mem_query(memh, &ma);
+        ucs_status_t st = UCS_OK;
         for (size_t i = 0; st == UCS_OK && i < sizeof(lens) / sizeof(lens[0]); i++)
-            st = mxt_warm_loopback(self, ma.address, (char *)ma.address + lens[1], lens[i], mt);
+            st = mxt_warm_loopback(self, addr, addr + lens[1], lens[i], mt);
         if (st != UCS_OK)
             MPIX_ACC_LOG(MX_LOG_INFO, "UCX warm-up with %s memory: %s",
                          ucs_memory_type_names[mt], ucs_status_string(st));
         ucp_mem_unmap(mxt.context, memh);
     }
+    if (with_cuda && node_peers)
+        mxt_warm_node_peers(node_peers, npeers);
     MPIX_ACC_LOG(MX_LOG_DEBUG, "UCX warm-up done (%d endpoints connected eagerly)", n);
     return MX_OK;
 }
