@@ -728,19 +728,23 @@ int main(int argc, char **argv)
     double *cl = calloc((size_t)o.repeats, sizeof *cl);
     if (!tl || !tb || !cl)
         ex_die("out of memory");
+    /* Buffers for the largest size, allocated once: freeing device memory
+     * that a peer has mapped (CUDA IPC) makes UCX unmap it on the peer's
+     * progress thread later, a device-synchronizing call that was seen to
+     * stall behind a stream waiting on that thread (2 x H200). */
+    size_t win_max = (size_t)o.window * maxn;
+    if (b.role >= 0) {
+        b.sbuf = b.ac->alloc(maxn, EX_MEM_DEVICE);
+        b.rbuf = b.ac->alloc(win_max, EX_MEM_DEVICE);
+        b.ack = b.ac->alloc(1, EX_MEM_DEVICE);
+        if (b.ac->is_device) {
+            b.hs = b.ac->alloc(win_max, EX_MEM_PINNED);
+            b.hr = b.ac->alloc(win_max, EX_MEM_PINNED);
+            b.hack = b.ac->alloc(1, EX_MEM_PINNED);
+        }
+    }
     for (int si = 0; si < o.nsizes; si++) {
         b.n = (size_t)o.sizes[si];
-        size_t win_bytes = (size_t)o.window * b.n;
-        if (b.role >= 0) {
-            b.sbuf = b.ac->alloc(b.n, EX_MEM_DEVICE);
-            b.rbuf = b.ac->alloc(win_bytes, EX_MEM_DEVICE);
-            b.ack = b.ac->alloc(1, EX_MEM_DEVICE);
-            if (b.ac->is_device) {
-                b.hs = b.ac->alloc(win_bytes, EX_MEM_PINNED);
-                b.hr = b.ac->alloc(win_bytes, EX_MEM_PINNED);
-                b.hack = b.ac->alloc(1, EX_MEM_PINNED);
-            }
-        }
         int li = lat_iters(&o, b.n), bk = bw_windows(&o, b.n);
         for (int vi = 0; vi < NVARIANTS; vi++) {
             const variant_t *v = &variants[vi];
@@ -823,15 +827,15 @@ int main(int argc, char **argv)
             if (errors)
                 failures++;
         }
-        if (b.role >= 0) {
-            b.ac->free(b.sbuf, EX_MEM_DEVICE);
-            b.ac->free(b.rbuf, EX_MEM_DEVICE);
-            b.ac->free(b.ack, EX_MEM_DEVICE);
-            if (b.ac->is_device) {
-                b.ac->free(b.hs, EX_MEM_PINNED);
-                b.ac->free(b.hr, EX_MEM_PINNED);
-                b.ac->free(b.hack, EX_MEM_PINNED);
-            }
+    }
+    if (b.role >= 0) {
+        b.ac->free(b.sbuf, EX_MEM_DEVICE);
+        b.ac->free(b.rbuf, EX_MEM_DEVICE);
+        b.ac->free(b.ack, EX_MEM_DEVICE);
+        if (b.ac->is_device) {
+            b.ac->free(b.hs, EX_MEM_PINNED);
+            b.ac->free(b.hr, EX_MEM_PINNED);
+            b.ac->free(b.hack, EX_MEM_PINNED);
         }
     }
     if (rank == 0) {

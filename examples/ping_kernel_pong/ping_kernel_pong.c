@@ -465,17 +465,23 @@ int main(int argc, char **argv)
     }
 
     int run_id = 0, failures = 0;
+    /* Buffers for the largest size, allocated once (device memory a peer
+     * has mapped is best not freed while streams wait; see mpixacc_bench). */
+    size_t maxn = 1;
+    for (int si = 0; si < o.nsizes; si++)
+        if ((size_t)o.sizes[si] > maxn)
+            maxn = (size_t)o.sizes[si];
+    if (p.role >= 0) {
+        p.d_sbuf = p.ac->alloc(maxn, EX_MEM_DEVICE);
+        p.d_rbuf[0] = p.ac->alloc(maxn, EX_MEM_DEVICE);
+        p.d_rbuf[1] = p.ac->alloc(maxn, EX_MEM_DEVICE);
+        if (p.ac->is_device) {
+            p.h_sbuf = p.ac->alloc(maxn, EX_MEM_PINNED);
+            p.h_rbuf = p.ac->alloc(maxn, EX_MEM_PINNED);
+        }
+    }
     for (int si = 0; si < o.nsizes; si++) {
         p.n = (size_t)o.sizes[si];
-        if (p.role >= 0) {
-            p.d_sbuf = p.ac->alloc(p.n, EX_MEM_DEVICE);
-            p.d_rbuf[0] = p.ac->alloc(p.n, EX_MEM_DEVICE);
-            p.d_rbuf[1] = p.ac->alloc(p.n, EX_MEM_DEVICE);
-            if (p.ac->is_device) {
-                p.h_sbuf = p.ac->alloc(p.n, EX_MEM_PINNED);
-                p.h_rbuf = p.ac->alloc(p.n, EX_MEM_PINNED);
-            }
-        }
         double staged_med = 0;
         for (int v = 0; v < NVARIANTS; v++) {
             char why[256];
@@ -523,14 +529,14 @@ int main(int argc, char **argv)
             free(t);
             free(c);
         }
-        if (p.role >= 0) {
-            p.ac->free(p.d_sbuf, EX_MEM_DEVICE);
-            p.ac->free(p.d_rbuf[0], EX_MEM_DEVICE);
-            p.ac->free(p.d_rbuf[1], EX_MEM_DEVICE);
-            if (p.ac->is_device) {
-                p.ac->free(p.h_sbuf, EX_MEM_PINNED);
-                p.ac->free(p.h_rbuf, EX_MEM_PINNED);
-            }
+    }
+    if (p.role >= 0) {
+        p.ac->free(p.d_sbuf, EX_MEM_DEVICE);
+        p.ac->free(p.d_rbuf[0], EX_MEM_DEVICE);
+        p.ac->free(p.d_rbuf[1], EX_MEM_DEVICE);
+        if (p.ac->is_device) {
+            p.ac->free(p.h_sbuf, EX_MEM_PINNED);
+            p.ac->free(p.h_rbuf, EX_MEM_PINNED);
         }
     }
     if (rank == 0) {
