@@ -138,12 +138,12 @@ csv=$logdir/bench.csv
 run "mpixacc_bench 2 ranks" 2 -- "$bench" -b 1 -e 256K -f 16 -i 50 -r 2 -w 4 --csv "$csv"
 rows=$(grep -cE '^[0-9]+ (B|KiB) +(acc|acc-sync|staged|cuda-aware) .* ok$' "$log")
 crows=$(grep -cE '^[0-9]+,(acc|acc-sync|staged|cuda-aware),host,.*,0,ok$' "$csv" 2>/dev/null)
-skips=$(grep -cE '^variant (nccl|mpich-enqueue|floor) skipped: ' "$log")
+skips=$(grep -cE '^variant (nccl|mpich-enqueue) skipped: ' "$log")
 if [ $rc -eq 0 ] && grep -q '^RESULT: OK$' "$log" && [ "$rows" -eq 20 ] && [ "$crows" -eq 20 ] &&
-    [ "$skips" -eq 3 ]; then
-    pass "mpixacc_bench 2 ranks (20 validated rows, CSV, 3 GPU-only variants skipped with a reason)"
+    [ "$skips" -eq 2 ]; then
+    pass "mpixacc_bench 2 ranks (20 validated rows, CSV, 2 GPU-only variants skipped with a reason)"
 else
-    fail "mpixacc_bench 2 ranks" "exit status $rc, $rows/20 rows ok, $crows/20 CSV rows, $skips/3 skips" "$log"
+    fail "mpixacc_bench 2 ranks" "exit status $rc, $rows/20 rows ok, $crows/20 CSV rows, $skips/2 skips" "$log"
 fi
 # the plot script turns that CSV into Markdown tables (PNGs need matplotlib)
 if command -v python3 >/dev/null 2>&1; then
@@ -158,16 +158,23 @@ if command -v python3 >/dev/null 2>&1; then
         fail "bench-plot.py" "exit status $rc, $trows of 15 table rows" "$log"
     fi
 fi
-run "mpixacc_bench 3 ranks (rank 2 idle), --no-check" 3 -- "$bench" --sizes 8,64K -v acc,staged \
-    -t lat -i 20 -r 1 --no-check
+run "mpixacc_bench 3 ranks (rank 2 idle), --no-check" 3 -- "$bench" --sizes 8,64K -v acc,staged,floor \
+    -t lat -i 20 -r 1 --no-check --timeout 100
 rows=$(grep -cE '^[0-9]+ (B|KiB) +(acc|staged) .* unchecked$' "$log")
-if [ $rc -eq 0 ] && [ "$rows" -eq 4 ]; then
-    pass "mpixacc_bench 3 ranks, --no-check (4 rows marked unchecked)"
+if [ $rc -eq 0 ] && [ "$rows" -eq 4 ] && grep -q '^variant floor skipped: needs the CUDA backend' "$log"; then
+    pass "mpixacc_bench 3 ranks, --no-check (4 rows marked unchecked, floor skipped with its reason)"
 else
     fail "mpixacc_bench 3 ranks, --no-check" "exit status $rc, $rows of 4 rows" "$log"
 fi
 expect_fail "mpixacc_bench detects wrong data" 2 '^[0-9]+ (B|KiB) +(acc|acc-sync|staged|cuda-aware) ' \
     "$bench" --sizes 1,4K -t bw -i 16 -r 1 -w 2 --inject-fault
+run "mpixacc_bench --timeout names what it was doing" 2 -- "$bench" --sizes 8 -v acc -t lat \
+    -i 10000000 -r 1 --timeout 3
+if [ $rc -ne 0 ] && grep -q "TIMEOUT after 3 s in 'acc latency 8 B'" "$log"; then
+    pass "mpixacc_bench --timeout names what it was doing (exit status $rc)"
+else
+    fail "mpixacc_bench --timeout" "exit status $rc, no TIMEOUT line naming the phase" "$log"
+fi
 run "mpixacc_bench rejects a bad option" 2 -- "$bench" --min 0
 if [ $rc -eq 2 ] && grep -q "invalid size '0'" "$log"; then
     pass "mpixacc_bench rejects a bad option (exit status 2 with the reason)"

@@ -178,6 +178,8 @@ int mxe_drain(double timeout_s);
  * after mxe_drain() and after all peers drained (the caller barriers). */
 void mxe_finalize(void);
 int mxe_is_running(void);
+/* Operations submitted and not yet completed (any thread). */
+long mxe_live_ops(void);
 
 /* ---- operations (application threads) ---- */
 

@@ -66,7 +66,9 @@ typedef struct {
     pthread_mutex_t reap_lock;
     mxe_op_t **reap;
     size_t nreap, capreap;
+    size_t reap_cursor;          /* where the next bounded reap pass starts */
     _Atomic size_t reap_pending;
+    _Atomic long greqs_alive;    /* generalized requests started, not yet freed by MPI */
     long released_errors;     /* errors seen in ops the user no longer holds */
 } mxi_state_t;
 
@@ -90,6 +92,7 @@ typedef enum {
     MXI_E_NO_MEM,         /* MPI_ERR_NO_MEM */
     MXI_E_INTERN,         /* MPI_ERR_INTERN */
     MXI_E_UNSUPPORTED,    /* MPI_ERR_UNSUPPORTED_OPERATION */
+    MXI_E_TOO_MANY,       /* own class: MPIX_ACC_MAX_PENDING operations stuck in flight */
     MXI_E_COUNT_OF_ERRORS
 } mxi_err_t;
 

@@ -6,6 +6,7 @@
 #include "interpose/interpose.h"
 
 #include <string.h>
+#include <time.h>
 
 int mxi_stream_resolve(void *handle, MPI_Comm comm, mxa_stream_t **out)
 {
@@ -77,10 +78,55 @@ static int mxi_check_common(MPI_Comm comm, int count, MPI_Datatype dt, void *req
     return MPI_SUCCESS;
 }
 
+/* Back-pressure: with MPIX_ACC_MAX_PENDING operations alive (each holds an
+ * MPI generalized request until it completed and the application let go of
+ * it; MPICH ch4 aborts near 128k live requests), wait like a full CUDA
+ * stream queue until some are done. Gives up with MXI_E_TOO_MANY after 10 s
+ * without one finishing. */
+static int mxi_throttle(MPI_Comm comm)
+{
+    long limit = mxu_config.max_pending > 0 ? mxu_config.max_pending : 1;
+    long live = atomic_load_explicit(&mxi.greqs_alive, memory_order_relaxed);
+    if (live < limit)
+        return MPI_SUCCESS;
+    struct timespec ts = {0, 20000};
+    long best = live;
+    double waited = 0, since_progress = 0;
+    for (;;) {
+        mxi_reap(1); /* every completed one the application let go of */
+        live = atomic_load_explicit(&mxi.greqs_alive, memory_order_relaxed);
+        if (live < limit)
+            break;
+        if (live < best) {
+            best = live;
+            since_progress = 0;
+        }
+        if (since_progress > 10.0)
+            return mxi_raise(comm, MXI_E_TOO_MANY, "%ld operations in flight (limit %ld)", live,
+                             limit);
+        nanosleep(&ts, NULL);
+        double d = (double)ts.tv_nsec * 1e-9;
+        waited += d;
+        since_progress += d;
+        if (ts.tv_nsec < 1000000)
+            ts.tv_nsec *= 2;
+    }
+    if (waited > 1.0)
+        MPIX_ACC_LOG(MX_LOG_INFO, "waited %.1f s for stream-ordered operations to complete "
+                     "(MPIX_ACC_MAX_PENDING=%ld in flight)", waited, limit);
+    return MPI_SUCCESS;
+}
+
 /* Create the generalized request for op and hand op to the engine. */
 static int mxi_submit(mxe_op_t *op, mxi_origin_t origin, MPI_Comm comm, MPI_Request *req)
 {
     MPI_Request greq;
+    int trc = mxi_throttle(comm);
+    if (trc != MPI_SUCCESS) {
+        mxe_op_release(op);
+        mxe_op_release(op);
+        return trc;
+    }
     op->user_origin = (int)origin;
     memcpy(&op->user_aux, &comm, sizeof(comm) < sizeof(op->user_aux) ? sizeof(comm) : sizeof(op->user_aux));
     int rc = PMPI_Grequest_start(mxi_greq_query, mxi_greq_free, mxi_greq_cancel, op, &greq);
@@ -89,6 +135,7 @@ static int mxi_submit(mxe_op_t *op, mxi_origin_t origin, MPI_Comm comm, MPI_Requ
         mxe_op_release(op);
         return mxi_raise_code(comm, rc);
     }
+    atomic_fetch_add_explicit(&mxi.greqs_alive, 1, memory_order_relaxed);
     memcpy(&op->user_handle, &greq, sizeof(greq) < sizeof(op->user_handle) ? sizeof(greq) : sizeof(op->user_handle));
     mxi_request_track(greq, op);
     mx_status_t st = mxe_op_submit(op);

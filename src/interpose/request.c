@@ -56,6 +56,7 @@ int mxi_greq_query(void *extra_state, MPI_Status *status)
 
 int mxi_greq_free(void *extra_state)
 {
+    atomic_fetch_sub_explicit(&mxi.greqs_alive, 1, memory_order_relaxed);
     mxe_op_release(extra_state);
     return MPI_SUCCESS;
 }
@@ -133,8 +134,16 @@ void mxi_reap(int all)
             return; /* another thread is reaping */
         pthread_mutex_lock(&mxi.reap_lock);
     }
+    /* A bounded pass inspects 64 entries from a cursor that moves on, so
+     * that incomplete entries cannot hide completed ones from every pass
+     * (the generalized requests of those would never be freed, and MPICH
+     * aborts once ~128k are alive: seen with 100k iterations enqueued ahead
+     * on a host stream). */
     size_t budget = all ? mxi.nreap : 64;
-    for (size_t i = 0; i < mxi.nreap && budget > 0; budget--) {
+    size_t i = all || mxi.reap_cursor >= mxi.nreap ? 0 : mxi.reap_cursor;
+    for (; mxi.nreap > 0 && budget > 0; budget--) {
+        if (i >= mxi.nreap)
+            i = 0;
         mxe_op_t *op = mxi.reap[i];
         if (!mxe_op_is_complete(op)) {
             i++;
@@ -157,6 +166,7 @@ void mxi_reap(int all)
         MPI_Request h = mxi_op_handle(op);
         PMPI_Request_free(&h); /* op may be freed now */
     }
+    mxi.reap_cursor = i;
     atomic_store_explicit(&mxi.reap_pending, mxi.nreap, memory_order_relaxed);
     pthread_mutex_unlock(&mxi.reap_lock);
 }

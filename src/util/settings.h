@@ -54,6 +54,9 @@
     X(RECV_POST, STRING, recv_post, "ordered",                                                   \
       "Default for the mpix_acc_recv_post hint: ordered (post when the stream reaches the "       \
       "receive) or early (post at call time)")                                                   \
+    X(MAX_PENDING, INT, max_pending, "32768",                                                    \
+      "Stream-ordered operations in flight per process at most; a call beyond it waits until "   \
+      "some are done (an MPI error after 10 s without one); MPICH allows ~128k live requests") \
     X(FINALIZE_TIMEOUT, DOUBLE, finalize_timeout, "10",                                          \
       "Seconds MPI_Finalize waits for pending stream-ordered operations before it reports and "   \
       "cancels them")                                                                            \
