@@ -61,6 +61,9 @@
 #ifdef MPIXACC_HAVE_CUDA
 
 #include "accel/accel.h"
+#include "accel/ipc_defer.h"
+
+static void mxa_cuda_ipc_defer_setup(void);
 
 #include <ctype.h>
 #include <dlfcn.h>
@@ -1079,6 +1082,7 @@ mx_status_t mxa_cuda_init(void)
     }
     g.map_ok = 1;
     set_mode();
+    mxa_cuda_ipc_defer_setup();
     atomic_store(&g_active, 1);
     MPIX_ACC_LOG(MX_LOG_INFO, "CUDA backend active: driver %d, %d device(s), %s",
                  g.driver_version, g.ndev, g.mode);
@@ -1263,3 +1267,45 @@ const char *mxa_cuda_current_pci_busid(void)
 typedef int mxa_cuda_unused_t;
 
 #endif
+
+/* ---- cuIpcCloseMemHandle, deferred on the progress thread (ipc_defer.h) ---- */
+
+/* The real close, with the context of the deferred call current. */
+static int mxa_cuda_ipc_close_now(uint64_t dptr, void *ctx)
+{
+    if (MXA_CU(cuIpcCloseMemHandle) == NULL)
+        return (int)CUDA_ERROR_NOT_INITIALIZED;
+    int pushed = ctx != NULL && MXA_CU(cuCtxPushCurrent)((CUcontext)ctx) == CUDA_SUCCESS;
+    CUresult r = MXA_CU(cuIpcCloseMemHandle)((CUdeviceptr)dptr);
+    if (pushed) {
+        CUcontext prev;
+        MXA_CU(cuCtxPopCurrent)(&prev);
+    }
+    return (int)r;
+}
+
+/* Exported (libmpixacc.map) so that UCX's cuda module, which links this
+ * driver function by name, calls it here; the application's own calls pass
+ * straight through (only the progress thread defers). */
+__attribute__((visibility("default"))) CUresult CUDAAPI cuIpcCloseMemHandle(CUdeviceptr dptr)
+{
+    CUcontext ctx = NULL;
+    if (MXA_CU(cuCtxGetCurrent) != NULL && MXA_CU(cuCtxGetCurrent)(&ctx) != CUDA_SUCCESS)
+        ctx = NULL;
+    if (MXA_CU(cuIpcCloseMemHandle) != NULL && mxa_ipc_defer_close((uint64_t)dptr, ctx))
+        return CUDA_SUCCESS;
+    __typeof__(&cuIpcCloseMemHandle) real = MXA_CU(cuIpcCloseMemHandle);
+    if (real == NULL) { /* backend off: the driver UCX loaded, if any */
+        void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+        void *p = lib ? dlsym(lib, "cuIpcCloseMemHandle") : NULL;
+        memcpy(&real, &p, sizeof(p));
+        if (lib)
+            dlclose(lib);
+    }
+    return real != NULL ? real(dptr) : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+static void mxa_cuda_ipc_defer_setup(void)
+{
+    mxa_ipc_defer_set_closer(mxa_cuda_ipc_close_now);
+}

@@ -62,7 +62,8 @@
     X(cuStreamGetId, 0, 12000)                                                                   \
     X(cuCtxGetId, 0, 12000)                                                                      \
     X(cuModuleGetLoadingMode, 0, 11070)                                                          \
-    X(cuFuncLoad, 0, 12040)
+    X(cuFuncLoad, 0, 12040)                                                                      \
+    X(cuIpcCloseMemHandle, 0, 4010)
 
 #define MXA_CU_FIELD_(name, req, since) __typeof__(&name) f_##name;
 typedef struct {

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "accel/ipc_defer.h"
 #include "topo/topo.h"
 #include "transport/transport.h"
 #include "util/settings.h"
@@ -598,6 +599,9 @@ void *mxe_progress_main(void *arg)
 {
     (void)arg;
     mxe.placed_near_gpu = mxe.gpu_busid[0] != '\0';
+    mxa_features_t feat;
+    mxa_get_features(&feat);
+    mxa_ipc_defer_thread_enter(mxu_config.defer_ipc_close && feat.cuda_active);
     mxe_place(mxe.placed_near_gpu ? mxe.gpu_busid : NULL);
     uint64_t spin_ns = (uint64_t)(mxu_config.progress_spin_us > 0 ? mxu_config.progress_spin_us : 0) * 1000u;
     uint64_t last_work = mxu_now_ns();
@@ -612,6 +616,10 @@ void *mxe_progress_main(void *arg)
             mxe.waits_dirty = 0;
             work += mxe_check_waits();
         }
+        /* IPC unmaps UCX asked for, once no stream can be waiting on us */
+        if (mxa_ipc_defer_pending() &&
+            atomic_load_explicit(&mxe.live_waits, memory_order_acquire) == 0)
+            work += mxa_ipc_defer_flush(NULL);
         if (mxe.abort_pending) {
             mxe.abort_pending = 0;
             atomic_store(&mxe.abort_done, 1);
@@ -631,5 +639,6 @@ void *mxe_progress_main(void *arg)
         }
         mxe_sleep(&nap_ns);
     }
+    mxa_ipc_defer_flush(NULL); /* stopping: everything has drained */
     return NULL;
 }
