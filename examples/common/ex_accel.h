@@ -85,8 +85,9 @@ const ex_accel_t *ex_accel_cuda(int local_rank, char *why, size_t whylen);
 /* Before MPI_Init: unless want is "host", make the GPU of this rank current
  * (local rank from the launcher's environment: MPI_LOCALRANKID,
  * OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID), so the library sees the
- * device the application uses when it initializes. Silent when there is no
- * GPU; a no-op in builds without CUDA. */
+ * device the application uses when it initializes, and ask for eager
+ * kernel loading (CUDA_MODULE_LOADING=EAGER unless set). Silent when there is
+ * no GPU; a no-op in builds without CUDA. */
 void ex_accel_preinit(const char *want);
 void ex_accel_cuda_preinit(int local_rank);
 

@@ -170,6 +170,10 @@ void ex_accel_preinit(const char *want)
                                        "SLURM_LOCALID"};
     if (!strcmp(want, "host"))
         return;
+    /* Load every kernel when the CUDA context is created: with CUDA's lazy
+     * loading, a kernel launched for the first time behind a stream wait can
+     * wait for that stream (the README's advice; the user's setting wins). */
+    setenv("CUDA_MODULE_LOADING", "EAGER", 0);
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
         const char *v = getenv(vars[i]);
         if (v && *v) {
