@@ -131,15 +131,17 @@ extern "C" int bench_floor_setup(size_t max_bytes, char *desc, size_t desclen,
 #undef FL_FAIL
 #define FL_FAIL -1
 
+/* Stream `side` waits until its own flag reaches v. */
 static CUresult enqueue_wait(int side, uint64_t v)
 {
     return fl.wait64((CUstream)fl.s[side], (CUdeviceptr)(uintptr_t)&fl.flags[side], v,
                      CU_STREAM_WAIT_VALUE_GEQ);
 }
 
-static CUresult enqueue_write(int side, uint64_t v)
+/* Stream `side` writes v into the OTHER side's flag (releasing it). */
+static CUresult enqueue_signal_other(int side, uint64_t v)
 {
-    return fl.write64((CUstream)fl.s[side], (CUdeviceptr)(uintptr_t)&fl.flags[side], v, 0);
+    return fl.write64((CUstream)fl.s[side], (CUdeviceptr)(uintptr_t)&fl.flags[1 - side], v, 0);
 }
 
 #define FL_CU(call)                                                                          \
@@ -171,12 +173,12 @@ extern "C" int bench_floor_latency(size_t n, int iters, unsigned seed, double *h
          * host ahead of the other stream's work) */
         FL_CHECK(cudaSetDevice(fl.dev[0]));
         FL_CHECK(cudaMemcpyPeerAsync(fl.b, fl.dev[1], fl.a0, fl.dev[0], n, fl.s[0]));
-        FL_CU(enqueue_write(1, base + (uint64_t)i));
-        FL_CU(enqueue_wait(0, base + (uint64_t)i));
+        FL_CU(enqueue_signal_other(0, base + (uint64_t)i)); /* A releases B */
+        FL_CU(enqueue_wait(0, base + (uint64_t)i));         /* A waits for B */
         FL_CHECK(cudaSetDevice(fl.dev[1]));
         FL_CU(enqueue_wait(1, base + (uint64_t)i));
         FL_CHECK(cudaMemcpyPeerAsync(fl.a1, fl.dev[0], fl.b, fl.dev[1], n, fl.s[1]));
-        FL_CU(enqueue_write(0, base + (uint64_t)i));
+        FL_CU(enqueue_signal_other(1, base + (uint64_t)i)); /* B releases A */
     }
     FL_CHECK(cudaSetDevice(fl.dev[0]));
     FL_CHECK(cudaEventRecord(fl.e1, fl.s[0]));

@@ -17,8 +17,8 @@
  *   floor          rank 0 alone: cudaMemcpyPeerAsync between its GPU and the
  *                  next one with a stream-to-stream flag round trip (latency)
  *                  or back to back (bandwidth), timed on the GPU; only when
- *                  named (-v floor or all): its set-up did not finish on
- *                  2 x H200 in its first run (cause not yet known)
+ *                  named (-v floor or all) until it has run on a GPU (its
+ *                  first run deadlocked in set-up on a flag-write bug, fixed)
  *
  * Latency: ping-pong, rank 0 sends and gets the message echoed by rank 1;
  * half-RTT = rank 0's wall time of the repetition (from a barrier to the end
@@ -456,8 +456,8 @@ static void usage(FILE *f)
             "  -f, --factor F       size step factor (default 4)\n"
             "      --sizes LIST     explicit sizes instead, e.g. 8,64K,1M,64M\n"
             "  -v, --variant LIST   acc,acc-sync,staged,cuda-aware,nccl,mpich-enqueue,floor\n"
-            "                       or all (default: all but floor, whose set-up did not\n"
-            "                       finish on 2 x H200 in its only run so far)\n"
+            "                       or all (default: all but floor, not yet run to the end\n"
+            "                       on a GPU)\n"
             "  -t, --test LIST      lat,bw or both (default both)\n"
             "  -i, --iters N        latency round trips per repetition (default 1000; fewer\n"
             "                       for large messages, see --budget)\n"
