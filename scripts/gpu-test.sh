@@ -353,6 +353,11 @@ PP_ARGS=""
 [ "$QUICK" = 1 ] && PP_ARGS="--iters=200 --reps=3 --bw-iters=3"
 run_test "memops/pingpong" 300 'PASS' -- env MPIX_ACC_MEMOPS=1 MPIX_ACC_LOG=warn \
     "$MPIEXEC" $LAUNCH -n 2 "$BIN/pingpong" $PP_ARGS
+# which UCX protocols carry small and large device messages (UCX prints its
+# selection tables with UCX_PROTO_INFO=y): doc/benchmarks.md section 3
+run_test "diag/ucx-proto-info" 120 'PASS' -- env MPIX_ACC_MEMOPS=1 MPIX_ACC_LOG=warn \
+    UCX_PROTO_INFO=y "$MPIEXEC" $LAUNCH -n 2 "$BIN/pingpong" --lat-sizes=8,65536 \
+    --bw-size=1048576 --iters=20 --reps=1 --bw-iters=1
 if grep -q '^TEST memops/pingpong' "$TESTLOG"; then
     say "--- stream-ordered ping-pong (memops), $RANK_GPUS:"
     sed -n '/^TEST memops\/pingpong/,/^=====/p' "$TESTLOG" |
