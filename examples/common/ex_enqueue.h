@@ -49,10 +49,17 @@ static EX_UNUSED int ex_enqueue_setup(int is_device, void *cudastream, MPI_Comm 
         MPI_Info_set(info, "type", "cudaStream_t");
         MPIX_Info_set_hex(info, "value", &cudastream, (int)sizeof cudastream);
         /* errors not tied to a communicator go to MPI_COMM_SELF (MPI-4) or
-         * MPI_COMM_WORLD: return them (every call here is checked) */
+         * MPI_COMM_WORLD: return them for this call, then restore */
+        MPI_Errhandler eh_world, eh_self;
+        MPI_Comm_get_errhandler(MPI_COMM_WORLD, &eh_world);
+        MPI_Comm_get_errhandler(MPI_COMM_SELF, &eh_self);
         MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
         MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
         rc = MPIX_Stream_create(info, &ex_enq_stream);
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, eh_world);
+        MPI_Comm_set_errhandler(MPI_COMM_SELF, eh_self);
+        MPI_Errhandler_free(&eh_world);
+        MPI_Errhandler_free(&eh_self);
         MPI_Info_free(&info);
         if (rc != MPI_SUCCESS) {
             char s[MPI_MAX_ERROR_STRING];
@@ -66,7 +73,12 @@ static EX_UNUSED int ex_enqueue_setup(int is_device, void *cudastream, MPI_Comm 
     }
     EX_MPI(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
     if (all) {
+        MPI_Errhandler eh_world;
+        MPI_Comm_get_errhandler(MPI_COMM_WORLD, &eh_world);
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
         rc = MPIX_Stream_comm_create(MPI_COMM_WORLD, ex_enq_stream, scomm);
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, eh_world);
+        MPI_Errhandler_free(&eh_world);
         ok = rc == MPI_SUCCESS;
         if (!ok) {
             char s[MPI_MAX_ERROR_STRING];

@@ -11,8 +11,10 @@
  * thread can release: a deadlock (doc/design.md §3). The CUDA backend
  * therefore exports cuIpcCloseMemHandle (resolved before libcuda's for the
  * UCX module, which links it by name); on the progress thread the call is
- * queued here and returns success, and the engine closes the queue when no
- * stream waits on it (mxa_ipc_defer_flush). Other threads close at once.
+ * queued here and returns success, and a closer thread of the library
+ * makes the close: if it synchronizes the device, it waits while the
+ * progress thread goes on releasing stream waits. Other threads close at
+ * once.
  *
  * The queue itself has no CUDA dependency, so that it is unit-tested
  * without a GPU; the close function is given by the backend (or a test).
@@ -39,12 +41,18 @@ void mxa_ipc_defer_thread_enter(int enabled);
  * Queues only on a deferring thread; out of memory: 0. */
 int mxa_ipc_defer_close(uint64_t dptr, void *ctx);
 
-/* Close everything queued, oldest first (any thread; the engine calls it on
- * the progress thread when no stream wait is pending). Returns the number
- * closed; *failed (may be NULL) counts closes the driver refused. */
-unsigned mxa_ipc_defer_flush(unsigned *failed);
+/* Wait until everything queued so far is closed (any thread but the
+ * progress thread). */
+void mxa_ipc_defer_drain(void);
 
-/* Closes queued and not yet flushed. */
+/* Stop the closer thread after it closed everything queued, close what was
+ * queued without it, and return the number closed during this call (*failed,
+ * may be NULL: how many of them the driver refused). The engine
+ * calls it after the progress thread has stopped; deferral works again
+ * afterwards (a new closer thread starts at the next deferred close). */
+unsigned mxa_ipc_defer_shutdown(unsigned *failed);
+
+/* Closes queued or being made. */
 size_t mxa_ipc_defer_pending(void);
 
 #endif

@@ -616,10 +616,6 @@ void *mxe_progress_main(void *arg)
             mxe.waits_dirty = 0;
             work += mxe_check_waits();
         }
-        /* IPC unmaps UCX asked for, once no stream can be waiting on us */
-        if (mxa_ipc_defer_pending() &&
-            atomic_load_explicit(&mxe.live_waits, memory_order_acquire) == 0)
-            work += mxa_ipc_defer_flush(NULL);
         if (mxe.abort_pending) {
             mxe.abort_pending = 0;
             atomic_store(&mxe.abort_done, 1);
@@ -639,6 +635,5 @@ void *mxe_progress_main(void *arg)
         }
         mxe_sleep(&nap_ns);
     }
-    mxa_ipc_defer_flush(NULL); /* stopping: everything has drained */
     return NULL;
 }

@@ -42,10 +42,16 @@ static void mxi_bring_up(void)
 #ifdef MPIXACC_HAVE_CUDA
         mine = mxa_cuda_active();
 #endif
-        PMPI_Allreduce(&mine, &cuda_everywhere, 1, MPI_INT, MPI_MIN, node);
-        if (cuda_everywhere && args.local_size > 1 &&
-            (node_peers = malloc(sizeof(int) * (size_t)args.local_size)) != NULL)
+        if (args.local_size > 1 && mine)
+            node_peers = malloc(sizeof(int) * (size_t)args.local_size);
+        int ready = node_peers != NULL; /* CUDA on and the list allocated, on every one */
+        PMPI_Allreduce(&ready, &cuda_everywhere, 1, MPI_INT, MPI_MIN, node);
+        if (cuda_everywhere)
             PMPI_Allgather(&mxi.world_rank, 1, MPI_INT, node_peers, 1, MPI_INT, node);
+        else {
+            free(node_peers);
+            node_peers = NULL;
+        }
         PMPI_Comm_free(&node);
     }
 #ifdef MPIXACC_HAVE_CUDA
@@ -83,8 +89,7 @@ static void mxi_bring_up(void)
                 ok = 0;
     }
     PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    /* node_peers: set on every rank of a node or none (cuda_everywhere is
-     * node-wide; a failed malloc costs its peers the 30 s exchange limit) */
+    /* node_peers: set on every rank of a node or on none of them */
     if (all_ok && mxe_start(blob, offsets, n, node_peers, node_peers ? args.local_size : 0) !=
                       MX_OK)
         all_ok = 0;

@@ -413,6 +413,7 @@ static void *mxt_warm_alloc(ucs_memory_type_t mt, size_t len, ucp_mem_h *memh)
     ma.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
     if (ucp_mem_query(*memh, &ma) != UCS_OK) {
         ucp_mem_unmap(mxt.context, *memh);
+        *memh = NULL;
         return NULL;
     }
     return ma.address;
@@ -429,11 +430,23 @@ static void mxt_warm_node_peers(const int *peers, int npeers)
     for (int i = 0; i < npeers; i++)
         if (peers[i] == mxt.world_rank)
             me = i;
-    if (me < 0 || npeers < 2 || !(mxt.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)))
+    if (me < 0 || npeers < 2)
         return;
-    char *buf = mxt_warm_alloc(UCS_MEMORY_TYPE_CUDA, 2 * MXT_IPC_WARM_LEN, &mxt.ipc_warm_memh);
-    if (!buf)
-        return;
+    /* Without device memory (UCX without CUDA memory here, or allocation
+     * failed) still take part, with host memory: the peers expect our
+     * messages in every round. */
+    ucs_memory_type_t mt = UCS_MEMORY_TYPE_CUDA;
+    char *buf = NULL;
+    if (mxt.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA))
+        buf = mxt_warm_alloc(mt, 2 * MXT_IPC_WARM_LEN, &mxt.ipc_warm_memh);
+    if (!buf) {
+        mt = UCS_MEMORY_TYPE_HOST;
+        buf = mxt_warm_alloc(mt, 2 * MXT_IPC_WARM_LEN, &mxt.ipc_warm_memh);
+        if (!buf)
+            return;
+        MPIX_ACC_LOG(MX_LOG_INFO, "UCX warm-up with node peers uses host memory (no device "
+                     "memory through UCX here)");
+    }
     int done = 0;
     for (int k = 1; k < npeers; k++) {
         int dst = peers[(me + k) % npeers], src = peers[(me - k + npeers) % npeers];
@@ -447,7 +460,7 @@ static void mxt_warm_node_peers(const int *peers, int npeers)
         ucp_request_param_t param;
         memset(&param, 0, sizeof(param));
         param.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE;
-        param.memory_type = UCS_MEMORY_TYPE_CUDA;
+        param.memory_type = mt;
         ucs_status_ptr_t r = ucp_tag_recv_nbx(mxt.worker, buf + MXT_IPC_WARM_LEN,
                                               MXT_IPC_WARM_LEN, rtag, UINT64_MAX, &param);
         if (UCS_PTR_IS_ERR(r))
@@ -472,7 +485,22 @@ static void mxt_warm_node_peers(const int *peers, int npeers)
                              "did not finish in 30 s; continuing without it", dst, src);
                 if (rs == UCS_INPROGRESS && r)
                     ucp_request_cancel(mxt.worker, r);
-                mxt.ipc_warm_memh = NULL; /* requests may still use it: never unmapped */
+                /* give the cancel (and the send) a moment, free what ended */
+                for (int i = 0; i < 100000 && ((r && ucp_request_check_status(r) ==
+                                                             UCS_INPROGRESS) ||
+                                               (s && !UCS_PTR_IS_ERR(s) &&
+                                                ucp_request_check_status(s) == UCS_INPROGRESS));
+                     i++)
+                    ucp_worker_progress(mxt.worker);
+                int r_busy = r && ucp_request_check_status(r) == UCS_INPROGRESS;
+                int s_busy = s && !UCS_PTR_IS_ERR(s) &&
+                             ucp_request_check_status(s) == UCS_INPROGRESS;
+                if (r && !r_busy)
+                    ucp_request_free(r);
+                if (s && !UCS_PTR_IS_ERR(s) && !s_busy)
+                    ucp_request_free(s);
+                if (r_busy || s_busy)
+                    mxt.ipc_warm_memh = NULL; /* still in use: never unmapped */
                 return;
             }
         }
