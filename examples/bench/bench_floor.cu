@@ -33,7 +33,7 @@ static struct {
         cudaError_t e_ = (call);                                                             \
         if (e_ != cudaSuccess) {                                                             \
             snprintf(why, whylen, "%s: %s", #call, cudaGetErrorString(e_));                  \
-            return FL_FAIL;                                                                  \
+            return -1;                                                                       \
         }                                                                                    \
     } while (0)
 
@@ -54,9 +54,9 @@ static unsigned long long diff(const unsigned char *a, const unsigned char *b, s
     return d;
 }
 
-#define FL_FAIL 0
-extern "C" int bench_floor_setup(size_t max_bytes, char *desc, size_t desclen,
-                                 char *why, size_t whylen)
+/* Everything but the check round trip of bench_floor_setup: 0, or -1 with
+ * why. */
+static int floor_setup(size_t max_bytes, int *peer, char *why, size_t whylen)
 {
     int ndev = 0, dev0 = 0;
     memset(&fl, 0, sizeof fl);
@@ -74,15 +74,15 @@ extern "C" int bench_floor_setup(size_t max_bytes, char *desc, size_t desclen,
                                               cudaEnableDefault, &q2));
     if (q1 != cudaDriverEntryPointSuccess || q2 != cudaDriverEntryPointSuccess || !w || !wr) {
         snprintf(why, whylen, "driver has no cuStreamWaitValue64/cuStreamWriteValue64");
-        return 0;
+        return -1;
     }
     fl.wait64 = (wait64_fn)w;
     fl.write64 = (write64_fn)wr;
 
-    int peer = 1;
+    *peer = 1;
     if (fl.dev[1] != fl.dev[0]) {
-        FL_CHECK(cudaDeviceCanAccessPeer(&peer, fl.dev[0], fl.dev[1]));
-        if (peer) {
+        FL_CHECK(cudaDeviceCanAccessPeer(peer, fl.dev[0], fl.dev[1]));
+        if (*peer) {
             FL_CHECK(cudaSetDevice(fl.dev[0]));
             cudaError_t e = cudaDeviceEnablePeerAccess(fl.dev[1], 0);
             if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled)
@@ -111,8 +111,17 @@ extern "C" int bench_floor_setup(size_t max_bytes, char *desc, size_t desclen,
     fl.host_back = (unsigned char *)malloc(fl.max);
     if (!fl.host_out || !fl.host_back) {
         snprintf(why, whylen, "out of host memory");
-        return 0;
+        return -1;
     }
+    return 0;
+}
+
+extern "C" int bench_floor_setup(size_t max_bytes, char *desc, size_t desclen, char *why,
+                                 size_t whylen)
+{
+    int peer = 0;
+    if (floor_setup(max_bytes, &peer, why, whylen) != 0)
+        return 0;
     /* One round trip to check that the memory operations work here. */
     double h;
     unsigned long long err = 0;
@@ -128,8 +137,6 @@ extern "C" int bench_floor_setup(size_t max_bytes, char *desc, size_t desclen,
              fl.dev[0] == fl.dev[1] ? "same GPU" : peer ? "peer access on" : "no peer access");
     return 1;
 }
-#undef FL_FAIL
-#define FL_FAIL -1
 
 /* Stream `side` waits until its own flag reaches v. */
 static CUresult enqueue_wait(int side, uint64_t v)
@@ -153,8 +160,10 @@ static CUresult enqueue_signal_other(int side, uint64_t v)
         }                                                                                    \
     } while (0)
 
-extern "C" int bench_floor_latency(size_t n, int iters, unsigned seed, double *half_us,
-                                   unsigned long long *errors, char *why, size_t whylen)
+/* Before a repetition: a new pattern in a0, the destination (on device
+ * dest_dev) zeroed, both devices idle, device 0 current. */
+static int floor_prepare(size_t n, int iters, unsigned seed, void *dest, int dest_dev, char *why,
+                         size_t whylen)
 {
     if (!fl.ok || n > fl.max || iters < 1) {
         snprintf(why, whylen, "floor not set up for %zu bytes", n);
@@ -163,8 +172,19 @@ extern "C" int bench_floor_latency(size_t n, int iters, unsigned seed, double *h
     fill(fl.host_out, n, seed);
     FL_CHECK(cudaSetDevice(fl.dev[0]));
     FL_CHECK(cudaMemcpy(fl.a0, fl.host_out, n, cudaMemcpyHostToDevice));
-    FL_CHECK(cudaMemset(fl.a1, 0, n));
+    FL_CHECK(cudaSetDevice(dest_dev));
+    FL_CHECK(cudaMemset(dest, 0, n));
     FL_CHECK(cudaDeviceSynchronize());
+    FL_CHECK(cudaSetDevice(fl.dev[0]));
+    FL_CHECK(cudaDeviceSynchronize());
+    return 0;
+}
+
+extern "C" int bench_floor_latency(size_t n, int iters, unsigned seed, double *half_us,
+                                   unsigned long long *errors, char *why, size_t whylen)
+{
+    if (floor_prepare(n, iters, seed, fl.a1, fl.dev[0], why, whylen) != 0)
+        return -1;
     uint64_t base = fl.epoch;
     FL_CHECK(cudaEventRecord(fl.e0, fl.s[0]));
     for (int i = 1; i <= iters; i++) {
@@ -198,18 +218,8 @@ extern "C" int bench_floor_latency(size_t n, int iters, unsigned seed, double *h
 extern "C" int bench_floor_bandwidth(size_t n, int iters, unsigned seed, double *gbs,
                                      unsigned long long *errors, char *why, size_t whylen)
 {
-    if (!fl.ok || n > fl.max || iters < 1) {
-        snprintf(why, whylen, "floor not set up for %zu bytes", n);
+    if (floor_prepare(n, iters, seed, fl.b, fl.dev[1], why, whylen) != 0)
         return -1;
-    }
-    fill(fl.host_out, n, seed);
-    FL_CHECK(cudaSetDevice(fl.dev[0]));
-    FL_CHECK(cudaMemcpy(fl.a0, fl.host_out, n, cudaMemcpyHostToDevice));
-    FL_CHECK(cudaSetDevice(fl.dev[1]));
-    FL_CHECK(cudaMemset(fl.b, 0, n));
-    FL_CHECK(cudaDeviceSynchronize());
-    FL_CHECK(cudaSetDevice(fl.dev[0]));
-    FL_CHECK(cudaDeviceSynchronize());
     FL_CHECK(cudaEventRecord(fl.e0, fl.s[0]));
     for (int i = 0; i < iters; i++)
         FL_CHECK(cudaMemcpyPeerAsync(fl.b, fl.dev[1], fl.a0, fl.dev[0], n, fl.s[0]));

@@ -474,24 +474,6 @@ static void usage(FILE *f)
             "                       receiver does not expect (rows must FAIL, exit status 1)\n");
 }
 
-static void parse_list(const char *arg, const char *const *names, int count, int *use,
-                       const char *what)
-{
-    memset(use, 0, sizeof(int) * (size_t)count);
-    char *copy = strdup(arg), *save = NULL;
-    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        int found = 0;
-        for (int v = 0; v < count; v++)
-            if (!strcmp(t, "all") || !strcmp(t, names[v]))
-                use[v] = found = 1;
-        if (!found) {
-            fprintf(stderr, "unknown %s '%s'\n", what, t);
-            exit(2);
-        }
-    }
-    free(copy);
-}
-
 static void parse_opts(int argc, char **argv, opts_t *o)
 {
     static const struct option lo[] = {
@@ -540,8 +522,8 @@ static void parse_opts(int argc, char **argv, opts_t *o)
             }
             explicit_sizes = 1;
             break;
-        case 'v': parse_list(optarg, vnames, NVARIANTS, o->use, "variant"); break;
-        case 't': parse_list(optarg, tnames, 2, o->tests, "test"); break;
+        case 'v': ex_parse_name_list(optarg, vnames, NVARIANTS, o->use, "variant"); break;
+        case 't': ex_parse_name_list(optarg, tnames, 2, o->tests, "test"); break;
         case 'i': o->iters = (int)ex_parse_long("--iters", optarg, 1, 100000000); break;
         case 'r': o->repeats = (int)ex_parse_long("--repeats", optarg, 1, 100000); break;
         case 'w': o->window = (int)ex_parse_long("--window", optarg, 1, 1024); break;
@@ -567,31 +549,10 @@ static void parse_opts(int argc, char **argv, opts_t *o)
         for (long long s = bmin; s <= bmax && o->nsizes < MAX_SIZES; s *= factor)
             o->sizes[o->nsizes++] = s;
     }
-    for (int i = 0; i < o->nsizes; i++)
-        if (o->sizes[i] < 1 || o->sizes[i] > (1LL << 30)) {
-            fprintf(stderr, "message size %lld out of range [1, 1G]\n", o->sizes[i]);
-            exit(2);
-        }
+    ex_check_message_sizes(o->sizes, o->nsizes);
 }
 
 /* ------------------------------------------------------------------ */
-
-static void size_label(long long n, char *buf, size_t len)
-{
-    if (n >= (1 << 20) && n % (1 << 20) == 0)
-        snprintf(buf, len, "%lld MiB", n >> 20);
-    else if (n >= 1024 && n % 1024 == 0)
-        snprintf(buf, len, "%lld KiB", n >> 10);
-    else
-        snprintf(buf, len, "%lld B", n);
-}
-
-static double thread_cpu_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Pattern seed of repetition `rep` of test t for size index si. */
 static uint32_t seed_of(int si, int vi, test_t t, int rep)
@@ -617,12 +578,12 @@ static unsigned long long one_rep(bench_t *b, const variant_t *v, test_t t, int 
     }
     EX_MPI(MPI_Barrier(MPI_COMM_WORLD));
     bench_phase_set(v->name, t, b->n);
-    double t0 = ex_now(), c0 = thread_cpu_s();
+    double t0 = ex_now(), c0 = ex_thread_cpu_s();
     if (b->role >= 0)
         (t == T_LAT ? v->lat : v->bw)(b, count);
     /* CPU time of the loop, without the end-of-run drain (a spinning
      * synchronize would count the whole GPU time as CPU time) */
-    double c1 = thread_cpu_s();
+    double c1 = ex_thread_cpu_s();
     if (b->role >= 0)
         b->ac->stream_sync(b->S);
     double t1 = ex_now();
@@ -853,7 +814,7 @@ int main(int argc, char **argv)
                 W = stats_of(tb, o.repeats);
             if (rank == 0) {
                 char lab[32];
-                size_label((long long)b.n, lab, sizeof lab);
+                ex_size_label((long long)b.n, lab, sizeof lab);
                 const char *chk = !o.check ? "unchecked" : errors ? "FAIL" : "ok";
                 printf("%-9s %-14s %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %8d %9.2f  %s", lab,
                        v->name, L.med, L.mn, L.mx, W.med, W.mn, W.mx, li, C.med, chk);

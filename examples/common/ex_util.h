@@ -150,6 +150,55 @@ static EX_UNUSED double ex_parse_double(const char *opt, const char *s, double l
     return v;
 }
 
+/* Parse a comma-separated selection of names[0..count) (or "all") into
+ * use[] (1 = selected); dies with "unknown WHAT 'x'" on a name not listed. */
+static EX_UNUSED void ex_parse_name_list(const char *arg, const char *const *names, int count,
+                                         int *use, const char *what)
+{
+    memset(use, 0, sizeof(int) * (size_t)count);
+    char *copy = strdup(arg), *save = NULL;
+    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int found = 0;
+        for (int v = 0; v < count; v++)
+            if (!strcmp(t, "all") || !strcmp(t, names[v]))
+                use[v] = found = 1;
+        if (!found) {
+            fprintf(stderr, "unknown %s '%s'\n", what, t);
+            exit(2);
+        }
+    }
+    free(copy);
+}
+
+/* Every message size in [1, 1G], else die (exit 2) naming the first bad one. */
+static EX_UNUSED void ex_check_message_sizes(const long long *sizes, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (sizes[i] < 1 || sizes[i] > (1LL << 30)) {
+            fprintf(stderr, "message size %lld out of range [1, 1G]\n", sizes[i]);
+            exit(2);
+        }
+}
+
+/* "8 B", "64 KiB", "16 MiB". */
+static EX_UNUSED void ex_size_label(long long n, char *buf, size_t len)
+{
+    if (n >= (1 << 20) && n % (1 << 20) == 0)
+        snprintf(buf, len, "%lld MiB", n >> 20);
+    else if (n >= 1024 && n % 1024 == 0)
+        snprintf(buf, len, "%lld KiB", n >> 10);
+    else
+        snprintf(buf, len, "%lld B", n);
+}
+
+/* CPU time of the calling thread, seconds. */
+static inline double ex_thread_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 /* Rank within the node (for GPU selection). */
 static EX_UNUSED int ex_local_rank(MPI_Comm comm)
 {

@@ -303,19 +303,10 @@ static void parse_opts(int argc, char **argv, opts_t *o)
     while ((c = getopt_long(argc, argv, "b:e:f:h", lo, NULL)) != -1) {
         switch (c) {
         case 'v': {
-            memset(o->use, 0, sizeof o->use);
-            char *copy = strdup(optarg), *save = NULL;
-            for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-                int found = 0;
-                for (int v = 0; v < NVARIANTS; v++)
-                    if (!strcmp(t, "all") || !strcmp(t, variants[v].name))
-                        o->use[v] = found = 1;
-                if (!found) {
-                    fprintf(stderr, "unknown variant '%s'\n", t);
-                    exit(2);
-                }
-            }
-            free(copy);
+            const char *names[NVARIANTS];
+            for (int v = 0; v < NVARIANTS; v++)
+                names[v] = variants[v].name;
+            ex_parse_name_list(optarg, names, NVARIANTS, o->use, "variant");
             break;
         }
         case 's':
@@ -352,31 +343,10 @@ static void parse_opts(int argc, char **argv, opts_t *o)
         for (long long s = bmin; s <= bmax && o->nsizes < MAX_SIZES; s = s ? s * factor : 1)
             o->sizes[o->nsizes++] = s;
     }
-    for (int i = 0; i < o->nsizes; i++)
-        if (o->sizes[i] < 1 || o->sizes[i] > (1LL << 30)) {
-            fprintf(stderr, "message size %lld out of range [1, 1G]\n", o->sizes[i]);
-            exit(2);
-        }
+    ex_check_message_sizes(o->sizes, o->nsizes);
 }
 
 /* ------------------------------------------------------------------ */
-
-static void size_label(long long n, char *buf, size_t len)
-{
-    if (n >= (1 << 20) && n % (1 << 20) == 0)
-        snprintf(buf, len, "%lld MiB", n >> 20);
-    else if (n >= 1024 && n % 1024 == 0)
-        snprintf(buf, len, "%lld KiB", n >> 10);
-    else
-        snprintf(buf, len, "%lld B", n);
-}
-
-static double thread_cpu_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* One run of iters iterations; returns rank 0's wall and CPU seconds and
  * the global error count (on every rank). */
@@ -396,10 +366,10 @@ static unsigned long long one_run(pkp_t *p, const variant_t *v, int run, int ite
         }
     }
     EX_MPI(MPI_Barrier(MPI_COMM_WORLD));
-    double t0 = ex_now(), c0 = thread_cpu_s();
+    double t0 = ex_now(), c0 = ex_thread_cpu_s();
     if (p->role >= 0)
         v->run(p, run, iters);
-    double t1 = ex_now(), c1 = thread_cpu_s();
+    double t1 = ex_now(), c1 = ex_thread_cpu_s();
     *wall = t1 - t0;
     *cpu = c1 - c0;
     EX_MPI(MPI_Bcast(wall, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD));
@@ -503,7 +473,7 @@ int main(int argc, char **argv)
                 ex_stats(t, o.repeats, &med, &mn, &mx);
                 ex_stats(c, o.repeats, &cmed, &cmn, &cmx);
                 char lab[32], vs[32] = "", vscsv[32] = "";
-                size_label((long long)p.n, lab, sizeof lab);
+                ex_size_label((long long)p.n, lab, sizeof lab);
                 if (!strcmp(variants[v].name, "staged"))
                     staged_med = med;
                 else if (staged_med > 0)

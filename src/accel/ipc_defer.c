@@ -41,7 +41,7 @@ void mxa_ipc_defer_set_closer(mxa_ipc_close_fn fn) { atomic_store(&closer_fn, fn
 void mxa_ipc_defer_thread_enter(int enabled) { defer_here = enabled != 0; }
 
 /* Close items[0..n) (no lock held). */
-static unsigned close_batch(const mxa_ipc_deferred_t *items, size_t n, unsigned *bad)
+static void close_batch(const mxa_ipc_deferred_t *items, size_t n)
 {
     mxa_ipc_close_fn fn = atomic_load(&closer_fn);
     unsigned failed = 0;
@@ -55,24 +55,21 @@ static unsigned close_batch(const mxa_ipc_deferred_t *items, size_t n, unsigned 
     }
     atomic_fetch_add(&closed_total, (unsigned)n);
     atomic_fetch_add(&failed_total, failed);
-    if (bad)
-        *bad += failed;
-    return (unsigned)n;
 }
 
-/* Take everything queued (lock held); the caller closes and frees it. */
-static mxa_ipc_deferred_t *take_all(size_t *n)
+/* Close everything queued now: called and returns with the lock held,
+ * which it drops while closing. */
+static void close_queued(void)
 {
     mxa_ipc_deferred_t *items = deferred;
-    *n = ndeferred;
+    size_t n = ndeferred;
     deferred = NULL;
     ndeferred = capdeferred = 0;
-    nclosing += *n;
-    return items;
-}
-
-static void done_closing(size_t n) /* lock held */
-{
+    nclosing += n;
+    pthread_mutex_unlock(&defer_lock);
+    close_batch(items, n);
+    free(items);
+    pthread_mutex_lock(&defer_lock);
     nclosing -= n;
     atomic_store_explicit(&npending, ndeferred + nclosing, memory_order_release);
     if (ndeferred == 0 && nclosing == 0)
@@ -88,13 +85,7 @@ static void *closer_main(void *arg)
             pthread_cond_wait(&work_cv, &defer_lock);
         if (ndeferred == 0 && closer_stop)
             break;
-        size_t n;
-        mxa_ipc_deferred_t *items = take_all(&n);
-        pthread_mutex_unlock(&defer_lock);
-        close_batch(items, n, NULL);
-        free(items);
-        pthread_mutex_lock(&defer_lock);
-        done_closing(n);
+        close_queued();
     }
     pthread_mutex_unlock(&defer_lock);
     return NULL;
@@ -153,13 +144,7 @@ unsigned mxa_ipc_defer_shutdown(unsigned *failed)
     pthread_mutex_lock(&defer_lock);
     closer_running = 0;
     closer_stop = 0;
-    size_t n = 0;
-    mxa_ipc_deferred_t *items = take_all(&n); /* queued without a closer */
-    pthread_mutex_unlock(&defer_lock);
-    close_batch(items, n, NULL);
-    free(items);
-    pthread_mutex_lock(&defer_lock);
-    done_closing(n);
+    close_queued(); /* anything queued without a closer */
     pthread_mutex_unlock(&defer_lock);
     if (failed)
         *failed = atomic_load(&failed_total) - bad_before;

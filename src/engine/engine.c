@@ -115,8 +115,8 @@ mx_status_t mxe_start(const void *blob, const size_t *offsets, int nranks, const
     mxa_features_t feat;
     mxa_get_features(&feat);
     int with_cuda = feat.cuda_active;
-    MX_TRY(mxt_warm_up(with_cuda, with_cuda && nranks <= MXE_EAGER_CONNECT_MAX,
-                       with_cuda ? node_peers : NULL, npeers));
+    MX_TRY(mxt_warm_up(with_cuda, with_cuda && nranks <= MXE_EAGER_CONNECT_MAX, node_peers,
+                       npeers));
 
     mxe.epoll_fd = epoll_create1(EPOLL_CLOEXEC);
     if (mxe.epoll_fd < 0)

@@ -77,14 +77,6 @@ typedef struct {
 
 extern mxe_engine_t mxe;
 
-/* Monotonic clock in ns (phase timers). */
-static inline uint64_t mxe_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static inline void mxe_timer_add(_Atomic uint64_t *sum, _Atomic uint64_t *n, uint64_t ns)
 {
     atomic_fetch_add_explicit(sum, ns, memory_order_relaxed);

@@ -99,7 +99,7 @@ static void mxe_op_complete(mxe_op_t *op, mx_status_t error)
 {
     op->result.error = error;
     if (mxe.timing && op->t_start_ns) {
-        op->t_done_ns = mxe_now_ns();
+        op->t_done_ns = mxu_now_ns();
         if (op->type == MXE_OP_SEND)
             mxe_timer_add(&mxe.st_send_ns, &mxe.st_send_n, op->t_done_ns - op->t_start_ns);
         else
@@ -182,7 +182,7 @@ static void mxe_op_start(mxe_op_t *op)
 
     atomic_store_explicit(&op->state, MXE_STATE_STARTED, memory_order_relaxed);
     if (mxe.timing)
-        op->t_start_ns = mxe_now_ns();
+        op->t_start_ns = mxu_now_ns();
     if (op->peer == MXE_PROC_NULL) {
         op->result.source = MXE_PROC_NULL;
         op->result.tag = MXE_ANY_TAG;
@@ -468,7 +468,7 @@ static unsigned mxe_poll_triggers(void)
             if (mxe.timing && st->t_release_ns && st->pending_head &&
                 st->pending_head->trigger_seq <= v) {
                 mxe_timer_add(&mxe.st_turnaround_ns, &mxe.st_turnaround_n,
-                              mxe_now_ns() - st->t_release_ns);
+                              mxu_now_ns() - st->t_release_ns);
                 st->t_release_ns = 0;
             }
         }
@@ -505,7 +505,7 @@ static unsigned mxe_check_waits(void)
                 st->wait_tail = NULL;
             released = w->seq;
             if (mxe.timing) {
-                uint64_t last = 0, now = mxe_now_ns();
+                uint64_t last = 0, now = mxu_now_ns();
                 for (int i = 0; i < w->n; i++)
                     if (w->ops[i]->t_done_ns > last)
                         last = w->ops[i]->t_done_ns;
@@ -526,7 +526,7 @@ static unsigned mxe_check_waits(void)
             st->released = released;
             st->stream->backend->release(st->stream, released);
             if (mxe.timing)
-                st->t_release_ns = mxe_now_ns();
+                st->t_release_ns = mxu_now_ns();
         }
         if (!st->pending_head && !st->wait_head) {
             *pp = st->next_active;
