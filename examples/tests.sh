@@ -11,7 +11,8 @@
 # variants (mpi, acc, acc2, streamcomm) in one launch each: every run must be
 # bitwise identical to the serial reference. ping_kernel_pong: a short run of
 # the staged and acc variants with data validation. mpixacc_bench: the
-# host-stream variants, CSV, --no-check, option errors. Three fault-injection
+# host-stream variants, CSV, --no-check, option errors, 100k iterations
+# enqueued ahead. Three fault-injection
 # runs prove that the checks can fail: they must report FAIL and exit non-zero.
 #
 # Prints one PASS/FAIL line per check and ends with "N passed, N failed";
@@ -174,6 +175,17 @@ if [ $rc -ne 0 ] && grep -q "TIMEOUT after 3 s in 'acc latency 8 B'" "$log"; the
     pass "mpixacc_bench --timeout names what it was doing (exit status $rc)"
 else
     fail "mpixacc_bench --timeout" "exit status $rc, no TIMEOUT line naming the phase" "$log"
+fi
+# 100k round trips enqueued ahead with back-pressure out of the way: the
+# library must free finished generalized requests while the loop runs
+# (a reaper that kept inspecting the same incomplete entries let them pile
+# up, and MPICH aborted with "req != NULL" near 128k live requests)
+run "mpixacc_bench 100k iterations enqueued ahead" 2 -- env MPIX_ACC_MAX_PENDING=100000000 \
+    "$bench" --sizes 8 -v acc -t lat -i 100000 -r 1 --timeout 140
+if [ $rc -eq 0 ] && grep -qE '^8 B +acc .* ok$' "$log"; then
+    pass "mpixacc_bench 100k iterations enqueued ahead (requests freed while it runs)"
+else
+    fail "mpixacc_bench 100k iterations enqueued ahead" "exit status $rc" "$log"
 fi
 run "mpixacc_bench rejects a bad option" 2 -- "$bench" --min 0
 if [ $rc -eq 2 ] && grep -q "invalid size '0'" "$log"; then

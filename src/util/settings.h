@@ -65,8 +65,8 @@
     X(MEMOPS, BOOL, memops, "1",                                                                 \
       "Use CUDA stream memory operations for triggers and waits; 0 forces the kernel fallback")  \
     X(DEFER_IPC_CLOSE, BOOL, defer_ipc_close, "1",                                               \
-      "Defer UCX's cuIpcCloseMemHandle calls on the progress thread until no stream waits on it " \
-      "(unmapping a peer's freed buffer may synchronize the device)")                          \
+      "Hand UCX's cuIpcCloseMemHandle calls on the progress thread to a closer thread "         \
+      "(unmapping a peer's freed buffer may synchronize the device while streams wait)")       \
     X(SET_NET_DEVICES, BOOL, set_net_devices, "1",                                               \
       "Set UCX_NET_DEVICES to the NIC closest to the GPU unless the user set it")                \
     X(STATS, BOOL, stats, "0",                                                                   \
