@@ -19,6 +19,9 @@
 #                       in the log folder
 #     --apps-only       only those (the suite is not run)
 #     --rebuild         configure and build from scratch
+#     --guard=S         the test programs' own time limit (default 280, 100
+#                       with --quick): a hung test prints every thread's
+#                       backtrace after S seconds and exits
 #     --budget=S        stop starting tests S seconds after the start (default
 #                       540; tests not run are reported as failures)
 #     --no-gpu          check the runtime and the build on a machine without a
@@ -38,7 +41,7 @@ LOGDIR=${OUT:-$ROOT/gpu-logs}
 BUILD="$ROOT/build-gpu"
 MA=x86_64-linux-gnu
 
-QUICK=0 ONLY="" SHARED=0 SANITIZER=1 CPUSUITE=0 REBUILD=0 NOGPU=0 BUDGET=540 APPS=0 SUITE=1
+GUARD_OPT="" QUICK=0 ONLY="" SHARED=0 SANITIZER=1 CPUSUITE=0 REBUILD=0 NOGPU=0 BUDGET=540 APPS=0 SUITE=1
 for a in "$@"; do
     case "$a" in
     --quick) QUICK=1 ;;
@@ -51,8 +54,9 @@ for a in "$@"; do
     --rebuild) REBUILD=1 ;;
     --no-gpu) NOGPU=1 ;;
     --budget=*) BUDGET=${a#--budget=} ;;
+    --guard=*) GUARD_OPT=${a#--guard=} ;;
     -h | --help)
-        sed -n '2,20p' "$0"
+        sed -n '2,/^set /p' "$0" | grep '^#'
         exit 0
         ;;
     *)
@@ -271,6 +275,7 @@ if [ "$QUICK" = 1 ]; then
     FB_SCALE=0.05
     SAN_SCALE=0.01
 fi
+[ -n "$GUARD_OPT" ] && GUARD=$GUARD_OPT
 
 selected() { [ -z "$ONLY" ] || [[ "$1" =~ $ONLY ]]; }
 

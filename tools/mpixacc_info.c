@@ -86,7 +86,9 @@ static void print_features(void)
         printf("  CUDA devices %d (driver %s)%s\n", f.cuda_device_count,
                f.cuda_driver[0] ? f.cuda_driver : "?",
                f.cuda_memops ? ", stream memory operations" : "");
-    else
+    if (f.cuda_active && f.cuda_ipc[0])
+        printf("  peer GPU memory mapped in the %s\n", f.cuda_ipc);
+    if (!f.cuda_active)
         printf("  CUDA devices none (%s)\n", f.cuda_mode[0] ? f.cuda_mode : "off");
     printf("  RDMA devices %d (verbs%s)\n", mxp_verbs_device_count(),
 #ifdef MPIXACC_HAVE_VERBS

@@ -143,6 +143,7 @@ typedef struct {
     int cuda_memops;       /* stream memory operations in use */
     char cuda_driver[64];  /* e.g. "13000" */
     char cuda_mode[64];    /* "memops", "kernel-fallback", "off: <reason>" */
+    char cuda_ipc[96];     /* where peers' buffers are mapped (cuda.c), "" when off */
 } mxa_features_t;
 void mxa_get_features(mxa_features_t *out);
 

@@ -61,9 +61,9 @@
 #ifdef MPIXACC_HAVE_CUDA
 
 #include "accel/accel.h"
-#include "accel/ipc_defer.h"
 
-static void mxa_cuda_ipc_defer_setup(void);
+static void ipc_ctx_setup(void);
+static void ipc_describe(char *buf, size_t len);
 
 #include <ctype.h>
 #include <dlfcn.h>
@@ -441,6 +441,31 @@ static void ctx_selftest(cuda_ctx_t *cx, int try_memops)
     MXA_CU(cuStreamDestroy)(st2);
 }
 
+/* UCX's cuda_copy module sets CU_CTX_SYNC_MEMOPS on a buffer's context
+ * (cuCtxSetFlags, the context pushed) at every memory-type query that misses
+ * its cache. The first set in a context waits until the context is idle;
+ * made on the progress thread while a stream of that context waits at a
+ * point only the progress thread can release, it deadlocks (seen on 2xH200:
+ * multi_device, a second device's context; stacks in doc/gpu-testing.md).
+ * So the flags UCX will set are set here, on the application thread, when
+ * the library first meets the context (current here), before any of its
+ * waits exists there; UCX's later sets change nothing and return at once.
+ * Like UCX's, the set replaces the scheduling flags by CU_CTX_SCHED_AUTO. */
+static void ctx_preset_sync_memops(int dev_index)
+{
+    unsigned flags = 0;
+    if (MXA_CU(cuCtxGetFlags) == NULL || MXA_CU(cuCtxSetFlags) == NULL ||
+        MXA_CU(cuCtxGetFlags)(&flags) != CUDA_SUCCESS)
+        return;
+    if ((flags & CU_CTX_SYNC_MEMOPS) && (flags & CU_CTX_SCHED_MASK) == 0)
+        return;
+    CUresult r = MXA_CU(cuCtxSetFlags)(CU_CTX_SYNC_MEMOPS);
+    MPIX_ACC_LOG(r == CUDA_SUCCESS ? MX_LOG_DEBUG : MX_LOG_WARN,
+                 "CUDA backend: context flags of device %d 0x%x -> CU_CTX_SYNC_MEMOPS "
+                 "(what UCX sets at its first memory query): %s",
+                 dev_index, flags, r == CUDA_SUCCESS ? "done" : cu_err(r));
+}
+
 /* Find or create the record of context c (g.lock held). */
 static mx_status_t ctx_get(CUcontext c, cuda_ctx_t **out)
 {
@@ -489,6 +514,7 @@ static mx_status_t ctx_get(CUcontext c, cuda_ctx_t **out)
         status = MX_ERR_NO_DEVICE;
         goto out;
     }
+    ctx_preset_sync_memops(cx->dev_index);
 
     unsigned char *slot;
     MX_TRY_GOTO(slot_alloc(&slot), out);
@@ -1082,7 +1108,7 @@ mx_status_t mxa_cuda_init(void)
     }
     g.map_ok = 1;
     set_mode();
-    mxa_cuda_ipc_defer_setup();
+    ipc_ctx_setup();
     atomic_store(&g_active, 1);
     MPIX_ACC_LOG(MX_LOG_INFO, "CUDA backend active: driver %d, %d device(s), %s",
                  g.driver_version, g.ndev, g.mode);
@@ -1207,6 +1233,9 @@ void mxa_cuda_get_features(mxa_features_t *out)
                  "failed: %d/%d ctx)", (ctxs - memops_ctx) % 1000, ctxs % 1000);
     else
         snprintf(out->cuda_mode, sizeof(out->cuda_mode), "%s", g.mode);
+    out->cuda_ipc[0] = '\0';
+    if (out->cuda_active)
+        ipc_describe(out->cuda_ipc, sizeof(out->cuda_ipc));
     pthread_mutex_unlock(&g.lock);
 }
 
@@ -1261,6 +1290,164 @@ const char *mxa_cuda_current_pci_busid(void)
     return NULL;
 }
 
+/* ------------------------------------------ peers' memory, mapped apart */
+
+/*
+ * UCX's cuda_ipc transport maps a peer process's device buffer with
+ * cuIpcOpenMemHandle in the context current on the calling thread (our
+ * progress thread, with the primary context of the local buffer's device
+ * pushed: the application's context) and unmaps it with cuIpcCloseMemHandle
+ * when the peer reuses the virtual address for a new allocation, or the
+ * cache evicts it. Unmapping holds the context's lock while it waits for
+ * the context to be idle; an application stream of that context may be
+ * blocked at a wait that only the progress thread can release, so the
+ * progress thread deadlocked (2xH200, any_source: the progress thread in
+ * cuIpcCloseMemHandle under uct_cuda_ipc_map_memhandle, the application
+ * thread in cuLaunchKernel waiting for that lock; doc/gpu-testing.md).
+ * Deferring the unmap does not work: the driver refuses the new mapping
+ * (CUDA_ERROR_ALREADY_MAPPED) until the old one is gone.
+ *
+ * So the library exports both functions (libmpixacc-cuda.map; UCX's module
+ * links them by name, the dynamic linker binds them here) and makes the
+ * mappings in a context of its own on the same device, created at the
+ * first mapping and never running work: unmapping there waits for nothing
+ * of the application's. Copies from the mapping still run on UCX's streams
+ * in the application's context (unified addressing). MPIX_ACC_IPC_CONTEXT=0
+ * maps in the current context as UCX would. The contexts live until the
+ * process exits (UCX unmaps its cache at unload, after MPI_Finalize).
+ */
+#define IPC_MAX_DEV 64
+
+static struct {
+    pthread_mutex_t lock;     /* creation of the contexts */
+    _Atomic int enabled;
+    CUcontext ctx[IPC_MAX_DEV]; /* by device ordinal */
+    int failed[IPC_MAX_DEV];
+    mxu_locked_map_t mapped;  /* mapped address -> the context it was mapped in */
+    _Atomic int map_ok;
+    _Atomic unsigned long opened, closed;
+} ipcx = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* A driver function when the backend has not loaded the table (backend
+ * off: the driver UCX loaded, if any). */
+static void *driver_sym(const char *name)
+{
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    void *p = lib ? dlsym(lib, name) : NULL;
+    if (lib)
+        dlclose(lib);
+    return p;
+}
+
+static void ipc_ctx_setup(void)
+{
+    if (!mxu_config.ipc_context || MXA_CU(cuIpcOpenMemHandle) == NULL ||
+        MXA_CU(cuIpcCloseMemHandle) == NULL || MXA_CU(cuCtxCreate) == NULL)
+        return;
+    if (!atomic_load(&ipcx.map_ok)) {
+        if (mxu_locked_map_init(&ipcx.mapped) != MX_OK)
+            return;
+        atomic_store(&ipcx.map_ok, 1);
+    }
+    atomic_store(&ipcx.enabled, 1);
+}
+
+/* The library's mapping context of device `dev` (created at the first
+ * call), or NULL: then the caller maps in the current context. */
+static CUcontext ipc_ctx_of(CUdevice dev)
+{
+    if ((int)dev < 0 || (int)dev >= IPC_MAX_DEV)
+        return NULL;
+    pthread_mutex_lock(&ipcx.lock);
+    CUcontext c = ipcx.ctx[dev];
+    if (c == NULL && !ipcx.failed[dev]) {
+        CUcontext prev;
+        CUresult r = MXA_CU(cuCtxCreate)(&c, NULL, 0, dev); /* pushes c */
+        if (r == CUDA_SUCCESS) {
+            MXA_CU(cuCtxPopCurrent)(&prev);
+            ipcx.ctx[dev] = c;
+            MPIX_ACC_LOG(MX_LOG_DEBUG, "CUDA backend: context %p of device %d for peers' "
+                         "mappings (cuda_ipc)", (void *)c, (int)dev);
+        } else {
+            c = NULL;
+            ipcx.failed[dev] = 1;
+            MPIX_ACC_LOG(MX_LOG_WARN, "CUDA backend: no context of its own on device %d for "
+                         "peers' mappings (%s): UCX maps them in the application's context, "
+                         "where freeing a buffer a peer received from can deadlock",
+                         (int)dev, cu_err(r));
+        }
+    }
+    pthread_mutex_unlock(&ipcx.lock);
+    return c;
+}
+
+/* cuIpcOpenMemHandle_v2 (<cuda.h> renames it), exported for UCX. */
+__attribute__((visibility("default"))) CUresult CUDAAPI
+cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int flags)
+{
+    __typeof__(&cuIpcOpenMemHandle) real = MXA_CU(cuIpcOpenMemHandle);
+    if (real == NULL) {
+        void *p = driver_sym("cuIpcOpenMemHandle_v2");
+        memcpy(&real, &p, sizeof(p));
+        if (real == NULL)
+            return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    CUdevice dev;
+    CUcontext own = NULL;
+    if (atomic_load_explicit(&ipcx.enabled, memory_order_acquire) &&
+        MXA_CU(cuCtxGetDevice)(&dev) == CUDA_SUCCESS)
+        own = ipc_ctx_of(dev);
+    if (own == NULL || MXA_CU(cuCtxPushCurrent)(own) != CUDA_SUCCESS)
+        return real(pdptr, handle, flags);
+    CUresult r = real(pdptr, handle, flags);
+    if (r == CUDA_SUCCESS && mxu_locked_map_put(&ipcx.mapped, (uint64_t)*pdptr, own) != MX_OK) {
+        MXA_CU(cuIpcCloseMemHandle)(*pdptr);
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    CUcontext prev;
+    MXA_CU(cuCtxPopCurrent)(&prev);
+    if (r == CUDA_SUCCESS)
+        atomic_fetch_add_explicit(&ipcx.opened, 1, memory_order_relaxed);
+    return r;
+}
+
+/* Exported for UCX: a mapping made in the library's context is unmapped
+ * there; anything else as the caller asked. */
+__attribute__((visibility("default"))) CUresult CUDAAPI cuIpcCloseMemHandle(CUdeviceptr dptr)
+{
+    __typeof__(&cuIpcCloseMemHandle) real = MXA_CU(cuIpcCloseMemHandle);
+    if (real == NULL) {
+        void *p = driver_sym("cuIpcCloseMemHandle");
+        memcpy(&real, &p, sizeof(p));
+        if (real == NULL)
+            return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    CUcontext own = atomic_load_explicit(&ipcx.map_ok, memory_order_acquire)
+                        ? mxu_locked_map_remove(&ipcx.mapped, (uint64_t)dptr)
+                        : NULL;
+    if (own == NULL)
+        return real(dptr);
+    CUresult r = MXA_CU(cuCtxPushCurrent)(own);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = real(dptr);
+    CUcontext prev;
+    MXA_CU(cuCtxPopCurrent)(&prev);
+    atomic_fetch_add_explicit(&ipcx.closed, 1, memory_order_relaxed);
+    return r;
+}
+
+static void ipc_describe(char *buf, size_t len)
+{
+    if (atomic_load(&ipcx.enabled))
+        snprintf(buf, len, "library's own context per device (%lu mapped, %lu unmapped so far)",
+                 atomic_load(&ipcx.opened), atomic_load(&ipcx.closed));
+    else if (mxu_config.ipc_context)
+        snprintf(buf, len, "current context (the driver lacks cuCtxCreate_v4)");
+    else
+        snprintf(buf, len, "current context (MPIX_ACC_IPC_CONTEXT=0)");
+}
+
 #else /* !MPIXACC_HAVE_CUDA */
 
 /* ISO C forbids an empty translation unit. */
@@ -1268,44 +1455,3 @@ typedef int mxa_cuda_unused_t;
 
 #endif
 
-/* ---- cuIpcCloseMemHandle, deferred on the progress thread (ipc_defer.h) ---- */
-
-/* The real close, with the context of the deferred call current. */
-static int mxa_cuda_ipc_close_now(uint64_t dptr, void *ctx)
-{
-    if (MXA_CU(cuIpcCloseMemHandle) == NULL)
-        return (int)CUDA_ERROR_NOT_INITIALIZED;
-    int pushed = ctx != NULL && MXA_CU(cuCtxPushCurrent)((CUcontext)ctx) == CUDA_SUCCESS;
-    CUresult r = MXA_CU(cuIpcCloseMemHandle)((CUdeviceptr)dptr);
-    if (pushed) {
-        CUcontext prev;
-        MXA_CU(cuCtxPopCurrent)(&prev);
-    }
-    return (int)r;
-}
-
-/* Exported (libmpixacc.map) so that UCX's cuda module, which links this
- * driver function by name, calls it here; the application's own calls pass
- * straight through (only the progress thread defers). */
-__attribute__((visibility("default"))) CUresult CUDAAPI cuIpcCloseMemHandle(CUdeviceptr dptr)
-{
-    CUcontext ctx = NULL;
-    if (MXA_CU(cuCtxGetCurrent) != NULL && MXA_CU(cuCtxGetCurrent)(&ctx) != CUDA_SUCCESS)
-        ctx = NULL;
-    if (MXA_CU(cuIpcCloseMemHandle) != NULL && mxa_ipc_defer_close((uint64_t)dptr, ctx))
-        return CUDA_SUCCESS;
-    __typeof__(&cuIpcCloseMemHandle) real = MXA_CU(cuIpcCloseMemHandle);
-    if (real == NULL) { /* backend off: the driver UCX loaded, if any */
-        void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-        void *p = lib ? dlsym(lib, "cuIpcCloseMemHandle") : NULL;
-        memcpy(&real, &p, sizeof(p));
-        if (lib)
-            dlclose(lib);
-    }
-    return real != NULL ? real(dptr) : CUDA_ERROR_NOT_INITIALIZED;
-}
-
-static void mxa_cuda_ipc_defer_setup(void)
-{
-    mxa_ipc_defer_set_closer(mxa_cuda_ipc_close_now);
-}

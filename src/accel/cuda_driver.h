@@ -63,6 +63,10 @@
     X(cuCtxGetId, 0, 12000)                                                                      \
     X(cuModuleGetLoadingMode, 0, 11070)                                                          \
     X(cuFuncLoad, 0, 12040)                                                                      \
+    X(cuCtxGetFlags, 0, 7000)                                                                    \
+    X(cuCtxSetFlags, 0, 12010)                                                                   \
+    X(cuCtxCreate, 0, 12050)                                                                     \
+    X(cuIpcOpenMemHandle, 0, 11000)                                                              \
     X(cuIpcCloseMemHandle, 0, 4010)
 
 #define MXA_CU_FIELD_(name, req, since) __typeof__(&name) f_##name;

@@ -16,7 +16,6 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "accel/ipc_defer.h"
 #include "topo/topo.h"
 #include "transport/transport.h"
 #include "util/settings.h"
@@ -188,10 +187,6 @@ void mxe_finalize(void)
         atomic_store(&mxe.sleeping, 1); /* force the eventfd write */
         mxe_wake();
         pthread_join(mxe.thread, NULL);
-        /* the progress thread's deferred IPC closes (accel/ipc_defer.h) */
-        unsigned bad = 0, n = mxa_ipc_defer_shutdown(&bad);
-        if (n)
-            MPIX_ACC_LOG(MX_LOG_DEBUG, "%u deferred IPC close(s) at finalize, %u refused", n, bad);
         atomic_store(&mxe.running, 0);
     }
     /* The worker is ours again: flush, close endpoints, destroy. */

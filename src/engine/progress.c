@@ -20,7 +20,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "accel/ipc_defer.h"
 #include "topo/topo.h"
 #include "transport/transport.h"
 #include "util/settings.h"
@@ -599,9 +598,6 @@ void *mxe_progress_main(void *arg)
 {
     (void)arg;
     mxe.placed_near_gpu = mxe.gpu_busid[0] != '\0';
-    mxa_features_t feat;
-    mxa_get_features(&feat);
-    mxa_ipc_defer_thread_enter(mxu_config.defer_ipc_close && feat.cuda_active);
     mxe_place(mxe.placed_near_gpu ? mxe.gpu_busid : NULL);
     uint64_t spin_ns = (uint64_t)(mxu_config.progress_spin_us > 0 ? mxu_config.progress_spin_us : 0) * 1000u;
     uint64_t last_work = mxu_now_ns();

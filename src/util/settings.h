@@ -64,9 +64,9 @@
       "Use the CUDA backend when a CUDA driver and device are present")                          \
     X(MEMOPS, BOOL, memops, "1",                                                                 \
       "Use CUDA stream memory operations for triggers and waits; 0 forces the kernel fallback")  \
-    X(DEFER_IPC_CLOSE, BOOL, defer_ipc_close, "1",                                               \
-      "Hand UCX's cuIpcCloseMemHandle calls on the progress thread to a closer thread "         \
-      "(unmapping a peer's freed buffer may synchronize the device while streams wait)")       \
+    X(IPC_CONTEXT, BOOL, ipc_context, "1",                                                     \
+      "Map peers' device buffers (UCX cuda_ipc) in a CUDA context of the library's own per "    \
+      "device, so that unmapping one never waits for the application's streams")             \
     X(SET_NET_DEVICES, BOOL, set_net_devices, "1",                                               \
       "Set UCX_NET_DEVICES to the NIC closest to the GPU unless the user set it")                \
     X(STATS, BOOL, stats, "0",                                                                   \
