@@ -64,12 +64,23 @@ case "$feat" in *acc*cuda=yes*) ;; *) ko "$BIN lacks the acc backends or CUDA"; 
 if [ "$NGPU" -lt 2 ]; then export CUDA_VISIBLE_DEVICES=0; RANKS="2 ranks on GPU 0"; else RANKS="rank r on GPU r"; fi
 
 # run NAME RANKS ARGS...  ->  $LOG/NAME.log
+# With HPGMG_HANGDUMP (tools' mpixacc_hangdump.so) a rank still running 10 s
+# before the time limit prints every thread's stack (into the failure report).
 run() {
-  local name=$1 n=$2
+  local name=$1 n=$2 t=${HPGMG_RUN_TIMEOUT:-300} wd=""
   shift 2
-  timeout "${HPGMG_RUN_TIMEOUT:-300}" "$MPIEXEC" $LAUNCH -n "$n" "$BIN" "$@" >"$LOG/$name.log" 2>&1
+  [ -n "${HPGMG_HANGDUMP:-}" ] && [ -f "$HPGMG_HANGDUMP" ] && [ "$t" -gt 20 ] &&
+    wd="env LD_PRELOAD=$HPGMG_HANGDUMP MPIXACC_HANGDUMP_AFTER=$((t - 10))"
+  timeout "$t" "$MPIEXEC" $LAUNCH -n "$n" $wd "$BIN" "$@" >"$LOG/$name.log" 2>&1
   local rc=$?
-  [ $rc = 0 ] || { ko "$name: exit $rc"; tail -8 "$LOG/$name.log" | sed 's/^/    /' | tee -a "$LOG/gpu-check.log"; }
+  if [ $rc != 0 ]; then
+    ko "$name: exit $rc"
+    if grep -q '^\[hangdump\]' "$LOG/$name.log"; then
+      grep -v '^\[mpix-acc' "$LOG/$name.log" | sed -n '/^\[hangdump\]/,$p' | head -n 400
+    else
+      tail -8 "$LOG/$name.log"
+    fi | sed 's/^/    /' | tee -a "$LOG/gpu-check.log"
+  fi
   return $rc
 }
 res() { grep -E '^CHECK (solve|error|exact)' "$LOG/$1.log"; }

@@ -407,17 +407,21 @@ if [ "$APPS" = 1 ]; then
     mkdir -p "$RES"
     # the stencil: every variant in one launch, bitwise check against the
     # single-rank reference; 256^2 and 4096^2 points per GPU (issue targets)
+    # a hung rank prints every thread's stack before the runner's timeout
+    HD="$BUILD/tools/.libs/mpixacc_hangdump.so"
+    wd() { [ -f "$HD" ] && echo "env LD_PRELOAD=$HD MPIXACC_HANGDUMP_AFTER=$1"; }
     run_test "apps/stencil2d" 300 'RESULT: OK' -- env MPIX_ACC_LOG=warn \
-        "$MPIEXEC" $LAUNCH -n 2 "$EX/stencil2d/stencil2d" --backend cuda --sizes 64,256,1024,4096 \
-        --steps 100 --repeats 5 --csv "$RES/stencil.csv"
+        "$MPIEXEC" $LAUNCH -n 2 $(wd 270) "$EX/stencil2d/stencil2d" --backend cuda \
+        --sizes 64,256,1024,4096 --steps 100 --repeats 5 --csv "$RES/stencil.csv"
     run_test "apps/ping_kernel_pong" 300 'RESULT: OK' -- env MPIX_ACC_LOG=warn \
-        "$MPIEXEC" $LAUNCH -n 2 "$EX/ping_kernel_pong/ping_kernel_pong" --backend cuda \
+        "$MPIEXEC" $LAUNCH -n 2 $(wd 270) "$EX/ping_kernel_pong/ping_kernel_pong" --backend cuda \
         --csv "$RES/pkp.csv"
     # latency / bandwidth, every variant side by side (issue 4's table rows)
     run_test "apps/mpixacc_bench" 300 'RESULT: OK' -- env MPIX_ACC_LOG=warn \
-        "$MPIEXEC" $LAUNCH -n 2 "$EX/bench/mpixacc_bench" --backend cuda \
+        "$MPIEXEC" $LAUNCH -n 2 $(wd 270) "$EX/bench/mpixacc_bench" --backend cuda \
         --sizes 8,64,512,4K,64K,1M,16M,64M --csv "$RES/bench.csv"
     run_test "apps/hpgmg" 400 '0 failed' -- env MPIX_ACC_LOG=warn OUT="$TMP/hpgmg" \
+        HPGMG_RUN_TIMEOUT=${HPGMG_RUN_TIMEOUT:-90} HPGMG_HANGDUMP="$HD" \
         "$ROOT/hpgmg/gpu-check.sh" --reps 1 "$BUILD/hpgmg/hpgmg-fv"
     cp "$TMP/hpgmg/gpu-check.log" "$RES/hpgmg.txt" 2>/dev/null
 fi

@@ -27,8 +27,6 @@
 #include <cuda_runtime.h>
 
 #include <errno.h>
-#include <execinfo.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -36,8 +34,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/syscall.h>
 #include <unistd.h>
+
+#include "stackdump.h"
 
 /* ------------------------------------------------------------------ */
 /* state, failures                                                     */
@@ -106,76 +105,9 @@ static inline const char *gt_errstr(int code)
             gt_fail(__VA_ARGS__);                                                                \
     } while (0)
 
-/* On a timeout every thread of the process prints its backtrace (the GPU
- * machine has no debugger that attaches reliably): the alarm handler sends
- * GT_DUMP_SIGNAL to each thread in turn (raw getdents64 on /proc/self/task,
- * nothing that allocates) and waits for it to write its stack. Addresses in
- * libraries without exported symbols print as lib(+offset): resolve them
- * with addr2line -e lib offset. */
-#define GT_DUMP_SIGNAL (SIGRTMIN + 7)
-static volatile int gt_dump_ack;
-
-static void gt_write_str(const char *s)
-{
-    ssize_t w = write(2, s, strlen(s));
-    (void)w;
-}
-
-static void gt_dump_own_stack(void)
-{
-    void *frames[48];
-    char head[96];
-    int n = backtrace(frames, 48);
-    snprintf(head, sizeof head, "[%s] rank %d thread %ld backtrace (%d frames):\n", gt_name,
-             gt_rank, (long)syscall(SYS_gettid), n);
-    gt_write_str(head);
-    backtrace_symbols_fd(frames, n, 2);
-}
-
-static void gt_dump_handler(int sig)
-{
-    (void)sig;
-    gt_dump_own_stack();
-    __atomic_store_n(&gt_dump_ack, 1, __ATOMIC_RELEASE);
-}
-
-static void gt_dump_all_threads(void)
-{
-    long self = (long)syscall(SYS_gettid);
-    gt_dump_own_stack();
-    int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY);
-    if (fd < 0)
-        return;
-    char buf[4096];
-    long nread;
-    while ((nread = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0) {
-        for (long off = 0; off < nread;) {
-            /* struct linux_dirent64: ino 8, off 8, reclen 2, type 1, name */
-            unsigned short reclen;
-            memcpy(&reclen, buf + off + 16, sizeof reclen);
-            const char *name = buf + off + 19;
-            off += reclen;
-            long tid = atol(name);
-            if (tid <= 0 || tid == self)
-                continue;
-            __atomic_store_n(&gt_dump_ack, 0, __ATOMIC_RELEASE);
-            if (syscall(SYS_tgkill, (long)getpid(), tid, GT_DUMP_SIGNAL) != 0)
-                continue;
-            for (int w = 0; w < 300 && !__atomic_load_n(&gt_dump_ack, __ATOMIC_ACQUIRE); w++) {
-                struct timespec ts = {0, 10 * 1000 * 1000};
-                nanosleep(&ts, NULL);
-            }
-            if (!__atomic_load_n(&gt_dump_ack, __ATOMIC_ACQUIRE)) {
-                char m[96];
-                snprintf(m, sizeof m, "[%s] rank %d thread %ld: no backtrace within 3 s\n",
-                         gt_name, gt_rank, tid);
-                gt_write_str(m);
-            }
-        }
-    }
-    close(fd);
-}
-
+/* On a timeout every thread of the process prints its backtrace
+ * (tools/stackdump.h): the GPU machine has no debugger that attaches
+ * reliably. GT_NO_STACKS=1 turns it off. */
 static void gt_alarm_handler(int sig)
 {
     (void)sig;
@@ -187,7 +119,7 @@ static void gt_alarm_handler(int sig)
         (void)w;
     }
     if (!getenv("GT_NO_STACKS"))
-        gt_dump_all_threads();
+        sd_dump_all_threads();
     _exit(124);
 }
 
@@ -239,16 +171,7 @@ static inline void gt_init(int *argc, char ***argv, const char *name, int timeou
     gt_name = name;
     gt_argc = *argc;
     gt_argv = *argv;
-    {
-        void *prime[4];
-        backtrace(prime, 4); /* loads the unwinder now, not in a signal handler */
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = gt_dump_handler;
-        sigemptyset(&sa.sa_mask);
-        sa.sa_flags = SA_RESTART;
-        sigaction(GT_DUMP_SIGNAL, &sa, NULL);
-    }
+    sd_install(name);
     signal(SIGALRM, gt_alarm_handler);
     gt_guard((int)gt_opt_long("--timeout", timeout_s));
 

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# test/interpose/hangdump.sh - the preloadable watchdog (tools/mpixacc_hangdump.c):
+# a program still running after MPIXACC_HANGDUMP_AFTER seconds prints the
+# backtrace of each of its threads and exits 124; without the setting the
+# program runs untouched.
+#
+#   test/interpose/hangdump.sh [BUILDDIR]   (default $MPIXACC_BUILDDIR, else <repo>/build)
+set -u
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+if [[ ${1:-} =~ ^[0-9]+$ ]]; then shift; fi
+builddir=${1:-${MPIXACC_BUILDDIR:-$root/build}}
+lib=$builddir/tools/.libs/mpixacc_hangdump.so
+fail() { echo "[hangdump] FAIL: $*"; exit 1; }
+[ -f "$lib" ] || fail "not built: $lib"
+tmp=$(mktemp -d /tmp/mpixacc-hangdump.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+# a program with a main thread and two more, all asleep for 30 s
+cat >"$tmp/sleepers.c" <<'C'
+#include <pthread.h>
+#include <unistd.h>
+static void *nap(void *a) { (void)a; sleep(30); return 0; }
+int main(void) { pthread_t t[2]; for (int i = 0; i < 2; i++) pthread_create(&t[i], 0, nap, 0); sleep(30); return 0; }
+C
+${CC:-cc} -o "$tmp/sleepers" "$tmp/sleepers.c" -pthread || fail "cannot build the test program"
+start=$(date +%s)
+LD_PRELOAD=$lib MPIXACC_HANGDUMP_AFTER=1 "$tmp/sleepers" 2>"$tmp/err"
+rc=$?
+secs=$(($(date +%s) - start))
+[ $rc = 124 ] || fail "exit $rc, expected 124; stderr: $(tail -3 "$tmp/err")"
+[ $secs -lt 15 ] || fail "took ${secs}s, expected ~1"
+grep -q "still running after 1 s" "$tmp/err" || fail "no announcement: $(head -3 "$tmp/err")"
+n=$(grep -c "backtrace (" "$tmp/err")
+[ "$n" = 4 ] || fail "$n thread backtraces, expected 4 (main, 2 sleepers, the watchdog)"
+grep -q "no backtrace within" "$tmp/err" && fail "a thread did not answer: $(grep 'no backtrace' "$tmp/err")"
+grep -q "sleepers" "$tmp/err" || fail "no frame of the program in the backtraces"
+LD_PRELOAD=$lib true || fail "a program without MPIXACC_HANGDUMP_AFTER failed"
+echo "[hangdump] PASS: 4 thread backtraces after 1 s, exit 124; inactive without the setting"

@@ -1,0 +1,53 @@
+/*
+ * mpixacc_hangdump.c - a preloadable watchdog: a program run with
+ *
+ *   LD_PRELOAD=libmpixacc_hangdump.so MPIXACC_HANGDUMP_AFTER=S program ...
+ *
+ * that is still running after S seconds prints the backtrace of every one
+ * of its threads to stderr (tools/stackdump.h) and exits with status 124.
+ * For hangs on machines where no debugger attaches (scripts/gpu-test.sh and
+ * hpgmg/gpu-check.sh use it on the GPU machine). Under mpiexec, preload it
+ * in the ranks only: mpiexec -n 2 env LD_PRELOAD=... program.
+ * Without MPIXACC_HANGDUMP_AFTER (or with 0) it does nothing.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <pthread.h>
+
+#include "stackdump.h"
+
+static void *hangdump_main(void *arg)
+{
+    double after = *(double *)arg;
+    struct timespec ts = {(time_t)after, (long)((after - (double)(time_t)after) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+    char msg[128];
+    snprintf(msg, sizeof msg, "[hangdump] pid %ld still running after %g s: every thread's stack\n",
+             (long)getpid(), after);
+    sd_write(msg);
+    sd_dump_all_threads();
+    _exit(124);
+    return NULL;
+}
+
+__attribute__((constructor)) static void hangdump_start(void)
+{
+    static double after;
+    const char *v = getenv("MPIXACC_HANGDUMP_AFTER");
+    after = v ? atof(v) : 0.0;
+    if (!(after > 0))
+        return;
+    sd_install("hangdump");
+    pthread_attr_t at;
+    pthread_t t;
+    sigset_t all, old;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    sigfillset(&all); /* the watchdog takes no signals, SD_SIGNAL included */
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_create(&t, &at, hangdump_main, &after);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&at);
+}
