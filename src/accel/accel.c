@@ -15,6 +15,7 @@
 #include "accel/accel.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -216,5 +217,35 @@ void mxa_get_features(mxa_features_t *out)
 #else
     out->cuda_built = 0;
     snprintf(out->cuda_mode, sizeof(out->cuda_mode), "off: built without CUDA");
+#endif
+}
+
+/* ---- contexts met after start-up ---- */
+
+static _Atomic(mxa_context_hook_fn) context_hook;
+
+void mxa_set_context_hook(mxa_context_hook_fn fn) { atomic_store(&context_hook, fn); }
+
+void mxa_run_context_hook(void *ctx)
+{
+    mxa_context_hook_fn fn = atomic_load(&context_hook);
+    if (fn != NULL)
+        fn(ctx);
+}
+
+int mxa_context_push(void *ctx)
+{
+#ifdef MPIXACC_HAVE_CUDA
+    if (mxa_cuda_active())
+        return mxa_cuda_ctx_push(ctx);
+#endif
+    (void)ctx;
+    return -1;
+}
+
+void mxa_context_pop(void)
+{
+#ifdef MPIXACC_HAVE_CUDA
+    mxa_cuda_ctx_pop();
 #endif
 }

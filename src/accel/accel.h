@@ -135,6 +135,21 @@ void mxa_set_stream_free_hook(mxa_stream_free_fn fn);
 /* Call fn(stream) for every stream the layer knows (finalize, reporting). */
 void mxa_foreach_stream(void (*fn)(mxa_stream_t *s, void *arg), void *arg);
 
+/* Device contexts met after start-up. The CUDA backend calls the hook on
+ * an application thread, with no lock held, once per context it sets up
+ * after mxa_init (the context current at mxa_init is set up there), before
+ * any stream point of that context is enqueued: the engine warms UCX up
+ * for the context's device then, while none of its streams can wait for
+ * the progress thread (UCX's first use of a device makes synchronizing
+ * CUDA calls). Set once by the engine (NULL: none). */
+typedef void (*mxa_context_hook_fn)(void *ctx);
+void mxa_set_context_hook(mxa_context_hook_fn fn);
+void mxa_run_context_hook(void *ctx); /* the backend's side */
+/* Make a device context current on the calling thread (0) or fail (-1,
+ * also in builds without CUDA); mxa_context_pop undoes a successful push. */
+int mxa_context_push(void *ctx);
+void mxa_context_pop(void);
+
 /* Feature report for mpixacc_info and logs. */
 typedef struct {
     int cuda_built;        /* compiled with CUDA support */
@@ -188,6 +203,8 @@ const char *mxa_cuda_current_pci_busid(void);
  * memory: the progress thread calls this before it hands any operation to
  * UCX while the CUDA backend is active. */
 mx_status_t mxa_cuda_bind_buffer(const void *buf);
+int mxa_cuda_ctx_push(void *ctx);
+void mxa_cuda_ctx_pop(void);
 #endif
 
 #endif

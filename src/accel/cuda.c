@@ -153,6 +153,9 @@ static struct {
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static _Atomic int g_active;
+/* A context this thread's last ctx_get set up (the context hook runs for it
+ * once g.lock is released); NULL when none. */
+static _Thread_local CUcontext tl_new_ctx;
 static _Atomic(CUcontext) g_first_ctx; /* first context set up (bind_buffer's default) */
 
 static mx_status_t backend_enqueue_trigger(mxa_stream_t *s, uint64_t seq);
@@ -575,6 +578,7 @@ out:
     }
     cx->next = g.ctxs;
     g.ctxs = cx;
+    tl_new_ctx = c;
     CUcontext none = NULL;
     atomic_compare_exchange_strong(&g_first_ctx, &none, c);
     *out = cx;
@@ -634,6 +638,27 @@ static mx_status_t stream_new(void *handle, CUstream cu, int special, cuda_ctx_t
     return MX_OK;
 }
 
+/* After g.lock is released: the engine's hook for a context just set up. */
+static void run_new_context_hook(void)
+{
+    CUcontext c = tl_new_ctx;
+    if (c != NULL) {
+        tl_new_ctx = NULL;
+        mxa_run_context_hook(c);
+    }
+}
+
+int mxa_cuda_ctx_push(void *ctx)
+{
+    return ctx != NULL && MXA_CU(cuCtxPushCurrent)((CUcontext)ctx) == CUDA_SUCCESS ? 0 : -1;
+}
+
+void mxa_cuda_ctx_pop(void)
+{
+    CUcontext prev;
+    MXA_CU(cuCtxPopCurrent)(&prev);
+}
+
 static mx_status_t lookup_special(int special, void *handle, mxa_stream_t **out)
 {
     CUcontext c = NULL;
@@ -675,6 +700,7 @@ static mx_status_t lookup_special(int special, void *handle, mxa_stream_t **out)
         *out = &cs->pub;
 out:
     pthread_mutex_unlock(&g.lock);
+    run_new_context_hook();
     return status;
 }
 
@@ -775,6 +801,7 @@ mx_status_t mxa_cuda_stream_lookup(void *handle, mxa_stream_t **out)
     *out = &cs->pub;
 out:
     pthread_mutex_unlock(&g.lock);
+    run_new_context_hook();
     return status;
 }
 
@@ -1128,6 +1155,7 @@ mx_status_t mxa_cuda_init(void)
         if (ctx_get(cur, &cx) != MX_OK)
             MPIX_ACC_LOG(MX_LOG_WARN, "CUDA backend: set-up of the current context failed; "
                          "it is retried at its first stream");
+        tl_new_ctx = NULL; /* warmed up by the engine's start (mxt_warm_up) */
     }
     pthread_mutex_unlock(&g.lock);
     return MX_OK;

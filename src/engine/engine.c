@@ -104,6 +104,8 @@ mx_status_t mxe_init(const mxe_init_args_t *args)
 
 mx_status_t mxe_local_address(const void **addr, size_t *len) { return mxt_local_address(addr, len); }
 
+static void mxe_warm_context(void *ctx);
+
 mx_status_t mxe_start(const void *blob, const size_t *offsets, int nranks, const int *node_peers,
                       int npeers)
 {
@@ -137,7 +139,30 @@ mx_status_t mxe_start(const void *blob, const size_t *offsets, int nranks, const
         atomic_store(&mxe.running, 0);
         MX_FAIL(MX_ERR_SYSTEM, "cannot start the progress thread: %s", strerror(rc));
     }
+    mxa_set_context_hook(mxe_warm_context);
     return MX_OK;
+}
+
+/* The accelerator layer's context hook (mxa_set_context_hook): the
+ * progress thread warms UCX up for the new context's device while this
+ * (application) thread waits; once per context. */
+static void mxe_warm_context(void *ctx)
+{
+    if (!atomic_load(&mxe.running) || pthread_equal(pthread_self(), mxe.thread))
+        return;
+    mxe_cmd_t cmd;
+    memset(&cmd, 0, sizeof(cmd));
+    cmd.kind = MXE_CMD_WARM_CONTEXT;
+    cmd.target = ctx;
+    mxe_push(&cmd);
+    while (!atomic_load_explicit(&cmd.done, memory_order_acquire)) {
+        uint32_t key = mxu_event_prepare(&mxe.completion);
+        if (atomic_load_explicit(&cmd.done, memory_order_acquire)) {
+            mxu_event_cancel(&mxe.completion);
+            break;
+        }
+        mxu_event_wait(&mxe.completion, key, 1000000);
+    }
 }
 
 int mxe_is_running(void) { return atomic_load(&mxe.running); }
@@ -182,6 +207,7 @@ int mxe_drain(double timeout_s)
 
 void mxe_finalize(void)
 {
+    mxa_set_context_hook(NULL);
     if (atomic_load(&mxe.running)) {
         atomic_store(&mxe.stop, 1);
         atomic_store(&mxe.sleeping, 1); /* force the eventfd write */

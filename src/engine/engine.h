@@ -92,6 +92,7 @@ typedef enum {
     MXE_CMD_CANCEL = 2,
     MXE_CMD_ABORT = 3,
     MXE_CMD_STREAM_FREE = 4,
+    MXE_CMD_WARM_CONTEXT = 5,
 } mxe_cmd_kind_t;
 typedef struct {
     mxu_mpsc_node_t node;

@@ -419,6 +419,21 @@ static int mxe_handle_abort(void)
     return count;
 }
 
+/* A device context the application met after start-up (mxa_set_context_hook):
+ * UCX's first use of its device, here, while the application thread waits
+ * in mxe_warm_context and no stream of that context can wait for us. */
+static void mxe_handle_warm_context(mxe_cmd_t *cmd)
+{
+    if (mxa_context_push(cmd->target) == 0) {
+        mx_status_t st = mxt_warm_memory(1);
+        mxa_context_pop();
+        MPIX_ACC_LOG(st == MX_OK ? MX_LOG_DEBUG : MX_LOG_INFO,
+                     "UCX warm-up for device context %p: %s", cmd->target, mx_status_string(st));
+    }
+    atomic_store_explicit((_Atomic int *)&cmd->done, 1, memory_order_release);
+    mxu_event_notify(&mxe.completion);
+}
+
 static unsigned mxe_drain_commands(void)
 {
     unsigned n = 0;
@@ -439,6 +454,9 @@ static unsigned mxe_drain_commands(void)
             break;
         case MXE_CMD_STREAM_FREE:
             mxe_handle_stream_free(cmd);
+            break;
+        case MXE_CMD_WARM_CONTEXT:
+            mxe_handle_warm_context(cmd);
             break;
         case MXE_CMD_ABORT:
             free(cmd);

@@ -72,6 +72,12 @@ mx_status_t mxt_arm(void);
  * from each of them: UCX's cuda_ipc then opens a peer's memory once, which
  * enables peer access between the two GPUs (a step that was seen to stall a
  * progress thread behind a stream waiting on it, 2 x H200). */
+/* Eager and rendezvous loopback messages through the endpoint to self with
+ * host memory and (with_cuda) device and managed memory allocated on the
+ * current context's device: UCX's protocol selection and its one-time
+ * probing allocations, which synchronize the device, happen here rather
+ * than under a stream wait. Progress-thread (or pre-start) only. */
+mx_status_t mxt_warm_memory(int with_cuda);
 mx_status_t mxt_warm_up(int with_cuda, int connect_all, const int *node_peers, int npeers);
 
 /* Flush all endpoints and close them (finalize). */

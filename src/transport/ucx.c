@@ -518,14 +518,8 @@ static void mxt_warm_node_peers(const int *peers, int npeers)
     MPIX_ACC_LOG(MX_LOG_DEBUG, "UCX warm-up: device memory exchanged with %d node peer(s)", done);
 }
 
-mx_status_t mxt_warm_up(int with_cuda, int connect_all, const int *node_peers, int npeers)
+mx_status_t mxt_warm_memory(int with_cuda)
 {
-    /* Endpoints: creating one selects protocols for its configuration. */
-    int n = connect_all ? mxt.world_size : 0;
-    for (int r = 0; r < n; r++) {
-        ucp_ep_h ep;
-        MX_TRY(mxt_get_ep(r, &ep));
-    }
     ucp_ep_h self;
     MX_TRY(mxt_get_ep(mxt.world_rank, &self));
 
@@ -553,6 +547,18 @@ mx_status_t mxt_warm_up(int with_cuda, int connect_all, const int *node_peers, i
                          ucs_memory_type_names[mt], ucs_status_string(st));
         ucp_mem_unmap(mxt.context, memh);
     }
+    return MX_OK;
+}
+
+mx_status_t mxt_warm_up(int with_cuda, int connect_all, const int *node_peers, int npeers)
+{
+    /* Endpoints: creating one selects protocols for its configuration. */
+    int n = connect_all ? mxt.world_size : 0;
+    for (int r = 0; r < n; r++) {
+        ucp_ep_h ep;
+        MX_TRY(mxt_get_ep(r, &ep));
+    }
+    MX_TRY(mxt_warm_memory(with_cuda));
     if (with_cuda && node_peers)
         mxt_warm_node_peers(node_peers, npeers);
     MPIX_ACC_LOG(MX_LOG_DEBUG, "UCX warm-up done (%d endpoints connected eagerly)", n);
