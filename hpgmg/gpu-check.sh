@@ -17,7 +17,9 @@
 #   - every level on the GPU (threshold 0, bottom solve included) converges to
 #     the CPU's answer within 1e-9 relative (BiCGStab's dots are summed in
 #     another order on the GPU)
+#   - the Richardson order of the GPU-level runs within its band (h, 2h, 4h solved)
 #   - 2 ranks, GPU levels: acc and streamcomm = mpi (bit-identical), both operators
+#   - fv4 64^3 on 2 ranks with acc: HPGMG's published residual, Richardson order
 #   - compute-sanitizer memcheck on a small GPU run
 # Bench: log2 box 4, 5, 6 with 8 boxes per rank, 2 ranks, each backend;
 # prints MGSolve time on the GPU levels (median of N runs of the timed solves).
@@ -92,6 +94,13 @@ same() { # A B what
   fi
 }
 rel() { grep '^CHECK solve=0' "$LOG/$1.log" | tr ' ' '\n' | sed -n 's/^rel=//p'; }
+# richardson NAME WHAT: the run's Richardson analysis (h, 2h, 4h solved) is within its band
+richardson() {
+  local o
+  o=$(grep -m1 '^CHECK error' "$LOG/$1.log" | tr ' ' '\n' | sed -n 's/^order=//p')
+  if grep -q '^CHECK error.*band_ok=1' "$LOG/$1.log"; then ok "$2: Richardson order ${o:-?} within its band"
+  else ko "$2: Richardson order ${o:-?} outside its band (or not computed)"; fi
+}
 Q="--check --min-solves 1 --min-time 0"
 
 if [ "$MODE" != bench ]; then
@@ -99,7 +108,8 @@ if [ "$MODE" != bench ]; then
     run "${op}_cpu" 1 4 8 --operator $op --gpu-threshold -1 $Q &&
       run "${op}_gpu" 1 4 8 --operator $op $Q &&
       { grep -q 'GPU (CUDA stream)' "$LOG/${op}_gpu.log" || ko "$op: no level ran on the GPU"; } &&
-      same "${op}_cpu" "${op}_gpu" "$op 32^3: GPU levels = CPU"
+      same "${op}_cpu" "${op}_gpu" "$op 32^3: GPU levels = CPU" &&
+      richardson "${op}_gpu" "$op 32^3, GPU levels"
     if run "${op}_allgpu" 1 4 8 --operator $op --gpu-threshold 0 $Q; then
       a=$(rel "${op}_cpu") b=$(rel "${op}_allgpu")
       if awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-9 * a) }'; then
@@ -111,6 +121,15 @@ if [ "$MODE" != bench ]; then
     same "${op}_n2_mpi" "${op}_n2_streamcomm" "$op, $RANKS: streamcomm = mpi"
     same "${op}_cpu" "${op}_n2_mpi" "$op: 2 ranks on GPUs = 1 rank on the CPU"
   done
+  # 64^3 (8 boxes of 16^3 per rank), stream-ordered on the GPUs: HPGMG's published
+  # one-F-cycle residual and the Richardson order (h, 2h, 4h all solved)
+  if run fv4_64_n2_acc 2 5 8 --backend acc $Q; then
+    r=$(rel fv4_64_n2_acc)
+    if awk -v r="$r" 'BEGIN { exit !(r > 7.13e-5 && r < 7.21e-5) }'; then
+      ok "fv4 64^3, $RANKS, acc: rel=$r matches HPGMG's published 7.17e-05"
+    else ko "fv4 64^3, $RANKS, acc: rel=$r, HPGMG publishes 7.17e-05"; fi
+    richardson fv4_64_n2_acc "fv4 64^3, $RANKS, acc"
+  fi
   if command -v compute-sanitizer >/dev/null 2>&1; then
     if timeout 600 "$MPIEXEC" $LAUNCH -n 1 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 "$BIN" 4 1 --gpu-threshold 0 $Q \
       >"$LOG/memcheck.log" 2>&1; then ok "compute-sanitizer memcheck: no errors (fv4 16^3, all levels on the GPU)"

@@ -14,7 +14,7 @@
 #     --apps            also build the examples and hpgmg with CUDA and run
 #                       them on the GPUs: stencil2d (every variant, bitwise
 #                       check), ping_kernel_pong, mpixacc_bench (every
-#                       variant), hpgmg/gpu-check.sh; their output is in
+#                       variant; floor in a run of its own), hpgmg/gpu-check.sh; their output is in
 #                       tests.log, their CSVs and hpgmg's log in results.tar.gz
 #                       in the log folder
 #     --apps-only       only those (the suite is not run)
@@ -295,7 +295,9 @@ run_test() {
     # --quick: a hang costs at most 2 minutes
     [ "$QUICK" = 1 ] && [ "$tmo" -gt 120 ] && tmo=120
     t0=$(date +%s.%N)
-    timeout -k 10 "$tmo" "$@" >"$out" 2>&1
+    # programs run under tools' mpixacc_hangdump.so (the apps) print every
+    # thread's stack shortly before this limit
+    MPIXACC_HANGDUMP_AFTER=$((tmo > 30 ? tmo - 15 : tmo - 5)) timeout -k 10 "$tmo" "$@" >"$out" 2>&1
     rc=$?
     t1=$(date +%s.%N)
     local secs
@@ -407,19 +409,29 @@ if [ "$APPS" = 1 ]; then
     mkdir -p "$RES"
     # the stencil: every variant in one launch, bitwise check against the
     # single-rank reference; 256^2 and 4096^2 points per GPU (issue targets)
-    # a hung rank prints every thread's stack before the runner's timeout
+    # a hung rank prints every thread's stack 15 s before the runner's limit
+    # (run_test sets MPIXACC_HANGDUMP_AFTER; the ranks only get the preload)
     HD="$BUILD/tools/.libs/mpixacc_hangdump.so"
-    wd() { [ -f "$HD" ] && echo "env LD_PRELOAD=$HD MPIXACC_HANGDUMP_AFTER=$1"; }
+    wd() { [ -f "$HD" ] && echo "env LD_PRELOAD=$HD"; }
     run_test "apps/stencil2d" 300 'RESULT: OK' -- env MPIX_ACC_LOG=warn \
-        "$MPIEXEC" $LAUNCH -n 2 $(wd 270) "$EX/stencil2d/stencil2d" --backend cuda \
+        "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/stencil2d/stencil2d" --backend cuda \
         --sizes 64,256,1024,4096 --steps 100 --repeats 5 --csv "$RES/stencil.csv"
     run_test "apps/ping_kernel_pong" 300 'RESULT: OK' -- env MPIX_ACC_LOG=warn \
-        "$MPIEXEC" $LAUNCH -n 2 $(wd 270) "$EX/ping_kernel_pong/ping_kernel_pong" --backend cuda \
+        "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/ping_kernel_pong/ping_kernel_pong" --backend cuda \
         --csv "$RES/pkp.csv"
     # latency / bandwidth, every variant side by side (issue 4's table rows)
     run_test "apps/mpixacc_bench" 300 'RESULT: OK' -- env MPIX_ACC_LOG=warn \
-        "$MPIEXEC" $LAUNCH -n 2 $(wd 270) "$EX/bench/mpixacc_bench" --backend cuda \
+        "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/bench/mpixacc_bench" --backend cuda \
         --sizes 8,64,512,4K,64K,1M,16M,64M --csv "$RES/bench.csv"
+    # the previous transport set-up side by side: UCX endpoints in "peer" error
+    # mode, which leaves out shared memory (within a node everything over TCP)
+    run_test "apps/bench-peer-errors" 200 'RESULT: OK' -- env MPIX_ACC_LOG=warn MPIX_ACC_PEER_ERRORS=1 \
+        "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/bench/mpixacc_bench" --backend cuda \
+        --variant acc --sizes 8,512,4K,64K,1M,64M --timeout 120 --csv "$RES/bench-peer-errors.csv"
+    # the physical floor (peer copy, stream-to-stream flag round trip) next to acc
+    run_test "apps/bench-floor" 200 'RESULT: OK' -- env MPIX_ACC_LOG=warn \
+        "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/bench/mpixacc_bench" --backend cuda \
+        --variant floor,acc --sizes 8,64K,64M --timeout 120 --csv "$RES/bench-floor.csv"
     run_test "apps/hpgmg" 400 '0 failed' -- env MPIX_ACC_LOG=warn OUT="$TMP/hpgmg" \
         HPGMG_RUN_TIMEOUT=${HPGMG_RUN_TIMEOUT:-90} HPGMG_HANGDUMP="$HD" \
         "$ROOT/hpgmg/gpu-check.sh" --reps 1 "$BUILD/hpgmg/hpgmg-fv"

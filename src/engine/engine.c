@@ -90,7 +90,8 @@ mx_status_t mxe_init(const mxe_init_args_t *args)
     mxt_config_t tcfg = {.world_rank = args->world_rank,
                          .world_size = args->world_size,
                          .enable_wakeup = 1,
-                         .net_devices = nic};
+                         .net_devices = nic,
+                         .peer_errors = mxu_config.peer_errors};
     mx_status_t status = mxt_create(&tcfg);
     if (status != MX_OK) {
         close(mxe.wake_fd);

@@ -28,6 +28,7 @@ typedef struct {
     int efd;
     int wakeup;
     _Atomic int closing;       /* finalize: peers closing is expected */
+    int peer_errors;           /* endpoints in UCX's "peer" error-handling mode */
     uint64_t memory_types;     /* UCX-supported memory types (bit mask) */
     ucp_mem_h ipc_warm_memh;   /* device buffer of the node-peer warm-up (kept) */
 } mxt_state_t;
@@ -64,6 +65,7 @@ mx_status_t mxt_create(const mxt_config_t *cfg)
     mxt.efd = -1;
     mxt.world_rank = cfg->world_rank;
     mxt.world_size = cfg->world_size;
+    mxt.peer_errors = cfg->peer_errors;
 
     st = ucp_config_read(NULL, NULL, &config);
     if (st != UCS_OK)
@@ -198,13 +200,20 @@ static mx_status_t mxt_get_ep(int rank, ucp_ep_h *ep_out)
     }
     ucp_ep_params_t ep_params;
     memset(&ep_params, 0, sizeof(ep_params));
-    ep_params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
-                           UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                           UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    ep_params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
     ep_params.address = (const ucp_address_t *)(mxt.peer_blob + mxt.peer_offsets[rank]);
-    ep_params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-    ep_params.err_handler.cb = mxt_ep_error_cb;
-    ep_params.err_handler.arg = (void *)(intptr_t)rank;
+    /* UCX's shared-memory transports (sysv, posix) cannot report a failed
+     * peer: in "peer" mode UCX leaves them out, and within a node every
+     * message goes over TCP loopback (UCX_PROTO_INFO on 2xH200: device
+     * messages of 1-1218 B eager over tcp/eth0). So that mode is opt-in
+     * (MPIX_ACC_PEER_ERRORS); by default a failed peer ends the job, as in
+     * MPI. */
+    if (mxt.peer_errors) {
+        ep_params.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+        ep_params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+        ep_params.err_handler.cb = mxt_ep_error_cb;
+        ep_params.err_handler.arg = (void *)(intptr_t)rank;
+    }
     ucs_status_t st = ucp_ep_create(mxt.worker, &ep_params, &mxt.eps[rank]);
     if (st != UCS_OK) {
         mxt.eps[rank] = NULL;
@@ -587,8 +596,10 @@ mx_status_t mxt_flush_and_close(void)
         if (!mxt.eps[r])
             continue;
         memset(&param, 0, sizeof(param));
-        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-        param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+        if (mxt.peer_errors) { /* forcing needs the "peer" error mode */
+            param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+            param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+        }
         st = mxt_wait_request(ucp_ep_close_nbx(mxt.eps[r], &param));
         if (st != UCS_OK && st != UCS_ERR_CANCELED && st != UCS_ERR_CONNECTION_RESET &&
             st != UCS_ERR_ENDPOINT_TIMEOUT)

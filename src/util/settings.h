@@ -67,6 +67,9 @@
     X(IPC_CONTEXT, BOOL, ipc_context, "1",                                                     \
       "Map peers' device buffers (UCX cuda_ipc) in a CUDA context of the library's own per "    \
       "device, so that unmapping one never waits for the application's streams")             \
+    X(PEER_ERRORS, BOOL, peer_errors, "0",                                                     \
+      "UCX endpoints report a failed peer as an error instead of ending the job; UCX then "      \
+      "leaves out its shared-memory transports (messages within a node go over TCP loopback)")  \
     X(SET_NET_DEVICES, BOOL, set_net_devices, "1",                                               \
       "Set UCX_NET_DEVICES to the NIC closest to the GPU unless the user set it")                \
     X(STATS, BOOL, stats, "0",                                                                   \
