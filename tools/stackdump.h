@@ -8,7 +8,9 @@
  * SD_SIGNAL to every other thread in turn (raw getdents64 on
  * /proc/self/task: nothing that allocates) and waits up to 3 s for it to
  * print its own (it then stays in the signal handler: call _exit() after
- * this, the process cannot go on). Call sd_install() first (from normal context): it installs
+ * this, the process cannot go on); threads that block SD_SIGNAL are
+ * skipped. It arms alarm(60) with the default action as a backstop, should
+ * unwinding block. Call sd_install() first (from normal context): it installs
  * the handler and loads the unwinder. Frames in libraries without exported
  * symbols print as lib(+offset): `addr2line -f -e lib offset` resolves them.
  */
@@ -27,7 +29,7 @@
 
 #define SD_SIGNAL (SIGRTMIN + 7)
 
-static volatile int sd_ack;
+static volatile long sd_ack; /* tid of the thread that printed last */
 static const char *sd_label = "stackdump";
 
 static void sd_write(const char *s)
@@ -66,7 +68,7 @@ static void sd_handler(int sig)
 {
     (void)sig;
     sd_dump_own_stack();
-    __atomic_store_n(&sd_ack, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&sd_ack, (long)syscall(SYS_gettid), __ATOMIC_RELEASE);
     for (;;)
         pause();
 }
@@ -85,9 +87,35 @@ static void sd_install(const char *label)
     sigaction(SD_SIGNAL, &sa, NULL);
 }
 
+/* Whether thread tid blocks SD_SIGNAL (SigBlk in its status): it would
+ * never answer. Read with raw calls only. */
+static int sd_blocks_signal(long tid)
+{
+    char path[64], buf[2048];
+    snprintf(path, sizeof path, "/proc/self/task/%ld/status", tid);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    const char *p = strstr(buf, "SigBlk:");
+    if (p == NULL)
+        return 0;
+    unsigned long long mask = strtoull(p + 7, NULL, 16);
+    int bit = SD_SIGNAL - 1;
+    return bit < 64 && ((mask >> bit) & 1ull);
+}
+
 static void sd_dump_all_threads(void)
 {
     long self = (long)syscall(SYS_gettid);
+    /* backstop: if unwinding blocks (a loader lock held by a stuck thread),
+     * the kernel still ends the process */
+    signal(SIGALRM, SIG_DFL);
+    alarm(60);
     sd_dump_own_stack();
     int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY);
     if (fd < 0)
@@ -104,14 +132,21 @@ static void sd_dump_all_threads(void)
             long tid = atol(name);
             if (tid <= 0 || tid == self)
                 continue;
+            if (sd_blocks_signal(tid)) {
+                char m[96];
+                snprintf(m, sizeof m, "[%s] thread %ld blocks the dump signal: skipped\n",
+                         sd_label, tid);
+                sd_write(m);
+                continue;
+            }
             __atomic_store_n(&sd_ack, 0, __ATOMIC_RELEASE);
             if (syscall(SYS_tgkill, (long)getpid(), tid, SD_SIGNAL) != 0)
                 continue;
-            for (int w = 0; w < 300 && !__atomic_load_n(&sd_ack, __ATOMIC_ACQUIRE); w++) {
+            for (int w = 0; w < 300 && __atomic_load_n(&sd_ack, __ATOMIC_ACQUIRE) != tid; w++) {
                 struct timespec ts = {0, 10 * 1000 * 1000};
                 nanosleep(&ts, NULL);
             }
-            if (!__atomic_load_n(&sd_ack, __ATOMIC_ACQUIRE)) {
+            if (__atomic_load_n(&sd_ack, __ATOMIC_ACQUIRE) != tid) {
                 char m[96];
                 snprintf(m, sizeof m, "[%s] thread %ld: no backtrace within 3 s\n", sd_label,
                          tid);

@@ -249,3 +249,11 @@ void mxa_context_pop(void)
     mxa_cuda_ctx_pop();
 #endif
 }
+
+void mxa_thread_relax_capture(void)
+{
+#ifdef MPIXACC_HAVE_CUDA
+    if (mxa_cuda_active())
+        mxa_cuda_thread_relax_capture();
+#endif
+}

@@ -149,6 +149,12 @@ void mxa_run_context_hook(void *ctx); /* the backend's side */
  * also in builds without CUDA); mxa_context_pop undoes a successful push. */
 int mxa_context_push(void *ctx);
 void mxa_context_pop(void);
+/* The calling thread (the progress thread) is not bound by other threads'
+ * stream captures: in CUDA's default "global" capture mode, allocating or
+ * freeing memory, or creating a context, while any thread captures a
+ * stream fails and invalidates that capture; UCX does such calls on the
+ * progress thread. No-op without CUDA. */
+void mxa_thread_relax_capture(void);
 
 /* Feature report for mpixacc_info and logs. */
 typedef struct {
@@ -205,6 +211,7 @@ const char *mxa_cuda_current_pci_busid(void);
 mx_status_t mxa_cuda_bind_buffer(const void *buf);
 int mxa_cuda_ctx_push(void *ctx);
 void mxa_cuda_ctx_pop(void);
+void mxa_cuda_thread_relax_capture(void);
 #endif
 
 #endif

@@ -105,6 +105,7 @@ typedef struct cuda_ctx {
     unsigned long long ctx_id; /* cuCtxGetId, 0 when unavailable */
     int dev_index;
     _Atomic int stale;         /* destroyed (its address reused) or set-up failed */
+    _Atomic int warm;          /* the engine's context hook has run (or was not needed) */
     CUmodule module;
     CUfunction fn_set, fn_wait, fn_wait_set;
     int kernels_ok;            /* fallback kernels loaded and self-tested */
@@ -148,14 +149,15 @@ static struct {
     mxu_locked_map_t map;    /* handle -> cuda_stream_t (ordinary handles) */
     int map_ok;
     slab_t *slabs;
+    pthread_cond_t warm_cv;  /* a context became warm (cuda_ctx_t.warm) */
     CUcontext primary0;      /* retained primary context of device 0 (no current ctx) */
     int primary0_retained;
-} g = {.lock = PTHREAD_MUTEX_INITIALIZER};
+} g = {.lock = PTHREAD_MUTEX_INITIALIZER, .warm_cv = PTHREAD_COND_INITIALIZER};
 
 static _Atomic int g_active;
 /* A context this thread's last ctx_get set up (the context hook runs for it
  * once g.lock is released); NULL when none. */
-static _Thread_local CUcontext tl_new_ctx;
+static _Thread_local struct cuda_ctx *tl_new_ctx;
 static _Atomic(CUcontext) g_first_ctx; /* first context set up (bind_buffer's default) */
 
 static mx_status_t backend_enqueue_trigger(mxa_stream_t *s, uint64_t seq);
@@ -463,7 +465,8 @@ static void ctx_preset_sync_memops(int dev_index)
     if ((flags & CU_CTX_SYNC_MEMOPS) && (flags & CU_CTX_SCHED_MASK) == 0)
         return;
     CUresult r = MXA_CU(cuCtxSetFlags)(CU_CTX_SYNC_MEMOPS);
-    MPIX_ACC_LOG(r == CUDA_SUCCESS ? MX_LOG_DEBUG : MX_LOG_WARN,
+    int sched_changed = (flags & CU_CTX_SCHED_MASK) != 0;
+    MPIX_ACC_LOG(r != CUDA_SUCCESS ? MX_LOG_WARN : sched_changed ? MX_LOG_INFO : MX_LOG_DEBUG,
                  "CUDA backend: context flags of device %d 0x%x -> CU_CTX_SYNC_MEMOPS "
                  "(what UCX sets at its first memory query): %s",
                  dev_index, flags, r == CUDA_SUCCESS ? "done" : cu_err(r));
@@ -578,7 +581,7 @@ out:
     }
     cx->next = g.ctxs;
     g.ctxs = cx;
-    tl_new_ctx = c;
+    tl_new_ctx = cx;
     CUcontext none = NULL;
     atomic_compare_exchange_strong(&g_first_ctx, &none, c);
     *out = cx;
@@ -638,14 +641,28 @@ static mx_status_t stream_new(void *handle, CUstream cu, int special, cuda_ctx_t
     return MX_OK;
 }
 
-/* After g.lock is released: the engine's hook for a context just set up. */
+/* After g.lock is released: the engine's hook for a context this thread
+ * just set up; the context is warm afterwards. */
 static void run_new_context_hook(void)
 {
-    CUcontext c = tl_new_ctx;
-    if (c != NULL) {
+    cuda_ctx_t *cx = tl_new_ctx;
+    if (cx != NULL) {
         tl_new_ctx = NULL;
-        mxa_run_context_hook(c);
+        mxa_run_context_hook(cx->ctx);
+        pthread_mutex_lock(&g.lock);
+        atomic_store(&cx->warm, 1);
+        pthread_cond_broadcast(&g.warm_cv);
+        pthread_mutex_unlock(&g.lock);
     }
+}
+
+/* g.lock held: another thread set up cx and runs the hook for it; no stream
+ * point of cx may be enqueued before it is done (its warm-up would wait
+ * for that point, behind the progress thread). */
+static void wait_until_warm(cuda_ctx_t *cx)
+{
+    while (!atomic_load(&cx->warm) && tl_new_ctx != cx)
+        pthread_cond_wait(&g.warm_cv, &g.lock);
 }
 
 int mxa_cuda_ctx_push(void *ctx)
@@ -657,6 +674,13 @@ void mxa_cuda_ctx_pop(void)
 {
     CUcontext prev;
     MXA_CU(cuCtxPopCurrent)(&prev);
+}
+
+void mxa_cuda_thread_relax_capture(void)
+{
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    if (MXA_CU(cuThreadExchangeStreamCaptureMode) != NULL)
+        MXA_CU(cuThreadExchangeStreamCaptureMode)(&mode);
 }
 
 static mx_status_t lookup_special(int special, void *handle, mxa_stream_t **out)
@@ -699,6 +723,8 @@ static mx_status_t lookup_special(int special, void *handle, mxa_stream_t **out)
     if (status == MX_OK)
         *out = &cs->pub;
 out:
+    if (status == MX_OK && cx != NULL)
+        wait_until_warm(cx);
     pthread_mutex_unlock(&g.lock);
     run_new_context_hook();
     return status;
@@ -746,7 +772,7 @@ mx_status_t mxa_cuda_stream_lookup(void *handle, mxa_stream_t **out)
                              cu_err(r));
                 return MX_ERR_INVALID_STREAM;
             }
-            if (id == cs->stream_id && !cs->ctx->stale) {
+            if (id == cs->stream_id && !cs->ctx->stale && atomic_load(&cs->ctx->warm)) {
                 *out = &cs->pub;
                 return MX_OK;
             }
@@ -755,7 +781,7 @@ mx_status_t mxa_cuda_stream_lookup(void *handle, mxa_stream_t **out)
             CUresult r = MXA_CU(cuStreamGetCtx)(cu, &c);
             if (r != CUDA_SUCCESS)
                 return MX_ERR_INVALID_STREAM;
-            if (c == cs->ctx->ctx && !cs->ctx->stale) {
+            if (c == cs->ctx->ctx && !cs->ctx->stale && atomic_load(&cs->ctx->warm)) {
                 *out = &cs->pub;
                 return MX_OK;
             }
@@ -800,6 +826,8 @@ mx_status_t mxa_cuda_stream_lookup(void *handle, mxa_stream_t **out)
     }
     *out = &cs->pub;
 out:
+    if (status == MX_OK && cx != NULL)
+        wait_until_warm(cx);
     pthread_mutex_unlock(&g.lock);
     run_new_context_hook();
     return status;
@@ -1155,7 +1183,9 @@ mx_status_t mxa_cuda_init(void)
         if (ctx_get(cur, &cx) != MX_OK)
             MPIX_ACC_LOG(MX_LOG_WARN, "CUDA backend: set-up of the current context failed; "
                          "it is retried at its first stream");
-        tl_new_ctx = NULL; /* warmed up by the engine's start (mxt_warm_up) */
+        if (tl_new_ctx != NULL) /* warmed up by the engine's start (mxt_warm_up) */
+            atomic_store(&tl_new_ctx->warm, 1);
+        tl_new_ctx = NULL;
     }
     pthread_mutex_unlock(&g.lock);
     return MX_OK;
@@ -1336,28 +1366,44 @@ const char *mxa_cuda_current_pci_busid(void)
  * (CUDA_ERROR_ALREADY_MAPPED) until the old one is gone.
  *
  * So the library exports both functions (libmpixacc-cuda.map; UCX's module
- * links them by name, the dynamic linker binds them here) and makes the
+ * links them by name, the dynamic linker binds them here) and makes UCX's
  * mappings in a context of its own on the same device, created at the
  * first mapping and never running work: unmapping there waits for nothing
  * of the application's. Copies from the mapping still run on UCX's streams
- * in the application's context (unified addressing). MPIX_ACC_IPC_CONTEXT=0
- * maps in the current context as UCX would. The contexts live until the
- * process exits (UCX unmaps its cache at unload, after MPI_Finalize).
+ * in the application's context (unified addressing). Only calls made from
+ * UCX's cuda module are redirected (the caller's address, dladdr): an
+ * application that calls the driver's IPC functions itself gets the
+ * driver's behaviour. When the library's context cannot map a handle (the
+ * driver allows one context per device and peer process: another user of
+ * the same peer's memory got there first) the mapping is made in the
+ * current context as UCX would. MPIX_ACC_IPC_CONTEXT=0 turns it all off.
+ * The contexts live until the process exits (UCX unmaps its cache at
+ * unload, after MPI_Finalize).
  */
 #define IPC_MAX_DEV 64
 
+/* cuCtxCreate_v4 (CUDA >= 12.5), whatever the toolkit's <cuda.h> maps the
+ * name to. */
+typedef CUresult (*ctx_create_v4_fn)(CUcontext *, void *, unsigned int, CUdevice);
+
+typedef struct {
+    CUcontext ctx;
+    unsigned long refs; /* opens of the same handle return the same address */
+} ipc_mapping_t;
+
 static struct {
-    pthread_mutex_t lock;     /* creation of the contexts */
+    pthread_mutex_t lock;       /* contexts and mappings */
     _Atomic int enabled;
+    ctx_create_v4_fn create;
     CUcontext ctx[IPC_MAX_DEV]; /* by device ordinal */
-    int failed[IPC_MAX_DEV];
-    mxu_locked_map_t mapped;  /* mapped address -> the context it was mapped in */
-    _Atomic int map_ok;
-    _Atomic unsigned long opened, closed;
+    int failed[IPC_MAX_DEV];    /* creation failures so far (retried) */
+    mxu_hashmap_t mapped;       /* mapped address -> ipc_mapping_t */
+    int map_ok;
+    unsigned long opened, closed, fallbacks;
 } ipcx = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-/* A driver function when the backend has not loaded the table (backend
- * off: the driver UCX loaded, if any). */
+/* The driver's own function `name` (a second handle on libcuda.so.1, which
+ * the process has loaded when anything calls these). */
 static void *driver_sym(const char *name)
 {
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
@@ -1370,110 +1416,179 @@ static void *driver_sym(const char *name)
 static void ipc_ctx_setup(void)
 {
     if (!mxu_config.ipc_context || MXA_CU(cuIpcOpenMemHandle) == NULL ||
-        MXA_CU(cuIpcCloseMemHandle) == NULL || MXA_CU(cuCtxCreate) == NULL)
+        MXA_CU(cuIpcCloseMemHandle) == NULL)
         return;
-    if (!atomic_load(&ipcx.map_ok)) {
-        if (mxu_locked_map_init(&ipcx.mapped) != MX_OK)
-            return;
-        atomic_store(&ipcx.map_ok, 1);
+    void *p = NULL;
+    void *gpa = g.lib ? dlsym(g.lib, "cuGetProcAddress_v2") : NULL;
+    if (gpa != NULL) {
+        gpa_v2_fn gpa2;
+        memcpy(&gpa2, &gpa, sizeof(gpa));
+        CUdriverProcAddressQueryResult q = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+        if (gpa2("cuCtxCreate", &p, 12050, CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS ||
+            q != CU_GET_PROC_ADDRESS_SUCCESS)
+            p = NULL;
     }
-    atomic_store(&ipcx.enabled, 1);
+    if (p == NULL && g.lib != NULL)
+        p = dlsym(g.lib, "cuCtxCreate_v4");
+    if (p == NULL) {
+        MPIX_ACC_LOG(MX_LOG_INFO, "CUDA backend: the driver lacks cuCtxCreate_v4: peers' "
+                     "buffers are mapped in the application's context");
+        return;
+    }
+    pthread_mutex_lock(&ipcx.lock);
+    memcpy(&ipcx.create, &p, sizeof(p));
+    if (!ipcx.map_ok && mxu_hashmap_init(&ipcx.mapped, 64) == MX_OK)
+        ipcx.map_ok = 1;
+    pthread_mutex_unlock(&ipcx.lock);
+    if (ipcx.map_ok)
+        atomic_store(&ipcx.enabled, 1);
+}
+
+/* Whether the call comes from UCX's cuda module (libuct_cuda). */
+static int ipc_called_by_ucx(const void *ret_addr)
+{
+    Dl_info di;
+    if (dladdr(ret_addr, &di) == 0 || di.dli_fname == NULL)
+        return 0;
+    const char *base = strrchr(di.dli_fname, '/');
+    return strncmp(base ? base + 1 : di.dli_fname, "libuct_cuda", 11) == 0;
 }
 
 /* The library's mapping context of device `dev` (created at the first
- * call), or NULL: then the caller maps in the current context. */
-static CUcontext ipc_ctx_of(CUdevice dev)
+ * call; ipcx.lock held), or NULL. A failed creation is retried at later
+ * calls (it can fail transiently, e.g. during another thread's global-mode
+ * stream capture); the first failure is logged. */
+static CUcontext ipc_ctx_of_locked(CUdevice dev)
 {
     if ((int)dev < 0 || (int)dev >= IPC_MAX_DEV)
         return NULL;
-    pthread_mutex_lock(&ipcx.lock);
-    CUcontext c = ipcx.ctx[dev];
-    if (c == NULL && !ipcx.failed[dev]) {
-        CUcontext prev;
-        CUresult r = MXA_CU(cuCtxCreate)(&c, NULL, 0, dev); /* pushes c */
-        if (r == CUDA_SUCCESS) {
-            MXA_CU(cuCtxPopCurrent)(&prev);
-            ipcx.ctx[dev] = c;
-            MPIX_ACC_LOG(MX_LOG_DEBUG, "CUDA backend: context %p of device %d for peers' "
-                         "mappings (cuda_ipc)", (void *)c, (int)dev);
-        } else {
-            c = NULL;
-            ipcx.failed[dev] = 1;
-            MPIX_ACC_LOG(MX_LOG_WARN, "CUDA backend: no context of its own on device %d for "
-                         "peers' mappings (%s): UCX maps them in the application's context, "
-                         "where freeing a buffer a peer received from can deadlock",
-                         (int)dev, cu_err(r));
-        }
+    if (ipcx.ctx[dev] != NULL || ipcx.create == NULL)
+        return ipcx.ctx[dev];
+    CUcontext c = NULL, prev;
+    CUresult r = ipcx.create(&c, NULL, 0, dev); /* pushes c */
+    if (r == CUDA_SUCCESS) {
+        MXA_CU(cuCtxPopCurrent)(&prev);
+        ipcx.ctx[dev] = c;
+        MPIX_ACC_LOG(MX_LOG_DEBUG, "CUDA backend: context %p of device %d for peers' mappings "
+                     "(cuda_ipc)", (void *)c, (int)dev);
+        return c;
     }
-    pthread_mutex_unlock(&ipcx.lock);
-    return c;
+    if (ipcx.failed[dev]++ == 0)
+        MPIX_ACC_LOG(MX_LOG_WARN, "CUDA backend: no context of its own on device %d for peers' "
+                     "mappings (%s): UCX maps them in the application's context, where a peer "
+                     "freeing a buffer it sent from can deadlock a stream wait",
+                     (int)dev, cu_err(r));
+    return NULL;
 }
 
 /* cuIpcOpenMemHandle_v2 (<cuda.h> renames it), exported for UCX. */
 __attribute__((visibility("default"))) CUresult CUDAAPI
 cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int flags)
 {
+    static __typeof__(&cuIpcOpenMemHandle) fallback_real;
     __typeof__(&cuIpcOpenMemHandle) real = MXA_CU(cuIpcOpenMemHandle);
     if (real == NULL) {
-        void *p = driver_sym("cuIpcOpenMemHandle_v2");
-        memcpy(&real, &p, sizeof(p));
+        if (fallback_real == NULL) {
+            void *p = driver_sym("cuIpcOpenMemHandle_v2");
+            memcpy(&fallback_real, &p, sizeof(p));
+        }
+        real = fallback_real;
         if (real == NULL)
             return CUDA_ERROR_NOT_INITIALIZED;
     }
     CUdevice dev;
-    CUcontext own = NULL;
-    if (atomic_load_explicit(&ipcx.enabled, memory_order_acquire) &&
-        MXA_CU(cuCtxGetDevice)(&dev) == CUDA_SUCCESS)
-        own = ipc_ctx_of(dev);
-    if (own == NULL || MXA_CU(cuCtxPushCurrent)(own) != CUDA_SUCCESS)
+    if (!atomic_load_explicit(&ipcx.enabled, memory_order_acquire) ||
+        MXA_CU(cuCtxGetDevice) == NULL || MXA_CU(cuCtxPushCurrent) == NULL ||
+        MXA_CU(cuCtxPopCurrent) == NULL || !ipc_called_by_ucx(__builtin_return_address(0)) ||
+        MXA_CU(cuCtxGetDevice)(&dev) != CUDA_SUCCESS)
         return real(pdptr, handle, flags);
-    CUresult r = real(pdptr, handle, flags);
-    if (r == CUDA_SUCCESS && mxu_locked_map_put(&ipcx.mapped, (uint64_t)*pdptr, own) != MX_OK) {
-        MXA_CU(cuIpcCloseMemHandle)(*pdptr);
-        r = CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&ipcx.lock);
+    CUcontext own = ipc_ctx_of_locked(dev);
+    CUresult r = CUDA_ERROR_INVALID_CONTEXT;
+    if (own != NULL && MXA_CU(cuCtxPushCurrent)(own) == CUDA_SUCCESS) {
+        r = real(pdptr, handle, flags);
+        CUcontext prev;
+        MXA_CU(cuCtxPopCurrent)(&prev);
+        if (r == CUDA_SUCCESS) {
+            ipc_mapping_t *m = mxu_hashmap_get(&ipcx.mapped, (uint64_t)*pdptr);
+            if (m != NULL) {
+                m->refs++; /* the driver returned an existing mapping */
+            } else if ((m = malloc(sizeof(*m))) == NULL ||
+                       mxu_hashmap_put(&ipcx.mapped, (uint64_t)*pdptr, m) != MX_OK) {
+                free(m);
+                MXA_CU(cuCtxPushCurrent)(own);
+                MXA_CU(cuIpcCloseMemHandle)(*pdptr);
+                MXA_CU(cuCtxPopCurrent)(&prev);
+                pthread_mutex_unlock(&ipcx.lock);
+                return CUDA_ERROR_OUT_OF_MEMORY;
+            } else {
+                m->ctx = own;
+                m->refs = 1;
+            }
+            ipcx.opened++;
+            pthread_mutex_unlock(&ipcx.lock);
+            return CUDA_SUCCESS;
+        }
     }
-    CUcontext prev;
-    MXA_CU(cuCtxPopCurrent)(&prev);
-    if (r == CUDA_SUCCESS)
-        atomic_fetch_add_explicit(&ipcx.opened, 1, memory_order_relaxed);
-    return r;
+    if (own != NULL && ipcx.fallbacks++ == 0)
+        MPIX_ACC_LOG(MX_LOG_WARN, "CUDA backend: a peer's buffer cannot be mapped in the "
+                     "library's context of device %d (%s): mapped in the application's",
+                     (int)dev, cu_err(r));
+    pthread_mutex_unlock(&ipcx.lock);
+    return real(pdptr, handle, flags);
 }
 
 /* Exported for UCX: a mapping made in the library's context is unmapped
- * there; anything else as the caller asked. */
+ * there (at its last close); anything else as the caller asked. */
 __attribute__((visibility("default"))) CUresult CUDAAPI cuIpcCloseMemHandle(CUdeviceptr dptr)
 {
+    static __typeof__(&cuIpcCloseMemHandle) fallback_real;
     __typeof__(&cuIpcCloseMemHandle) real = MXA_CU(cuIpcCloseMemHandle);
     if (real == NULL) {
-        void *p = driver_sym("cuIpcCloseMemHandle");
-        memcpy(&real, &p, sizeof(p));
+        if (fallback_real == NULL) {
+            void *p = driver_sym("cuIpcCloseMemHandle");
+            memcpy(&fallback_real, &p, sizeof(p));
+        }
+        real = fallback_real;
         if (real == NULL)
             return CUDA_ERROR_NOT_INITIALIZED;
     }
-    CUcontext own = atomic_load_explicit(&ipcx.map_ok, memory_order_acquire)
-                        ? mxu_locked_map_remove(&ipcx.mapped, (uint64_t)dptr)
-                        : NULL;
-    if (own == NULL)
+    if (!atomic_load_explicit(&ipcx.enabled, memory_order_acquire) ||
+        MXA_CU(cuCtxPushCurrent) == NULL || MXA_CU(cuCtxPopCurrent) == NULL)
         return real(dptr);
-    CUresult r = MXA_CU(cuCtxPushCurrent)(own);
-    if (r != CUDA_SUCCESS)
-        return r;
-    r = real(dptr);
-    CUcontext prev;
-    MXA_CU(cuCtxPopCurrent)(&prev);
-    atomic_fetch_add_explicit(&ipcx.closed, 1, memory_order_relaxed);
+    pthread_mutex_lock(&ipcx.lock);
+    ipc_mapping_t *m = mxu_hashmap_get(&ipcx.mapped, (uint64_t)dptr);
+    if (m == NULL) {
+        pthread_mutex_unlock(&ipcx.lock);
+        return real(dptr);
+    }
+    CUresult r = MXA_CU(cuCtxPushCurrent)(m->ctx);
+    if (r == CUDA_SUCCESS) {
+        r = real(dptr);
+        CUcontext prev;
+        MXA_CU(cuCtxPopCurrent)(&prev);
+        if (r == CUDA_SUCCESS && --m->refs == 0) {
+            mxu_hashmap_remove(&ipcx.mapped, (uint64_t)dptr);
+            free(m);
+        }
+        if (r == CUDA_SUCCESS)
+            ipcx.closed++;
+    }
+    pthread_mutex_unlock(&ipcx.lock);
     return r;
 }
 
 static void ipc_describe(char *buf, size_t len)
 {
+    pthread_mutex_lock(&ipcx.lock);
     if (atomic_load(&ipcx.enabled))
         snprintf(buf, len, "library's own context per device (%lu mapped, %lu unmapped so far)",
-                 atomic_load(&ipcx.opened), atomic_load(&ipcx.closed));
+                 ipcx.opened, ipcx.closed);
     else if (mxu_config.ipc_context)
-        snprintf(buf, len, "current context (the driver lacks cuCtxCreate_v4)");
+        snprintf(buf, len, "application's context (no cuCtxCreate_v4 in the driver)");
     else
-        snprintf(buf, len, "current context (MPIX_ACC_IPC_CONTEXT=0)");
+        snprintf(buf, len, "application's context (MPIX_ACC_IPC_CONTEXT=0)");
+    pthread_mutex_unlock(&ipcx.lock);
 }
 
 #else /* !MPIXACC_HAVE_CUDA */

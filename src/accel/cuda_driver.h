@@ -63,9 +63,9 @@
     X(cuCtxGetId, 0, 12000)                                                                      \
     X(cuModuleGetLoadingMode, 0, 11070)                                                          \
     X(cuFuncLoad, 0, 12040)                                                                      \
+    X(cuThreadExchangeStreamCaptureMode, 0, 10010)                                               \
     X(cuCtxGetFlags, 0, 7000)                                                                    \
     X(cuCtxSetFlags, 0, 12010)                                                                   \
-    X(cuCtxCreate, 0, 12050)                                                                     \
     X(cuIpcOpenMemHandle, 0, 11000)                                                              \
     X(cuIpcCloseMemHandle, 0, 4010)
 

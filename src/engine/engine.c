@@ -206,7 +206,7 @@ int mxe_drain(double timeout_s)
     return atomic_load(&mxe.aborted_count);
 }
 
-void mxe_finalize(void)
+void mxe_finalize(void (*fence)(void))
 {
     mxa_set_context_hook(NULL);
     if (atomic_load(&mxe.running)) {
@@ -218,6 +218,8 @@ void mxe_finalize(void)
     }
     /* The worker is ours again: flush, close endpoints, destroy. */
     mxt_flush_and_close();
+    if (fence != NULL)
+        fence();
     mxt_destroy();
     if (mxe.epoll_fd >= 0)
         close(mxe.epoll_fd);

@@ -176,8 +176,11 @@ mx_status_t mxe_start(const void *blob, const size_t *offsets, int nranks, const
  * Returns the number of ops that had to be cancelled. */
 int mxe_drain(double timeout_s);
 /* Stop the progress thread, close endpoints, destroy the transport. Call
- * after mxe_drain() and after all peers drained (the caller barriers). */
-void mxe_finalize(void);
+ * after mxe_drain() and after all peers drained (the caller barriers).
+ * fence (may be NULL) is called between closing the endpoints and
+ * destroying the worker: a barrier there keeps a peer from seeing its
+ * connections reset before it closed them itself. */
+void mxe_finalize(void (*fence)(void));
 int mxe_is_running(void);
 /* Operations submitted and not yet completed (any thread). */
 long mxe_live_ops(void);

@@ -616,6 +616,7 @@ void *mxe_progress_main(void *arg)
 {
     (void)arg;
     mxe.placed_near_gpu = mxe.gpu_busid[0] != '\0';
+    mxa_thread_relax_capture();
     mxe_place(mxe.placed_near_gpu ? mxe.gpu_busid : NULL);
     uint64_t spin_ns = (uint64_t)(mxu_config.progress_spin_us > 0 ? mxu_config.progress_spin_us : 0) * 1000u;
     uint64_t last_work = mxu_now_ns();

@@ -28,6 +28,13 @@ static void mxi_bring_up(void)
 
     if (mxa_init() != MX_OK)
         ok = 0;
+    /* both ends of every UCX endpoint must use the same error mode */
+    int pe = mxu_config.peer_errors != 0, pe_all = pe;
+    PMPI_Allreduce(&pe, &pe_all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (pe_all != pe) {
+        MPIX_ACC_LOG(MX_LOG_WARN, "MPIX_ACC_PEER_ERRORS differs between ranks: all use 1");
+        mxu_config.peer_errors = pe_all;
+    }
     mxe_init_args_t args = {.world_rank = mxi.world_rank, .world_size = mxi.world_size};
     /* processes sharing this node, for the progress thread's placement */
     MPI_Comm node = MPI_COMM_NULL;
@@ -103,7 +110,7 @@ static void mxi_bring_up(void)
                                    "%s); MPI calls pass through unchanged",
                      ok ? "another rank" : "this rank");
         if (mxe_is_running())
-            mxe_finalize();
+            mxe_finalize(NULL);
         return;
     }
     mxe_set_result_writer(mxi_result_writer);
@@ -167,6 +174,10 @@ static void mxi_print_stats(void)
 #undef MXI_MEAN_US
 }
 
+/* mxe_finalize's fence: every rank has closed its endpoints before any
+ * destroys its worker. */
+static void mxi_world_fence(void) { PMPI_Barrier(MPI_COMM_WORLD); }
+
 int MPI_Finalize(void)
 {
     if (mxi.active) {
@@ -196,7 +207,7 @@ int MPI_Finalize(void)
         PMPI_Barrier(MPI_COMM_WORLD);
         if (mxu_config.stats)
             mxi_print_stats();
-        mxe_finalize();
+        mxe_finalize(mxi_world_fence);
         mxa_finalize();
         mxi.active = 0;
         mxi_datatype_finalize();

@@ -34,6 +34,7 @@ typedef struct {
 } mxt_state_t;
 
 static mxt_state_t mxt;
+static void mxt_live_cancel_all(void);
 
 /* Map a UCX status to ours. */
 static mx_status_t mxt_map_status(ucs_status_t st)
@@ -150,6 +151,7 @@ void mxt_destroy(void)
         ucp_worker_destroy(mxt.worker);
         mxt.worker = NULL;
     }
+    mxt_live_cancel_all();
     if (mxt.context) {
         ucp_cleanup(mxt.context);
         mxt.context = NULL;
@@ -224,18 +226,62 @@ static mx_status_t mxt_get_ep(int rank, ucp_ep_h *ep_out)
     return MX_OK;
 }
 
-/* Per-operation context for UCX callbacks: the user's callback and data. */
-typedef struct {
+/* Per-operation context for UCX callbacks: the user's callback and data.
+ * Every context of a posted request is on the live list until its callback
+ * ran: requests UCX still holds when the worker is destroyed (a send never
+ * matched at finalize: only the "peer" error mode can force-close an
+ * endpoint with it) are completed as cancelled then, so nothing leaks. */
+typedef struct mxt_cb_ctx {
     mxt_complete_fn cb;
     void *user;
     int *ran_inline; /* receives: set while the posting call is on the stack */
+    struct mxt_cb_ctx *prev, *next;
 } mxt_cb_ctx_t;
+
+static mxt_cb_ctx_t *mxt_live; /* progress thread (or the owner before/after it) */
+
+static void mxt_live_add(mxt_cb_ctx_t *ctx)
+{
+    ctx->prev = NULL;
+    ctx->next = mxt_live;
+    if (mxt_live)
+        mxt_live->prev = ctx;
+    mxt_live = ctx;
+}
+
+static void mxt_live_remove(mxt_cb_ctx_t *ctx)
+{
+    if (ctx->prev)
+        ctx->prev->next = ctx->next;
+    else
+        mxt_live = ctx->next;
+    if (ctx->next)
+        ctx->next->prev = ctx->prev;
+}
+
+/* After the worker is gone: complete what UCX never completed. */
+static void mxt_live_cancel_all(void)
+{
+    unsigned n = 0;
+    while (mxt_live) {
+        mxt_cb_ctx_t *ctx = mxt_live;
+        mxt_live_remove(ctx);
+        mxt_complete_fn cb = ctx->cb;
+        void *user = ctx->user;
+        free(ctx);
+        cb(user, MX_ERR_CANCELED, 0, 0);
+        n++;
+    }
+    if (n)
+        MPIX_ACC_LOG(MX_LOG_DEBUG, "%u UCX request(s) left at worker destruction, cancelled", n);
+}
 
 static void mxt_send_cb(void *request, ucs_status_t status, void *user_data)
 {
     mxt_cb_ctx_t *ctx = user_data;
     mxt_complete_fn cb = ctx->cb;
     void *user = ctx->user;
+    mxt_live_remove(ctx);
     free(ctx);
     ucp_request_free(request);
     cb(user, mxt_map_status(status), 0, 0);
@@ -249,6 +295,7 @@ static void mxt_recv_cb(void *request, ucs_status_t status, const ucp_tag_recv_i
     void *user = ctx->user;
     if (ctx->ran_inline)
         *ctx->ran_inline = 1;
+    mxt_live_remove(ctx);
     free(ctx);
     ucp_request_free(request);
     cb(user, mxt_map_status(status), info ? info->sender_tag : 0, info ? info->length : 0);
@@ -287,15 +334,18 @@ mx_status_t mxt_tag_send(int world_dest, const void *buf, size_t len, int memtyp
     param.user_data = ctx;
     param.memory_type = mxt_memtype(memtype_hint);
 
+    mxt_live_add(ctx);
     ucs_status_ptr_t req = synchronous ? ucp_tag_send_sync_nbx(ep, buf, len, tag, &param)
                                        : ucp_tag_send_nbx(ep, buf, len, tag, &param);
     *handle = NULL;
     if (req == NULL) {
+        mxt_live_remove(ctx);
         free(ctx);
         cb(user, MX_OK, 0, 0);
         return MX_OK;
     }
     if (UCS_PTR_IS_ERR(req)) {
+        mxt_live_remove(ctx);
         free(ctx);
         ucs_status_t st = UCS_PTR_STATUS(req);
         MX_FAIL(mxt_map_status(st), "send of %zu bytes to rank %d failed: %s", len, world_dest,
@@ -329,9 +379,11 @@ mx_status_t mxt_tag_recv(void *buf, size_t len, int memtype_hint, uint64_t tag,
     param.user_data = ctx;
     param.memory_type = mxt_memtype(memtype_hint);
 
+    mxt_live_add(ctx);
     ucs_status_ptr_t req = ucp_tag_recv_nbx(mxt.worker, buf, len, tag, tag_mask, &param);
     *handle = NULL;
     if (UCS_PTR_IS_ERR(req)) {
+        mxt_live_remove(ctx);
         free(ctx);
         ucs_status_t st = UCS_PTR_STATUS(req);
         MX_FAIL(mxt_map_status(st), "receive of %zu bytes failed: %s", len,

@@ -107,7 +107,8 @@ static inline const char *gt_errstr(int code)
 
 /* On a timeout every thread of the process prints its backtrace
  * (tools/stackdump.h): the GPU machine has no debugger that attaches
- * reliably. GT_NO_STACKS=1 turns it off. */
+ * reliably. GT_NO_STACKS=1 turns it off (read in gt_init). */
+static int gt_stacks = 1;
 static void gt_alarm_handler(int sig)
 {
     (void)sig;
@@ -118,7 +119,7 @@ static void gt_alarm_handler(int sig)
         ssize_t w = write(2, msg, (size_t)n);
         (void)w;
     }
-    if (!getenv("GT_NO_STACKS"))
+    if (gt_stacks)
         sd_dump_all_threads();
     _exit(124);
 }
@@ -172,6 +173,7 @@ static inline void gt_init(int *argc, char ***argv, const char *name, int timeou
     gt_argc = *argc;
     gt_argv = *argv;
     sd_install(name);
+    gt_stacks = getenv("GT_NO_STACKS") == NULL;
     signal(SIGALRM, gt_alarm_handler);
     gt_guard((int)gt_opt_long("--timeout", timeout_s));
 
