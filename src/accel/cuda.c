@@ -1402,14 +1402,19 @@ static struct {
     unsigned long opened, closed, fallbacks;
 } ipcx = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-/* The driver's own function `name` (a second handle on libcuda.so.1, which
- * the process has loaded when anything calls these). */
-static void *driver_sym(const char *name)
+/* The driver's own function `name` when the backend has not loaded the
+ * table (backend off: a second handle on the libcuda.so.1 that UCX loaded),
+ * looked up once into *cache. */
+static void *driver_fn(void **cache, const char *name)
 {
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    void *p = lib ? dlsym(lib, name) : NULL;
-    if (lib)
-        dlclose(lib);
+    void *p = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+    if (p == NULL) {
+        void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+        p = lib ? dlsym(lib, name) : NULL;
+        if (lib)
+            dlclose(lib);
+        __atomic_store_n(cache, p, __ATOMIC_RELEASE);
+    }
     return p;
 }
 
@@ -1485,14 +1490,11 @@ static CUcontext ipc_ctx_of_locked(CUdevice dev)
 __attribute__((visibility("default"))) CUresult CUDAAPI
 cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int flags)
 {
-    static __typeof__(&cuIpcOpenMemHandle) fallback_real;
+    static void *cached;
     __typeof__(&cuIpcOpenMemHandle) real = MXA_CU(cuIpcOpenMemHandle);
     if (real == NULL) {
-        if (fallback_real == NULL) {
-            void *p = driver_sym("cuIpcOpenMemHandle_v2");
-            memcpy(&fallback_real, &p, sizeof(p));
-        }
-        real = fallback_real;
+        void *p = driver_fn(&cached, "cuIpcOpenMemHandle_v2");
+        memcpy(&real, &p, sizeof(p));
         if (real == NULL)
             return CUDA_ERROR_NOT_INITIALIZED;
     }
@@ -1542,14 +1544,11 @@ cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int flags
  * there (at its last close); anything else as the caller asked. */
 __attribute__((visibility("default"))) CUresult CUDAAPI cuIpcCloseMemHandle(CUdeviceptr dptr)
 {
-    static __typeof__(&cuIpcCloseMemHandle) fallback_real;
+    static void *cached;
     __typeof__(&cuIpcCloseMemHandle) real = MXA_CU(cuIpcCloseMemHandle);
     if (real == NULL) {
-        if (fallback_real == NULL) {
-            void *p = driver_sym("cuIpcCloseMemHandle");
-            memcpy(&fallback_real, &p, sizeof(p));
-        }
-        real = fallback_real;
+        void *p = driver_fn(&cached, "cuIpcCloseMemHandle");
+        memcpy(&real, &p, sizeof(p));
         if (real == NULL)
             return CUDA_ERROR_NOT_INITIALIZED;
     }

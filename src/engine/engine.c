@@ -144,17 +144,14 @@ mx_status_t mxe_start(const void *blob, const size_t *offsets, int nranks, const
     return MX_OK;
 }
 
-/* The accelerator layer's context hook (mxa_set_context_hook): the
- * progress thread warms UCX up for the new context's device while this
- * (application) thread waits; once per context. */
-static void mxe_warm_context(void *ctx)
+/* Hand a command to the progress thread and wait until it has carried it
+ * out (the command lives on this stack; the progress thread sets done). */
+static void mxe_run_sync_command(mxe_cmd_kind_t kind, void *target)
 {
-    if (!atomic_load(&mxe.running) || pthread_equal(pthread_self(), mxe.thread))
-        return;
     mxe_cmd_t cmd;
     memset(&cmd, 0, sizeof(cmd));
-    cmd.kind = MXE_CMD_WARM_CONTEXT;
-    cmd.target = ctx;
+    cmd.kind = kind;
+    cmd.target = target;
     mxe_push(&cmd);
     while (!atomic_load_explicit(&cmd.done, memory_order_acquire)) {
         uint32_t key = mxu_event_prepare(&mxe.completion);
@@ -164,6 +161,16 @@ static void mxe_warm_context(void *ctx)
         }
         mxu_event_wait(&mxe.completion, key, 1000000);
     }
+}
+
+/* The accelerator layer's context hook (mxa_set_context_hook): the
+ * progress thread warms UCX up for the new context's device while this
+ * (application) thread waits; once per context. */
+static void mxe_warm_context(void *ctx)
+{
+    if (!atomic_load(&mxe.running) || pthread_equal(pthread_self(), mxe.thread))
+        return;
+    mxe_run_sync_command(MXE_CMD_WARM_CONTEXT, ctx);
 }
 
 int mxe_is_running(void) { return atomic_load(&mxe.running); }
@@ -421,19 +428,7 @@ static void mxe_on_stream_free(mxa_stream_t *s)
         s->engine_state = NULL;
         return;
     }
-    mxe_cmd_t cmd;
-    memset(&cmd, 0, sizeof(cmd));
-    cmd.kind = MXE_CMD_STREAM_FREE;
-    cmd.target = s;
-    mxe_push(&cmd);
-    while (!atomic_load_explicit(&cmd.done, memory_order_acquire)) {
-        uint32_t key = mxu_event_prepare(&mxe.completion);
-        if (atomic_load_explicit(&cmd.done, memory_order_acquire)) {
-            mxu_event_cancel(&mxe.completion);
-            break;
-        }
-        mxu_event_wait(&mxe.completion, key, 1000000);
-    }
+    mxe_run_sync_command(MXE_CMD_STREAM_FREE, s);
 }
 
 long mxe_live_ops(void) { return atomic_load_explicit(&mxe.live_ops, memory_order_acquire); }
