@@ -213,7 +213,7 @@ int mxe_drain(double timeout_s)
     return atomic_load(&mxe.aborted_count);
 }
 
-void mxe_finalize(void (*fence)(void))
+void mxe_finalize(int (*fence)(void *arg), void *arg)
 {
     mxa_set_context_hook(NULL);
     if (atomic_load(&mxe.running)) {
@@ -224,9 +224,7 @@ void mxe_finalize(void (*fence)(void))
         atomic_store(&mxe.running, 0);
     }
     /* The worker is ours again: flush, close endpoints, destroy. */
-    mxt_flush_and_close();
-    if (fence != NULL)
-        fence();
+    mxt_flush_and_close(fence, arg);
     mxt_destroy();
     if (mxe.epoll_fd >= 0)
         close(mxe.epoll_fd);

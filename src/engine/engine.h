@@ -177,10 +177,11 @@ mx_status_t mxe_start(const void *blob, const size_t *offsets, int nranks, const
 int mxe_drain(double timeout_s);
 /* Stop the progress thread, close endpoints, destroy the transport. Call
  * after mxe_drain() and after all peers drained (the caller barriers).
- * fence (may be NULL) is called between closing the endpoints and
- * destroying the worker: a barrier there keeps a peer from seeing its
- * connections reset before it closed them itself. */
-void mxe_finalize(void (*fence)(void));
+ * fence (may be NULL; see mxt_flush_and_close) is polled, with the worker
+ * progressing, after this rank's endpoints are closed and before the
+ * worker is destroyed: a non-blocking barrier there keeps a peer from
+ * losing its connections before it closed them itself. */
+void mxe_finalize(int (*fence)(void *arg), void *arg);
 int mxe_is_running(void);
 /* Operations submitted and not yet completed (any thread). */
 long mxe_live_ops(void);

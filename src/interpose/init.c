@@ -110,7 +110,7 @@ static void mxi_bring_up(void)
                                    "%s); MPI calls pass through unchanged",
                      ok ? "another rank" : "this rank");
         if (mxe_is_running())
-            mxe_finalize(NULL);
+            mxe_finalize(NULL, NULL);
         return;
     }
     mxe_set_result_writer(mxi_result_writer);
@@ -174,9 +174,22 @@ static void mxi_print_stats(void)
 #undef MXI_MEAN_US
 }
 
-/* mxe_finalize's fence: every rank has closed its endpoints before any
- * destroys its worker. */
-static void mxi_world_fence(void) { PMPI_Barrier(MPI_COMM_WORLD); }
+/* mxe_finalize's fence, polled while the library's worker progresses: a
+ * non-blocking barrier started once this rank's endpoints are closed, so
+ * that no rank destroys its worker before every rank closed its own. */
+static int mxi_world_fence(void *arg)
+{
+    MPI_Request *req = arg;
+    int done = 0;
+    if (*req == MPI_REQUEST_NULL) {
+        if (PMPI_Ibarrier(MPI_COMM_WORLD, req) != MPI_SUCCESS)
+            return 1;
+        return 0;
+    }
+    if (PMPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+        return 1;
+    return done;
+}
 
 int MPI_Finalize(void)
 {
@@ -207,7 +220,8 @@ int MPI_Finalize(void)
         PMPI_Barrier(MPI_COMM_WORLD);
         if (mxu_config.stats)
             mxi_print_stats();
-        mxe_finalize(mxi_world_fence);
+        MPI_Request fence_req = MPI_REQUEST_NULL;
+        mxe_finalize(mxi_world_fence, &fence_req);
         mxa_finalize();
         mxi.active = 0;
         mxi_datatype_finalize();

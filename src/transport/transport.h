@@ -82,7 +82,12 @@ mx_status_t mxt_warm_memory(int with_cuda);
 mx_status_t mxt_warm_up(int with_cuda, int connect_all, const int *node_peers, int npeers);
 
 /* Flush all endpoints and close them (finalize). */
-mx_status_t mxt_flush_and_close(void);
+/* Flush the worker and close every endpoint, progressing until all closes
+ * are done; then, still progressing, until fence(arg) returns non-zero
+ * (fence may be NULL). fence is first called once this rank's closes are
+ * done (it may start a non-blocking barrier there and test it afterwards):
+ * a peer's close can need this worker's progress. */
+mx_status_t mxt_flush_and_close(int (*fence)(void *arg), void *arg);
 
 /* Versions and transports for mpixacc_info. */
 void mxt_describe(char *buf, size_t len);

@@ -631,7 +631,7 @@ void mxt_expect_disconnects(void)
     atomic_store(&mxt.closing, 1);
 }
 
-mx_status_t mxt_flush_and_close(void)
+mx_status_t mxt_flush_and_close(int (*fence)(void *arg), void *arg)
 {
     mx_status_t result = MX_OK;
     if (!mxt.worker)
@@ -644,7 +644,13 @@ mx_status_t mxt_flush_and_close(void)
         MPIX_ACC_LOG(MX_LOG_WARN, "UCX worker flush: %s", ucs_status_string(st));
         result = MX_ERR_TRANSPORT;
     }
-    for (int r = 0; mxt.eps && r < mxt.world_size; r++) {
+    /* Close every endpoint at once and keep progressing until all closes
+     * are done and then the fence is: a peer's close may need this
+     * worker's answer, so no rank may sit in a blocking barrier while
+     * others still close (a deadlock seen with 3-4 ranks). */
+    int n = mxt.eps ? mxt.world_size : 0;
+    void **reqs = n ? calloc((size_t)n, sizeof(void *)) : NULL;
+    for (int r = 0; r < n; r++) {
         if (!mxt.eps[r])
             continue;
         memset(&param, 0, sizeof(param));
@@ -652,13 +658,43 @@ mx_status_t mxt_flush_and_close(void)
             param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
             param.flags = UCP_EP_CLOSE_FLAG_FORCE;
         }
-        st = mxt_wait_request(ucp_ep_close_nbx(mxt.eps[r], &param));
-        if (st != UCS_OK && st != UCS_ERR_CANCELED && st != UCS_ERR_CONNECTION_RESET &&
-            st != UCS_ERR_ENDPOINT_TIMEOUT)
-            MPIX_ACC_LOG(MX_LOG_DEBUG, "closing endpoint to rank %d: %s", r,
-                         ucs_status_string(st));
+        ucs_status_ptr_t req = ucp_ep_close_nbx(mxt.eps[r], &param);
         mxt.eps[r] = NULL;
+        if (UCS_PTR_IS_PTR(req) && reqs)
+            reqs[r] = req;
+        else if (UCS_PTR_IS_PTR(req))
+            (void)mxt_wait_request(req); /* no memory for the list: one at a time */
+        else if (UCS_PTR_IS_ERR(req))
+            MPIX_ACC_LOG(MX_LOG_DEBUG, "closing endpoint to rank %d: %s", r,
+                         ucs_status_string(UCS_PTR_STATUS(req)));
     }
+    int fenced = fence == NULL;
+    for (;;) {
+        ucp_worker_progress(mxt.worker);
+        int pending = 0;
+        for (int r = 0; reqs && r < n; r++) {
+            if (!reqs[r])
+                continue;
+            st = ucp_request_check_status(reqs[r]);
+            if (st == UCS_INPROGRESS) {
+                pending++;
+                continue;
+            }
+            if (st != UCS_OK && st != UCS_ERR_CANCELED && st != UCS_ERR_CONNECTION_RESET &&
+                st != UCS_ERR_ENDPOINT_TIMEOUT)
+                MPIX_ACC_LOG(MX_LOG_DEBUG, "closing endpoint to rank %d: %s", r,
+                             ucs_status_string(st));
+            ucp_request_free(reqs[r]);
+            reqs[r] = NULL;
+        }
+        if (pending)
+            continue;
+        if (!fenced)
+            fenced = fence(arg); /* starts once this rank's closes are done */
+        if (fenced)
+            break;
+    }
+    free(reqs);
     return result;
 }
 
