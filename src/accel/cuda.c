@@ -232,6 +232,27 @@ typedef CUresult (*gpa_v2_fn)(const char *, void **, int, cuuint64_t,
                               CUdriverProcAddressQueryResult *);
 typedef CUresult (*gpa_v1_fn)(const char *, void **, int, cuuint64_t);
 
+/* cuGetProcAddress of the loaded driver (set by load_driver). */
+static gpa_v2_fn g_gpa2;
+static gpa_v1_fn g_gpa1;
+
+/* Entry point `name` at ABI version `since` of driver `lib`, by
+ * cuGetProcAddress, else dlsym(dlname); NULL when absent. */
+static void *driver_proc(void *lib, const char *name, int since, const char *dlname)
+{
+    void *fp = NULL;
+    if (g_gpa2 != NULL) {
+        CUdriverProcAddressQueryResult q = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+        if (g_gpa2(name, &fp, since, CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS ||
+            q != CU_GET_PROC_ADDRESS_SUCCESS)
+            fp = NULL;
+    } else if (g_gpa1 != NULL) {
+        if (g_gpa1(name, &fp, since, CU_GET_PROC_ADDRESS_DEFAULT) != CUDA_SUCCESS)
+            fp = NULL;
+    }
+    return fp != NULL ? fp : dlsym(lib, dlname);
+}
+
 static int load_driver(char *why, size_t whylen)
 {
     memset(&mxa_cu, 0, sizeof(mxa_cu));
@@ -243,29 +264,18 @@ static int load_driver(char *why, size_t whylen)
         snprintf(why, whylen, "off: no CUDA driver (libcuda.so.1)");
         return -1;
     }
-    gpa_v2_fn gpa2 = NULL;
-    gpa_v1_fn gpa1 = NULL;
+    g_gpa2 = NULL;
+    g_gpa1 = NULL;
     void *p = dlsym(lib, "cuGetProcAddress_v2");
-    memcpy(&gpa2, &p, sizeof(p));
-    if (gpa2 == NULL) {
+    memcpy(&g_gpa2, &p, sizeof(p));
+    if (g_gpa2 == NULL) {
         p = dlsym(lib, "cuGetProcAddress");
-        memcpy(&gpa1, &p, sizeof(p));
+        memcpy(&g_gpa1, &p, sizeof(p));
     }
     const char *missing = NULL;
 #define MXA_CU_LOAD_(name, req, since)                                                           \
     do {                                                                                         \
-        void *fp_ = NULL;                                                                        \
-        if (gpa2 != NULL) {                                                                      \
-            CUdriverProcAddressQueryResult q_ = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;            \
-            if (gpa2(#name, &fp_, (since), CU_GET_PROC_ADDRESS_DEFAULT, &q_) != CUDA_SUCCESS ||  \
-                q_ != CU_GET_PROC_ADDRESS_SUCCESS)                                               \
-                fp_ = NULL;                                                                      \
-        } else if (gpa1 != NULL) {                                                               \
-            if (gpa1(#name, &fp_, (since), CU_GET_PROC_ADDRESS_DEFAULT) != CUDA_SUCCESS)         \
-                fp_ = NULL;                                                                      \
-        }                                                                                        \
-        if (fp_ == NULL)                                                                         \
-            fp_ = dlsym(lib, MXA_XSTR(name));                                                    \
+        void *fp_ = driver_proc(lib, #name, (since), MXA_XSTR(name));                            \
         if (fp_ == NULL && (req) && missing == NULL)                                             \
             missing = #name;                                                                     \
         memcpy(&mxa_cu.f_##name, &fp_, sizeof(fp_));                                             \
@@ -1423,18 +1433,7 @@ static void ipc_ctx_setup(void)
     if (!mxu_config.ipc_context || MXA_CU(cuIpcOpenMemHandle) == NULL ||
         MXA_CU(cuIpcCloseMemHandle) == NULL)
         return;
-    void *p = NULL;
-    void *gpa = g.lib ? dlsym(g.lib, "cuGetProcAddress_v2") : NULL;
-    if (gpa != NULL) {
-        gpa_v2_fn gpa2;
-        memcpy(&gpa2, &gpa, sizeof(gpa));
-        CUdriverProcAddressQueryResult q = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-        if (gpa2("cuCtxCreate", &p, 12050, CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS ||
-            q != CU_GET_PROC_ADDRESS_SUCCESS)
-            p = NULL;
-    }
-    if (p == NULL && g.lib != NULL)
-        p = dlsym(g.lib, "cuCtxCreate_v4");
+    void *p = g.lib != NULL ? driver_proc(g.lib, "cuCtxCreate", 12050, "cuCtxCreate_v4") : NULL;
     if (p == NULL) {
         MPIX_ACC_LOG(MX_LOG_INFO, "CUDA backend: the driver lacks cuCtxCreate_v4: peers' "
                      "buffers are mapped in the application's context");

@@ -345,6 +345,14 @@ static void mxe_handle_cancel(mxe_op_t *op)
     mxe_op_release(op);
 }
 
+/* A synchronous command (mxe_run_sync_command) is carried out: wake its
+ * waiting application thread. */
+static void mxe_cmd_done(mxe_cmd_t *cmd)
+{
+    atomic_store_explicit((_Atomic int *)&cmd->done, 1, memory_order_release);
+    mxu_event_notify(&mxe.completion);
+}
+
 /* A stream is being freed by its owner (it has synchronized): forget it. */
 static void mxe_handle_stream_free(mxe_cmd_t *cmd)
 {
@@ -365,8 +373,7 @@ static void mxe_handle_stream_free(mxe_cmd_t *cmd)
         s->engine_state = NULL;
         free(st);
     }
-    atomic_store_explicit((_Atomic int *)&cmd->done, 1, memory_order_release);
-    mxu_event_notify(&mxe.completion);
+    mxe_cmd_done(cmd);
 }
 
 static const char *mxe_kind_name(mxa_kind_t k)
@@ -430,8 +437,7 @@ static void mxe_handle_warm_context(mxe_cmd_t *cmd)
         MPIX_ACC_LOG(st == MX_OK ? MX_LOG_DEBUG : MX_LOG_INFO,
                      "UCX warm-up for device context %p: %s", cmd->target, mx_status_string(st));
     }
-    atomic_store_explicit((_Atomic int *)&cmd->done, 1, memory_order_release);
-    mxu_event_notify(&mxe.completion);
+    mxe_cmd_done(cmd);
 }
 
 static unsigned mxe_drain_commands(void)
