@@ -365,6 +365,10 @@ run_test "memops/pingpong" 300 'PASS' -- env MPIX_ACC_MEMOPS=1 MPIX_ACC_LOG=warn
 run_test "diag/ucx-proto-info" 120 'PASS' -- env MPIX_ACC_MEMOPS=1 MPIX_ACC_LOG=warn \
     UCX_PROTO_INFO=y "$MPIEXEC" $LAUNCH -n 2 "$BIN/pingpong" --lat-sizes=8,65536 \
     --bw-size=1048576 --iters=20 --reps=1 --bw-iters=1
+# no UCX protocol that re-registers memory under a stream wait (the
+# managed-memory deadlock, test/gpu/ucx_protocols.sh), with a control run
+run_test "diag/ucx-protocols" 240 'ucx-protocols\] PASS' -- \
+    "$ROOT/test/gpu/ucx_protocols.sh" "$BIN/ring" "$MPIEXEC" $LAUNCH
 if grep -q '^TEST memops/pingpong' "$TESTLOG"; then
     say "--- stream-ordered ping-pong (memops), $RANK_GPUS:"
     sed -n '/^TEST memops\/pingpong/,/^=====/p' "$TESTLOG" |

@@ -36,6 +36,55 @@ typedef struct {
 static mxt_state_t mxt;
 static void mxt_live_cancel_all(void);
 
+/*
+ * UCX settings the library changes in its own UCX context (never in the MPI
+ * library's), because their default breaks stream ordering. Each is applied
+ * only when the user has not set UCX_<name> in the environment; the list is
+ * printed by mpixacc_info (mxt_describe).
+ *
+ * RNDV_PIPELINE_SHM_ENABLE: UCX's "rndv/rkey_ptr/mtype" protocol (device or
+ * managed memory to a peer's shared-memory staging buffer) maps the peer's
+ * buffer and registers it with cuda_copy, and re-registers it
+ * (cuMemHostUnregister + cuMemHostRegister) on the progress thread whenever a
+ * larger message comes to the same address. cuMemHostUnregister waits for
+ * the GPU, and the GPU's stream waits for the progress thread: a deadlock
+ * (seen on 2xH200, managed -> managed ring at 8 B after 1 B). UCX then picks
+ * its other rendezvous protocols for these buffers.
+ */
+static const struct {
+    const char *name;
+    const char *value;
+} mxt_ucx_overrides[] = {
+    {"RNDV_PIPELINE_SHM_ENABLE", "n"},
+};
+#define MXT_N_OVERRIDES (sizeof(mxt_ucx_overrides) / sizeof(mxt_ucx_overrides[0]))
+
+/* Apply mxt_ucx_overrides to a UCX configuration; when 'what' is given, write
+ * what was applied ("NAME=value ...", or kept from the environment) there. */
+static void mxt_apply_overrides(ucp_config_t *config, char *what, size_t len)
+{
+    size_t used = 0;
+    if (what != NULL && len > 0)
+        what[0] = '\0';
+    for (size_t i = 0; i < MXT_N_OVERRIDES; i++) {
+        char env[128];
+        snprintf(env, sizeof(env), "UCX_%s", mxt_ucx_overrides[i].name);
+        const char *user = getenv(env);
+        ucs_status_t st = UCS_OK;
+        if (user == NULL)
+            st = ucp_config_modify(config, mxt_ucx_overrides[i].name, mxt_ucx_overrides[i].value);
+        if (st != UCS_OK)
+            MPIX_ACC_LOG(MX_LOG_WARN, "cannot set UCX %s=%s in the library's UCX context: %s",
+                         mxt_ucx_overrides[i].name, mxt_ucx_overrides[i].value,
+                         ucs_status_string(st));
+        if (what != NULL && used < len)
+            used += (size_t)snprintf(what + used, len - used, "%s%s=%s%s", used ? " " : "",
+                                     mxt_ucx_overrides[i].name,
+                                     user != NULL ? user : mxt_ucx_overrides[i].value,
+                                     user != NULL ? " (user's)" : st != UCS_OK ? " (failed)" : "");
+    }
+}
+
 /* Map a UCX status to ours. */
 static mx_status_t mxt_map_status(ucs_status_t st)
 {
@@ -77,6 +126,9 @@ mx_status_t mxt_create(const mxt_config_t *cfg)
             MPIX_ACC_LOG(MX_LOG_WARN, "cannot set UCX NET_DEVICES=%s: %s", cfg->net_devices,
                          ucs_status_string(st));
     }
+    char overrides[256];
+    mxt_apply_overrides(config, overrides, sizeof(overrides));
+    MPIX_ACC_LOG(MX_LOG_DEBUG, "library's UCX context: %s", overrides);
 
     ucp_params_t params;
     memset(&params, 0, sizeof(params));
@@ -723,6 +775,7 @@ void mxt_describe(char *buf, size_t len)
         params.field_mask = UCP_PARAM_FIELD_FEATURES;
         params.features = UCP_FEATURE_TAG;
         if (ucp_config_read(NULL, NULL, &config) == UCS_OK) {
+            mxt_apply_overrides(config, NULL, 0);
             if (ucp_init(&params, config, &ctx) == UCS_OK) {
                 ucp_context_attr_t cattr;
                 memset(&cattr, 0, sizeof(cattr));
@@ -739,5 +792,15 @@ void mxt_describe(char *buf, size_t len)
             used += (size_t)snprintf(buf + used, len - used, " %s", names[i].name);
     const char *tls = getenv("UCX_TLS");
     if (used < len)
-        snprintf(buf + used, len - used, "; UCX_TLS=%s", tls ? tls : "(all)");
+        used += (size_t)snprintf(buf + used, len - used, "; UCX_TLS=%s", tls ? tls : "(all)");
+    if (used < len) {
+        /* what the library's own UCX context changes (mxt_ucx_overrides) */
+        ucp_config_t *config = NULL;
+        char what[256] = "";
+        if (ucp_config_read(NULL, NULL, &config) == UCS_OK) {
+            mxt_apply_overrides(config, what, sizeof(what));
+            ucp_config_release(config);
+        }
+        snprintf(buf + used, len - used, "; library context sets %s", what[0] ? what : "?");
+    }
 }
