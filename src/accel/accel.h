@@ -98,6 +98,10 @@ struct mxa_backend {
      * cuStreamBatchMemOp, or one wait-then-set kernel in the fallback).
      * Same rules as enqueue_trigger/enqueue_wait; each seq already allocated. */
     mx_status_t (*enqueue_batch)(mxa_stream_t *s, const mxa_stream_point_t *pts, int n);
+    /* Optional (NULL: never): non-zero while the stream is being captured
+     * into a graph (its points then run only when the graph is launched).
+     * Application threads. */
+    int (*capturing)(mxa_stream_t *s);
 };
 
 /* ---- layer-wide entry points (accel.c) ---- */

@@ -165,6 +165,7 @@ static mx_status_t backend_enqueue_wait(mxa_stream_t *s, uint64_t seq);
 static mx_status_t backend_enqueue_batch(mxa_stream_t *s, const mxa_stream_point_t *pts, int n);
 static void backend_release(mxa_stream_t *s, uint64_t seq);
 static uint64_t backend_poll_trigger(mxa_stream_t *s);
+static int backend_capturing(mxa_stream_t *s);
 
 static const mxa_backend_t cuda_backend = {
     .name = "cuda",
@@ -175,6 +176,7 @@ static const mxa_backend_t cuda_backend = {
     .poll_trigger = backend_poll_trigger,
     .needs_polling = 1,
     .enqueue_batch = backend_enqueue_batch,
+    .capturing = backend_capturing,
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -984,6 +986,16 @@ static uint64_t backend_poll_trigger(mxa_stream_t *s)
     if (!tl_ctx_checked)
         progress_thread_context((cuda_stream_t *)s);
     return atomic_load_explicit(s->trigger_word, memory_order_acquire);
+}
+
+static int backend_capturing(mxa_stream_t *s)
+{
+    cuda_stream_t *cs = (cuda_stream_t *)s;
+    int entered = ctx_enter(cs->ctx->ctx);
+    CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUresult r = MXA_CU(cuStreamIsCapturing)(cs->cu, &cap);
+    ctx_leave(entered);
+    return r == CUDA_SUCCESS && cap != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
 /* --------------------------------------------------------- memory type */

@@ -195,6 +195,13 @@ mx_status_t mxe_op_create_send(mxa_stream_t *s, const void *buf, size_t bytes,
                                mxe_op_t **op_out);
 mx_status_t mxe_op_create_recv(mxa_stream_t *s, void *buf, size_t bytes, const mxe_comm_t *comm,
                                int source, int tag, int post_early, mxe_op_t **op_out);
+/* Stream points (triggers and waits) enqueued on s that the stream has not
+ * reached yet (triggers) or that are not released yet (waits): how far the
+ * application runs ahead of the GPU (or host stream). 0 without a stream
+ * and while s is being captured into a graph. Any thread, lock-free (reads
+ * the sequence words). */
+long mxe_stream_backlog(mxa_stream_t *s);
+
 /* Enqueue the op's trigger on its stream (unless it starts at once) and hand
  * it to the progress thread. After this the op may complete at any time. */
 mx_status_t mxe_op_submit(mxe_op_t *op);

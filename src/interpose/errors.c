@@ -43,7 +43,8 @@ static struct {
     [MXI_E_UNSUPPORTED] = {MPI_ERR_UNSUPPORTED_OPERATION,
                            "mpix-acc: operation not supported on a stream communicator"},
     [MXI_E_TOO_MANY] = {-1, "mpix-acc: too many stream-ordered operations in flight "
-                            "(MPIX_ACC_MAX_PENDING) and none completed for 10 s"},
+                            "(MPIX_ACC_MAX_PENDING per process or MPIX_ACC_STREAM_DEPTH ahead "
+                            "of one stream) and none completed for 10 s"},
 };
 
 static int mxi_err_codes[MXI_E_COUNT_OF_ERRORS];

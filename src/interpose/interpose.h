@@ -155,6 +155,9 @@ int mxi_stream_waitall(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Statu
                        MPI_Comm err_comm);
 /* Complete and free library-owned handles whose ops are done. */
 void mxi_reap(int all);
+/* Wait while MPIX_ACC_MAX_PENDING operations are alive (new_request) or s
+ * (may be NULL) is MPIX_ACC_STREAM_DEPTH points ahead of its GPU (p2p.c). */
+int mxi_throttle(MPI_Comm comm, mxa_stream_t *s, int new_request);
 /* Write an engine result into an MPI_Status (also the engine's writer). */
 void mxi_fill_status(mxe_op_t *op, MPI_Status *status);
 void mxi_result_writer(mxe_op_t *op, void *target);

@@ -5,6 +5,7 @@
  */
 #include "interpose/interpose.h"
 
+#include <limits.h>
 #include <string.h>
 #include <time.h>
 
@@ -78,32 +79,53 @@ static int mxi_check_common(MPI_Comm comm, int count, MPI_Datatype dt, void *req
     return MPI_SUCCESS;
 }
 
-/* Back-pressure: with MPIX_ACC_MAX_PENDING operations alive (each holds an
- * MPI generalized request until it completed and the application let go of
- * it; MPICH ch4 aborts near 128k live requests), wait like a full CUDA
- * stream queue until some are done. Gives up with MXI_E_TOO_MANY after 10 s
- * without one finishing. */
-static int mxi_throttle(MPI_Comm comm)
+/* Back-pressure, before a stream-ordered operation is created or a stream
+ * wait enqueued, in two limits; beyond either the call waits (sleeping, no
+ * driver call, no lock held), like a full CUDA stream queue:
+ *  - MPIX_ACC_MAX_PENDING operations alive in the process (each holds an MPI
+ *    generalized request until it completed and the application let go of
+ *    it; MPICH ch4 aborts near 128k live requests);
+ *  - MPIX_ACC_STREAM_DEPTH points ahead of the stream s (mxe_stream_backlog;
+ *    CUDA and host streams alike). For CUDA streams it is needed: without it an application enqueuing far ahead of
+ *    a stream wait fills the driver's queue: the application thread then
+ *    blocks inside cuLaunchKernel holding a driver lock that the progress
+ *    thread's next CUDA call (UCX's cuEventRecord) needs, and the wait is
+ *    never released (2xH200, test/gpu/default_streams at 300 iterations).
+ * Gives up with MXI_E_TOO_MANY after 10 s in which neither count went down.
+ * s may be NULL (no stream limit). A stream wait passes new_request 0: it
+ * creates no request (it is what lets requests go), only the depth counts. */
+int mxi_throttle(MPI_Comm comm, mxa_stream_t *s, int new_request)
 {
     long limit = mxu_config.max_pending > 0 ? mxu_config.max_pending : 1;
+    if (!new_request)
+        limit = LONG_MAX;
+    long depth = mxu_config.stream_depth;
     long live = atomic_load_explicit(&mxi.greqs_alive, memory_order_relaxed);
-    if (live < limit)
+    long ahead = depth > 0 ? mxe_stream_backlog(s) : 0;
+    if (live < limit && (depth <= 0 || ahead < depth))
         return MPI_SUCCESS;
-    struct timespec ts = {0, 20000};
-    long best = live;
+    struct timespec ts = {0, 2000};
+    long best_live = live, best_ahead = ahead;
     double waited = 0, since_progress = 0;
     for (;;) {
         mxi_reap(1); /* every completed one the application let go of */
         live = atomic_load_explicit(&mxi.greqs_alive, memory_order_relaxed);
-        if (live < limit)
+        ahead = depth > 0 ? mxe_stream_backlog(s) : 0;
+        if (live < limit && (depth <= 0 || ahead < depth))
             break;
-        if (live < best) {
-            best = live;
+        if (live < best_live || ahead < best_ahead) {
+            best_live = live < best_live ? live : best_live;
+            best_ahead = ahead < best_ahead ? ahead : best_ahead;
             since_progress = 0;
         }
-        if (since_progress > 10.0)
-            return mxi_raise(comm, MXI_E_TOO_MANY, "%ld operations in flight (limit %ld)", live,
-                             limit);
+        if (since_progress > 10.0) {
+            if (live >= limit)
+                return mxi_raise(comm, MXI_E_TOO_MANY, "%ld operations in flight (limit %ld)",
+                                 live, limit);
+            return mxi_raise(comm, MXI_E_TOO_MANY,
+                             "%ld stream points ahead of the GPU on stream %p (limit %ld)", ahead,
+                             s->handle, depth);
+        }
         nanosleep(&ts, NULL);
         double d = (double)ts.tv_nsec * 1e-9;
         waited += d;
@@ -113,7 +135,7 @@ static int mxi_throttle(MPI_Comm comm)
     }
     if (waited > 1.0)
         MPIX_ACC_LOG(MX_LOG_INFO, "waited %.1f s for stream-ordered operations to complete "
-                     "(MPIX_ACC_MAX_PENDING=%ld in flight)", waited, limit);
+                     "(MPIX_ACC_MAX_PENDING=%ld, MPIX_ACC_STREAM_DEPTH=%ld)", waited, limit, depth);
     return MPI_SUCCESS;
 }
 
@@ -121,7 +143,7 @@ static int mxi_throttle(MPI_Comm comm)
 static int mxi_submit(mxe_op_t *op, mxi_origin_t origin, MPI_Comm comm, MPI_Request *req)
 {
     MPI_Request greq;
-    int trc = mxi_throttle(comm);
+    int trc = mxi_throttle(comm, op->stream, 1);
     if (trc != MPI_SUCCESS) {
         mxe_op_release(op);
         mxe_op_release(op);

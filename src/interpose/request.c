@@ -253,8 +253,11 @@ int mxi_stream_waitall(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Statu
                 rc = r;
         }
     }
-    mx_status_t est = mxe_stream_wait(s, ops, targets, n);
-    if (est != MX_OK) {
+    int trc = mxi_throttle(err_comm, s, 0);
+    mx_status_t est = trc != MPI_SUCCESS ? MX_OK : mxe_stream_wait(s, ops, targets, n);
+    if (trc != MPI_SUCCESS) {
+        rc = trc; /* nothing enqueued: the requests stay the caller's */
+    } else if (est != MX_OK) {
         rc = mxi_raise_code(err_comm, mxi_status_to_mpi(est));
     } else {
         for (int i = 0; i < count; i++) {
@@ -518,6 +521,9 @@ static int mxi_waitall_stream_part(int count, MPI_Request reqs[], MPI_Status sta
                 at[m++] = j;
             }
         }
+        int trc = mxi_throttle(MPI_COMM_SELF, s, 0);
+        if (trc != MPI_SUCCESS)
+            return trc;
         mx_status_t est = mxe_stream_wait(s, sub, targets, m);
         if (est != MX_OK)
             return mxi_raise_code(MPI_COMM_SELF, mxi_status_to_mpi(est));

@@ -57,6 +57,11 @@
     X(MAX_PENDING, INT, max_pending, "32768",                                                    \
       "Stream-ordered operations in flight per process at most; a call beyond it waits until "   \
       "some are done (an MPI error after 10 s without one); MPICH allows ~128k live requests") \
+    X(STREAM_DEPTH, INT, stream_depth, "128",                                                   \
+      "Stream-ordered operations one stream may have ahead of it (sends and receives it has not " \
+      "reached, waits not released); a call beyond it waits until the stream catches up (an "   \
+      "MPI error after 10 s without progress), so a CUDA driver queue never fills behind a "     \
+      "stream wait (a deadlock); 0 turns the limit off")                                         \
     X(FINALIZE_TIMEOUT, DOUBLE, finalize_timeout, "10",                                          \
       "Seconds MPI_Finalize waits for pending stream-ordered operations before it reports and "   \
       "cancels them")                                                                            \
