@@ -76,6 +76,7 @@ static void ipc_describe(char *buf, size_t len);
 #include <time.h>
 
 #include "accel/cuda_driver.h"
+#include "accel/ipc_table.h"
 #include "util/settings.h"
 #include "util/hashmap.h"
 #include "util/log.h"
@@ -1225,8 +1226,11 @@ int mxa_cuda_active(void)
     return atomic_load_explicit(&g_active, memory_order_acquire);
 }
 
+static void ipc_report(void);
+
 void mxa_cuda_finalize(void)
 {
+    ipc_report();
     pthread_mutex_lock(&g.lock);
     if (!g.tried) {
         pthread_mutex_unlock(&g.lock);
@@ -1408,20 +1412,15 @@ const char *mxa_cuda_current_pci_busid(void)
  * name to. */
 typedef CUresult (*ctx_create_v4_fn)(CUcontext *, void *, unsigned int, CUdevice);
 
-typedef struct {
-    CUcontext ctx;
-    unsigned long refs; /* opens of the same handle return the same address */
-} ipc_mapping_t;
-
 static struct {
     pthread_mutex_t lock;       /* contexts and mappings */
     _Atomic int enabled;
     ctx_create_v4_fn create;
     CUcontext ctx[IPC_MAX_DEV]; /* by device ordinal */
     int failed[IPC_MAX_DEV];    /* creation failures so far (retried) */
-    mxu_hashmap_t mapped;       /* mapped address -> ipc_mapping_t */
+    mxa_ipc_table_t mapped;     /* the library contexts' mappings (ipc_table.h) */
     int map_ok;
-    unsigned long opened, closed, fallbacks;
+    unsigned long opened, closed, fallbacks, reused;
 } ipcx = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* The driver's own function `name` when the backend has not loaded the
@@ -1453,7 +1452,7 @@ static void ipc_ctx_setup(void)
     }
     pthread_mutex_lock(&ipcx.lock);
     memcpy(&ipcx.create, &p, sizeof(p));
-    if (!ipcx.map_ok && mxu_hashmap_init(&ipcx.mapped, 64) == MX_OK)
+    if (!ipcx.map_ok && mxa_ipc_table_init(&ipcx.mapped) == MX_OK)
         ipcx.map_ok = 1;
     pthread_mutex_unlock(&ipcx.lock);
     if (ipcx.map_ok)
@@ -1515,28 +1514,31 @@ cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int flags
         MXA_CU(cuCtxPopCurrent) == NULL || !ipc_called_by_ucx(__builtin_return_address(0)) ||
         MXA_CU(cuCtxGetDevice)(&dev) != CUDA_SUCCESS)
         return real(pdptr, handle, flags);
+    _Static_assert(sizeof(CUipcMemHandle) == MXA_IPC_HANDLE_BYTES, "IPC handle size");
     pthread_mutex_lock(&ipcx.lock);
     CUcontext own = ipc_ctx_of_locked(dev);
     CUresult r = CUDA_ERROR_INVALID_CONTEXT;
+    uint64_t addr;
+    if (own != NULL && mxa_ipc_table_reuse(&ipcx.mapped, &handle, own, &addr)) {
+        /* already open there (e.g. by the MPI library's UCX context): the
+         * driver would refuse a second open (CUDA_ERROR_ALREADY_MAPPED) */
+        *pdptr = (CUdeviceptr)addr;
+        ipcx.opened++;
+        ipcx.reused++;
+        pthread_mutex_unlock(&ipcx.lock);
+        return CUDA_SUCCESS;
+    }
     if (own != NULL && MXA_CU(cuCtxPushCurrent)(own) == CUDA_SUCCESS) {
         r = real(pdptr, handle, flags);
         CUcontext prev;
         MXA_CU(cuCtxPopCurrent)(&prev);
         if (r == CUDA_SUCCESS) {
-            ipc_mapping_t *m = mxu_hashmap_get(&ipcx.mapped, (uint64_t)*pdptr);
-            if (m != NULL) {
-                m->refs++; /* the driver returned an existing mapping */
-            } else if ((m = malloc(sizeof(*m))) == NULL ||
-                       mxu_hashmap_put(&ipcx.mapped, (uint64_t)*pdptr, m) != MX_OK) {
-                free(m);
+            if (mxa_ipc_table_add(&ipcx.mapped, &handle, own, (uint64_t)*pdptr) != MX_OK) {
                 MXA_CU(cuCtxPushCurrent)(own);
                 MXA_CU(cuIpcCloseMemHandle)(*pdptr);
                 MXA_CU(cuCtxPopCurrent)(&prev);
                 pthread_mutex_unlock(&ipcx.lock);
                 return CUDA_ERROR_OUT_OF_MEMORY;
-            } else {
-                m->ctx = own;
-                m->refs = 1;
             }
             ipcx.opened++;
             pthread_mutex_unlock(&ipcx.lock);
@@ -1567,33 +1569,46 @@ __attribute__((visibility("default"))) CUresult CUDAAPI cuIpcCloseMemHandle(CUde
         MXA_CU(cuCtxPushCurrent) == NULL || MXA_CU(cuCtxPopCurrent) == NULL)
         return real(dptr);
     pthread_mutex_lock(&ipcx.lock);
-    ipc_mapping_t *m = mxu_hashmap_get(&ipcx.mapped, (uint64_t)dptr);
-    if (m == NULL) {
+    void *ctx = NULL;
+    int driver_close = 0;
+    if (!mxa_ipc_table_release(&ipcx.mapped, (uint64_t)dptr, &ctx, &driver_close)) {
         pthread_mutex_unlock(&ipcx.lock);
         return real(dptr);
     }
-    CUresult r = MXA_CU(cuCtxPushCurrent)(m->ctx);
-    if (r == CUDA_SUCCESS) {
-        r = real(dptr);
-        CUcontext prev;
-        MXA_CU(cuCtxPopCurrent)(&prev);
-        if (r == CUDA_SUCCESS && --m->refs == 0) {
-            mxu_hashmap_remove(&ipcx.mapped, (uint64_t)dptr);
-            free(m);
+    CUresult r = CUDA_SUCCESS;
+    if (driver_close) { /* the last reference of one driver open */
+        r = MXA_CU(cuCtxPushCurrent)((CUcontext)ctx);
+        if (r == CUDA_SUCCESS) {
+            r = real(dptr);
+            CUcontext prev;
+            MXA_CU(cuCtxPopCurrent)(&prev);
         }
-        if (r == CUDA_SUCCESS)
-            ipcx.closed++;
+        if (r != CUDA_SUCCESS)
+            MPIX_ACC_LOG(MX_LOG_WARN, "CUDA backend: unmapping a peer's buffer at 0x%llx in the "
+                         "library's context failed: %s", (unsigned long long)dptr, cu_err(r));
     }
+    ipcx.closed++;
     pthread_mutex_unlock(&ipcx.lock);
     return r;
+}
+
+/* At finalize (info level): what the IPC redirection did in this process. */
+static void ipc_report(void)
+{
+    pthread_mutex_lock(&ipcx.lock);
+    if (atomic_load(&ipcx.enabled) && (ipcx.opened || ipcx.fallbacks))
+        MPIX_ACC_LOG(MX_LOG_INFO, "peers' buffers: %lu mapped in the library's contexts (%lu of "
+                     "them already open there), %lu unmapped, %lu mapped in the application's "
+                     "context instead", ipcx.opened, ipcx.reused, ipcx.closed, ipcx.fallbacks);
+    pthread_mutex_unlock(&ipcx.lock);
 }
 
 static void ipc_describe(char *buf, size_t len)
 {
     pthread_mutex_lock(&ipcx.lock);
     if (atomic_load(&ipcx.enabled))
-        snprintf(buf, len, "library's own context per device (%lu mapped, %lu unmapped so far)",
-                 ipcx.opened, ipcx.closed);
+        snprintf(buf, len, "library's own context per device (%lu mapped, %lu of them already "
+                 "open there, %lu unmapped so far)", ipcx.opened, ipcx.reused, ipcx.closed);
     else if (mxu_config.ipc_context)
         snprintf(buf, len, "application's context (no cuCtxCreate_v4 in the driver)");
     else
