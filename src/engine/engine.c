@@ -87,11 +87,20 @@ mx_status_t mxe_init(const mxe_init_args_t *args)
             MPIX_ACC_LOG(MX_LOG_INFO, "UCX network device %s (closest to GPU %s)", nic,
                          args->gpu_busid);
     }
+    mxa_features_t feat;
+    mxa_get_features(&feat);
+    int shared_gpu = feat.cuda_active && feat.cuda_device_count > 0 &&
+                     args->local_size > feat.cuda_device_count;
+    if (shared_gpu)
+        MPIX_ACC_LOG(MX_LOG_INFO, "%d ranks on this node, %d visible GPU(s): ranks share GPUs "
+                     "(UCX's cuda_ipc mapping cache off in the library's context)",
+                     args->local_size, feat.cuda_device_count);
     mxt_config_t tcfg = {.world_rank = args->world_rank,
                          .world_size = args->world_size,
                          .enable_wakeup = 1,
                          .net_devices = nic,
-                         .peer_errors = mxu_config.peer_errors};
+                         .peer_errors = mxu_config.peer_errors,
+                         .shared_gpu = shared_gpu};
     mx_status_t status = mxt_create(&tcfg);
     if (status != MX_OK) {
         close(mxe.wake_fd);

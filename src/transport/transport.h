@@ -25,6 +25,7 @@ typedef struct {
     int enable_wakeup; /* request UCP_FEATURE_WAKEUP (blocking progress) */
     const char *net_devices; /* UCX NET_DEVICES for this context, or NULL */
     int peer_errors;         /* endpoints report a failed peer (UCX error mode "peer") */
+    int shared_gpu;          /* more ranks on the node than visible GPUs (ucx.c overrides) */
 } mxt_config_t;
 
 mx_status_t mxt_create(const mxt_config_t *cfg);

@@ -50,23 +50,36 @@ static void mxt_live_cancel_all(void);
  * the GPU, and the GPU's stream waits for the progress thread: a deadlock
  * (seen on 2xH200, managed -> managed ring at 8 B after 1 B). UCX then picks
  * its other rendezvous protocols for these buffers.
+ *
+ * CUDA_IPC_CACHE (only when the node has more ranks than visible GPUs, i.e.
+ * ranks share a GPU): UCX keeps peers' device buffers mapped after use; with
+ * two ranks on one H100, after the peer freed and re-allocated its buffers
+ * (stencil2d, sizes 64..4096) a new mapping failed with
+ * CUDA_ERROR_ALREADY_MAPPED in the library's context and the send failed.
+ * Without the cache (a map and an unmap per rendezvous message) the same run
+ * passes; with a GPU per rank the cache stays on (never seen failing there).
  */
+enum { MXT_OV_ALWAYS = 0, MXT_OV_SHARED_GPU = 1 };
 static const struct {
     const char *name;
     const char *value;
+    int when;
 } mxt_ucx_overrides[] = {
-    {"RNDV_PIPELINE_SHM_ENABLE", "n"},
+    {"RNDV_PIPELINE_SHM_ENABLE", "n", MXT_OV_ALWAYS},
+    {"CUDA_IPC_CACHE", "n", MXT_OV_SHARED_GPU},
 };
 #define MXT_N_OVERRIDES (sizeof(mxt_ucx_overrides) / sizeof(mxt_ucx_overrides[0]))
 
 /* Apply mxt_ucx_overrides to a UCX configuration; when 'what' is given, write
  * what was applied ("NAME=value ...", or kept from the environment) there. */
-static void mxt_apply_overrides(ucp_config_t *config, char *what, size_t len)
+static void mxt_apply_overrides(ucp_config_t *config, int shared_gpu, char *what, size_t len)
 {
     size_t used = 0;
     if (what != NULL && len > 0)
         what[0] = '\0';
     for (size_t i = 0; i < MXT_N_OVERRIDES; i++) {
+        if (mxt_ucx_overrides[i].when == MXT_OV_SHARED_GPU && !shared_gpu)
+            continue;
         char env[128];
         snprintf(env, sizeof(env), "UCX_%s", mxt_ucx_overrides[i].name);
         const char *user = getenv(env);
@@ -127,7 +140,7 @@ mx_status_t mxt_create(const mxt_config_t *cfg)
                          ucs_status_string(st));
     }
     char overrides[256];
-    mxt_apply_overrides(config, overrides, sizeof(overrides));
+    mxt_apply_overrides(config, cfg->shared_gpu, overrides, sizeof(overrides));
     MPIX_ACC_LOG(MX_LOG_DEBUG, "library's UCX context: %s", overrides);
 
     ucp_params_t params;
@@ -775,7 +788,7 @@ void mxt_describe(char *buf, size_t len)
         params.field_mask = UCP_PARAM_FIELD_FEATURES;
         params.features = UCP_FEATURE_TAG;
         if (ucp_config_read(NULL, NULL, &config) == UCS_OK) {
-            mxt_apply_overrides(config, NULL, 0);
+            mxt_apply_overrides(config, 0, NULL, 0);
             if (ucp_init(&params, config, &ctx) == UCS_OK) {
                 ucp_context_attr_t cattr;
                 memset(&cattr, 0, sizeof(cattr));
@@ -798,7 +811,7 @@ void mxt_describe(char *buf, size_t len)
         ucp_config_t *config = NULL;
         char what[256] = "";
         if (ucp_config_read(NULL, NULL, &config) == UCS_OK) {
-            mxt_apply_overrides(config, what, sizeof(what));
+            mxt_apply_overrides(config, 0, what, sizeof(what));
             ucp_config_release(config);
         }
         snprintf(buf + used, len - used, "; library context sets %s", what[0] ? what : "?");
