@@ -54,7 +54,7 @@ void mxa_ipc_table_destroy(mxa_ipc_table_t *t)
     t->ready = 0;
 }
 
-int mxa_ipc_table_reuse(mxa_ipc_table_t *t, const void *handle, void *ctx, uint64_t *addr)
+int mxa_ipc_table_reuse(mxa_ipc_table_t *t, const void *handle, const void *ctx, uint64_t *addr)
 {
     if (!t->ready)
         return 0;

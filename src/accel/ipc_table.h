@@ -35,7 +35,7 @@ mx_status_t mxa_ipc_table_init(mxa_ipc_table_t *t);
 void mxa_ipc_table_destroy(mxa_ipc_table_t *t);
 /* Before opening: if handle is already open in ctx, take one more reference
  * and return 1 with its address in *addr; else 0 (open it with the driver). */
-int mxa_ipc_table_reuse(mxa_ipc_table_t *t, const void *handle, void *ctx, uint64_t *addr);
+int mxa_ipc_table_reuse(mxa_ipc_table_t *t, const void *handle, const void *ctx, uint64_t *addr);
 /* After the driver opened handle in ctx at addr (a new mapping, or one the
  * driver itself returned again). */
 mx_status_t mxa_ipc_table_add(mxa_ipc_table_t *t, const void *handle, void *ctx, uint64_t addr);

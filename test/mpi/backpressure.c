@@ -32,39 +32,19 @@ int main(int argc, char **argv)
     MPIX_Acc_stream s;
     T_MPI(MPIX_Acc_Hoststream_create(&s));
     int peer = 1 - t_rank;
-    uint64_t buf[2] = {0, 0};
 
     /* ---- phase 1 ---- */
     t_phase("throttled ping-pong");
     if (t_rank < 2) {
-        t_sleep_arg_t hold = {.ms = 300};
-        T_MPI(MPIX_Acc_Hoststream_launch(s, t_sleep_fn, &hold));
-        double t0 = t_now();
-        for (int i = 0; i < ITERS; i++) {
-            MPI_Request rq[2];
-            if (t_rank == 0) {
-                buf[0] = (uint64_t)i + 1;
-                /* the value is read when the stream reaches the send */
-                T_MPI(MPIX_Acc_Isend(s, &buf[0], 1, MPI_UINT64_T, peer, 1, MPI_COMM_WORLD, &rq[0]));
-                T_MPI(MPIX_Acc_Irecv(s, &buf[1], 1, MPI_UINT64_T, peer, 1, MPI_COMM_WORLD, &rq[1]));
-                T_MPI(MPIX_Acc_Waitall(s, 2, rq, MPI_STATUSES_IGNORE));
-            } else {
-                T_MPI(MPIX_Acc_Irecv(s, &buf[1], 1, MPI_UINT64_T, peer, 1, MPI_COMM_WORLD, &rq[0]));
-                T_MPI(MPIX_Acc_Wait(s, &rq[0], MPI_STATUS_IGNORE));
-                T_MPI(MPIX_Acc_Isend(s, &buf[1], 1, MPI_UINT64_T, peer, 1, MPI_COMM_WORLD, &rq[1]));
-                T_MPI(MPIX_Acc_Wait(s, &rq[1], MPI_STATUS_IGNORE));
-            }
-        }
-        double t_enq = t_now() - t0;
-        T_MPI(MPIX_Acc_Hoststream_synchronize(s));
+        uint64_t echo = 0;
+        double t_enq = t_pingpong_behind_hold(s, ITERS, 300, &echo);
         /* with 6 or 8 operations per iteration far beyond the limit, the
          * enqueue loop must have waited for the stream (it cannot outrun
          * the 300 ms hold by more than the limit) */
         T_CHECK(t_enq > 0.25, "enqueueing %d iterations took %.3f s: no back-pressure with "
                 "MPIX_ACC_MAX_PENDING=%d", ITERS, t_enq, limit);
         if (t_rank == 0)
-            T_CHECK(buf[1] == ITERS, "last echo %llu, expected %d", (unsigned long long)buf[1],
-                    ITERS);
+            T_CHECK(echo == ITERS, "last echo %llu, expected %d", (unsigned long long)echo, ITERS);
     }
     T_MPI(MPI_Barrier(MPI_COMM_WORLD));
 
@@ -101,20 +81,10 @@ int main(int argc, char **argv)
         T_MPI(MPI_Send(&posted, 1, MPI_INT, peer, 3, MPI_COMM_WORLD));
         T_MPI(MPIX_Acc_Waitall(s, posted, rq, MPI_STATUSES_IGNORE));
         T_MPI(MPIX_Acc_Hoststream_synchronize(s));
-        for (int i = 0; i < posted; i++)
-            T_CHECK(rb[i] == 1000u + (uint64_t)i, "receive %d got %llu", i,
-                    (unsigned long long)rb[i]);
+        t_expect_posted(rb, posted, 1000);
         MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
     } else if (t_rank == 1) {
-        int posted = 0;
-        T_MPI(MPI_Recv(&posted, 1, MPI_INT, peer, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-        /* stream-ordered messages match stream-ordered receives only */
-        for (int i = 0; i < posted; i++) {
-            rb[i] = 1000u + (uint64_t)i;
-            T_MPI(MPIX_Acc_Isend(s, &rb[i], 1, MPI_UINT64_T, peer, 2, MPI_COMM_WORLD, &rq[i]));
-        }
-        T_MPI(MPIX_Acc_Waitall(s, posted, rq, MPI_STATUSES_IGNORE));
-        T_MPI(MPIX_Acc_Hoststream_synchronize(s));
+        t_send_to_posted(s, rb, rq, 1000);
     }
     T_MPI(MPI_Barrier(MPI_COMM_WORLD));
     free(rb);

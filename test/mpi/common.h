@@ -323,6 +323,66 @@ typedef struct {
 } t_sleep_arg_t;
 T_UNUSED static void t_sleep_fn(void *arg) { t_sleep_ms(((t_sleep_arg_t *)arg)->ms); }
 
+/* Ranks 0 and 1 (the only callers): hold host stream s for hold_ms, then
+ * enqueue iters ping-pong iterations of one uint64_t on it (rank 0 sends
+ * i + 1 and receives the echo, rank 1 echoes), synchronize s. Returns the
+ * seconds the enqueue loop took; *last_echo is the last value rank 0
+ * received (iters when every message arrived). */
+T_UNUSED static double t_pingpong_behind_hold(MPIX_Acc_stream s, int iters, double hold_ms,
+                                              uint64_t *last_echo)
+{
+    int peer = 1 - t_rank;
+    uint64_t buf[2] = {0, 0};
+    t_sleep_arg_t hold = {.ms = hold_ms};
+    T_MPI(MPIX_Acc_Hoststream_launch(s, t_sleep_fn, &hold));
+    double t0 = t_now();
+    for (int i = 0; i < iters; i++) {
+        MPI_Request rq[2];
+        if (t_rank == 0) {
+            buf[0] = (uint64_t)i + 1;
+            /* the value is read when the stream reaches the send */
+            T_MPI(MPIX_Acc_Isend(s, &buf[0], 1, MPI_UINT64_T, peer, 1, MPI_COMM_WORLD, &rq[0]));
+            T_MPI(MPIX_Acc_Irecv(s, &buf[1], 1, MPI_UINT64_T, peer, 1, MPI_COMM_WORLD, &rq[1]));
+            T_MPI(MPIX_Acc_Waitall(s, 2, rq, MPI_STATUSES_IGNORE));
+        } else {
+            T_MPI(MPIX_Acc_Irecv(s, &buf[1], 1, MPI_UINT64_T, peer, 1, MPI_COMM_WORLD, &rq[0]));
+            T_MPI(MPIX_Acc_Wait(s, &rq[0], MPI_STATUS_IGNORE));
+            T_MPI(MPIX_Acc_Isend(s, &buf[1], 1, MPI_UINT64_T, peer, 1, MPI_COMM_WORLD, &rq[1]));
+            T_MPI(MPIX_Acc_Wait(s, &rq[1], MPI_STATUS_IGNORE));
+        }
+    }
+    double t_enq = t_now() - t0;
+    T_MPI(MPIX_Acc_Hoststream_synchronize(s));
+    *last_echo = buf[1];
+    return t_enq;
+}
+
+/* Rank 1 of a "limit error" phase: receive from rank 0 how many receives
+ * (tag 2) it managed to post (an int, tag 3), then send value base + i to
+ * each on host stream s (stream-ordered messages match stream-ordered
+ * receives only), wait for them and synchronize s. vals and rq hold at
+ * least that many entries. */
+T_UNUSED static void t_send_to_posted(MPIX_Acc_stream s, uint64_t *vals, MPI_Request *rq,
+                                      uint64_t base)
+{
+    int posted = 0;
+    T_MPI(MPI_Recv(&posted, 1, MPI_INT, 0, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    for (int i = 0; i < posted; i++) {
+        vals[i] = base + (uint64_t)i;
+        T_MPI(MPIX_Acc_Isend(s, &vals[i], 1, MPI_UINT64_T, 0, 2, MPI_COMM_WORLD, &rq[i]));
+    }
+    T_MPI(MPIX_Acc_Waitall(s, posted, rq, MPI_STATUSES_IGNORE));
+    T_MPI(MPIX_Acc_Hoststream_synchronize(s));
+}
+
+/* Rank 0's side: vals[i] == base + i for the n receives. */
+T_UNUSED static void t_expect_posted(const uint64_t *vals, int n, uint64_t base)
+{
+    for (int i = 0; i < n; i++)
+        T_CHECK(vals[i] == base + (uint64_t)i, "receive %d got %llu, expected %llu", i,
+                (unsigned long long)vals[i], (unsigned long long)(base + (uint64_t)i));
+}
+
 /* Fill a buffer with a pattern on the stream (after an optional sleep). */
 typedef struct {
     void *buf;
