@@ -123,8 +123,8 @@ int mxi_throttle(MPI_Comm comm, mxa_stream_t *s, int new_request)
                 return mxi_raise(comm, MXI_E_TOO_MANY, "%ld operations in flight (limit %ld)",
                                  live, limit);
             return mxi_raise(comm, MXI_E_TOO_MANY,
-                             "%ld stream points ahead of the GPU on stream %p (limit %ld)", ahead,
-                             s->handle, depth);
+                             "stream %p is %ld stream points behind (limit %ld)",
+                             s->handle, ahead, depth);
         }
         nanosleep(&ts, NULL);
         double d = (double)ts.tv_nsec * 1e-9;
@@ -135,7 +135,8 @@ int mxi_throttle(MPI_Comm comm, mxa_stream_t *s, int new_request)
     }
     if (waited > 1.0)
         MPIX_ACC_LOG(MX_LOG_INFO, "waited %.1f s for stream-ordered operations to complete "
-                     "(MPIX_ACC_MAX_PENDING=%ld, MPIX_ACC_STREAM_DEPTH=%ld)", waited, limit, depth);
+                     "(MPIX_ACC_MAX_PENDING=%d, MPIX_ACC_STREAM_DEPTH=%ld)", waited,
+                     (int)mxu_config.max_pending, depth);
     return MPI_SUCCESS;
 }
 
