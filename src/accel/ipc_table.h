@@ -8,10 +8,12 @@
  * Rules. A process may have two UCX contexts mapping the same peer buffer
  * (the MPI library's and the library's own, one libucp). The driver refuses
  * to open a handle that is already open in the same context
- * (CUDA_ERROR_ALREADY_MAPPED; seen with two ranks sharing one H100, the MPI
- * library's UCX had mapped the buffer first), so a second open of a handle
- * open in that context is answered from the table (same address, one more
- * logical reference) without the driver. The driver is asked to close a
+ * (CUDA_ERROR_ALREADY_MAPPED), so a second open of a handle open in that
+ * context is answered from the table (same address, one more logical
+ * reference) without the driver. (Written for an ALREADY_MAPPED failure with
+ * two ranks on one H100; that one turned out to be a stale mapping in UCX's
+ * cache, see transport/ucx.c, and the table reported no reuse there: this is
+ * a safeguard.) The driver is asked to close a
  * mapping as many times as it opened it, at the last logical closes.
  * Not thread-safe: the caller locks.
  */

@@ -2,9 +2,8 @@
  * test_ipc_table.c - the CUDA backend's bookkeeping of peer-buffer mappings
  * (src/accel/ipc_table.c): a handle already open in a context is answered
  * from the table (the driver refuses a second open there:
- * CUDA_ERROR_ALREADY_MAPPED, seen with two ranks on one H100 when the MPI
- * library's UCX had mapped the buffer first), and the driver is asked to
- * close each mapping exactly as often as it opened it. No GPU needed.
+ * CUDA_ERROR_ALREADY_MAPPED), and the driver is asked to close each mapping
+ * exactly as often as it opened it. No GPU needed.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
