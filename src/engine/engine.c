@@ -292,7 +292,7 @@ mx_status_t mxe_op_create_recv(mxa_stream_t *s, void *buf, size_t bytes, const m
     return MX_OK;
 }
 
-long mxe_stream_backlog(mxa_stream_t *s)
+long mxe_stream_points_ahead(const mxa_stream_t *s)
 {
     if (s == NULL || s->kind == MXA_KIND_NONE)
         return 0;
@@ -301,7 +301,12 @@ long mxe_stream_backlog(mxa_stream_t *s)
     uint64_t wait = atomic_load_explicit(&s->next_wait_seq, memory_order_relaxed) -
                     atomic_load_explicit(s->release_word, memory_order_acquire);
     /* the words only grow up to the allocated values; guard a torn view */
-    long n = ((int64_t)trig > 0 ? (long)trig : 0) + ((int64_t)wait > 0 ? (long)wait : 0);
+    return ((int64_t)trig > 0 ? (long)trig : 0) + ((int64_t)wait > 0 ? (long)wait : 0);
+}
+
+long mxe_stream_backlog(mxa_stream_t *s)
+{
+    long n = mxe_stream_points_ahead(s);
     if (n > 0 && s->backend->capturing != NULL && s->backend->capturing(s))
         return 0;
     return n;

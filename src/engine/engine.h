@@ -197,9 +197,12 @@ mx_status_t mxe_op_create_recv(mxa_stream_t *s, void *buf, size_t bytes, const m
                                int source, int tag, int post_early, mxe_op_t **op_out);
 /* Stream points (triggers and waits) enqueued on s that the stream has not
  * reached yet (triggers) or that are not released yet (waits): how far the
- * application runs ahead of the GPU (or host stream). 0 without a stream
- * and while s is being captured into a graph. Any thread, lock-free (reads
- * the sequence words). */
+ * application runs ahead of the GPU (or host stream); 0 without a stream.
+ * Any thread, lock-free: it only reads the sequence words. */
+long mxe_stream_points_ahead(const mxa_stream_t *s);
+/* The same, but 0 while s is being captured into a graph (its points run
+ * when the graph is launched): asks the backend (a driver call for CUDA),
+ * so callers check mxe_stream_points_ahead first. */
 long mxe_stream_backlog(mxa_stream_t *s);
 
 /* Enqueue the op's trigger on its stream (unless it starts at once) and hand

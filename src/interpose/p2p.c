@@ -85,24 +85,39 @@ static int mxi_check_common(MPI_Comm comm, int count, MPI_Datatype dt, void *req
  *  - MPIX_ACC_MAX_PENDING operations alive in the process (each holds an MPI
  *    generalized request until it completed and the application let go of
  *    it; MPICH ch4 aborts near 128k live requests);
- *  - MPIX_ACC_STREAM_DEPTH points ahead of the stream s (mxe_stream_backlog;
- *    CUDA and host streams alike). For CUDA streams it is needed: without it an application enqueuing far ahead of
- *    a stream wait fills the driver's queue: the application thread then
- *    blocks inside cuLaunchKernel holding a driver lock that the progress
- *    thread's next CUDA call (UCX's cuEventRecord) needs, and the wait is
- *    never released (2xH200, test/gpu/default_streams at 300 iterations).
+ *  - MPIX_ACC_STREAM_DEPTH points ahead of the stream s (CUDA and host
+ *    streams alike). CUDA streams need it: an application enqueuing far
+ *    ahead of a stream wait fills the driver's queue, its thread then blocks
+ *    inside cuLaunchKernel holding a driver lock that the progress thread's
+ *    next CUDA call (UCX's cuEventRecord) needs, and the wait is never
+ *    released (2xH200, test/gpu/default_streams at 300 iterations).
  * Gives up with MXI_E_TOO_MANY after 10 s in which neither count went down.
  * s may be NULL (no stream limit). A stream wait passes new_request 0: it
  * creates no request (it is what lets requests go), only the depth counts. */
+
+/* Points s is ahead, for the depth limit: the lock-free count, and the
+ * capture check (a driver call) only when that count reaches the limit. */
+static long mxi_ahead(mxa_stream_t *s, long depth)
+{
+    if (depth <= 0)
+        return 0;
+    long n = mxe_stream_points_ahead(s);
+    return n < depth ? n : mxe_stream_backlog(s);
+}
+
+static int mxi_under_limits(long live, long limit, long ahead, long depth)
+{
+    return live < limit && (depth <= 0 || ahead < depth);
+}
+
 int mxi_throttle(MPI_Comm comm, mxa_stream_t *s, int new_request)
 {
-    long limit = mxu_config.max_pending > 0 ? mxu_config.max_pending : 1;
-    if (!new_request)
-        limit = LONG_MAX;
+    long limit = !new_request ? LONG_MAX
+                 : mxu_config.max_pending > 0 ? mxu_config.max_pending : 1;
     long depth = mxu_config.stream_depth;
     long live = atomic_load_explicit(&mxi.greqs_alive, memory_order_relaxed);
-    long ahead = depth > 0 ? mxe_stream_backlog(s) : 0;
-    if (live < limit && (depth <= 0 || ahead < depth))
+    long ahead = mxi_ahead(s, depth);
+    if (mxi_under_limits(live, limit, ahead, depth))
         return MPI_SUCCESS;
     struct timespec ts = {0, 2000};
     long best_live = live, best_ahead = ahead;
@@ -110,8 +125,8 @@ int mxi_throttle(MPI_Comm comm, mxa_stream_t *s, int new_request)
     for (;;) {
         mxi_reap(1); /* every completed one the application let go of */
         live = atomic_load_explicit(&mxi.greqs_alive, memory_order_relaxed);
-        ahead = depth > 0 ? mxe_stream_backlog(s) : 0;
-        if (live < limit && (depth <= 0 || ahead < depth))
+        ahead = mxi_ahead(s, depth);
+        if (mxi_under_limits(live, limit, ahead, depth))
             break;
         if (live < best_live || ahead < best_ahead) {
             best_live = live < best_live ? live : best_live;

@@ -254,10 +254,10 @@ int mxi_stream_waitall(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Statu
         }
     }
     int trc = mxi_throttle(err_comm, s, 0);
-    mx_status_t est = trc != MPI_SUCCESS ? MX_OK : mxe_stream_wait(s, ops, targets, n);
+    mx_status_t est = MX_OK;
     if (trc != MPI_SUCCESS) {
         rc = trc; /* nothing enqueued: the requests stay the caller's */
-    } else if (est != MX_OK) {
+    } else if ((est = mxe_stream_wait(s, ops, targets, n)) != MX_OK) {
         rc = mxi_raise_code(err_comm, mxi_status_to_mpi(est));
     } else {
         for (int i = 0; i < count; i++) {

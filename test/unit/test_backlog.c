@@ -76,6 +76,9 @@ int main(void)
     capturing_now = 1;
     CHECK_EQ_LL(mxe_stream_backlog(&s), 0);
     CHECK(capturing_calls == 1, "capturing() called %d times", capturing_calls);
+    /* the lock-free count the throttle checks first never asks the backend */
+    CHECK_EQ_LL(mxe_stream_points_ahead(&s), 4);
+    CHECK(capturing_calls == 1, "mxe_stream_points_ahead asked capturing()");
     capturing_now = 0;
     CHECK_EQ_LL(mxe_stream_backlog(&s), 4);
     /* nothing ahead: no need to ask the driver */
