@@ -55,7 +55,6 @@
 #include "util/waiter.h"
 
 #define HOST_STREAM_MAGIC 0x4d58485354524d21ull /* "MXHSTRM!" */
-#define SLOW_WAIT_WARN_NS (10ull * 1000000000ull)
 #define OPS_POLL_MAX_SLEEP_NS 50000
 
 typedef enum { ITEM_LAUNCH, ITEM_TRIGGER, ITEM_WAIT, ITEM_MARK, ITEM_STOP } item_kind_t;
@@ -240,15 +239,21 @@ static void nap_ns(long ns)
     nanosleep(&ts, NULL);
 }
 
+/* MPIX_ACC_WAIT_REPORT in ns; 0: never report. */
+static uint64_t slow_wait_report_ns(void)
+{
+    return mxu_config.wait_report > 0 ? (uint64_t)(mxu_config.wait_report * 1e9) : 0;
+}
+
 static void maybe_warn_slow(host_stream_t *hs, uint64_t start, uint64_t *next_warn,
                             const char *what)
 {
     uint64_t now = mxu_now_ns();
-    if (now - start < *next_warn)
+    if (*next_warn == 0 || now - start < *next_warn)
         return;
-    *next_warn += SLOW_WAIT_WARN_NS;
+    *next_warn += slow_wait_report_ns();
     MPIX_ACC_LOG(MX_LOG_WARN,
-                 "host stream %p: %s has waited %.0f s (%llu of its operations in flight; "
+                 "host stream %p: %s is still waiting after %.0f s (%llu of its operations in flight; "
                  "triggers reached %llu of %llu; waits released %llu of %llu)",
                  (void *)hs, what, (double)(now - start) / 1e9,
                  (unsigned long long)atomic_load(&hs->s.ops_in_flight),
@@ -263,7 +268,7 @@ static void maybe_warn_slow(host_stream_t *hs, uint64_t start, uint64_t *next_wa
 static void sync_impl(host_stream_t *hs, const char *what)
 {
     uint64_t start = mxu_now_ns();
-    uint64_t next_warn = SLOW_WAIT_WARN_NS;
+    uint64_t next_warn = slow_wait_report_ns();
 
     _Atomic int done = 0;
     host_item_t mark;

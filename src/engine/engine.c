@@ -340,20 +340,59 @@ void mxe_op_release(mxe_op_t *op)
     }
 }
 
+/* What a host wait is still waiting for, for the periodic report. */
+static void mxe_report_host_wait(mxe_op_t *const *ops, int n, double waited_s)
+{
+    int left = 0;
+    const mxe_op_t *first = NULL;
+    for (int i = 0; i < n; i++)
+        if (ops[i] && !mxe_op_is_complete(ops[i])) {
+            if (!first)
+                first = ops[i];
+            left++;
+        }
+    if (!first)
+        return;
+    int state = atomic_load_explicit(&first->state, memory_order_acquire);
+    MPIX_ACC_LOG(MX_LOG_WARN,
+                 "still waiting after %.0f s on the host for %d stream-ordered operation%s; "
+                 "first: %s rank %d, tag %d, %zu bytes, %s (MPIX_ACC_WAIT_REPORT=%g)",
+                 waited_s, left, left == 1 ? "" : "s",
+                 first->type == MXE_OP_SEND ? "send to" : "receive from", first->peer, first->tag, first->bytes,
+                 state == MXE_STATE_QUEUED ? "its stream has not reached it"
+                                           : "posted, no matching message yet",
+                 mxu_config.wait_report);
+}
+
 mx_status_t mxe_op_wait_any_host(mxe_op_t *const *ops, int n, int64_t timeout_ns)
 {
     uint64_t start = mxu_now_ns();
     uint64_t spin_ns = (uint64_t)mxu_config.wait_spin_us * 1000u;
+    uint64_t report_ns = mxu_config.wait_report > 0 ? (uint64_t)(mxu_config.wait_report * 1e9) : 0;
+    uint64_t next_report = start + report_ns;
     for (;;) {
-        for (int i = 0; i < n; i++)
-            if (ops[i] && mxe_op_is_complete(ops[i]))
+        /* Nothing left to wait for (every entry NULL: the caller's list was
+         * built after the ops completed) counts as done, never as a wait. */
+        int any = 0;
+        for (int i = 0; i < n; i++) {
+            if (!ops[i])
+                continue;
+            if (mxe_op_is_complete(ops[i]))
                 return MX_OK;
+            any = 1;
+        }
+        if (!any)
+            return MX_OK;
         uint64_t now = mxu_now_ns();
         if (timeout_ns >= 0 && now - start >= (uint64_t)timeout_ns)
             return MX_ERR_TIMED_OUT;
         if (now - start < spin_ns) {
             mxu_cpu_relax();
             continue;
+        }
+        if (report_ns && now >= next_report) {
+            mxe_report_host_wait(ops, n, (double)(now - start) / 1e9);
+            next_report = now + report_ns;
         }
         uint32_t key = mxu_event_prepare(&mxe.completion);
         int done = 0;

@@ -62,6 +62,10 @@
       "reached, waits not released); a call beyond it waits until the stream catches up (an "   \
       "MPI error after 10 s without progress), so a CUDA driver queue never fills behind a "     \
       "stream wait (a deadlock); 0 turns the limit off")                                         \
+    X(WAIT_REPORT, DOUBLE, wait_report, "30",                                                  \
+      "Seconds a blocking call of the library (host waits, host-stream synchronize, the "        \
+      "collectives of init and communicator creation) waits before it logs what it is waiting "  \
+      "for, and again every as many seconds; 0 never reports")                                   \
     X(FINALIZE_TIMEOUT, DOUBLE, finalize_timeout, "10",                                          \
       "Seconds MPI_Finalize waits for pending stream-ordered operations before it reports and "   \
       "cancels them")                                                                            \
