@@ -18,6 +18,7 @@ static struct {
     [MXI_E_BAD_STREAM] = {MPI_ERR_ARG, "mpix-acc: invalid stream handle (not a live CUDA stream "
                                        "or host stream)"},
     [MXI_E_COUNT] = {MPI_ERR_COUNT, "mpix-acc: invalid count"},
+    [MXI_E_BUFFER] = {MPI_ERR_BUFFER, "mpix-acc: invalid buffer pointer (NULL with data to move)"},
     [MXI_E_RANK] = {MPI_ERR_RANK, "mpix-acc: invalid rank"},
     [MXI_E_TAG] = {MPI_ERR_TAG, "mpix-acc: invalid tag (stream-ordered operations accept "
                                 "0..16777215)"},

@@ -78,6 +78,7 @@ extern mxi_state_t mxi;
 typedef enum {
     MXI_E_BAD_STREAM,     /* MPI_ERR_ARG */
     MXI_E_COUNT,          /* MPI_ERR_COUNT */
+    MXI_E_BUFFER,         /* MPI_ERR_BUFFER */
     MXI_E_RANK,           /* MPI_ERR_RANK */
     MXI_E_TAG,            /* MPI_ERR_TAG */
     MXI_E_REQUEST,        /* MPI_ERR_REQUEST */
@@ -116,6 +117,9 @@ mxi_comm_t *mxi_comm_find(MPI_Comm comm);
 /* Register a communicator after creation (collective over it: agrees on a
  * context id with one allreduce). MPI_COMM_NULL is ignored. */
 int mxi_comm_register(MPI_Comm comm);
+/* Complete the non-blocking collective *req (named what, on comm), logging
+ * every MPIX_ACC_WAIT_REPORT seconds while a rank has not reached it. */
+int mxi_collective_wait(MPI_Request *req, MPI_Comm comm, const char *what);
 void mxi_comm_register_predefined(void);
 void mxi_comm_forget(MPI_Comm comm);
 void mxi_comm_forget_all(void);

@@ -189,6 +189,20 @@ static int mxi_submit(mxe_op_t *op, mxi_origin_t origin, MPI_Comm comm, MPI_Requ
     return MPI_SUCCESS;
 }
 
+/* MPICH's rule for a NULL buffer: an error when there is data to move and
+ * the datatype's true lower bound is 0; a type with absolute addresses
+ * (true lower bound != 0) is used with MPI_BOTTOM, which is NULL. */
+static int mxi_check_buffer(MPI_Comm comm, const void *buf, int count, MPI_Datatype dt,
+                            const char *what)
+{
+    if (buf != NULL || count == 0)
+        return MPI_SUCCESS;
+    MPI_Aint lb = 0, extent = 0;
+    if (PMPI_Type_get_true_extent(dt, &lb, &extent) == MPI_SUCCESS && lb != 0)
+        return MPI_SUCCESS;
+    return mxi_raise(comm, MXI_E_BUFFER, "%s buffer is NULL with count %d", what, count);
+}
+
 int mxi_isend(mxa_stream_t *s, mxi_origin_t origin, const void *buf, int count,
               MPI_Datatype dt, int dest, int tag, MPI_Comm comm, int synchronous,
               MPI_Request *req)
@@ -197,6 +211,8 @@ int mxi_isend(mxa_stream_t *s, mxi_origin_t origin, const void *buf, int count,
     size_t bytes;
     int rc = mxi_check_common(comm, count, dt, req, &c, &bytes);
     if (rc != MPI_SUCCESS)
+        return rc;
+    if ((rc = mxi_check_buffer(comm, buf, count, dt, "send")) != MPI_SUCCESS)
         return rc;
     if (dest != MPI_PROC_NULL && (dest < 0 || dest >= c->ec.size))
         return mxi_raise(comm, MXI_E_RANK, "destination %d (size %d)", dest, c->ec.size);
@@ -220,6 +236,8 @@ int mxi_irecv(mxa_stream_t *s, mxi_origin_t origin, void *buf, int count, MPI_Da
     size_t bytes;
     int rc = mxi_check_common(comm, count, dt, req, &c, &bytes);
     if (rc != MPI_SUCCESS)
+        return rc;
+    if ((rc = mxi_check_buffer(comm, buf, count, dt, "receive")) != MPI_SUCCESS)
         return rc;
     if (source != MPI_PROC_NULL && source != MPI_ANY_SOURCE &&
         (source < 0 || source >= c->ec.size))

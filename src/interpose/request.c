@@ -70,11 +70,34 @@ int mxi_greq_cancel(void *extra_state, int complete)
 
 /* ---------------------------------------------------------------- mapping */
 
-mxe_op_t *mxi_request_op(MPI_Request req)
+/* A handle the application gave to the library (a stream wait took it, or
+ * MPI_Request_free of an incomplete operation) stays in the table, marked,
+ * until the library frees it: a stale copy of it waited on the host is then
+ * an error instead of a wait on a request nobody completes. */
+#define MXI_TAKEN_BIT ((uintptr_t)1)
+
+static void *mxi_request_lookup(MPI_Request req)
 {
     if (req == MPI_REQUEST_NULL || !mxi_on())
         return NULL;
     return mxu_locked_map_get(&mxi.requests, MXI_REQ_KEY(req));
+}
+
+static int mxi_is_taken(const void *v) { return ((uintptr_t)v & MXI_TAKEN_BIT) != 0; }
+
+mxe_op_t *mxi_request_op(MPI_Request req)
+{
+    void *v = mxi_request_lookup(req);
+    return mxi_is_taken(v) ? NULL : v;
+}
+
+/* MPI_ERR_REQUEST, raised, for a stale copy of a handle the library took. */
+static int mxi_stale_handle(MPI_Comm comm, const char *call)
+{
+    return mxi_raise(comm, MXI_E_REQUEST,
+                     "%s: the request was already handed to a stream wait or freed; this "
+                     "handle is a stale copy",
+                     call);
 }
 
 void mxi_request_track(MPI_Request req, mxe_op_t *op)
@@ -114,6 +137,7 @@ static void mxi_reap_push(mxe_op_t *op)
             mxe_op_wait_host(op, -1);
             mxi_greq_sync(op);
             MPI_Request h = mxi_op_handle(op);
+            mxu_locked_map_remove(&mxi.requests, MXI_REQ_KEY(h));
             PMPI_Request_free(&h);
             return;
         }
@@ -164,6 +188,7 @@ void mxi_reap(int all)
         }
         mxi_greq_sync(op);
         MPI_Request h = mxi_op_handle(op);
+        mxu_locked_map_remove(&mxi.requests, MXI_REQ_KEY(h)); /* the taken mark */
         PMPI_Request_free(&h); /* op may be freed now */
     }
     mxi.reap_cursor = i;
@@ -174,7 +199,9 @@ void mxi_reap(int all)
 /* Give a user handle to the library: untrack it and reap it later. */
 static void mxi_request_release(MPI_Request *req, mxe_op_t *op)
 {
-    mxu_locked_map_remove(&mxi.requests, MXI_REQ_KEY(*req));
+    if (mxu_locked_map_put(&mxi.requests, MXI_REQ_KEY(*req),
+                           (void *)((uintptr_t)op | MXI_TAKEN_BIT)) != MX_OK)
+        mxu_locked_map_remove(&mxi.requests, MXI_REQ_KEY(*req));
     *req = MPI_REQUEST_NULL;
     mxi_reap_push(op);
 }
@@ -235,15 +262,20 @@ int mxi_stream_waitall(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Statu
             return mxi_raise(err_comm, MXI_E_NO_MEM, "stream wait of %d requests", count);
         }
     }
-    int rc = MPI_SUCCESS, n = 0;
+    int rc = MPI_SUCCESS, n = 0, stale = 0;
     mxi_reap(0);
     for (int i = 0; i < count; i++) {
         MPI_Status *st = statuses ? &statuses[i] : MPI_STATUS_IGNORE;
-        mxe_op_t *op = mxi_request_op(reqs[i]);
+        void *v = mxi_request_lookup(reqs[i]);
+        mxe_op_t *op = mxi_is_taken(v) ? NULL : v;
         if (op) {
             ops[n] = op;
             targets[n] = st;
             n++;
+        } else if (v) {
+            rc = mxi_stale_handle(err_comm, "stream wait");
+            stale = 1;
+            break;
         } else if (reqs[i] == MPI_REQUEST_NULL) {
             mxi_empty_status(st);
         } else {
@@ -253,7 +285,7 @@ int mxi_stream_waitall(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Statu
                 rc = r;
         }
     }
-    int trc = mxi_throttle(err_comm, s, 0);
+    int trc = stale ? rc : mxi_throttle(err_comm, s, 0);
     mx_status_t est = MX_OK;
     if (trc != MPI_SUCCESS) {
         rc = trc; /* nothing enqueued: the requests stay the caller's */
@@ -289,9 +321,12 @@ static void mxi_poke_mpi(void)
 
 int MPI_Wait(MPI_Request *req, MPI_Status *status)
 {
-    mxe_op_t *op = req ? mxi_request_op(*req) : NULL;
-    if (!op)
+    void *v = req ? mxi_request_lookup(*req) : NULL;
+    if (!v)
         return PMPI_Wait(req, status);
+    if (mxi_is_taken(v))
+        return mxi_stale_handle(MPI_COMM_SELF, "MPI_Wait");
+    mxe_op_t *op = v;
     if (mxi_is_stream_origin(op))
         return mxi_stream_waitall(op->stream, 1, req,
                                   status == MPI_STATUS_IGNORE ? NULL : status,
@@ -302,9 +337,12 @@ int MPI_Wait(MPI_Request *req, MPI_Status *status)
 
 int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status)
 {
-    mxe_op_t *op = req ? mxi_request_op(*req) : NULL;
-    if (!op)
+    void *v = req ? mxi_request_lookup(*req) : NULL;
+    if (!v)
         return PMPI_Test(req, flag, status);
+    if (mxi_is_taken(v))
+        return mxi_stale_handle(MPI_COMM_SELF, "MPI_Test");
+    mxe_op_t *op = v;
     if (!mxe_op_is_complete(op)) {
         *flag = 0;
         mxi_poke_mpi();
@@ -316,9 +354,12 @@ int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status)
 
 int MPI_Request_get_status(MPI_Request req, int *flag, MPI_Status *status)
 {
-    mxe_op_t *op = mxi_request_op(req);
-    if (!op)
+    void *v = mxi_request_lookup(req);
+    if (!v)
         return PMPI_Request_get_status(req, flag, status);
+    if (mxi_is_taken(v))
+        return mxi_stale_handle(MPI_COMM_SELF, "MPI_Request_get_status");
+    mxe_op_t *op = v;
     *flag = mxe_op_is_complete(op);
     if (*flag)
         mxi_fill_status(op, status);
@@ -327,18 +368,24 @@ int MPI_Request_get_status(MPI_Request req, int *flag, MPI_Status *status)
 
 int MPI_Request_free(MPI_Request *req)
 {
-    mxe_op_t *op = req ? mxi_request_op(*req) : NULL;
-    if (!op)
+    void *v = req ? mxi_request_lookup(*req) : NULL;
+    if (!v)
         return PMPI_Request_free(req);
+    if (mxi_is_taken(v))
+        return mxi_stale_handle(MPI_COMM_SELF, "MPI_Request_free");
+    mxe_op_t *op = v;
     mxi_request_release(req, op);
     return MPI_SUCCESS;
 }
 
 int MPI_Cancel(MPI_Request *req)
 {
-    mxe_op_t *op = req ? mxi_request_op(*req) : NULL;
-    if (!op)
+    void *v = req ? mxi_request_lookup(*req) : NULL;
+    if (!v)
         return PMPI_Cancel(req);
+    if (mxi_is_taken(v))
+        return mxi_stale_handle(MPI_COMM_SELF, "MPI_Cancel");
+    mxe_op_t *op = v;
     mxe_op_cancel(op); /* receives only; sends are not cancelled (allowed by MPI) */
     return MPI_SUCCESS;
 }
@@ -358,6 +405,7 @@ typedef struct {
     int nacc;        /* tracked ops in the array */
     int nincomplete; /* of which not complete */
     int nplain;      /* active requests that are not ours */
+    int nstale;      /* stale copies of handles the library took */
 } mxi_scan_t;
 
 /* Sync completed ops, count what is left, and hold a reference to every op
@@ -366,7 +414,13 @@ static void mxi_scan(int count, MPI_Request reqs[], mxe_op_t **ops, mxi_scan_t *
 {
     memset(sc, 0, sizeof(*sc));
     for (int i = 0; i < count; i++) {
-        ops[i] = mxi_request_op(reqs[i]);
+        void *v = mxi_request_lookup(reqs[i]);
+        if (mxi_is_taken(v)) {
+            ops[i] = NULL;
+            sc->nstale++;
+            continue;
+        }
+        ops[i] = v;
         if (!ops[i]) {
             if (reqs[i] != MPI_REQUEST_NULL)
                 sc->nplain++;
@@ -482,6 +536,16 @@ static void mxi_scratch_free(mxi_scratch_t *x)
     }
 }
 
+/* A multiple-completion call found a stale handle in its array: put the
+ * table back as it was and fail the call. */
+static int mxi_scan_stale(int count, MPI_Request reqs[], mxi_scratch_t *x, const char *call)
+{
+    mxi_retrack(count, reqs, x->ops);
+    mxi_scan_done(count, x->ops);
+    mxi_scratch_free(x);
+    return mxi_stale_handle(MPI_COMM_SELF, call);
+}
+
 /* Wait (host) until one of the incomplete ops completes, letting the MPI
  * library progress in between if plain requests are involved. */
 static void mxi_wait_some_op(int count, mxe_op_t **ops, mxe_op_t **pending, int with_plain)
@@ -556,6 +620,8 @@ int MPI_Waitall(int count, MPI_Request reqs[], MPI_Status statuses[])
     mxi_scan_t sc;
     for (;;) {
         mxi_scan(count, reqs, x.ops, &sc);
+        if (sc.nstale)
+            return mxi_scan_stale(count, reqs, &x, "MPI_Waitall");
         if (sc.nincomplete == 0)
             break;
         mxi_wait_some_op(count, x.ops, x.pending, sc.nplain > 0);
@@ -600,6 +666,8 @@ int MPI_Testall(int count, MPI_Request reqs[], int *flag, MPI_Status statuses[])
     }
     mxi_scan_t sc;
     mxi_scan(count, reqs, x.ops, &sc);
+    if (sc.nstale)
+        return mxi_scan_stale(count, reqs, &x, "MPI_Testall");
     int rc = MPI_SUCCESS;
     if (sc.nincomplete > 0) {
         *flag = 0; /* all or nothing: nothing is freed */
@@ -629,6 +697,8 @@ int MPI_Testany(int count, MPI_Request reqs[], int *index, int *flag, MPI_Status
     }
     mxi_scan_t sc;
     mxi_scan(count, reqs, x.ops, &sc);
+    if (sc.nstale)
+        return mxi_scan_stale(count, reqs, &x, "MPI_Testany");
     int rc = PMPI_Testany(count, reqs, index, flag, status);
     if (*flag)
         rc = mxi_post_one(reqs, x.ops, *index, status, rc);
@@ -650,6 +720,8 @@ int MPI_Testsome(int incount, MPI_Request reqs[], int *outcount, int indices[],
     }
     mxi_scan_t sc;
     mxi_scan(incount, reqs, x.ops, &sc);
+    if (sc.nstale)
+        return mxi_scan_stale(incount, reqs, &x, "MPI_Testsome");
     int rc = PMPI_Testsome(incount, reqs, outcount, indices, statuses);
     if (*outcount != MPI_UNDEFINED)
         rc = mxi_post_multi(reqs, x.ops, indices, *outcount, statuses, 0, rc);
@@ -672,6 +744,8 @@ int MPI_Waitany(int count, MPI_Request reqs[], int *index, MPI_Status *status)
     for (;;) {
         mxi_scan_t sc;
         mxi_scan(count, reqs, x.ops, &sc);
+        if (sc.nstale)
+            return mxi_scan_stale(count, reqs, &x, "MPI_Waitany");
         if (sc.nacc == sc.nincomplete && sc.nincomplete > 0 && sc.nplain == 0) {
             mxi_wait_some_op(count, x.ops, x.pending, 0); /* only ours: block */
             mxi_scan_done(count, x.ops);
@@ -705,6 +779,8 @@ int MPI_Waitsome(int incount, MPI_Request reqs[], int *outcount, int indices[],
     for (;;) {
         mxi_scan_t sc;
         mxi_scan(incount, reqs, x.ops, &sc);
+        if (sc.nstale)
+            return mxi_scan_stale(incount, reqs, &x, "MPI_Waitsome");
         if (sc.nacc == sc.nincomplete && sc.nincomplete > 0 && sc.nplain == 0) {
             mxi_wait_some_op(incount, x.ops, x.pending, 0);
             mxi_scan_done(incount, x.ops);
