@@ -115,7 +115,10 @@ int mxi_comm_register(MPI_Comm comm)
     uint32_t ctx = MXE_CTX_MAX + 1; /* intercomms: no context, unsupported */
     if (!inter) {
         unsigned int mine = atomic_load(&mxi.next_ctx_id), agreed = 0;
-        int rc = PMPI_Allreduce(&mine, &agreed, 1, MPI_UNSIGNED, MPI_MAX, comm);
+        MPI_Request req;
+        int rc = PMPI_Iallreduce(&mine, &agreed, 1, MPI_UNSIGNED, MPI_MAX, comm, &req);
+        if (rc == MPI_SUCCESS)
+            rc = mxi_collective_wait(&req, comm, "of communicator creation (context id)");
         if (rc != MPI_SUCCESS)
             return rc;
         ctx = agreed;

@@ -217,7 +217,11 @@ int MPI_Finalize(void)
          * the barrier first (announced before entering: the peer can close
          * before this thread returns from the barrier). */
         mxe_peers_finalizing();
-        PMPI_Barrier(MPI_COMM_WORLD);
+        MPI_Request barrier;
+        if (PMPI_Ibarrier(MPI_COMM_WORLD, &barrier) == MPI_SUCCESS)
+            mxi_collective_wait(&barrier, MPI_COMM_WORLD, "MPI_Barrier of MPI_Finalize");
+        else
+            PMPI_Barrier(MPI_COMM_WORLD);
         if (mxu_config.stats)
             mxi_print_stats();
         MPI_Request fence_req = MPI_REQUEST_NULL;

@@ -1,0 +1,43 @@
+/*
+ * collective.c - the collectives the library itself calls (communicator
+ * registration, finalize), waited for so that a rank that does not arrive
+ * is reported instead of waited for in silence.
+ *
+ * MPI cannot abandon a collective, so the wait goes on; what changes is that
+ * every MPIX_ACC_WAIT_REPORT seconds the rank logs which collective it is in,
+ * on how many ranks, and for how long.
+ */
+#include "interpose/interpose.h"
+#include "util/waiter.h"
+
+#include <time.h>
+
+int mxi_collective_wait(MPI_Request *req, MPI_Comm comm, const char *what)
+{
+    uint64_t start = mxu_now_ns();
+    uint64_t report_ns = mxu_config.wait_report > 0 ? (uint64_t)(mxu_config.wait_report * 1e9) : 0;
+    uint64_t next_report = start + report_ns;
+    long nap_ns = 1000;
+    for (;;) {
+        int done = 0;
+        int rc = PMPI_Test(req, &done, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS || done)
+            return rc;
+        uint64_t now = mxu_now_ns();
+        if (report_ns && now >= next_report) {
+            int size = 0, rank = 0;
+            PMPI_Comm_size(comm, &size);
+            PMPI_Comm_rank(comm, &rank);
+            MPIX_ACC_LOG(MX_LOG_WARN,
+                         "still waiting after %.0f s in the collective %s on a communicator of %d "
+                         "ranks (this is rank %d): a rank has not reached it "
+                         "(MPIX_ACC_WAIT_REPORT=%g)",
+                         (double)(now - start) / 1e9, what, size, rank, mxu_config.wait_report);
+            next_report = now + report_ns;
+        }
+        struct timespec ts = {0, nap_ns};
+        nanosleep(&ts, NULL);
+        if (nap_ns < 1000000)
+            nap_ns *= 2;
+    }
+}
