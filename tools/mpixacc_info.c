@@ -47,11 +47,12 @@ static void usage(FILE *out, const char *prog)
     fprintf(out,
             "Usage: %s [-c | -f | -h]\n"
             "Show the mpix-acc version, build features, devices and settings.\n"
-            "  -c   settings only (every MPIX_ACC_* variable in effect, with help)\n"
+            "  -c   settings only (every MPIX_ACC_* variable in effect, with help, range\n"
+            "       and default)\n"
             "  -f   version, build features and devices only\n"
             "  -h   this help\n"
-            "Settings are read from the environment (MPIX_ACC_*); unknown variables are\n"
-            "reported on stderr.\n",
+            "Settings are read from the environment (MPIX_ACC_*); unknown variables and\n"
+            "malformed or out-of-range values are reported on stderr.\n",
             prog);
 }
 

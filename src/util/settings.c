@@ -4,8 +4,9 @@
  *
  * - mxu_config holds the defaults from program start (constructor) and the
  *   parsed environment after mxu_config_load().
- * - A malformed value is reported once (per distinct value) and the default
- *   is kept. An empty value counts as unset.
+ * - A malformed value, or one outside the row's range, is reported once (per
+ *   distinct value), naming the variable, the value, what the row accepts and
+ *   the default, which is kept. An empty value counts as unset.
  * - Every MPIX_ACC_* variable of the environment that is not in the table is
  *   reported once, with the closest known name as a hint.
  * - Strings taken from the environment are copied and never freed while the
@@ -34,20 +35,20 @@ extern char **environ;
 mxu_config_t mxu_config;
 
 static mxu_config_entry_t rows[] = {
-#define MXU_CFG_ROW_(name, type, field, def, help)                                               \
-    {MXU_ENV_PREFIX #name, MXU_CFG_##type, def, help, 0},
+#define MXU_CFG_ROW_(name, type, field, def, range, help)                                        \
+    {MXU_ENV_PREFIX #name, MXU_CFG_##type, def, range, help, 0},
     MX_CONFIG_TABLE(MXU_CFG_ROW_)
 #undef MXU_CFG_ROW_
 };
 
 static const size_t row_offset[] = {
-#define MXU_CFG_OFF_(name, type, field, def, help) offsetof(mxu_config_t, field),
+#define MXU_CFG_OFF_(name, type, field, def, range, help) offsetof(mxu_config_t, field),
     MX_CONFIG_TABLE(MXU_CFG_OFF_)
 #undef MXU_CFG_OFF_
 };
 
 static const size_t row_size[] = {
-#define MXU_CFG_SZ_(name, type, field, def, help) sizeof(((mxu_config_t *)0)->field),
+#define MXU_CFG_SZ_(name, type, field, def, range, help) sizeof(((mxu_config_t *)0)->field),
     MX_CONFIG_TABLE(MXU_CFG_SZ_)
 #undef MXU_CFG_SZ_
 };
@@ -216,9 +217,105 @@ static const char *type_description(mxu_config_type_t type)
     case MXU_CFG_SIZE: return "size in bytes, k/m/g suffixes allowed";
     case MXU_CFG_DOUBLE: return "number";
     case MXU_CFG_STRING: return "string";
-    case MXU_CFG_LOGLEVEL: return "log level";
+    case MXU_CFG_LOGLEVEL: return "log level: error, warn, info, debug";
     }
     return "?";
+}
+
+/* ---- ranges: the one validation of a setting's value ---- */
+
+typedef union {
+    int i;
+    long l;
+    size_t z;
+    double d;
+    const char *s;
+} cfg_value_t;
+
+/* Split "lo..hi" of row i and parse both bounds with the row's type. */
+static int range_bounds(int i, cfg_value_t *lo, cfg_value_t *hi)
+{
+    const char *range = rows[i].range;
+    const char *dots = strstr(range, "..");
+    char low[64];
+    if (dots == NULL || (size_t)(dots - range) >= sizeof(low))
+        return 0;
+    memcpy(low, range, (size_t)(dots - range));
+    low[dots - range] = '\0';
+    return mxu_config_parse_value(rows[i].type, low, lo) == MX_OK &&
+           mxu_config_parse_value(rows[i].type, dots + 2, hi) == MX_OK;
+}
+
+/* 1 when `word` (trimmed) is one of the '|'-separated words of `words`. */
+static int word_in(const char *words, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *w = words; *w != '\0';) {
+        const char *bar = strchr(w, '|');
+        size_t wl = bar != NULL ? (size_t)(bar - w) : strlen(w);
+        if (wl == n && n > 0 && strncmp(w, word, n) == 0)
+            return 1;
+        if (bar == NULL)
+            break;
+        w = bar + 1;
+    }
+    return 0;
+}
+
+/* 1 when the parsed value *v of row i lies in the row's range. A row without
+ * a range, or with one that does not parse (test_config rejects both where a
+ * range is due), accepts whatever its type accepts. */
+static int in_range(int i, const cfg_value_t *v)
+{
+    if (rows[i].range[0] == '\0')
+        return 1;
+    cfg_value_t lo, hi;
+    switch (rows[i].type) {
+    case MXU_CFG_INT:
+        return !range_bounds(i, &lo, &hi) || (v->l >= lo.l && v->l <= hi.l);
+    case MXU_CFG_SIZE:
+        return !range_bounds(i, &lo, &hi) || (v->z >= lo.z && v->z <= hi.z);
+    case MXU_CFG_DOUBLE:
+        return !range_bounds(i, &lo, &hi) || (v->d >= lo.d && v->d <= hi.d);
+    case MXU_CFG_STRING: {
+        char word[256];
+        return trim_copy(v->s, word, sizeof(word)) && word_in(rows[i].range, word);
+    }
+    case MXU_CFG_BOOL:
+    case MXU_CFG_LOGLEVEL: return 1;
+    }
+    return 1;
+}
+
+mx_status_t mxu_config_parse_setting(int i, const char *value, void *out)
+{
+    if (i < 0 || i >= NROWS || value == NULL || out == NULL)
+        return MX_ERR_INVALID_PARAM;
+    cfg_value_t v;
+    memset(&v, 0, sizeof(v));
+    if (mxu_config_parse_value(rows[i].type, value, &v) != MX_OK || !in_range(i, &v))
+        return MX_ERR_INVALID_PARAM;
+    memcpy(out, &v, row_size[i]);
+    return MX_OK;
+}
+
+void mxu_config_describe(int i, char *buf, size_t len)
+{
+    if (buf == NULL || len == 0)
+        return;
+    if (i < 0 || i >= NROWS) {
+        buf[0] = '\0';
+        return;
+    }
+    const char *range = rows[i].range;
+    if (range[0] == '\0')
+        snprintf(buf, len, "%s", type_description(rows[i].type));
+    else if (rows[i].type == MXU_CFG_STRING)
+        snprintf(buf, len, "one of %s", range);
+    else if (rows[i].type == MXU_CFG_SIZE)
+        snprintf(buf, len, "size %s, in bytes, k/m/g suffixes allowed", range);
+    else
+        snprintf(buf, len, "%s %s", rows[i].type == MXU_CFG_INT ? "integer" : "number", range);
 }
 
 /* ---- defaults and loading ---- */
@@ -358,8 +455,9 @@ mx_status_t mxu_config_load(void)
             continue;
         if (rows[i].type == MXU_CFG_STRING) {
             char trimmed[256];
-            const char *kept = NULL;
-            if (trim_copy(v, trimmed, sizeof(trimmed)) && trimmed[0] != '\0')
+            const char *kept = NULL, *checked;
+            if (trim_copy(v, trimmed, sizeof(trimmed)) && trimmed[0] != '\0' &&
+                mxu_config_parse_setting(i, trimmed, &checked) == MX_OK)
                 kept = keep_string(trimmed);
             if (kept == NULL) {
                 malformed[i] = 1;
@@ -367,7 +465,7 @@ mx_status_t mxu_config_load(void)
             }
             *(const char **)field_ptr(&next, i) = kept;
             from_env[i] = 1;
-        } else if (mxu_config_parse_value(rows[i].type, v, field_ptr(&next, i)) == MX_OK) {
+        } else if (mxu_config_parse_setting(i, v, field_ptr(&next, i)) == MX_OK) {
             from_env[i] = 1;
         } else {
             /* keep the default */
@@ -396,9 +494,10 @@ mx_status_t mxu_config_load(void)
             continue;
         free(warned_value[i]);
         warned_value[i] = strdup(envval[i]);
+        char accepted[256];
+        mxu_config_describe(i, accepted, sizeof(accepted));
         MPIX_ACC_LOG(MX_LOG_WARN, "%s=\"%s\" is not valid (%s); using the default %s",
-                     rows[i].name, envval[i], type_description(rows[i].type),
-                     rows[i].default_value);
+                     rows[i].name, envval[i], accepted, rows[i].default_value);
     }
     warn_unknown_variables();
 
@@ -483,8 +582,10 @@ void mxu_config_print(FILE *out, int with_help)
             char help[1024];
             size_t hl = strlen(rows[i].help);
             int has_dot = hl > 0 && rows[i].help[hl - 1] == '.';
+            char accepted[256];
+            mxu_config_describe(i, accepted, sizeof(accepted));
             snprintf(help, sizeof(help), "%s%s [%s; default: %s]", rows[i].help,
-                     has_dot ? "" : ".", type_description(rows[i].type), rows[i].default_value);
+                     has_dot ? "" : ".", accepted, rows[i].default_value);
             print_wrapped(out, help);
         }
     }

@@ -7,7 +7,7 @@
  * values and unknown MPIX_ACC_* variables, and the README's settings table.
  * Adding a setting is adding one row here.
  *
- * Row: X(NAME, TYPE, field, "default", "help")
+ * Row: X(NAME, TYPE, field, "default", "range", "help")
  *   TYPE   field type   accepted values
  *   BOOL   int          1/0, yes/no, true/false, on/off, y/n
  *   INT    long         decimal integer
@@ -15,6 +15,16 @@
  *   DOUBLE double       finite number
  *   STRING const char * any text (kept for the life of the process)
  *   LOGLEVEL int        error, warn(ing), info, debug
+ *
+ * "range" narrows what the type accepts; every INT, SIZE, DOUBLE and STRING
+ * row has one (BOOL and LOGLEVEL rows: "", their words are the type's):
+ *   "lo..hi"     INT, SIZE, DOUBLE: lo <= value <= hi, both bounds written
+ *                like a value of the type ("0..1g", "-2..8191")
+ *   "w1|w2|..."  STRING: exactly one of these words
+ * mxu_config_parse_setting() is the one check (type, then range); a value of
+ * the environment that fails it is reported, naming the variable, the value
+ * and the default, and the default is used. The help text says what the
+ * special values of a range mean (0 turns a limit off, -1 chooses, ...).
  *
  * mxu_config holds the defaults from program start; mxu_config_load() (at
  * MPI_Init and in mpixacc_info) reads the environment. Fields are read
@@ -32,56 +42,56 @@
 
 /* clang-format off */
 #define MX_CONFIG_TABLE(X)                                                                       \
-    X(DISABLE, BOOL, disable, "0",                                                               \
+    X(DISABLE, BOOL, disable, "0", "",                                                           \
       "Make every MPI wrapper a pure pass-through to the MPI library (the library does "          \
       "nothing; MPIX_Acc_* calls return MPI_ERR_OTHER)")                                         \
-    X(LOG, LOGLEVEL, log_level, "warn",                                                          \
+    X(LOG, LOGLEVEL, log_level, "warn", "",                                                      \
       "Log threshold: error, warn, info or debug")                                               \
-    X(PROGRESS_CPU, INT, progress_cpu, "-1",                                                     \
+    X(PROGRESS_CPU, INT, progress_cpu, "-1", "-2..8191",                                         \
       "Core to bind the progress thread to; -1 chooses one with hwloc (near the GPU, else on "    \
       "the calling thread's NUMA node; one core per rank of the node; unbound when the node "     \
       "has fewer than 2 CPUs per process), -2 disables binding")                                 \
-    X(PROGRESS_SPIN_US, INT, progress_spin_us, "100",                                            \
-      "Microseconds the progress thread spins without work before it blocks")                    \
-    X(PROGRESS_POLL_US, INT, progress_poll_us, "20",                                             \
+    X(PROGRESS_SPIN_US, INT, progress_spin_us, "100", "0..1000000",                              \
+      "Microseconds the progress thread spins without work before it blocks; 0 blocks at once")  \
+    X(PROGRESS_POLL_US, INT, progress_poll_us, "20", "1..1000000",                               \
       "When accelerator triggers must be polled, longest sleep between polls while idle "         \
       "(microseconds)")                                                                          \
-    X(WAIT_SPIN_US, INT, wait_spin_us, "20",                                                     \
-      "Microseconds a host-side wait spins before it sleeps")                                    \
-    X(EAGER_LIMIT, SIZE, eager_limit, "8192",                                                    \
+    X(WAIT_SPIN_US, INT, wait_spin_us, "20", "0..1000000",                                       \
+      "Microseconds a host-side wait spins before it sleeps; 0 sleeps at once")                  \
+    X(EAGER_LIMIT, SIZE, eager_limit, "8192", "0..1g",                                           \
       "Default for the mpix_acc_eager_limit hint: sends up to this size are copied into a "       \
       "library buffer when they start, so they complete at once")                                \
-    X(RECV_POST, STRING, recv_post, "ordered",                                                   \
+    X(RECV_POST, STRING, recv_post, "ordered", "ordered|early",                                  \
       "Default for the mpix_acc_recv_post hint: ordered (post when the stream reaches the "       \
       "receive) or early (post at call time)")                                                   \
-    X(MAX_PENDING, INT, max_pending, "32768",                                                    \
+    X(MAX_PENDING, INT, max_pending, "32768", "1..1000000000",                                   \
       "Stream-ordered operations in flight per process at most; a call beyond it waits until "   \
       "some are done (an MPI error after 10 s without one); MPICH allows ~128k live requests") \
-    X(STREAM_DEPTH, INT, stream_depth, "128",                                                   \
+    X(STREAM_DEPTH, INT, stream_depth, "128", "0..1000000000",                                  \
       "Stream-ordered operations one stream may have ahead of it (sends and receives it has not " \
       "reached, waits not released); a call beyond it waits until the stream catches up (an "   \
       "MPI error after 10 s without progress), so a CUDA driver queue never fills behind a "     \
       "stream wait (a deadlock); 0 turns the limit off")                                         \
-    X(WAIT_REPORT, DOUBLE, wait_report, "30",                                                  \
+    X(WAIT_REPORT, DOUBLE, wait_report, "30", "0..86400",                                      \
       "Seconds a blocking call of the library (host waits, host-stream synchronize, the "        \
-      "collectives of init and communicator creation) waits before it logs what it is waiting "  \
-      "for, and again every as many seconds; 0 never reports")                                   \
-    X(FINALIZE_TIMEOUT, DOUBLE, finalize_timeout, "10",                                          \
+      "collectives of communicator creation and MPI_Finalize) waits before it logs what it is "  \
+      "waiting for, and again every as many seconds; 0 never reports")                           \
+    X(FINALIZE_TIMEOUT, DOUBLE, finalize_timeout, "10", "0..86400",                              \
       "Seconds MPI_Finalize waits for pending stream-ordered operations before it reports and "   \
-      "cancels them")                                                                            \
-    X(CUDA, BOOL, cuda, "1",                                                                     \
+      "cancels them; 0 reports and cancels at once")                                             \
+    X(CUDA, BOOL, cuda, "1", "",                                                                 \
       "Use the CUDA backend when a CUDA driver and device are present")                          \
-    X(MEMOPS, BOOL, memops, "1",                                                                 \
+    X(MEMOPS, BOOL, memops, "1", "",                                                             \
       "Use CUDA stream memory operations for triggers and waits; 0 forces the kernel fallback")  \
-    X(IPC_CONTEXT, BOOL, ipc_context, "1",                                                     \
+    X(IPC_CONTEXT, BOOL, ipc_context, "1", "",                                                 \
       "Map peers' device buffers (UCX cuda_ipc) in a CUDA context of the library's own per "    \
       "device, so that unmapping one never waits for the application's streams")             \
-    X(PEER_ERRORS, BOOL, peer_errors, "0",                                                     \
+    X(PEER_ERRORS, BOOL, peer_errors, "0", "",                                                 \
       "UCX endpoints report a failed peer as an error instead of ending the job; UCX then "      \
       "leaves out its shared-memory transports (messages within a node go over TCP loopback)")  \
-    X(SET_NET_DEVICES, BOOL, set_net_devices, "1",                                               \
+    X(SET_NET_DEVICES, BOOL, set_net_devices, "1", "",                                           \
       "Set UCX_NET_DEVICES to the NIC closest to the GPU unless the user set it")                \
-    X(STATS, BOOL, stats, "0",                                                                   \
+    X(STATS, BOOL, stats, "0", "",                                                               \
       "Print per-process operation counters and engine phase timers at MPI_Finalize")
 /* clang-format on */
 
@@ -103,7 +113,7 @@ typedef enum {
 #define MXU_CFG_CTYPE_LOGLEVEL int
 
 typedef struct {
-#define MXU_CFG_FIELD_(name, type, field, def, help) MXU_CFG_CTYPE_##type field;
+#define MXU_CFG_FIELD_(name, type, field, def, range, help) MXU_CFG_CTYPE_##type field;
     MX_CONFIG_TABLE(MXU_CFG_FIELD_)
 #undef MXU_CFG_FIELD_
 } mxu_config_t;
@@ -113,6 +123,7 @@ typedef struct {
     const char *name;          /* full variable name, MPIX_ACC_... */
     mxu_config_type_t type;
     const char *default_value; /* literal, parsed like an environment value */
+    const char *range;         /* "lo..hi", "w1|w2" or "" (see above) */
     const char *help;
     int from_env;              /* set by the last mxu_config_load() */
 } mxu_config_entry_t;
@@ -127,6 +138,14 @@ mx_status_t mxu_config_load(void);
 
 /* Parse `value` as `type` into *out (the field's C type, see above). */
 mx_status_t mxu_config_parse_value(mxu_config_type_t type, const char *value, void *out);
+/* The validation of row i: `value` parsed as the row's type and within its
+ * range, into *out (written only on success; a STRING is stored as the
+ * pointer `value`, which the caller keeps alive). MX_ERR_INVALID_PARAM when
+ * it does not parse or lies outside the range. */
+mx_status_t mxu_config_parse_setting(int i, const char *value, void *out);
+/* What row i accepts, in words: "integer -2..8191", "one of ordered|early",
+ * "bool: 1/0, yes/no, true/false, on/off" (printed by mpixacc_info -c). */
+void mxu_config_describe(int i, char *buf, size_t len);
 /* Parse a size: digits, optional k/m/g multiplier, optional b/B or iB. */
 mx_status_t mxu_parse_size(const char *value, size_t *out);
 

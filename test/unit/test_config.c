@@ -17,10 +17,12 @@
 #include "util/settings.h"
 #include "util/log.h"
 
+static int row_of(const char *name);
+
 static void test_table(void)
 {
     int expected = 0;
-#define COUNT_(name, type, field, def, help) expected++;
+#define COUNT_(name, type, field, def, range, help) expected++;
     MX_CONFIG_TABLE(COUNT_)
 #undef COUNT_
     CHECK_EQ_LL(mxu_config_count(), expected);
@@ -42,6 +44,87 @@ static void test_table(void)
         } v;
         CHECK(mxu_config_parse_value(e->type, e->default_value, &v) == MX_OK,
               "default of %s does not parse: \"%s\"", e->name, e->default_value);
+
+        /* every numeric and string row has a range that parses; the default
+         * lies in it, and so do both bounds */
+        CHECK(e->range != NULL);
+        if (e->type == MXU_CFG_BOOL || e->type == MXU_CFG_LOGLEVEL) {
+            CHECK(e->range[0] == '\0', "%s: a %s row has its type's words", e->name,
+                  e->type == MXU_CFG_BOOL ? "bool" : "log level");
+        } else if (e->type == MXU_CFG_STRING) {
+            CHECK(e->range[0] != '\0' && strstr(e->range, "..") == NULL, "%s: words expected",
+                  e->name);
+        } else {
+            const char *dots = strstr(e->range, "..");
+            CHECK(dots != NULL && dots > e->range && dots[2] != '\0', "%s: range \"%s\"", e->name,
+                  e->range);
+            char lo[64], hi[64];
+            snprintf(lo, sizeof(lo), "%.*s", (int)(dots - e->range), e->range);
+            snprintf(hi, sizeof(hi), "%s", dots + 2);
+            CHECK(mxu_config_parse_setting(i, lo, &v) == MX_OK, "%s: lower bound %s", e->name, lo);
+            CHECK(mxu_config_parse_setting(i, hi, &v) == MX_OK, "%s: upper bound %s", e->name, hi);
+        }
+        CHECK(mxu_config_parse_setting(i, e->default_value, &v) == MX_OK,
+              "default of %s is outside its range %s: \"%s\"", e->name, e->range,
+              e->default_value);
+        char accepted[256];
+        mxu_config_describe(i, accepted, sizeof(accepted));
+        CHECK(e->range[0] == '\0' || strstr(accepted, e->range) != NULL, "%s: %s", e->name,
+              accepted);
+    }
+    CHECK(mxu_config_parse_setting(-1, "1", &(long){0}) != MX_OK);
+    CHECK(mxu_config_parse_setting(expected, "1", &(long){0}) != MX_OK);
+}
+
+/* The ranges: bounds and the special values the help documents are
+ * accepted, one step outside is not, and nothing is written on failure. */
+static void test_ranges(void)
+{
+    static const struct {
+        const char *var, *value;
+        int ok;
+    } cases[] = {
+        {"MPIX_ACC_PROGRESS_CPU", "-2", 1},        {"MPIX_ACC_PROGRESS_CPU", "-1", 1},
+        {"MPIX_ACC_PROGRESS_CPU", "0", 1},         {"MPIX_ACC_PROGRESS_CPU", "8191", 1},
+        {"MPIX_ACC_PROGRESS_CPU", "-3", 0},        {"MPIX_ACC_PROGRESS_CPU", "8192", 0},
+        {"MPIX_ACC_PROGRESS_SPIN_US", "0", 1},     {"MPIX_ACC_PROGRESS_SPIN_US", "-1", 0},
+        {"MPIX_ACC_PROGRESS_SPIN_US", "1000001", 0},
+        {"MPIX_ACC_PROGRESS_POLL_US", "1", 1},     {"MPIX_ACC_PROGRESS_POLL_US", "0", 0},
+        {"MPIX_ACC_WAIT_SPIN_US", "0", 1},         {"MPIX_ACC_WAIT_SPIN_US", "1000000", 1},
+        {"MPIX_ACC_WAIT_SPIN_US", "-1", 0},
+        {"MPIX_ACC_EAGER_LIMIT", "0", 1},          {"MPIX_ACC_EAGER_LIMIT", "1g", 1},
+        {"MPIX_ACC_EAGER_LIMIT", "1073741825", 0}, {"MPIX_ACC_EAGER_LIMIT", "-1", 0},
+        {"MPIX_ACC_RECV_POST", "early", 1},        {"MPIX_ACC_RECV_POST", " ordered ", 1},
+        {"MPIX_ACC_RECV_POST", "earl", 0},         {"MPIX_ACC_RECV_POST", "early|ordered", 0},
+        {"MPIX_ACC_RECV_POST", "", 0},             {"MPIX_ACC_RECV_POST", "EARLY", 0},
+        {"MPIX_ACC_MAX_PENDING", "1", 1},          {"MPIX_ACC_MAX_PENDING", "100000000", 1},
+        {"MPIX_ACC_MAX_PENDING", "0", 0},          {"MPIX_ACC_MAX_PENDING", "-1", 0},
+        {"MPIX_ACC_MAX_PENDING", "1000000001", 0},
+        {"MPIX_ACC_STREAM_DEPTH", "0", 1},         {"MPIX_ACC_STREAM_DEPTH", "1000000000", 1},
+        {"MPIX_ACC_STREAM_DEPTH", "-1", 0},        {"MPIX_ACC_STREAM_DEPTH", "1000000001", 0},
+        {"MPIX_ACC_FINALIZE_TIMEOUT", "0", 1},     {"MPIX_ACC_FINALIZE_TIMEOUT", "0.5", 1},
+        {"MPIX_ACC_FINALIZE_TIMEOUT", "86400", 1}, {"MPIX_ACC_FINALIZE_TIMEOUT", "-0.1", 0},
+        {"MPIX_ACC_FINALIZE_TIMEOUT", "1e6", 0},
+        {"MPIX_ACC_STATS", "on", 1},               {"MPIX_ACC_STATS", "2", 0},
+        {"MPIX_ACC_LOG", "debug", 1},              {"MPIX_ACC_LOG", "loud", 0},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        union {
+            int i;
+            long l;
+            size_t z;
+            double d;
+            const char *s;
+        } v;
+        memset(&v, 0x5a, sizeof(v));
+        unsigned char before[sizeof(v)];
+        memcpy(before, &v, sizeof(v));
+        mx_status_t st = mxu_config_parse_setting(row_of(cases[c].var), cases[c].value, &v);
+        CHECK((st == MX_OK) == cases[c].ok, "%s=\"%s\" %s", cases[c].var, cases[c].value,
+              cases[c].ok ? "rejected" : "accepted");
+        if (!cases[c].ok)
+            CHECK(memcmp(before, &v, sizeof(v)) == 0, "%s=\"%s\": output written on failure",
+                  cases[c].var, cases[c].value);
     }
 }
 
@@ -239,6 +322,57 @@ static void test_load(void)
     unsetenv("MPIX_ACC_PROGRES_CPU");
 }
 
+/* Issue 13 item 6: out-of-range and malformed values are reported, naming the
+ * variable, the value and the default used instead, and the default is kept. */
+static void test_out_of_range(void)
+{
+    static const struct {
+        const char *var, *value, *default_text;
+    } cases[] = {
+        {"MPIX_ACC_STREAM_DEPTH", "-5", "128"},      /* turned the limit off */
+        {"MPIX_ACC_MAX_PENDING", "0", "32768"},      /* every exchange failed after 11 s */
+        {"MPIX_ACC_WAIT_SPIN_US", "-1", "20"},       /* host waits busy-spun */
+        {"MPIX_ACC_RECV_POST", "bogus", "ordered"},
+        {"MPIX_ACC_FINALIZE_TIMEOUT", "-1", "10"},
+        {"MPIX_ACC_PROGRESS_CPU", "-7", "-1"},
+        {"MPIX_ACC_PROGRESS_SPIN_US", "-5", "100"},
+        {"MPIX_ACC_STREAM_DEPTH", "12abc", "128"},   /* does not parse */
+        {"MPIX_ACC_MAX_PENDING", " 7 x", "32768"},
+        {"MPIX_ACC_FINALIZE_TIMEOUT", "soon", "10"},
+    };
+    int failed = 0;
+    for (int i = 0; i < mxu_config_count(); i++)
+        unsetenv(mxu_config_entry(i)->name);
+    mxu_config_load();
+
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        setenv(cases[c].var, cases[c].value, 1);
+        capture_begin();
+        mxu_config_load();
+        char *out = capture_end();
+        unsetenv(cases[c].var);
+
+        /* every case is checked and reported before the test fails */
+        char value[64], named[160], used[160];
+        mxu_config_value_string(row_of(cases[c].var), value, sizeof(value));
+        snprintf(named, sizeof(named), "%s=\"%s\"", cases[c].var, cases[c].value);
+        snprintf(used, sizeof(used), "using the default %s", cases[c].default_text);
+        int ok_value = strcmp(value, cases[c].default_text) == 0 &&
+                       mxu_config_entry(row_of(cases[c].var))->from_env == 0;
+        int ok_warning = count_substr(out, named) == 1 && count_substr(out, used) == 1 &&
+                         count_substr(out, "] WARN ") == 1;
+        if (!ok_value || !ok_warning) {
+            fprintf(stderr, "FAIL %s: value used %s (default %s); %s\n", named, value,
+                    cases[c].default_text,
+                    ok_warning ? "warned" : "no single warning naming it and the default");
+            failed++;
+        }
+        free(out);
+    }
+    CHECK(failed == 0, "%d of %d bad values accepted or not reported", failed,
+          (int)(sizeof(cases) / sizeof(cases[0])));
+}
+
 static void test_print(void)
 {
     setenv("MPIX_ACC_EAGER_LIMIT", "1m", 1);
@@ -271,6 +405,26 @@ static void test_print(void)
           "%s", text);
     CHECK(strstr(text, "MPIX_ACC_DISABLE=0\n    # Make every MPI wrapper") != NULL, "%s", text);
     CHECK(strstr(text, "default: 8192]") != NULL, "%s", text);
+    /* what each setting accepts, its range or its words (help unwrapped) */
+    char *flat = strdup(text);
+    CHECK(flat != NULL);
+    for (char *w; (w = strstr(flat, "\n    # ")) != NULL;)
+        memmove(w + 1, w + 7, strlen(w + 7) + 1), w[0] = ' ';
+    CHECK(strstr(flat, "[integer -2..8191; default: -1]") != NULL, "%s", flat);
+    CHECK(strstr(flat, "[one of ordered|early; default: ordered]") != NULL, "%s", flat);
+    CHECK(strstr(flat, "[number 0..86400; default: 10]") != NULL, "%s", flat);
+    CHECK(strstr(flat, "[size 0..1g, in bytes, k/m/g suffixes allowed; default: 8192]") != NULL,
+          "%s", flat);
+    CHECK(strstr(flat, "[log level: error, warn, info, debug; default: warn]") != NULL, "%s",
+          flat);
+    for (int i = 0; i < mxu_config_count(); i++) {
+        char accepted[256], tail[320];
+        mxu_config_describe(i, accepted, sizeof(accepted));
+        snprintf(tail, sizeof(tail), "[%s; default: %s]\n", accepted,
+                 mxu_config_entry(i)->default_value);
+        CHECK(strstr(flat, tail) != NULL, "%s not printed:\n%s", tail, flat);
+    }
+    free(flat);
     for (int i = 0; i < mxu_config_count(); i++) {
         char head[96];
         snprintf(head, sizeof(head), "%s=", mxu_config_entry(i)->name);
@@ -299,7 +453,9 @@ int main(void)
     test_defaults();
     test_parse_size();
     test_parse_types();
+    test_ranges();
     test_load();
     test_print();
+    test_out_of_range();
     TEST_PASS("test_config");
 }
