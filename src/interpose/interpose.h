@@ -106,6 +106,9 @@ int mxi_status_to_mpi(mx_status_t st);
  * (MPI_COMM_SELF when comm is invalid) and return the code. */
 int mxi_raise(MPI_Comm comm, mxi_err_t e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int mxi_raise_code(MPI_Comm comm, int code);
+/* As mxi_raise, but only log and return the code: for collective calls,
+ * which agree on the outcome before any rank raises. */
+int mxi_error(mxi_err_t e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- comm.c ---- */
 uint64_t mxi_handle_key(const void *handle, size_t size);
