@@ -28,6 +28,7 @@ typedef enum {
 
 /* op->user_flags bits */
 #define MXI_OPF_GREQ_COMPLETED 0x1 /* PMPI_Grequest_complete was called */
+#define MXI_OPF_STATUS_TO_USER 0x2 /* stream-waited with a status: its error reaches the user */
 
 /* One info key as the user set it (returned by MPI_Comm_get_info). */
 typedef struct {
