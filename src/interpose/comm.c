@@ -221,7 +221,15 @@ static void mxi_comm_set_stream_ptr(mxi_comm_t *c, mxa_stream_t *s)
     c->stream = s;
 }
 
-int mxi_comm_apply_info(mxi_comm_t *c, MPI_Info info, MPI_Comm err_comm)
+/* An invalid value: raised through err_comm when applying; when only
+ * checking, logged and returned (the caller agrees with the other ranks of
+ * its collective call before any rank raises). */
+#define MXI_INFO_BAD(check, err_comm, e, ...)                                                    \
+    ((check) ? mxi_error(e, __VA_ARGS__) : mxi_raise(err_comm, e, __VA_ARGS__))
+
+/* Validate our keys in info; unless check, then apply them to c (all or
+ * nothing). With check, c is only read and no error handler runs. */
+static int mxi_comm_info(mxi_comm_t *c, MPI_Info info, MPI_Comm err_comm, int check)
 {
     if (info == MPI_INFO_NULL)
         return MPI_SUCCESS;
@@ -238,8 +246,14 @@ int mxi_comm_apply_info(mxi_comm_t *c, MPI_Info info, MPI_Comm err_comm)
         if (!flag)
             continue;
         if (!mxi_parse_stream_value(v, &handle, &none))
-            return mxi_raise(err_comm, MXI_E_INFO_VALUE, "%s=\"%s\"", key, v);
-        if (!none) {
+            return MXI_INFO_BAD(check, err_comm, MXI_E_INFO_VALUE, "%s=\"%s\"", key, v);
+        if (!none && check) {
+            mx_status_t st = mxa_stream_lookup(handle, &s);
+            if (st == MX_ERR_INVALID_STREAM)
+                return mxi_error(MXI_E_BAD_STREAM, "%s=\"%s\"", key, v);
+            if (st != MX_OK)
+                return mxi_status_to_mpi(st);
+        } else if (!none) {
             int rc = mxi_stream_resolve(handle, err_comm, &s);
             if (rc != MPI_SUCCESS)
                 return rc;
@@ -260,8 +274,8 @@ int mxi_comm_apply_info(mxi_comm_t *c, MPI_Info info, MPI_Comm err_comm)
         else if (strcmp(post_value, "ordered") == 0)
             early = 0;
         else
-            return mxi_raise(err_comm, MXI_E_INFO_VALUE, "%s=\"%s\"", MPIX_ACC_INFO_RECV_POST,
-                             post_value);
+            return MXI_INFO_BAD(check, err_comm, MXI_E_INFO_VALUE, "%s=\"%s\"",
+                                MPIX_ACC_INFO_RECV_POST, post_value);
         have_post = 1;
     }
 
@@ -271,10 +285,12 @@ int mxi_comm_apply_info(mxi_comm_t *c, MPI_Info info, MPI_Comm err_comm)
     PMPI_Info_get(info, MPIX_ACC_INFO_EAGER_LIMIT, MPI_MAX_INFO_VAL, eager_value, &flag);
     if (flag) {
         if (eager_value[0] == '-' || mxu_parse_size(eager_value, &eager) != MX_OK)
-            return mxi_raise(err_comm, MXI_E_INFO_VALUE, "%s=\"%s\"", MPIX_ACC_INFO_EAGER_LIMIT,
-                             eager_value);
+            return MXI_INFO_BAD(check, err_comm, MXI_E_INFO_VALUE, "%s=\"%s\"",
+                                MPIX_ACC_INFO_EAGER_LIMIT, eager_value);
         have_eager = 1;
     }
+    if (check)
+        return MPI_SUCCESS;
 
     if (stream_key) {
         mxi_comm_set_stream_ptr(c, none ? NULL : s);
@@ -290,6 +306,40 @@ int mxi_comm_apply_info(mxi_comm_t *c, MPI_Info info, MPI_Comm err_comm)
         c->eager_limit = eager;
         mxi_hint_record(c, MPIX_ACC_INFO_EAGER_LIMIT, eager_value);
     }
+    return MPI_SUCCESS;
+}
+
+int mxi_comm_apply_info(mxi_comm_t *c, MPI_Info info, MPI_Comm err_comm)
+{
+    return mxi_comm_info(c, info, err_comm, 0);
+}
+
+/* The check half of a collective call that reads our keys: every rank of
+ * comm checks its own info, then all agree (one MPI_Allreduce, two on an
+ * intercommunicator), so that either every rank goes on or every rank
+ * raises through comm's handler: a rank that returned alone would leave the
+ * others waiting in the collective. Sets *go_on. */
+static int mxi_comm_info_agree(mxi_comm_t *c, MPI_Info info, MPI_Comm comm, const char *call,
+                               int *go_on)
+{
+    *go_on = 0;
+    int mine = mxi_comm_info(c, info, comm, 1);
+    int inter = 0, in = mine == MPI_SUCCESS, all = 0;
+    PMPI_Comm_test_inter(comm, &inter);
+    int rc = PMPI_Allreduce(&in, &all, 1, MPI_INT, MPI_MIN, comm);
+    if (rc == MPI_SUCCESS && inter) {
+        /* that was the remote group's verdict; this round gives both groups' */
+        in = in && all;
+        rc = PMPI_Allreduce(&in, &all, 1, MPI_INT, MPI_MIN, comm);
+    }
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (mine != MPI_SUCCESS)
+        return mxi_raise_code(comm, mine);
+    if (!all)
+        return mxi_raise(comm, MXI_E_INFO_VALUE,
+                         "%s: another rank's value of an mpix_acc info key is invalid", call);
+    *go_on = 1;
     return MPI_SUCCESS;
 }
 
@@ -367,15 +417,15 @@ MXI_WRAP_CREATE(MPI_Intercomm_create,
 
 int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
 {
-    if (!mxi_on())
+    if (!mxi_on() || comm == MPI_COMM_NULL) /* MPI reports MPI_COMM_NULL */
         return PMPI_Comm_dup_with_info(comm, info, newcomm);
-    /* Validate our keys on a scratch record before creating anything. */
+    /* Validate our keys on a scratch record before creating anything, and
+     * agree on the outcome with the other ranks. */
     mxi_comm_t scratch;
     memset(&scratch, 0, sizeof(scratch));
-    int rc = mxi_comm_apply_info(&scratch, info, comm);
-    if (scratch.stream)
-        atomic_fetch_sub(&mxi.stream_comms, 1);
-    if (rc != MPI_SUCCESS)
+    int go_on;
+    int rc = mxi_comm_info_agree(&scratch, info, comm, "MPI_Comm_dup_with_info", &go_on);
+    if (!go_on)
         return rc;
     MPI_Info filtered;
     rc = mxi_info_filter(info, &filtered);
@@ -413,7 +463,11 @@ int MPI_Comm_set_info(MPI_Comm comm, MPI_Info info)
         return PMPI_Comm_set_info(comm, info);
     mxi_comm_t *c = mxi_comm_find(comm);
     if (c) {
-        int rc = mxi_comm_apply_info(c, info, comm);
+        int go_on;
+        int rc = mxi_comm_info_agree(c, info, comm, "MPI_Comm_set_info", &go_on);
+        if (!go_on)
+            return rc;
+        rc = mxi_comm_apply_info(c, info, comm);
         if (rc != MPI_SUCCESS)
             return rc;
     }

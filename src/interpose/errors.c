@@ -131,3 +131,16 @@ int mxi_raise(MPI_Comm comm, mxi_err_t e, const char *fmt, ...)
     }
     return mxi_raise_code(comm, mxi_err_code(e));
 }
+
+int mxi_error(mxi_err_t e, const char *fmt, ...)
+{
+    if (mxu_log_threshold >= MX_LOG_INFO) {
+        char msg[256];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        MPIX_ACC_LOG(MX_LOG_INFO, "%s: %s", mxi_err_table[e].text, msg);
+    }
+    return mxi_err_code(e);
+}

@@ -28,6 +28,7 @@ typedef enum {
 
 /* op->user_flags bits */
 #define MXI_OPF_GREQ_COMPLETED 0x1 /* PMPI_Grequest_complete was called */
+#define MXI_OPF_STATUS_TO_USER 0x2 /* stream-waited with a status: its error reaches the user */
 
 /* One info key as the user set it (returned by MPI_Comm_get_info). */
 typedef struct {
@@ -107,6 +108,9 @@ int mxi_status_to_mpi(mx_status_t st);
  * (MPI_COMM_SELF when comm is invalid) and return the code. */
 int mxi_raise(MPI_Comm comm, mxi_err_t e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int mxi_raise_code(MPI_Comm comm, int code);
+/* As mxi_raise, but only log and return the code: for collective calls,
+ * which agree on the outcome before any rank raises. */
+int mxi_error(mxi_err_t e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- comm.c ---- */
 uint64_t mxi_handle_key(const void *handle, size_t size);

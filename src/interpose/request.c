@@ -175,7 +175,10 @@ void mxi_reap(int all)
         }
         mxi.reap[i] = mxi.reap[--mxi.nreap];
         mx_status_t err = op->result.error;
-        if (err != MX_OK && err != MX_ERR_TRUNCATED) {
+        if (op->user_flags & MXI_OPF_STATUS_TO_USER) {
+            /* The stream wait wrote the error into the user's status: seen
+             * there, not to be reported again (MPIX_Acc_Wait(3)). */
+        } else if (err != MX_OK && err != MX_ERR_TRUNCATED) {
             /* Nobody holds the handle any more: report here. */
             mxi.released_errors++;
             MPIX_ACC_LOG(MX_LOG_ERROR, "stream-waited %s (peer %d, tag %d, %zu bytes) failed: %s",
@@ -294,6 +297,8 @@ int mxi_stream_waitall(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Statu
     } else {
         for (int i = 0; i < count; i++) {
             mxe_op_t *op = mxi_request_op(reqs[i]);
+            if (op && statuses)
+                op->user_flags |= MXI_OPF_STATUS_TO_USER;
             if (op)
                 mxi_request_release(&reqs[i], op);
         }
@@ -592,6 +597,8 @@ static int mxi_waitall_stream_part(int count, MPI_Request reqs[], MPI_Status sta
         if (est != MX_OK)
             return mxi_raise_code(MPI_COMM_SELF, mxi_status_to_mpi(est));
         for (int k = 0; k < m; k++) {
+            if (targets[k])
+                sub[k]->user_flags |= MXI_OPF_STATUS_TO_USER;
             mxi_request_release(&reqs[at[k]], sub[k]);
             released[at[k]] = 1;
         }

@@ -19,7 +19,12 @@
  *   - mpix_acc_recv_post=early posts receives at call time (completes while
  *     the stream is held), ordered (default) does not;
  *   - mpix_acc_eager_limit is accepted and messages around it are correct;
- *   - collectives on a stream communicator still work (on the host).
+ *   - collectives on a stream communicator still work (on the host);
+ *   - one rank's malformed value (rank 1; the others pass valid ones) in
+ *     MPI_Comm_dup_with_info / MPI_Comm_set_info: no rank hangs in the
+ *     collective, every rank gets MPI_ERR_INFO_VALUE through the parent's
+ *     error handler (once), no communicator is created, and set_info
+ *     changes nothing on any rank.
  */
 #include "common.h"
 
@@ -260,6 +265,102 @@ static void eager_limit_sizes(MPI_Comm comm, const char *label)
     }
 }
 
+/* Error handler of the parent communicator in one_rank_bad_info. */
+static int eh_calls, eh_code;
+static void count_errors(MPI_Comm *comm, int *code, ...)
+{
+    (void)comm;
+    eh_calls++;
+    eh_code = *code;
+}
+
+static int err_class(int code)
+{
+    int c = -1;
+    MPI_Error_class(code, &c);
+    return c;
+}
+
+/* Every rank's outcome must be the same: rc of class MPI_ERR_INFO_VALUE
+ * (rank 1, whose own value was bad: also MPI_ERR_ARG when allowed), the
+ * parent's handler called once with that code. */
+static void expect_collective_error(int rc, int arg_ok, const char *what)
+{
+    int c = err_class(rc);
+    T_CHECK(c == MPI_ERR_INFO_VALUE || (arg_ok && t_rank == 1 && c == MPI_ERR_ARG),
+            "%s: expected class MPI_ERR_INFO_VALUE (%d) on every rank, got %s", what,
+            MPI_ERR_INFO_VALUE, t_errstr(rc));
+    T_CHECK(eh_calls == 1 && eh_code == rc,
+            "%s: the parent communicator's error handler ran %d time(s) (code %d), expected "
+            "once with the returned code %d", what, eh_calls, eh_code, rc);
+    /* the ranks are still in step: nobody was left inside the call */
+    int one = 1, n = 0;
+    T_MPI(MPI_Allreduce(&one, &n, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+    T_CHECK(n == t_size, "%s: allreduce after the call: %d expected %d", what, n, t_size);
+}
+
+static void one_rank_bad_info(void)
+{
+    static const struct {
+        const char *key, *bad;
+    } cases[] = {
+        {MPIX_ACC_INFO_STREAM, "0xzz"},
+        {MPIX_ACC_INFO_STREAM_ALIAS, "stream please"},
+        {MPIX_ACC_INFO_RECV_POST, "sideways"},
+        {MPIX_ACC_INFO_EAGER_LIMIT, "-5"},
+        {MPIX_ACC_INFO_STREAM, NULL}, /* well-formed, names no stream */
+    };
+    char what[192], v[128], junk[64];
+    static int not_a_stream;
+    t_stream_str((MPIX_Acc_stream)&not_a_stream, junk, sizeof junk);
+    t_need_ranks(2);
+    /* the guard covers this phase only: before the fix, ranks 0, 2, ...
+     * waited forever in MPI_Comm_dup_with_info while rank 1 went on */
+    t_guard(60);
+    MPI_Comm p;
+    MPI_Errhandler eh;
+    T_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &p));
+    T_MPI(MPI_Comm_create_errhandler(count_errors, &eh));
+    T_MPI(MPI_Comm_set_errhandler(p, eh));
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *key = cases[i].key;
+        const char *bad = cases[i].bad ? cases[i].bad : junk;
+        int stream_key = strcmp(key, MPIX_ACC_INFO_STREAM) == 0 ||
+                         strcmp(key, MPIX_ACC_INFO_STREAM_ALIAS) == 0;
+        const char *good = stream_key ? sstr
+                           : strcmp(key, MPIX_ACC_INFO_RECV_POST) == 0 ? "early"
+                                                                       : "4096";
+        MPI_Info info = make_info(key, t_rank == 1 ? bad : good, NULL, NULL);
+
+        snprintf(what, sizeof what, "MPI_Comm_dup_with_info, %s=\"%s\" on rank 1 only", key,
+                 bad);
+        t_phase(what);
+        MPI_Comm nc = MPI_COMM_NULL;
+        eh_calls = 0;
+        int rc = MPI_Comm_dup_with_info(p, info, &nc);
+        expect_collective_error(rc, !cases[i].bad, what);
+        T_CHECK(nc == MPI_COMM_NULL, "%s: a communicator was created although the call failed",
+                what);
+
+        snprintf(what, sizeof what, "MPI_Comm_set_info, %s=\"%s\" on rank 1 only", key, bad);
+        t_phase(what);
+        MPI_Comm c;
+        T_MPI(MPI_Comm_dup(p, &c)); /* inherits the counting handler */
+        eh_calls = 0;
+        rc = MPI_Comm_set_info(c, info);
+        expect_collective_error(rc, !cases[i].bad, what);
+        T_CHECK(!get_key(c, key, v, sizeof v),
+                "%s: the failed call still set %s = \"%s\" on this rank", what, key, v);
+        if (stream_key)
+            plain_exchange(c, what);
+        T_MPI(MPI_Comm_free(&c));
+        T_MPI(MPI_Info_free(&info));
+    }
+    T_MPI(MPI_Errhandler_free(&eh));
+    T_MPI(MPI_Comm_free(&p));
+    t_guard(200);
+}
+
 int main(int argc, char **argv)
 {
     t_init(&argc, &argv, "stream_comm", 200);
@@ -369,6 +470,9 @@ int main(int argc, char **argv)
     T_CHECK(get_key(c8, MPIX_ACC_INFO_EAGER_LIMIT, v, sizeof v) && strtol(v, NULL, 10) == 1024,
             "MPI_Comm_get_info: %s missing or not 1024", MPIX_ACC_INFO_EAGER_LIMIT);
     eager_limit_sizes(c8, "eager_limit=1024");
+
+    /* 9. one rank's malformed value: collective error, no hang */
+    one_rank_bad_info();
 
     t_phase("free");
     T_MPI(MPIX_Acc_Hoststream_synchronize(S));
