@@ -1,8 +1,9 @@
 /*
  * errors.c - every bad input of spec §7 under MPI_ERRORS_RETURN gets its MPI
- * error class (checked with MPI_Error_class), MPI_Error_string explains it,
- * errors go through the communicator's error handler, and nothing hangs or
- * stays enqueued afterwards (a full exchange runs at the end).
+ * error class (checked with MPI_Error_class), MPI_Error_string gives the
+ * words of that class and nothing unrelated, errors go through the
+ * communicator's error handler, and nothing hangs or stays enqueued
+ * afterwards (a full exchange runs at the end).
  *
  *   bad stream handle (random heap object, freed host stream) -> MPI_ERR_ARG
  *   negative count                                             -> MPI_ERR_COUNT
@@ -18,9 +19,45 @@
 static int next, prev;
 static int nchecks;
 
+/* The words MPI_Error_string must begin with for each class: MPICH's text
+ * for the class. A code MPICH decodes as an error-stack entry reads
+ * "<class text>, error stack:" and then unrelated text ("unable to allocate
+ * shared memory" for a negative count). */
+static const char *class_words(int cls)
+{
+    switch (cls) {
+    case MPI_ERR_ARG: return "Invalid argument";
+    case MPI_ERR_COUNT: return "Invalid count";
+    case MPI_ERR_RANK: return "Invalid rank";
+    case MPI_ERR_TAG: return "Invalid tag";
+    /* MPICH 4.0.2's class table gives 19 the text of MPIX_ERR_PROC_FAILED_PENDING
+     * (the same number): "Request pending due to failure" */
+    case MPI_ERR_REQUEST: return "Request";
+    case MPI_ERR_COMM: return "Invalid communicator";
+    case MPI_ERR_INFO_VALUE: return "Invalid MPI_Info value";
+    case MPI_ERR_TYPE: return "Invalid datatype";
+    default: return "";
+    }
+}
+
 /* Check one bad call; failures are printed and counted, the test goes on so
  * that one run lists every wrong error class. */
 static int nfailed;
+static void expect_words(int rc, int cls, const char *what)
+{
+    char s[MPI_MAX_ERROR_STRING], cs[MPI_MAX_ERROR_STRING];
+    int len = -1, clen = -1;
+    s[0] = cs[0] = 0;
+    T_MPI(MPI_Error_string(rc, s, &len));
+    T_MPI(MPI_Error_string(cls, cs, &clen));
+    const char *w = class_words(cls);
+    if (strncmp(s, w, strlen(w)) != 0 || strstr(s, "error stack") || strcmp(s, cs) != 0) {
+        fprintf(stderr, "[errors] rank %d FAIL: %s: MPI_Error_string says \"%s\", expected "
+                        "\"%s\" (the text of the class, nothing else)\n", t_rank, what, s, cs);
+        nfailed++;
+    }
+}
+
 static void expect_err(int rc, int cls, const char *what)
 {
     nchecks++;
@@ -46,6 +83,8 @@ static void expect_err(int rc, int cls, const char *what)
                         "inconsistent message (len %d)\n", t_rank, what, len);
         nfailed++;
     }
+    if (c == cls)
+        expect_words(rc, cls, what);
 }
 
 static int eh_calls, eh_last;
@@ -237,6 +276,8 @@ int main(int argc, char **argv)
                             "a heap object>: expected class MPI_ERR_ARG or MPI_ERR_INFO_VALUE, got %s\n",
                     t_rank, t_errstr(rc));
             nfailed++;
+        } else {
+            expect_words(rc, c, "MPI_Comm_set_info mpix_acc_stream=<address of a heap object>");
         }
         T_MPI(MPI_Info_free(&info));
     }
