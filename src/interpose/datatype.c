@@ -59,14 +59,17 @@ void mxi_datatype_finalize(void)
         PMPI_Type_free_keyval(&MPIX_ACC_STREAM_KEYVAL);
 }
 
-/* Derived datatypes must be committed: MPI_Pack_size checks that. */
+/* A valid handle of a committed datatype: MPI_Pack_size checks both and
+ * raises on mxi_check_comm (MPI_ERRORS_RETURN), so a bad handle runs no
+ * application error handler here and the caller raises once, on the
+ * operation's communicator. Calls without a communicator
+ * (MPI_Type_get_envelope, MPI_Type_get_attr, ...) would raise on
+ * MPI_COMM_WORLD's handler first: only valid handles reach them. */
 static int mxi_datatype_committed(MPI_Datatype dt)
 {
     int ni, na, nd, combiner, size;
-    if (PMPI_Type_get_envelope(dt, &ni, &na, &nd, &combiner) != MPI_SUCCESS)
-        return 0;
-    if (combiner == MPI_COMBINER_NAMED || mxi_check_comm == MPI_COMM_NULL)
-        return 1;
+    if (mxi_check_comm == MPI_COMM_NULL) /* no quiet check available */
+        return PMPI_Type_get_envelope(dt, &ni, &na, &nd, &combiner) == MPI_SUCCESS;
     return PMPI_Pack_size(1, dt, mxi_check_comm, &size) == MPI_SUCCESS;
 }
 
@@ -91,7 +94,9 @@ int mxi_datatype_stream(MPI_Datatype dt, void **stream_handle)
         return 0;
     void *val = NULL;
     int flag = 0;
-    if (PMPI_Type_get_attr(dt, MPIX_ACC_STREAM_KEYVAL, &val, &flag) != MPI_SUCCESS || !flag)
+    /* a bad handle or uncommitted type goes the host path: the MPI library raises there */
+    if (!mxi_datatype_committed(dt) ||
+        PMPI_Type_get_attr(dt, MPIX_ACC_STREAM_KEYVAL, &val, &flag) != MPI_SUCCESS || !flag)
         return 0;
     *stream_handle = val;
     return 1;
