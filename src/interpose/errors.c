@@ -109,10 +109,29 @@ int mxi_status_to_mpi(mx_status_t st)
     }
 }
 
+/* Error handlers run only between MPI_Init and MPI_Finalize: MPICH refuses
+ * MPI_Comm_call_errhandler outside and ends the process with status 1, and
+ * the library's classes do not exist then. NULL inside, else where we are. */
+static const char *mxi_outside_mpi(void)
+{
+    int flag = 0;
+    if (PMPI_Finalized(&flag) == MPI_SUCCESS && flag)
+        return "after MPI_Finalize";
+    if (PMPI_Initialized(&flag) != MPI_SUCCESS || !flag)
+        return "before MPI_Init";
+    return NULL;
+}
+
 int mxi_raise_code(MPI_Comm comm, int code)
 {
     if (code == MPI_SUCCESS)
         return code;
+    const char *outside = mxi_outside_mpi();
+    if (outside) {
+        MPIX_ACC_LOG(MX_LOG_WARN, "error %d %s: no MPI error handler can run then, "
+                                  "MPI_ERR_OTHER returned", code, outside);
+        return MPI_ERR_OTHER;
+    }
     if (comm == MPI_COMM_NULL || !mxi_comm_find(comm))
         comm = MPI_COMM_SELF;
     PMPI_Comm_call_errhandler(comm, code);
@@ -122,13 +141,18 @@ int mxi_raise_code(MPI_Comm comm, int code)
 int mxi_raise(MPI_Comm comm, mxi_err_t e, const char *fmt, ...)
 {
     /* The returned code says only the class: the specifics are here. */
+    const char *outside = mxi_outside_mpi();
     if (mxu_log_threshold >= MX_LOG_WARN) {
         char msg[256];
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        MPIX_ACC_LOG(MX_LOG_WARN, "%s: %s", mxi_err_table[e].text, msg);
+        if (outside)
+            MPIX_ACC_LOG(MX_LOG_WARN, "call %s (%s): no MPI error handler can run then, "
+                                      "MPI_ERR_OTHER returned", outside, msg);
+        else
+            MPIX_ACC_LOG(MX_LOG_WARN, "%s: %s", mxi_err_table[e].text, msg);
     }
-    return mxi_raise_code(comm, mxi_err_code(e));
+    return outside ? MPI_ERR_OTHER : mxi_raise_code(comm, mxi_err_code(e));
 }
