@@ -59,14 +59,17 @@ void mxi_datatype_finalize(void)
         PMPI_Type_free_keyval(&MPIX_ACC_STREAM_KEYVAL);
 }
 
-/* Derived datatypes must be committed: MPI_Pack_size checks that. */
+/* A valid handle of a committed datatype: MPI_Pack_size checks both and
+ * raises on mxi_check_comm (MPI_ERRORS_RETURN), so a bad handle runs no
+ * application error handler here and the caller raises once, on the
+ * operation's communicator. Calls without a communicator
+ * (MPI_Type_get_envelope, MPI_Type_get_attr, ...) would raise on
+ * MPI_COMM_WORLD's handler first: only valid handles reach them. */
 static int mxi_datatype_committed(MPI_Datatype dt)
 {
     int ni, na, nd, combiner, size;
-    if (PMPI_Type_get_envelope(dt, &ni, &na, &nd, &combiner) != MPI_SUCCESS)
-        return 0;
-    if (combiner == MPI_COMBINER_NAMED || mxi_check_comm == MPI_COMM_NULL)
-        return 1;
+    if (mxi_check_comm == MPI_COMM_NULL) /* no quiet check available */
+        return PMPI_Type_get_envelope(dt, &ni, &na, &nd, &combiner) == MPI_SUCCESS;
     return PMPI_Pack_size(1, dt, mxi_check_comm, &size) == MPI_SUCCESS;
 }
 
@@ -91,7 +94,9 @@ int mxi_datatype_stream(MPI_Datatype dt, void **stream_handle)
         return 0;
     void *val = NULL;
     int flag = 0;
-    if (PMPI_Type_get_attr(dt, MPIX_ACC_STREAM_KEYVAL, &val, &flag) != MPI_SUCCESS || !flag)
+    /* a bad handle or uncommitted type goes the host path: the MPI library raises there */
+    if (!mxi_datatype_committed(dt) ||
+        PMPI_Type_get_attr(dt, MPIX_ACC_STREAM_KEYVAL, &val, &flag) != MPI_SUCCESS || !flag)
         return 0;
     *stream_handle = val;
     return 1;
@@ -99,20 +104,32 @@ int mxi_datatype_stream(MPI_Datatype dt, void **stream_handle)
 
 int mxi_datatype_bytes(MPI_Datatype dt, int count, size_t *bytes)
 {
-    if (dt == MPI_DATATYPE_NULL)
+    if (dt == MPI_DATATYPE_NULL) {
+        MPIX_ACC_LOG(MX_LOG_WARN, "datatype argument: MPI_DATATYPE_NULL");
         return mxi_err_code(MXI_E_TYPE);
+    }
     int size;
     MPI_Aint lb, extent, true_lb, true_extent;
     if (!mxi_datatype_committed(dt) || PMPI_Type_size(dt, &size) != MPI_SUCCESS ||
         PMPI_Type_get_extent(dt, &lb, &extent) != MPI_SUCCESS ||
-        PMPI_Type_get_true_extent(dt, &true_lb, &true_extent) != MPI_SUCCESS)
+        PMPI_Type_get_true_extent(dt, &true_lb, &true_extent) != MPI_SUCCESS) {
+        MPIX_ACC_LOG(MX_LOG_WARN, "datatype argument: not a valid committed datatype");
         return mxi_err_code(MXI_E_TYPE);
+    }
     /* Contiguous: the bytes of one element are dense, and elements abut. */
     if (size > 0 && ((MPI_Aint)size != extent || (MPI_Aint)size != true_extent || true_lb != 0 ||
-                     lb != 0))
+                     lb != 0)) {
+        MPIX_ACC_LOG(MX_LOG_WARN, "datatype argument: not contiguous (size %d, lower bound %ld, "
+                                  "extent %ld, true lower bound %ld, true extent %ld); "
+                                  "stream-ordered operations take contiguous datatypes only",
+                     size, (long)lb, (long)extent, (long)true_lb, (long)true_extent);
         return mxi_err_code(MXI_E_TYPE);
-    if (count > 0 && (size_t)size > SIZE_MAX / (size_t)count)
+    }
+    if (count > 0 && (size_t)size > SIZE_MAX / (size_t)count) {
+        MPIX_ACC_LOG(MX_LOG_WARN, "count %d of a datatype of %d bytes: more than SIZE_MAX bytes",
+                     count, size);
         return mxi_err_code(MXI_E_COUNT);
+    }
     *bytes = (size_t)size * (size_t)count;
     return MPI_SUCCESS;
 }

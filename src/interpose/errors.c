@@ -2,9 +2,15 @@
  * errors.c - MPI error classes, codes and strings of the library, and the
  * one place where failures are raised through MPI error handlers.
  *
- * Argument errors use the MPI class the spec names (MPI_ERR_ARG for a bad
- * stream, ...), each with its own registered code so MPI_Error_string says
- * what was wrong. Failures that have no MPI class get library classes.
+ * Argument errors return the predefined MPI class the spec names
+ * (MPI_ERR_ARG for a bad stream, ...) itself, whose MPICH text is right; the
+ * specifics (which argument, which value, which limit) are logged where the
+ * error is raised. No code is added under a predefined class: MPICH 4.0.2
+ * decodes such a code as an index into its error-stack ring, and
+ * MPI_Error_string then gave unrelated text ("unable to allocate shared
+ * memory" for a negative count). Failures that have no MPI class get
+ * library classes (MPI_Add_error_class), returned as the class itself, with
+ * their strings.
  */
 #include "interpose/interpose.h"
 
@@ -13,7 +19,7 @@
 
 static struct {
     int base_class;     /* predefined class, or -1 for a new library class */
-    const char *text;
+    const char *text;   /* the library class's string; logged for the others */
 } const mxi_err_table[MXI_E_COUNT_OF_ERRORS] = {
     [MXI_E_BAD_STREAM] = {MPI_ERR_ARG, "mpix-acc: invalid stream handle (not a live CUDA stream "
                                        "or host stream)"},
@@ -55,21 +61,16 @@ void mxi_errors_init(void)
 {
     for (int e = 0; e < MXI_E_COUNT_OF_ERRORS; e++) {
         int cls = mxi_err_table[e].base_class;
-        int code = cls;
         if (cls < 0) {
-            if (PMPI_Add_error_class(&cls) != MPI_SUCCESS) {
-                code = MPI_ERR_OTHER;
-                mxi_err_codes[e] = code;
-                continue;
+            if (PMPI_Add_error_class(&cls) != MPI_SUCCESS ||
+                PMPI_Add_error_string(cls, mxi_err_table[e].text) != MPI_SUCCESS) {
+                MPIX_ACC_LOG(MX_LOG_WARN, "cannot register the error class \"%s\": "
+                                          "MPI_ERR_OTHER is returned instead",
+                             mxi_err_table[e].text);
+                cls = MPI_ERR_OTHER;
             }
         }
-        /* A code of its own under the class, so the string is specific. */
-        if (PMPI_Add_error_code(cls, &code) != MPI_SUCCESS)
-            code = cls;
-        PMPI_Add_error_string(code, mxi_err_table[e].text);
-        if (mxi_err_table[e].base_class < 0)
-            PMPI_Add_error_string(cls, mxi_err_table[e].text);
-        mxi_err_codes[e] = code;
+        mxi_err_codes[e] = cls;
     }
     mxi_errors_ready = 1;
 }
@@ -109,10 +110,29 @@ int mxi_status_to_mpi(mx_status_t st)
     }
 }
 
+/* Error handlers run only between MPI_Init and MPI_Finalize: MPICH refuses
+ * MPI_Comm_call_errhandler outside and ends the process with status 1, and
+ * the library's classes do not exist then. NULL inside, else where we are. */
+static const char *mxi_outside_mpi(void)
+{
+    int flag = 0;
+    if (PMPI_Finalized(&flag) == MPI_SUCCESS && flag)
+        return "after MPI_Finalize";
+    if (PMPI_Initialized(&flag) != MPI_SUCCESS || !flag)
+        return "before MPI_Init";
+    return NULL;
+}
+
 int mxi_raise_code(MPI_Comm comm, int code)
 {
     if (code == MPI_SUCCESS)
         return code;
+    const char *outside = mxi_outside_mpi();
+    if (outside) {
+        MPIX_ACC_LOG(MX_LOG_WARN, "error %d %s: no MPI error handler can run then, "
+                                  "MPI_ERR_OTHER returned", code, outside);
+        return MPI_ERR_OTHER;
+    }
     if (comm == MPI_COMM_NULL || !mxi_comm_find(comm))
         comm = MPI_COMM_SELF;
     PMPI_Comm_call_errhandler(comm, code);
@@ -121,15 +141,21 @@ int mxi_raise_code(MPI_Comm comm, int code)
 
 int mxi_raise(MPI_Comm comm, mxi_err_t e, const char *fmt, ...)
 {
-    if (mxu_log_threshold >= MX_LOG_INFO) {
+    /* The returned code says only the class: the specifics are here. */
+    const char *outside = mxi_outside_mpi();
+    if (mxu_log_threshold >= MX_LOG_WARN) {
         char msg[256];
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        MPIX_ACC_LOG(MX_LOG_INFO, "%s: %s", mxi_err_table[e].text, msg);
+        if (outside)
+            MPIX_ACC_LOG(MX_LOG_WARN, "call %s (%s): no MPI error handler can run then, "
+                                      "MPI_ERR_OTHER returned", outside, msg);
+        else
+            MPIX_ACC_LOG(MX_LOG_WARN, "%s: %s", mxi_err_table[e].text, msg);
     }
-    return mxi_raise_code(comm, mxi_err_code(e));
+    return outside ? MPI_ERR_OTHER : mxi_raise_code(comm, mxi_err_code(e));
 }
 
 int mxi_error(mxi_err_t e, const char *fmt, ...)

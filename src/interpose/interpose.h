@@ -104,7 +104,7 @@ void mxi_errors_init(void);
 int mxi_err_code(mxi_err_t e);
 /* MPI error code for an engine status (MX_OK -> MPI_SUCCESS). */
 int mxi_status_to_mpi(mx_status_t st);
-/* Log the reason at debug level, raise through comm's error handler
+/* Log the reason as a warning, raise through comm's error handler
  * (MPI_COMM_SELF when comm is invalid) and return the code. */
 int mxi_raise(MPI_Comm comm, mxi_err_t e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int mxi_raise_code(MPI_Comm comm, int code);

@@ -63,16 +63,17 @@ static int mxi_check_common(MPI_Comm comm, int count, MPI_Datatype dt, void *req
                             mxi_comm_t **c, size_t *bytes)
 {
     if (!request_ptr)
-        return mxi_raise(comm, MXI_E_REQUEST, "NULL request pointer");
+        return mxi_raise(comm, MXI_E_REQUEST, "request argument is NULL");
     if (comm == MPI_COMM_NULL)
-        return mxi_raise(MPI_COMM_NULL, MXI_E_COMM, "MPI_COMM_NULL");
+        return mxi_raise(MPI_COMM_NULL, MXI_E_COMM, "communicator argument is MPI_COMM_NULL");
     *c = mxi_comm_find(comm);
     if (!*c)
-        return mxi_raise(MPI_COMM_NULL, MXI_E_COMM, "communicator not known (freed?)");
+        return mxi_raise(MPI_COMM_NULL, MXI_E_COMM,
+                         "communicator argument not known to the library (freed?)");
     if (!(*c)->supported)
         return mxi_raise(comm, MXI_E_COMM_UNSUPPORTED, "communicator");
     if (count < 0)
-        return mxi_raise(comm, MXI_E_COUNT, "count %d", count);
+        return mxi_raise(comm, MXI_E_COUNT, "count %d (must be >= 0)", count);
     int rc = mxi_datatype_bytes(dt, count, bytes);
     if (rc != MPI_SUCCESS)
         return mxi_raise_code(comm, rc);
@@ -215,9 +216,10 @@ int mxi_isend(mxa_stream_t *s, mxi_origin_t origin, const void *buf, int count,
     if ((rc = mxi_check_buffer(comm, buf, count, dt, "send")) != MPI_SUCCESS)
         return rc;
     if (dest != MPI_PROC_NULL && (dest < 0 || dest >= c->ec.size))
-        return mxi_raise(comm, MXI_E_RANK, "destination %d (size %d)", dest, c->ec.size);
+        return mxi_raise(comm, MXI_E_RANK, "destination %d (valid: 0..%d or MPI_PROC_NULL)",
+                         dest, c->ec.size - 1);
     if (tag < 0 || tag > MXE_TAG_MAX)
-        return mxi_raise(comm, MXI_E_TAG, "tag %d", tag);
+        return mxi_raise(comm, MXI_E_TAG, "send tag %d (valid: 0..%d)", tag, MXE_TAG_MAX);
     mxi_reap(0);
     mxe_op_t *op;
     mx_status_t st = mxe_op_create_send(s, buf, bytes, &c->ec,
@@ -241,9 +243,11 @@ int mxi_irecv(mxa_stream_t *s, mxi_origin_t origin, void *buf, int count, MPI_Da
         return rc;
     if (source != MPI_PROC_NULL && source != MPI_ANY_SOURCE &&
         (source < 0 || source >= c->ec.size))
-        return mxi_raise(comm, MXI_E_RANK, "source %d (size %d)", source, c->ec.size);
+        return mxi_raise(comm, MXI_E_RANK, "source %d (valid: 0..%d, MPI_ANY_SOURCE or "
+                         "MPI_PROC_NULL)", source, c->ec.size - 1);
     if (tag != MPI_ANY_TAG && (tag < 0 || tag > MXE_TAG_MAX))
-        return mxi_raise(comm, MXI_E_TAG, "tag %d", tag);
+        return mxi_raise(comm, MXI_E_TAG, "receive tag %d (valid: 0..%d or MPI_ANY_TAG)", tag,
+                         MXE_TAG_MAX);
     mxi_reap(0);
     int esrc = source == MPI_PROC_NULL ? MXE_PROC_NULL
                : source == MPI_ANY_SOURCE ? MXE_ANY_SOURCE
@@ -282,7 +286,7 @@ int MPIX_Acc_Irecv(MPIX_Acc_stream stream, void *buf, int count, MPI_Datatype da
 int MPIX_Acc_Wait(MPIX_Acc_stream stream, MPI_Request *request, MPI_Status *status)
 {
     if (!request)
-        return mxi_raise(MPI_COMM_SELF, MXI_E_REQUEST, "NULL request pointer");
+        return mxi_raise(MPI_COMM_SELF, MXI_E_REQUEST, "MPIX_Acc_Wait: request argument is NULL");
     mxa_stream_t *s;
     int rc = mxi_stream_resolve(stream, MPI_COMM_SELF, &s);
     if (rc != MPI_SUCCESS)
@@ -296,9 +300,10 @@ int MPIX_Acc_Waitall(MPIX_Acc_stream stream, int count, MPI_Request requests[],
                      MPI_Status statuses[])
 {
     if (count < 0)
-        return mxi_raise(MPI_COMM_SELF, MXI_E_COUNT, "count %d", count);
+        return mxi_raise(MPI_COMM_SELF, MXI_E_COUNT, "MPIX_Acc_Waitall count %d (must be >= 0)",
+                         count);
     if (count > 0 && !requests)
-        return mxi_raise(MPI_COMM_SELF, MXI_E_REQUEST, "NULL request array");
+        return mxi_raise(MPI_COMM_SELF, MXI_E_REQUEST, "MPIX_Acc_Waitall: NULL request array");
     mxa_stream_t *s;
     int rc = mxi_stream_resolve(stream, MPI_COMM_SELF, &s);
     if (rc != MPI_SUCCESS)

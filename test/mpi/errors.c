@@ -1,8 +1,10 @@
 /*
  * errors.c - every bad input of spec §7 under MPI_ERRORS_RETURN gets its MPI
- * error class (checked with MPI_Error_class), MPI_Error_string explains it,
- * errors go through the communicator's error handler, and nothing hangs or
- * stays enqueued afterwards (a full exchange runs at the end).
+ * error class (checked with MPI_Error_class), MPI_Error_string gives the
+ * words of that class and nothing unrelated, errors go through the
+ * communicator's error handler exactly once (a garbage datatype handle too),
+ * and nothing hangs or stays enqueued afterwards (a full exchange runs at the
+ * end).
  *
  *   bad stream handle (random heap object, freed host stream) -> MPI_ERR_ARG
  *   negative count                                             -> MPI_ERR_COUNT
@@ -12,15 +14,52 @@
  *   MPI_COMM_NULL, freed communicator                          -> MPI_ERR_COMM
  *   malformed info value                                       -> MPI_ERR_INFO_VALUE
  *   non-contiguous / null / uncommitted datatype               -> MPI_ERR_TYPE
+ *   garbage datatype handle                                    -> MPI_ERR_TYPE, handler once
  */
 #include "common.h"
 
 static int next, prev;
 static int nchecks;
 
+/* The words MPI_Error_string must begin with for each class: MPICH's text
+ * for the class. A code MPICH decodes as an error-stack entry reads
+ * "<class text>, error stack:" and then unrelated text ("unable to allocate
+ * shared memory" for a negative count). */
+static const char *class_words(int cls)
+{
+    switch (cls) {
+    case MPI_ERR_ARG: return "Invalid argument";
+    case MPI_ERR_COUNT: return "Invalid count";
+    case MPI_ERR_RANK: return "Invalid rank";
+    case MPI_ERR_TAG: return "Invalid tag";
+    /* MPICH 4.0.2's class table gives 19 the text of MPIX_ERR_PROC_FAILED_PENDING
+     * (the same number): "Request pending due to failure" */
+    case MPI_ERR_REQUEST: return "Request";
+    case MPI_ERR_COMM: return "Invalid communicator";
+    case MPI_ERR_INFO_VALUE: return "Invalid MPI_Info value";
+    case MPI_ERR_TYPE: return "Invalid datatype";
+    default: return "";
+    }
+}
+
 /* Check one bad call; failures are printed and counted, the test goes on so
  * that one run lists every wrong error class. */
 static int nfailed;
+static void expect_words(int rc, int cls, const char *what)
+{
+    char s[MPI_MAX_ERROR_STRING], cs[MPI_MAX_ERROR_STRING];
+    int len = -1, clen = -1;
+    s[0] = cs[0] = 0;
+    T_MPI(MPI_Error_string(rc, s, &len));
+    T_MPI(MPI_Error_string(cls, cs, &clen));
+    const char *w = class_words(cls);
+    if (strncmp(s, w, strlen(w)) != 0 || strstr(s, "error stack") || strcmp(s, cs) != 0) {
+        fprintf(stderr, "[errors] rank %d FAIL: %s: MPI_Error_string says \"%s\", expected "
+                        "\"%s\" (the text of the class, nothing else)\n", t_rank, what, s, cs);
+        nfailed++;
+    }
+}
+
 static void expect_err(int rc, int cls, const char *what)
 {
     nchecks++;
@@ -46,6 +85,8 @@ static void expect_err(int rc, int cls, const char *what)
                         "inconsistent message (len %d)\n", t_rank, what, len);
         nfailed++;
     }
+    if (c == cls)
+        expect_words(rc, cls, what);
 }
 
 static int eh_calls, eh_last;
@@ -237,6 +278,8 @@ int main(int argc, char **argv)
                             "a heap object>: expected class MPI_ERR_ARG or MPI_ERR_INFO_VALUE, got %s\n",
                     t_rank, t_errstr(rc));
             nfailed++;
+        } else {
+            expect_words(rc, c, "MPI_Comm_set_info mpix_acc_stream=<address of a heap object>");
         }
         T_MPI(MPI_Info_free(&info));
     }
@@ -302,6 +345,54 @@ int main(int argc, char **argv)
     T_CHECK(eh_calls == 1, "MPIX_Acc_Irecv with count -1 called the error handler %d times", eh_calls);
     MPI_Error_class(eh_last, &c1);
     T_CHECK(c1 == MPI_ERR_COUNT, "error handler got class %d expected MPI_ERR_COUNT", c1);
+    /* A garbage datatype handle: the handler runs once, not once for the
+     * MPI library's check (MPI_COMM_WORLD's handler) and again for the
+     * library's error. Every communicator counts into eh_calls here. */
+    {
+        MPI_Datatype garbage = (MPI_Datatype)0x12345678;
+        T_MPI(MPI_Comm_set_errhandler(W, eh));
+        T_MPI(MPI_Comm_set_errhandler(MPI_COMM_SELF, eh));
+        T_MPI(MPI_Comm_set_errhandler(sc, eh));
+        struct {
+            const char *what;
+            int rc, calls;
+        } g[4];
+        eh_calls = 0;
+        g[0].what = "MPIX_Acc_Isend with a garbage datatype";
+        g[0].rc = MPIX_Acc_Isend(X, buf, 1, garbage, next, 1, ec, &r);
+        g[0].calls = eh_calls;
+        eh_calls = 0;
+        g[1].what = "MPIX_Acc_Irecv with a garbage datatype";
+        g[1].rc = MPIX_Acc_Irecv(X, buf, 1, garbage, prev, 1, ec, &r);
+        g[1].calls = eh_calls;
+        eh_calls = 0;
+        g[2].what = "stream comm MPI_Isend with a garbage datatype";
+        g[2].rc = MPI_Isend(buf, 1, garbage, next, 1, sc, &r);
+        g[2].calls = eh_calls;
+        eh_calls = 0; /* a datatype with a stream exists: plain calls look for its attribute */
+        g[3].what = "plain MPI_Irecv with a garbage datatype";
+        g[3].rc = MPI_Irecv(buf, 1, garbage, prev, 1, ec, &r);
+        g[3].calls = eh_calls;
+        T_MPI(MPI_Comm_set_errhandler(W, MPI_ERRORS_RETURN));
+        T_MPI(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
+        T_MPI(MPI_Comm_set_errhandler(sc, MPI_ERRORS_RETURN));
+        for (int i = 0; i < 4; i++) {
+            nchecks++;
+            if (g[i].calls != 1) {
+                fprintf(stderr, "[errors] rank %d FAIL: %s ran the error handler %d times, "
+                                "expected once\n", t_rank, g[i].what, g[i].calls);
+                nfailed++;
+            }
+            if (i < 3) {
+                expect_err(g[i].rc, MPI_ERR_TYPE, g[i].what);
+            } else { /* the MPI library's own error: its own error stack */
+                int c = -1;
+                MPI_Error_class(g[i].rc, &c);
+                T_CHECK(c == MPI_ERR_TYPE, "%s: %s, expected class MPI_ERR_TYPE", g[i].what,
+                        t_errstr(g[i].rc));
+            }
+        }
+    }
     (void)rc;
 
     /* ---- nothing hangs, nothing stray was enqueued: a full exchange ---- */
