@@ -243,6 +243,9 @@ void mxe_finalize(int (*fence)(void *arg), void *arg)
     mxe.epoll_fd = mxe.wake_fd = -1;
     mxa_set_trigger_notify(NULL);
     mxp_finalize();
+    atomic_store(&mxe.nfailed, 0);
+    free(mxe.failed_ranks);
+    mxe.failed_ranks = NULL;
 }
 
 void mxe_abandon(void)
@@ -263,6 +266,9 @@ void mxe_abandon(void)
     mxe.epoll_fd = mxe.wake_fd = -1;
     mxa_set_trigger_notify(NULL);
     mxp_finalize();
+    atomic_store(&mxe.nfailed, 0);
+    free(mxe.failed_ranks);
+    mxe.failed_ranks = NULL;
 }
 
 int mxe_failed_peers(int *ranks, int max)
