@@ -258,6 +258,7 @@ void mxe_abandon(void)
         pthread_join(mxe.thread, NULL);
         atomic_store(&mxe.running, 0);
     }
+    mxt_abandon();
     mxt_destroy();
     if (mxe.epoll_fd >= 0)
         close(mxe.epoll_fd);

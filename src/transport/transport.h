@@ -107,6 +107,12 @@ mx_status_t mxt_warm_up(int with_cuda, int connect_all, const int *node_peers, i
  * a peer's close can need this worker's progress. */
 mx_status_t mxt_flush_and_close(int (*fence)(void *arg), void *arg);
 
+/* Finalize without the peers (one failed or never came): with the "peer"
+ * error mode, force-close every endpoint (bounded); otherwise leave them to
+ * the worker's destruction (a normal close could wait for the missing
+ * peer). No flush, no fence. */
+void mxt_abandon(void);
+
 /* Versions and transports for mpixacc_info. */
 void mxt_describe(char *buf, size_t len);
 const char *mxt_ucx_version(void);

@@ -821,6 +821,39 @@ mx_status_t mxt_flush_and_close(int (*fence)(void *arg), void *arg)
     return result;
 }
 
+void mxt_abandon(void)
+{
+    if (!mxt.worker || !mxt.eps)
+        return;
+    atomic_store(&mxt.closing, 1);
+    if (!mxt.peer_errors)
+        return; /* a non-forced close could wait for the missing peer */
+    for (int r = 0; r < mxt.world_size; r++) {
+        if (!mxt.eps[r])
+            continue;
+        ucp_request_param_t param;
+        memset(&param, 0, sizeof(param));
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+        ucs_status_ptr_t req = ucp_ep_close_nbx(mxt.eps[r], &param);
+        mxt.eps[r] = NULL;
+        if (!UCS_PTR_IS_PTR(req))
+            continue;
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        int busy = 1;
+        while (busy) {
+            ucp_worker_progress(mxt.worker);
+            busy = ucp_request_check_status(req) == UCS_INPROGRESS;
+            clock_gettime(CLOCK_MONOTONIC, &t);
+            if (busy && t.tv_sec - t0.tv_sec > 1)
+                break; /* left to the worker's destruction */
+        }
+        if (!busy)
+            ucp_request_free(req);
+    }
+}
+
 const char *mxt_ucx_version(void) { return ucp_get_version_string(); }
 
 void mxt_describe(char *buf, size_t len)

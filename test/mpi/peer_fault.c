@@ -176,6 +176,8 @@ int main(int argc, char **argv)
 
     /* MPI_Finalize with the victim gone: it must report and return. The
      * requests of the default mode stay pending (finalize cancels them). */
+    if (alive != MPI_COMM_NULL)
+        T_MPI(MPI_Comm_free(&alive)); /* local in MPICH */
     t_phase("MPI_Finalize with a failed peer");
     fprintf(stderr, "[peer_fault] rank %d: calling MPI_Finalize\n", t_rank);
     fflush(stderr);
