@@ -109,6 +109,7 @@ mx_status_t mxe_init(const mxe_init_args_t *args)
     }
     mxa_set_trigger_notify(mxe_wake);
     mxa_set_stream_free_hook(mxe_on_stream_free);
+    mxt_set_peer_failure_hook(mxe_on_peer_failed);
     return MX_OK;
 }
 
@@ -242,6 +243,41 @@ void mxe_finalize(int (*fence)(void *arg), void *arg)
     mxe.epoll_fd = mxe.wake_fd = -1;
     mxa_set_trigger_notify(NULL);
     mxp_finalize();
+    atomic_store(&mxe.nfailed, 0);
+    free(mxe.failed_ranks);
+    mxe.failed_ranks = NULL;
+}
+
+void mxe_abandon(void)
+{
+    mxa_set_context_hook(NULL);
+    if (atomic_load(&mxe.running)) {
+        atomic_store(&mxe.stop, 1);
+        atomic_store(&mxe.sleeping, 1); /* force the eventfd write */
+        mxe_wake();
+        pthread_join(mxe.thread, NULL);
+        atomic_store(&mxe.running, 0);
+    }
+    mxt_abandon();
+    mxt_destroy();
+    if (mxe.epoll_fd >= 0)
+        close(mxe.epoll_fd);
+    if (mxe.wake_fd >= 0)
+        close(mxe.wake_fd);
+    mxe.epoll_fd = mxe.wake_fd = -1;
+    mxa_set_trigger_notify(NULL);
+    mxp_finalize();
+    atomic_store(&mxe.nfailed, 0);
+    free(mxe.failed_ranks);
+    mxe.failed_ranks = NULL;
+}
+
+int mxe_failed_peers(int *ranks, int max)
+{
+    int n = atomic_load_explicit(&mxe.nfailed, memory_order_acquire);
+    for (int i = 0; i < n && i < max; i++)
+        ranks[i] = mxe.failed_ranks[i];
+    return n;
 }
 
 /* --------------------------------------------------------------- operations */
@@ -266,6 +302,19 @@ static mx_status_t mxe_op_alloc(mxa_stream_t *s, mxe_op_type_t type, void *buf, 
     if (peer >= 0)
         op->peer_world = comm->world_ranks ? comm->world_ranks[peer] : peer;
     op->memtype = (bytes > 0 && buf) ? (int)mxa_memtype(buf, bytes) : MXA_MEM_HOST;
+    if (type == MXE_OP_RECV && peer == MXE_ANY_SOURCE && mxu_config.peer_errors) {
+        /* who may send to it, for the failure rule (mxe_on_peer_failed):
+         * the communicator may be freed before the receive completes */
+        op->any_nmembers = comm->size;
+        if (comm->world_ranks) {
+            op->any_members = malloc(sizeof(int) * (size_t)comm->size);
+            if (!op->any_members) {
+                free(op);
+                MX_FAIL(MX_ERR_NO_MEMORY, "operation allocation failed");
+            }
+            memcpy(op->any_members, comm->world_ranks, sizeof(int) * (size_t)comm->size);
+        }
+    }
     atomic_init(&op->state, MXE_STATE_QUEUED);
     atomic_init(&op->refs, 2); /* engine + caller */
     op->cmd.kind = MXE_CMD_OP;
@@ -336,6 +385,7 @@ void mxe_op_release(mxe_op_t *op)
 {
     if (atomic_fetch_sub_explicit(&op->refs, 1, memory_order_acq_rel) == 1) {
         free(op->eager_copy);
+        free(op->any_members);
         free(op);
     }
 }

@@ -149,6 +149,9 @@ struct mxe_op {
     void *transport_handle;
     void *eager_copy;
     uint64_t create_ns;
+    int peer_failed;           /* recv cancelled because its peer failed (MX_ERR_PEER) */
+    int any_nmembers;          /* MPI_ANY_SOURCE recv with MPIX_ACC_PEER_ERRORS: comm size */
+    int *any_members;          /* its world ranks (copied; NULL: ranks 0..any_nmembers-1) */
 };
 
 /* ---- lifecycle ---- */
@@ -234,6 +237,15 @@ mx_status_t mxe_stream_wait(mxa_stream_t *s, mxe_op_t *const *ops, void *const *
 /* This rank has drained and enters MPI_Finalize's barrier: peers closing
  * their connections from now on is expected, not reported as an error. */
 void mxe_peers_finalizing(void);
+/* Peers whose failure the transport reported (MPIX_ACC_PEER_ERRORS=1):
+ * returns how many, and writes up to max of their world ranks (any
+ * thread). */
+int mxe_failed_peers(int *ranks, int max);
+/* Finalize when the ranks cannot all take part (a peer failed or never came
+ * to MPI_Finalize): stop the progress thread and destroy the transport
+ * without flushing or closing endpoints (UCX could wait for the missing
+ * peer there) and without a fence. Instead of mxe_finalize. */
+void mxe_abandon(void);
 
 /* ---- statistics ---- */
 typedef struct {

@@ -73,6 +73,11 @@ typedef struct {
     int polling_streams;          /* active streams that need polling */
     int epoll_fd;
     int placed_near_gpu;          /* progress thread bound near a GPU */
+
+    /* failed peers (written by the progress thread, read by any thread:
+     * entries [0, nfailed) are valid) */
+    int *failed_ranks;            /* world_size entries */
+    _Atomic int nfailed;
 } mxe_engine_t;
 
 extern mxe_engine_t mxe;
@@ -85,6 +90,8 @@ static inline void mxe_timer_add(_Atomic uint64_t *sum, _Atomic uint64_t *n, uin
 
 /* Wake the progress thread if it sleeps (any thread). */
 void mxe_wake(void);
+/* The transport's peer-failure hook (progress thread). */
+void mxe_on_peer_failed(int world_rank);
 /* Progress thread entry. */
 void *mxe_progress_main(void *arg);
 

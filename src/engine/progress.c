@@ -134,6 +134,10 @@ static void mxe_transport_done(void *user, mx_status_t status, uint64_t sender_t
             op->result.source = mxe_tag_source(sender_tag);
             op->result.tag = mxe_tag_user(sender_tag);
             op->result.bytes = status == MX_OK ? length : op->bytes;
+        } else if (status == MX_ERR_CANCELED && op->peer_failed) {
+            status = MX_ERR_PEER; /* cancelled by mxe_on_peer_failed */
+            op->result.source = op->peer;
+            op->result.tag = op->tag;
         } else if (status == MX_ERR_CANCELED && mxe.aborting) {
             status = MX_ERR_TIMED_OUT; /* cancelled by mxe_handle_abort */
         } else if (status == MX_ERR_CANCELED && atomic_load(&op->cancel_requested)) {
@@ -174,6 +178,92 @@ static void mxe_complete_cancelled(mxe_op_t *op)
     mxe_op_complete(op, MX_OK);
 }
 
+static int mxe_remove_pending(mxe_op_t *op);
+
+/* Does op name world rank w, or (a wildcard receive) could w send to it? */
+static int mxe_op_involves(const mxe_op_t *op, int w)
+{
+    if (op->peer >= 0)
+        return op->peer_world == w;
+    if (op->type != MXE_OP_RECV || op->peer != MXE_ANY_SOURCE || op->any_nmembers <= 0)
+        return 0;
+    if (!op->any_members)
+        return w < op->any_nmembers;
+    for (int i = 0; i < op->any_nmembers; i++)
+        if (op->any_members[i] == w)
+            return 1;
+    return 0;
+}
+
+/* An op about to start with a peer that failed: the failed rank it involves,
+ * or -1. */
+static int mxe_op_failed_peer(const mxe_op_t *op)
+{
+    if (op->peer >= 0)
+        return mxt_peer_failed(op->peer_world) ? op->peer_world : -1;
+    int n = atomic_load_explicit(&mxe.nfailed, memory_order_relaxed);
+    for (int i = 0; i < n; i++)
+        if (mxe_op_involves(op, mxe.failed_ranks[i]))
+            return mxe.failed_ranks[i];
+    return -1;
+}
+
+static void mxe_complete_peer_failed(mxe_op_t *op)
+{
+    op->result.source = op->peer;
+    op->result.tag = op->tag;
+    op->result.bytes = 0;
+    mxe_op_complete(op, MX_ERR_PEER);
+}
+
+/* The transport reports that world rank w failed (MPIX_ACC_PEER_ERRORS=1).
+ * UCX completes the sends it holds for w with an error; here every other
+ * live op that involves w completes with MX_ERR_PEER: receives naming w,
+ * posted or still waiting for their trigger, sends to w not started yet,
+ * and wildcard receives whose communicator contains w (the documented
+ * rule, doc/design.md section 8). Stream waits on them are then released
+ * as usual. Ops started later with w fail at start (mxe_op_start). */
+void mxe_on_peer_failed(int w)
+{
+    if (!mxe.failed_ranks) {
+        mxe.failed_ranks = calloc((size_t)mxe.world_size, sizeof(int));
+        if (!mxe.failed_ranks) {
+            MPIX_ACC_LOG(MX_LOG_ERROR, "out of memory recording the failure of rank %d", w);
+            return;
+        }
+    }
+    int n = atomic_load_explicit(&mxe.nfailed, memory_order_relaxed);
+    if (n >= mxe.world_size)
+        return;
+    mxe.failed_ranks[n] = w;
+    atomic_store_explicit(&mxe.nfailed, n + 1, memory_order_release);
+
+    int count = 0;
+    mxe_op_t *op = mxe.live_head;
+    while (op) {
+        mxe_op_t *next = op->next_active;
+        if (mxe_op_is_complete(op) || !mxe_op_involves(op, w)) {
+            op = next;
+            continue;
+        }
+        int state = atomic_load(&op->state);
+        if (state == MXE_STATE_QUEUED) {
+            mxe_remove_pending(op);
+            mxe_complete_peer_failed(op);
+            count++;
+        } else if (op->type == MXE_OP_RECV && op->transport_active && op->transport_handle) {
+            /* completes through mxe_transport_done, maybe from inside */
+            op->peer_failed = 1;
+            mxt_cancel(op->transport_handle);
+            count++;
+        }
+        op = next;
+    }
+    MPIX_ACC_LOG(MX_LOG_ERROR, "rank %d (in MPI_COMM_WORLD) failed: %d pending receive(s) and "
+                 "send(s) not yet started that involve it complete with the transport error "
+                 "(sends in flight complete through UCX)", w, count);
+}
+
 static void mxe_op_start(mxe_op_t *op)
 {
     void *handle = NULL;
@@ -188,6 +278,21 @@ static void mxe_op_start(mxe_op_t *op)
         op->result.bytes = 0;
         mxe_op_complete(op, MX_OK);
         return;
+    }
+    if (atomic_load_explicit(&mxe.nfailed, memory_order_relaxed) > 0 &&
+        mxe_op_failed_peer(op) >= 0) {
+        mxe_complete_peer_failed(op);
+        return;
+    }
+    if (op->type == MXE_OP_RECV && op->peer >= 0 && mxu_config.peer_errors) {
+        /* an endpoint to the sender, so that its failure is seen */
+        status = mxt_watch_peer(op->peer_world);
+        if (status != MX_OK) {
+            op->result.source = op->peer;
+            op->result.tag = op->tag;
+            mxe_op_complete(op, status);
+            return;
+        }
     }
     if (op->type == MXE_OP_SEND) {
         uint64_t tag = mxe_tag_make(op->ctx_id, (uint32_t)op->comm_rank, (uint32_t)op->tag);

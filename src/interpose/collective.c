@@ -5,14 +5,15 @@
  *
  * MPI cannot abandon a collective, so the wait goes on; what changes is that
  * every MPIX_ACC_WAIT_REPORT seconds the rank logs which collective it is in,
- * on how many ranks, and for how long.
+ * on how many ranks, and for how long. Only MPI_Finalize gives up (after
+ * MPIX_ACC_FINALIZE_PEER_TIMEOUT): it then skips the MPI library's finalize.
  */
 #include "interpose/interpose.h"
 #include "util/waiter.h"
 
 #include <time.h>
 
-int mxi_collective_wait(MPI_Request *req, MPI_Comm comm, const char *what)
+int mxi_collective_wait(MPI_Request *req, MPI_Comm comm, const char *what, double give_up_s)
 {
     uint64_t start = mxu_now_ns();
     uint64_t report_ns = mxu_config.wait_report > 0 ? (uint64_t)(mxu_config.wait_report * 1e9) : 0;
@@ -24,6 +25,8 @@ int mxi_collective_wait(MPI_Request *req, MPI_Comm comm, const char *what)
         if (rc != MPI_SUCCESS || done)
             return rc;
         uint64_t now = mxu_now_ns();
+        if (give_up_s > 0 && (double)(now - start) / 1e9 > give_up_s)
+            return MXI_COLLECTIVE_GAVE_UP; /* *req stays active: the caller abandons it */
         if (report_ns && now >= next_report) {
             int size = 0, rank = 0;
             PMPI_Comm_size(comm, &size);

@@ -118,7 +118,7 @@ int mxi_comm_register(MPI_Comm comm)
         MPI_Request req;
         int rc = PMPI_Iallreduce(&mine, &agreed, 1, MPI_UNSIGNED, MPI_MAX, comm, &req);
         if (rc == MPI_SUCCESS)
-            rc = mxi_collective_wait(&req, comm, "of communicator creation (context id)");
+            rc = mxi_collective_wait(&req, comm, "of communicator creation (context id)", 0);
         if (rc != MPI_SUCCESS)
             return rc;
         ctx = agreed;

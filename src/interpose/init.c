@@ -4,10 +4,13 @@
  */
 #include "interpose/interpose.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "util/settings.h"
+#include "util/waiter.h"
 
 mxi_state_t mxi;
 
@@ -174,21 +177,85 @@ static void mxi_print_stats(void)
 #undef MXI_MEAN_US
 }
 
+/* MPIX_ACC_FINALIZE_PEER_TIMEOUT in seconds (a value not > 0: the default) */
+static double mxi_peer_timeout(void)
+{
+    return mxu_config.finalize_peer_timeout > 0 ? mxu_config.finalize_peer_timeout : 600.0;
+}
+
 /* mxe_finalize's fence, polled while the library's worker progresses: a
  * non-blocking barrier started once this rank's endpoints are closed, so
- * that no rank destroys its worker before every rank closed its own. */
+ * that no rank destroys its worker before every rank closed its own. Gives
+ * up (with an error logged) after MPIX_ACC_FINALIZE_PEER_TIMEOUT. */
+typedef struct {
+    MPI_Request req;
+    uint64_t start_ns;
+} mxi_fence_t;
+
 static int mxi_world_fence(void *arg)
 {
-    MPI_Request *req = arg;
+    mxi_fence_t *f = arg;
     int done = 0;
-    if (*req == MPI_REQUEST_NULL) {
-        if (PMPI_Ibarrier(MPI_COMM_WORLD, req) != MPI_SUCCESS)
+    if (f->req == MPI_REQUEST_NULL) {
+        f->start_ns = mxu_now_ns();
+        if (PMPI_Ibarrier(MPI_COMM_WORLD, &f->req) != MPI_SUCCESS)
             return 1;
         return 0;
     }
-    if (PMPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+    if (PMPI_Test(&f->req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
         return 1;
+    if (!done && (double)(mxu_now_ns() - f->start_ns) * 1e-9 > mxi_peer_timeout()) {
+        MPIX_ACC_LOG(MX_LOG_ERROR, "MPI_Finalize: the ranks did not all close their "
+                     "connections within MPIX_ACC_FINALIZE_PEER_TIMEOUT=%gs; going on",
+                     mxi_peer_timeout());
+        return 1;
+    }
     return done;
+}
+
+/* The world barrier of MPI_Finalize, bounded: every rank has drained before
+ * endpoints close. Returns 0 when every rank arrived; -1 when a peer is
+ * known to have failed (no wait) or MPIX_ACC_FINALIZE_PEER_TIMEOUT passed
+ * (reported here). A blocking barrier would wait forever for a dead rank. */
+static int mxi_finalize_barrier(void)
+{
+    int failed[8];
+    int nfailed = mxe_failed_peers(failed, 8);
+    if (nfailed > 0) {
+        char list[96] = "";
+        size_t used = 0;
+        for (int i = 0; i < nfailed && i < 8 && used < sizeof(list); i++)
+            used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%d", i ? ", " : "",
+                                     failed[i]);
+        MPIX_ACC_LOG(MX_LOG_ERROR, "MPI_Finalize: %d rank(s) failed (%s%s, ranks in "
+                     "MPI_COMM_WORLD): not waiting for the other ranks",
+                     nfailed, list, nfailed > 8 ? ", ..." : "");
+        return -1;
+    }
+    /* Once this rank is in the barrier, a peer closing its connection is a
+     * peer leaving the barrier first (announced before entering: the peer
+     * can close before this thread sees the barrier complete). */
+    mxe_peers_finalizing();
+    MPI_Request req;
+    if (PMPI_Ibarrier(MPI_COMM_WORLD, &req) != MPI_SUCCESS) {
+        MPIX_ACC_LOG(MX_LOG_ERROR, "MPI_Finalize: MPI_Ibarrier failed");
+        return -1;
+    }
+    double limit = mxi_peer_timeout();
+    int rc = mxi_collective_wait(&req, MPI_COMM_WORLD, "MPI_Barrier of MPI_Finalize", limit);
+    if (rc == MXI_COLLECTIVE_GAVE_UP) {
+        MPIX_ACC_LOG(MX_LOG_ERROR,
+                     "MPI_Finalize: not every rank reached MPI_Finalize within "
+                     "MPIX_ACC_FINALIZE_PEER_TIMEOUT=%gs (a rank failed, hangs, or is that "
+                     "much later); giving up",
+                     limit);
+        return -1;
+    }
+    if (rc != MPI_SUCCESS) {
+        MPIX_ACC_LOG(MX_LOG_ERROR, "MPI_Finalize: MPI_Test on the world barrier failed");
+        return -1;
+    }
+    return 0;
 }
 
 int MPI_Finalize(void)
@@ -212,20 +279,16 @@ int MPI_Finalize(void)
                          "MPI_Finalize: %ld stream-ordered request(s) never waited or freed by "
                          "the application",
                          held);
-        /* Every peer has drained before endpoints close. Once this rank is
-         * in the barrier, a peer closing its connection is a peer leaving
-         * the barrier first (announced before entering: the peer can close
-         * before this thread returns from the barrier). */
-        mxe_peers_finalizing();
-        MPI_Request barrier;
-        if (PMPI_Ibarrier(MPI_COMM_WORLD, &barrier) == MPI_SUCCESS)
-            mxi_collective_wait(&barrier, MPI_COMM_WORLD, "MPI_Barrier of MPI_Finalize");
-        else
-            PMPI_Barrier(MPI_COMM_WORLD);
+        /* Every peer has drained before endpoints close. */
+        int complete = mxi_finalize_barrier() == 0;
         if (mxu_config.stats)
             mxi_print_stats();
-        MPI_Request fence_req = MPI_REQUEST_NULL;
-        mxe_finalize(mxi_world_fence, &fence_req);
+        if (complete) {
+            mxi_fence_t fence = {.req = MPI_REQUEST_NULL, .start_ns = 0};
+            mxe_finalize(mxi_world_fence, &fence);
+        } else {
+            mxe_abandon();
+        }
         mxa_finalize();
         mxi.active = 0;
         mxi_datatype_finalize();
@@ -234,6 +297,13 @@ int MPI_Finalize(void)
         free(mxi.reap);
         mxi.reap = NULL;
         mxi.nreap = mxi.capreap = 0;
+        if (!complete) {
+            /* The MPI library's own finalize waits for every rank (plain
+             * MPICH 4.0.2 hangs there when one was killed). */
+            MPIX_ACC_LOG(MX_LOG_ERROR, "MPI_Finalize: returning an error without finalizing the "
+                         "MPI library, which would wait for the missing rank(s) forever");
+            return mxi_status_to_mpi(MX_ERR_PEER);
+        }
     }
     return PMPI_Finalize();
 }

@@ -122,8 +122,11 @@ mxi_comm_t *mxi_comm_find(MPI_Comm comm);
  * context id with one allreduce). MPI_COMM_NULL is ignored. */
 int mxi_comm_register(MPI_Comm comm);
 /* Complete the non-blocking collective *req (named what, on comm), logging
- * every MPIX_ACC_WAIT_REPORT seconds while a rank has not reached it. */
-int mxi_collective_wait(MPI_Request *req, MPI_Comm comm, const char *what);
+ * every MPIX_ACC_WAIT_REPORT seconds while a rank has not reached it.
+ * give_up_s > 0: return MXI_COLLECTIVE_GAVE_UP after that long (*req is
+ * then still active); else wait for good. Otherwise PMPI_Test's code. */
+#define MXI_COLLECTIVE_GAVE_UP (-1)
+int mxi_collective_wait(MPI_Request *req, MPI_Comm comm, const char *what, double give_up_s);
 void mxi_comm_register_predefined(void);
 void mxi_comm_forget(MPI_Comm comm);
 void mxi_comm_forget_all(void);

@@ -54,6 +54,23 @@ mx_status_t mxt_tag_recv(void *buf, size_t len, int memtype_hint, uint64_t tag,
  * unless it already matched. */
 void mxt_cancel(void *handle);
 
+/* A peer failed (its endpoint reported an error, "peer" error mode only;
+ * not at finalize, where peers closing is expected). Called on the progress
+ * thread from mxt_progress(), after UCX's callbacks, once per peer. From
+ * then on, sends to that rank and mxt_watch_peer() fail with MX_ERR_PEER.
+ * UCX itself completes the sends it had to that rank with an error; posted
+ * receives are not tied to an endpoint, so completing the ones that name
+ * that rank is the hook's job. */
+typedef void (*mxt_peer_failed_fn)(int world_rank);
+void mxt_set_peer_failure_hook(mxt_peer_failed_fn fn);
+/* Non-zero once rank's endpoint reported a failure. */
+int mxt_peer_failed(int world_rank);
+/* Receives from world_rank: in the "peer" error mode, make sure an endpoint
+ * to it exists, so that its failure is detected even when this process
+ * never sends to it (endpoints are otherwise made on the first send).
+ * MX_ERR_PEER when it failed already. No-op in the default mode. */
+mx_status_t mxt_watch_peer(int world_rank);
+
 /* Drive the worker; returns the number of events processed. */
 unsigned mxt_progress(void);
 /* Event fd to epoll on when idle (-1 if wakeup is unavailable), and the arm
@@ -89,6 +106,12 @@ mx_status_t mxt_warm_up(int with_cuda, int connect_all, const int *node_peers, i
  * done (it may start a non-blocking barrier there and test it afterwards):
  * a peer's close can need this worker's progress. */
 mx_status_t mxt_flush_and_close(int (*fence)(void *arg), void *arg);
+
+/* Finalize without the peers (one failed or never came): with the "peer"
+ * error mode, force-close every endpoint (bounded); otherwise leave them to
+ * the worker's destruction (a normal close could wait for the missing
+ * peer). No flush, no fence. */
+void mxt_abandon(void);
 
 /* Versions and transports for mpixacc_info. */
 void mxt_describe(char *buf, size_t len);

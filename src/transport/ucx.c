@@ -31,6 +31,10 @@ typedef struct {
     int peer_errors;           /* endpoints in UCX's "peer" error-handling mode */
     uint64_t memory_types;     /* UCX-supported memory types (bit mask) */
     ucp_mem_h ipc_warm_memh;   /* device buffer of the node-peer warm-up (kept) */
+    unsigned char *failed;     /* world_size entries: 1 = endpoint reported the peer failed,
+                                * 2 = and the failure hook was told */
+    int failures_new;          /* failed entries not yet handed to the hook */
+    mxt_peer_failed_fn on_peer_failed;
 } mxt_state_t;
 
 static mxt_state_t mxt;
@@ -204,6 +208,8 @@ void mxt_destroy(void)
         free(mxt.eps);
         mxt.eps = NULL;
     }
+    free(mxt.failed);
+    mxt.failed = NULL;
     free(mxt.peer_blob);
     free(mxt.peer_offsets);
     mxt.peer_blob = NULL;
@@ -241,7 +247,8 @@ mx_status_t mxt_set_peer_addresses(const void *blob, const size_t *offsets, int 
     mxt.peer_blob = malloc(total ? total : 1);
     mxt.peer_offsets = malloc(sizeof(size_t) * ((size_t)nranks + 1));
     mxt.eps = calloc((size_t)nranks, sizeof(ucp_ep_h));
-    if (!mxt.peer_blob || !mxt.peer_offsets || !mxt.eps)
+    mxt.failed = calloc((size_t)nranks, 1);
+    if (!mxt.peer_blob || !mxt.peer_offsets || !mxt.eps || !mxt.failed)
         MX_FAIL(MX_ERR_NO_MEMORY, "cannot store %d peer addresses (%zu bytes)", nranks, total);
     memcpy(mxt.peer_blob, blob, total);
     memcpy(mxt.peer_offsets, offsets, sizeof(size_t) * ((size_t)nranks + 1));
@@ -252,8 +259,38 @@ static void mxt_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
     (void)ep;
     int rank = (int)(intptr_t)arg;
-    MPIX_ACC_LOG(atomic_load(&mxt.closing) ? MX_LOG_DEBUG : MX_LOG_ERROR, "connection to rank %d failed: %s",
+    int closing = atomic_load(&mxt.closing);
+    MPIX_ACC_LOG(closing ? MX_LOG_DEBUG : MX_LOG_ERROR, "connection to rank %d failed: %s",
                  rank, ucs_status_string(status));
+    /* The peer is gone: no new operation with it is posted from now on,
+     * and the engine is told after this progress call (mxt_progress), not
+     * from inside UCX's callback. The endpoint stays in eps[] (failed) and
+     * is force-closed at finalize. At finalize, peers closing is expected. */
+    if (!closing && mxt.failed && rank >= 0 && rank < mxt.world_size && !mxt.failed[rank]) {
+        mxt.failed[rank] = 1;
+        mxt.failures_new++;
+    }
+}
+
+void mxt_set_peer_failure_hook(mxt_peer_failed_fn fn) { mxt.on_peer_failed = fn; }
+
+int mxt_peer_failed(int world_rank)
+{
+    return mxt.failed && world_rank >= 0 && world_rank < mxt.world_size &&
+           mxt.failed[world_rank] != 0;
+}
+
+/* Hand the failures found by the last progress call to the engine. */
+static void mxt_report_failures(void)
+{
+    for (int r = 0; mxt.failures_new > 0 && r < mxt.world_size; r++) {
+        if (mxt.failed[r] != 1)
+            continue;
+        mxt.failed[r] = 2;
+        mxt.failures_new--;
+        if (mxt.on_peer_failed)
+            mxt.on_peer_failed(r);
+    }
 }
 
 static mx_status_t mxt_get_ep(int rank, ucp_ep_h *ep_out)
@@ -261,6 +298,11 @@ static mx_status_t mxt_get_ep(int rank, ucp_ep_h *ep_out)
     if (rank < 0 || rank >= mxt.world_size)
         MX_FAIL(MX_ERR_INVALID_PARAM, "transport rank %d out of range [0,%d)", rank,
                 mxt.world_size);
+    if (mxt.failed[rank]) {
+        /* reported once, when it failed; operations say it in their status */
+        MPIX_ACC_LOG(MX_LOG_DEBUG, "rank %d failed earlier: not connecting", rank);
+        return MX_ERR_PEER;
+    }
     if (mxt.eps[rank]) {
         *ep_out = mxt.eps[rank];
         return MX_OK;
@@ -467,7 +509,23 @@ void mxt_cancel(void *handle)
         ucp_request_cancel(mxt.worker, handle);
 }
 
-unsigned mxt_progress(void) { return ucp_worker_progress(mxt.worker); }
+unsigned mxt_progress(void)
+{
+    unsigned n = ucp_worker_progress(mxt.worker);
+    if (mxt.failures_new > 0) {
+        mxt_report_failures();
+        n++;
+    }
+    return n;
+}
+
+mx_status_t mxt_watch_peer(int world_rank)
+{
+    if (!mxt.peer_errors || world_rank == mxt.world_rank)
+        return MX_OK;
+    ucp_ep_h ep;
+    return mxt_get_ep(world_rank, &ep);
+}
 
 int mxt_event_fd(void) { return mxt.wakeup ? mxt.efd : -1; }
 
@@ -761,6 +819,39 @@ mx_status_t mxt_flush_and_close(int (*fence)(void *arg), void *arg)
     }
     free(reqs);
     return result;
+}
+
+void mxt_abandon(void)
+{
+    if (!mxt.worker || !mxt.eps)
+        return;
+    atomic_store(&mxt.closing, 1);
+    if (!mxt.peer_errors)
+        return; /* a non-forced close could wait for the missing peer */
+    for (int r = 0; r < mxt.world_size; r++) {
+        if (!mxt.eps[r])
+            continue;
+        ucp_request_param_t param;
+        memset(&param, 0, sizeof(param));
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+        ucs_status_ptr_t req = ucp_ep_close_nbx(mxt.eps[r], &param);
+        mxt.eps[r] = NULL;
+        if (!UCS_PTR_IS_PTR(req))
+            continue;
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        int busy = 1;
+        while (busy) {
+            ucp_worker_progress(mxt.worker);
+            busy = ucp_request_check_status(req) == UCS_INPROGRESS;
+            clock_gettime(CLOCK_MONOTONIC, &t);
+            if (busy && t.tv_sec - t0.tv_sec > 1)
+                break; /* left to the worker's destruction */
+        }
+        if (!busy)
+            ucp_request_free(req);
+    }
 }
 
 const char *mxt_ucx_version(void) { return ucp_get_version_string(); }

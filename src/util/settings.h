@@ -79,6 +79,11 @@
     X(FINALIZE_TIMEOUT, DOUBLE, finalize_timeout, "10", "0..86400",                              \
       "Seconds MPI_Finalize waits for pending stream-ordered operations before it reports and "   \
       "cancels them; 0 reports and cancels at once")                                             \
+    X(FINALIZE_PEER_TIMEOUT, DOUBLE, finalize_peer_timeout, "600", "0.001..1e9",                 \
+      "Seconds MPI_Finalize waits, after the drain, for every rank to reach it (a non-blocking "  \
+      "world barrier, reported every MPIX_ACC_WAIT_REPORT seconds); then, or at once when a "     \
+      "peer is known to have failed (MPIX_ACC_PEER_ERRORS=1), it reports, skips the MPI "         \
+      "library's finalize (which would wait for the missing rank forever) and returns an error") \
     X(CUDA, BOOL, cuda, "1", "",                                                                 \
       "Use the CUDA backend when a CUDA driver and device are present")                          \
     X(MEMOPS, BOOL, memops, "1", "",                                                             \
