@@ -82,7 +82,7 @@
     X(FINALIZE_PEER_TIMEOUT, DOUBLE, finalize_peer_timeout, "600", "0.001..1e9",                 \
       "Seconds MPI_Finalize waits, after the drain, for every rank to reach it (a non-blocking "  \
       "world barrier, reported every MPIX_ACC_WAIT_REPORT seconds); then, or at once when a "     \
-      "peer is known to have failed (MPIX_ACC_PEER_ERRORS=1), it reports, skips the MPI "         \
+      "peer is known to have failed (with MPIX_ACC_PEER_ERRORS on), it reports, skips the MPI "   \
       "library's finalize (which would wait for the missing rank forever) and returns an error") \
     X(CUDA, BOOL, cuda, "1", "",                                                                 \
       "Use the CUDA backend when a CUDA driver and device are present")                          \
