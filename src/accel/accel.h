@@ -102,6 +102,9 @@ struct mxa_backend {
      * into a graph (its points then run only when the graph is launched).
      * Application threads. */
     int (*capturing)(mxa_stream_t *s);
+    /* Optional (NULL: none): PCI bus id ("0000:3b:00.0", lower case) of the
+     * device the stream runs on, NULL when unknown. Any thread. */
+    const char *(*pci_busid)(mxa_stream_t *s);
 };
 
 /* ---- layer-wide entry points (accel.c) ---- */
@@ -138,6 +141,16 @@ void mxa_set_stream_free_hook(mxa_stream_free_fn fn);
 
 /* Call fn(stream) for every stream the layer knows (finalize, reporting). */
 void mxa_foreach_stream(void (*fn)(mxa_stream_t *s, void *arg), void *arg);
+
+/* Devices, asked without naming a backend (NULL / 0 when no device backend
+ * is active). For hwloc placement (progress core, NIC) and the start-up
+ * exchanges between processes of a node. */
+int mxa_device_active(void); /* a device backend (CUDA) is active */
+/* PCI bus id ("0000:3b:00.0", lower case) of the device of stream s (its
+ * backend's pci_busid), or of the calling thread's current device context
+ * (e.g. at MPI_Init, after the application chose its device). */
+const char *mxa_stream_pci_busid(mxa_stream_t *s);
+const char *mxa_current_pci_busid(void);
 
 /* Device contexts met after start-up. The CUDA backend calls the hook on
  * an application thread, with no lock held, once per context it sets up
@@ -183,39 +196,10 @@ mx_status_t mxa_host_stream_free(void *handle);
 mxa_stream_t *mxa_host_stream_find(void *handle);
 /* Internal: fully stop all host stream threads (library finalize). */
 void mxa_host_shutdown(void);
+/* Internal (mxa_foreach_stream): fn for every live host stream. */
+void mxa_host_foreach_stream(void (*fn)(mxa_stream_t *s, void *arg), void *arg);
 
 /* The "none" stream singleton (kind NONE). */
 mxa_stream_t *mxa_none_stream(void);
-
-/* ---- CUDA backend (cuda.c), present only in CUDA builds ---- */
-#ifdef MPIXACC_HAVE_CUDA
-mx_status_t mxa_cuda_init(void);     /* dlopen libcuda; MX_ERR_NO_DEVICE if absent */
-void mxa_cuda_finalize(void);
-int mxa_cuda_active(void);
-mx_status_t mxa_cuda_stream_lookup(void *handle, mxa_stream_t **out);
-mxa_memtype_t mxa_cuda_memtype(const void *buf, size_t len);
-void mxa_cuda_get_features(mxa_features_t *out);
-/* Call fn for every CUDA stream record (fn may look streams up; records live
- * until mxa_cuda_finalize). */
-void mxa_cuda_foreach_stream(void (*fn)(mxa_stream_t *s, void *arg), void *arg);
-/* PCI bus id ("0000:3b:00.0", lower case) of the GPU of a CUDA stream; NULL
- * for other kinds or when unknown. For hwloc placement (progress core, NIC). */
-const char *mxa_cuda_stream_pci_busid(mxa_stream_t *s);
-/* The same for the calling thread's current CUDA context (NULL: none), e.g.
- * at MPI_Init after the application chose its device. */
-const char *mxa_cuda_current_pci_busid(void);
-/* Make a suitable CUDA context current on the calling thread: the context
- * that owns `buf` when buf is device or managed memory; for other memory,
- * if the thread has no context at all, the first context the backend set
- * up (no-op when nothing applies). UCX's CUDA transports (cuda_copy,
- * cuda_ipc) work in the calling thread's current context and fail without
- * one - also for a host buffer whose peer sends from or receives into GPU
- * memory: the progress thread calls this before it hands any operation to
- * UCX while the CUDA backend is active. */
-mx_status_t mxa_cuda_bind_buffer(const void *buf);
-int mxa_cuda_ctx_push(void *ctx);
-void mxa_cuda_ctx_pop(void);
-void mxa_cuda_thread_relax_capture(void);
-#endif
 
 #endif

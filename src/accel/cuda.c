@@ -60,7 +60,7 @@
 
 #ifdef MPIXACC_HAVE_CUDA
 
-#include "accel/accel.h"
+#include "accel/cuda.h"
 
 static void ipc_ctx_setup(void);
 static void ipc_describe(char *buf, size_t len);
@@ -178,6 +178,7 @@ static const mxa_backend_t cuda_backend = {
     .needs_polling = 1,
     .enqueue_batch = backend_enqueue_batch,
     .capturing = backend_capturing,
+    .pci_busid = mxa_cuda_stream_pci_busid,
 };
 
 /* ---------------------------------------------------------------- helpers */

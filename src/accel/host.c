@@ -404,19 +404,13 @@ void mxa_set_stream_free_hook(mxa_stream_free_fn fn)
     atomic_store_explicit(&free_hook, fn, memory_order_release);
 }
 
-void mxa_foreach_stream(void (*fn)(mxa_stream_t *s, void *arg), void *arg)
+void mxa_host_foreach_stream(void (*fn)(mxa_stream_t *s, void *arg), void *arg)
 {
-    if (fn == NULL)
-        return;
-    fn(mxa_none_stream(), arg);
     /* fn may look streams up but must not create or free host streams */
     pthread_mutex_lock(&list_lock);
     for (host_stream_t *hs = list_head; hs != NULL; hs = hs->list_next)
         fn(&hs->s, arg);
     pthread_mutex_unlock(&list_lock);
-#ifdef MPIXACC_HAVE_CUDA
-    mxa_cuda_foreach_stream(fn, arg);
-#endif
 }
 
 /* ---- create / free ---- */

@@ -73,19 +73,22 @@ mx_status_t mxe_init(const mxe_init_args_t *args)
     mxe.epoll_fd = -1;
     atomic_store(&mxe.progress_cpu, -1);
 
+    /* Never fails because a GPU is absent: the CUDA backend is then off. */
+    MX_TRY(mxa_init());
+    const char *gpu_busid = mxa_current_pci_busid();
     mxe.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (mxe.wake_fd < 0)
         MX_FAIL(MX_ERR_SYSTEM, "eventfd: %s", strerror(errno));
 
     mxp_init(); /* without hwloc or a topology: placement is simply skipped */
     mxp_set_placement_context(args->local_rank, args->local_size);
-    snprintf(mxe.gpu_busid, sizeof(mxe.gpu_busid), "%s", args->gpu_busid ? args->gpu_busid : "");
+    snprintf(mxe.gpu_busid, sizeof(mxe.gpu_busid), "%s", gpu_busid ? gpu_busid : "");
     const char *nic = NULL;
-    if (args->gpu_busid && mxu_config.set_net_devices && !getenv("UCX_NET_DEVICES")) {
-        nic = mxp_nic_near_gpu(args->gpu_busid);
+    if (gpu_busid && mxu_config.set_net_devices && !getenv("UCX_NET_DEVICES")) {
+        nic = mxp_nic_near_gpu(gpu_busid);
         if (nic)
             MPIX_ACC_LOG(MX_LOG_INFO, "UCX network device %s (closest to GPU %s)", nic,
-                         args->gpu_busid);
+                         gpu_busid);
     }
     mxa_features_t feat;
     mxa_get_features(&feat);
@@ -99,7 +102,7 @@ mx_status_t mxe_init(const mxe_init_args_t *args)
                          .world_size = args->world_size,
                          .enable_wakeup = 1,
                          .net_devices = nic,
-                         .peer_errors = mxu_config.peer_errors,
+                         .peer_errors = args->peer_errors,
                          .shared_gpu = shared_gpu};
     mx_status_t status = mxt_create(&tcfg);
     if (status != MX_OK) {
@@ -242,6 +245,7 @@ void mxe_finalize(int (*fence)(void *arg), void *arg)
     mxe.epoll_fd = mxe.wake_fd = -1;
     mxa_set_trigger_notify(NULL);
     mxp_finalize();
+    mxa_finalize();
 }
 
 /* --------------------------------------------------------------- operations */
