@@ -47,12 +47,6 @@ typedef enum {
 typedef struct mxa_backend mxa_backend_t;
 typedef struct mxa_stream mxa_stream_t;
 
-/* One stream point for mxa_backend.enqueue_batch. */
-typedef struct {
-    int is_wait;  /* 0: trigger point (trigger_word = seq); 1: wait point (release_word >= seq) */
-    uint64_t seq;
-} mxa_stream_point_t;
-
 struct mxa_stream {
     mxa_kind_t kind;
     const mxa_backend_t *backend;
@@ -93,11 +87,6 @@ struct mxa_backend {
      * wake-up comes from the stream, e.g. CUDA memops). Host streams wake
      * the progress thread through mxa_set_trigger_notify(). */
     int needs_polling;
-    /* Optional (NULL when absent): enqueue n stream points in this order in
-     * one call, e.g. a wait followed by triggers (CUDA: one
-     * cuStreamBatchMemOp, or one wait-then-set kernel in the fallback).
-     * Same rules as enqueue_trigger/enqueue_wait; each seq already allocated. */
-    mx_status_t (*enqueue_batch)(mxa_stream_t *s, const mxa_stream_point_t *pts, int n);
     /* Optional (NULL: never): non-zero while the stream is being captured
      * into a graph (its points then run only when the graph is launched).
      * Application threads. */

@@ -37,14 +37,14 @@
  * cuMemHostGetDevicePointer). Triggers: cuStreamWriteValue64(trigger, seq)
  * (the default flags put a system-scope fence before the write). Waits:
  * cuStreamWaitValue64(release, seq, GEQ[|FLUSH where the device can flush
- * remote writes]). Several points together: one cuStreamBatchMemOp. The
- * engine's progress thread polls trigger words (needs_polling = 1) and
+ * remote writes]). The engine's progress thread polls trigger words (needs_polling = 1) and
  * releases waits with an atomic store (the GPU sees host-mapped memory).
  *
  * Fallback. With MPIX_ACC_MEMOPS=0, when the device cannot do 64-bit stream
  * memory operations or they failed the self-test, and for every point
  * enqueued while the stream is being captured into a graph, the points are
- * one-thread kernels (cuda_kernels.cu): flag-set, flag-wait, wait-then-set.
+ * one-thread kernels (cuda_kernels.cu): flag-set, flag-wait (wait-then-set
+ * only in the self-test).
  *
  * Threads. Lookups and enqueues come from application threads (any number);
  * release/poll_trigger come from the progress thread and touch only the
@@ -85,7 +85,6 @@ static void ipc_describe(char *buf, size_t len);
 #define SLAB_BYTES      (64 * 1024)
 #define SLOT_BYTES      128 /* trigger word at +0, release word at +64 */
 #define SELFTEST_NS     (5ull * 1000000000ull)
-#define BATCH_CHUNK     128
 
 enum { SPECIAL_NONE = 0, SPECIAL_LEGACY = 1, SPECIAL_PER_THREAD = 2 };
 
@@ -163,7 +162,6 @@ static _Atomic(CUcontext) g_first_ctx; /* first context set up (bind_buffer's de
 
 static mx_status_t backend_enqueue_trigger(mxa_stream_t *s, uint64_t seq);
 static mx_status_t backend_enqueue_wait(mxa_stream_t *s, uint64_t seq);
-static mx_status_t backend_enqueue_batch(mxa_stream_t *s, const mxa_stream_point_t *pts, int n);
 static void backend_release(mxa_stream_t *s, uint64_t seq);
 static uint64_t backend_poll_trigger(mxa_stream_t *s);
 static int backend_capturing(mxa_stream_t *s);
@@ -176,7 +174,6 @@ static const mxa_backend_t cuda_backend = {
     .release = backend_release,
     .poll_trigger = backend_poll_trigger,
     .needs_polling = 1,
-    .enqueue_batch = backend_enqueue_batch,
     .capturing = backend_capturing,
     .pci_busid = mxa_cuda_stream_pci_busid,
 };
@@ -849,10 +846,8 @@ out:
 
 /* ------------------------------------------------------- stream points */
 
-static mx_status_t enqueue_points(cuda_stream_t *cs, const mxa_stream_point_t *pts, int n)
+static mx_status_t enqueue_point(cuda_stream_t *cs, int is_wait, uint64_t seq)
 {
-    if (n <= 0)
-        return MX_OK;
     cuda_ctx_t *cx = cs->ctx;
     int entered = ctx_enter(cx->ctx);
     if (entered < 0)
@@ -872,38 +867,13 @@ static mx_status_t enqueue_points(cuda_stream_t *cs, const mxa_stream_point_t *p
     }
 
     if (use_memops) {
-        if (n == 1) {
-            if (pts[0].is_wait)
-                r = MXA_CU(cuStreamWaitValue64)(cs->cu, cs->rel_dptr, pts[0].seq, cs->wait_flags);
-            else
-                r = MXA_CU(cuStreamWriteValue64)(cs->cu, cs->trig_dptr, pts[0].seq,
-                                                 CU_STREAM_WRITE_VALUE_DEFAULT);
-            if (r != CUDA_SUCCESS)
-                goto fail;
-        } else {
-            CUstreamBatchMemOpParams ops[BATCH_CHUNK];
-            for (int base = 0; base < n; base += BATCH_CHUNK) {
-                int m = n - base < BATCH_CHUNK ? n - base : BATCH_CHUNK;
-                memset(ops, 0, sizeof(ops[0]) * (size_t)m);
-                for (int i = 0; i < m; i++) {
-                    const mxa_stream_point_t *p = &pts[base + i];
-                    if (p->is_wait) {
-                        ops[i].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_64;
-                        ops[i].waitValue.address = cs->rel_dptr;
-                        ops[i].waitValue.value64 = p->seq;
-                        ops[i].waitValue.flags = cs->wait_flags;
-                    } else {
-                        ops[i].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_64;
-                        ops[i].writeValue.address = cs->trig_dptr;
-                        ops[i].writeValue.value64 = p->seq;
-                        ops[i].writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;
-                    }
-                }
-                r = MXA_CU(cuStreamBatchMemOp)(cs->cu, (unsigned)m, ops, 0);
-                if (r != CUDA_SUCCESS)
-                    goto fail;
-            }
-        }
+        if (is_wait)
+            r = MXA_CU(cuStreamWaitValue64)(cs->cu, cs->rel_dptr, seq, cs->wait_flags);
+        else
+            r = MXA_CU(cuStreamWriteValue64)(cs->cu, cs->trig_dptr, seq,
+                                             CU_STREAM_WRITE_VALUE_DEFAULT);
+        if (r != CUDA_SUCCESS)
+            goto fail;
     } else {
         if (!cx->kernels_ok) {
             ctx_leave(entered);
@@ -912,24 +882,16 @@ static mx_status_t enqueue_points(cuda_stream_t *cs, const mxa_stream_point_t *p
                     cx->memops ? "stream capture" : "no stream memory operations",
                     cx->dev_index);
         }
-        for (int i = 0; i < n; i++) {
-            unsigned long long v = pts[i].seq;
-            if (pts[i].is_wait && i + 1 < n && !pts[i + 1].is_wait) {
-                unsigned long long v2 = pts[i + 1].seq;
-                void *args[] = {&cs->rel_dptr, &v, &cs->trig_dptr, &v2};
-                r = MXA_CU(cuLaunchKernel)(cx->fn_wait_set, 1, 1, 1, 1, 1, 1, 0, cs->cu, args,
-                                           NULL);
-                i++;
-            } else if (pts[i].is_wait) {
-                void *args[] = {&cs->rel_dptr, &v};
-                r = MXA_CU(cuLaunchKernel)(cx->fn_wait, 1, 1, 1, 1, 1, 1, 0, cs->cu, args, NULL);
-            } else {
-                void *args[] = {&cs->trig_dptr, &v};
-                r = MXA_CU(cuLaunchKernel)(cx->fn_set, 1, 1, 1, 1, 1, 1, 0, cs->cu, args, NULL);
-            }
-            if (r != CUDA_SUCCESS)
-                goto fail;
+        unsigned long long v = seq;
+        if (is_wait) {
+            void *args[] = {&cs->rel_dptr, &v};
+            r = MXA_CU(cuLaunchKernel)(cx->fn_wait, 1, 1, 1, 1, 1, 1, 0, cs->cu, args, NULL);
+        } else {
+            void *args[] = {&cs->trig_dptr, &v};
+            r = MXA_CU(cuLaunchKernel)(cx->fn_set, 1, 1, 1, 1, 1, 1, 0, cs->cu, args, NULL);
         }
+        if (r != CUDA_SUCCESS)
+            goto fail;
     }
     ctx_leave(entered);
     return status;
@@ -945,26 +907,20 @@ fail:
 
 static mx_status_t backend_enqueue_trigger(mxa_stream_t *s, uint64_t seq)
 {
-    mxa_stream_point_t p = {.is_wait = 0, .seq = seq};
-    return enqueue_points((cuda_stream_t *)s, &p, 1);
+    return enqueue_point((cuda_stream_t *)s, 0, seq);
 }
 
 static mx_status_t backend_enqueue_wait(mxa_stream_t *s, uint64_t seq)
 {
-    mxa_stream_point_t p = {.is_wait = 1, .seq = seq};
-    return enqueue_points((cuda_stream_t *)s, &p, 1);
-}
-
-static mx_status_t backend_enqueue_batch(mxa_stream_t *s, const mxa_stream_point_t *pts, int n)
-{
-    return enqueue_points((cuda_stream_t *)s, pts, n);
+    return enqueue_point((cuda_stream_t *)s, 1, seq);
 }
 
 /* The progress thread (the only caller of release/poll_trigger) hands the
  * operations of CUDA streams to UCX, whose CUDA transports need a current
  * context. The first time it touches a CUDA stream and has no context, it
- * gets that stream's context (mxa_cuda_bind_buffer refines this per
- * buffer). One thread-local test per call afterwards. */
+ * gets that stream's context (mxa_cuda_bind_buffer would refine this per
+ * buffer; it is not called at present). One thread-local test per call
+ * afterwards. */
 static _Thread_local int tl_ctx_checked;
 
 static void progress_thread_context(cuda_stream_t *cs)

@@ -462,8 +462,6 @@ static void mxe_on_stream_free(mxa_stream_t *s)
     mxe_run_sync_command(MXE_CMD_STREAM_FREE, s);
 }
 
-long mxe_live_ops(void) { return atomic_load_explicit(&mxe.live_ops, memory_order_acquire); }
-
 void mxe_peers_finalizing(void)
 {
     mxt_expect_disconnects();

@@ -188,8 +188,6 @@ int mxe_drain(double timeout_s);
  * losing its connections before it closed them itself. */
 void mxe_finalize(int (*fence)(void *arg), void *arg);
 int mxe_is_running(void);
-/* Operations submitted and not yet completed (any thread). */
-long mxe_live_ops(void);
 
 /* ---- operations (application threads) ---- */
 

@@ -1,5 +1,5 @@
 /*
- * errors.c - every bad input of spec §7 under MPI_ERRORS_RETURN gets its MPI
+ * errors.c - every bad input of mpix_acc(3) ERRORS under MPI_ERRORS_RETURN gets its MPI
  * error class (checked with MPI_Error_class), MPI_Error_string explains it,
  * errors go through the communicator's error handler, and nothing hangs or
  * stays enqueued afterwards (a full exchange runs at the end).
