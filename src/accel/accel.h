@@ -20,7 +20,7 @@
  *
  * Backends: "none" (NULL stream in a build/run without CUDA: triggers are
  * reached immediately, waits are host waits), "host" (host.c: one library
- * thread per stream executing an in-order queue), "cuda" (cuda.c: stream
+ * thread per stream executing an in-order queue), "cuda" (cuda*.c: stream
  * memory operations on host-mapped words, or a kernel fallback).
  */
 #ifndef MX_ACCEL_H
@@ -170,7 +170,7 @@ typedef struct {
     int cuda_memops;       /* stream memory operations in use */
     char cuda_driver[64];  /* e.g. "13000" */
     char cuda_mode[64];    /* "memops", "kernel-fallback", "off: <reason>" */
-    char cuda_ipc[96];     /* where peers' buffers are mapped (cuda.c), "" when off */
+    char cuda_ipc[96];     /* where peers' buffers are mapped (cuda_ipc.c), "" when off */
 } mxa_features_t;
 void mxa_get_features(mxa_features_t *out);
 

@@ -1,5 +1,5 @@
 /*
- * cuda.h - the CUDA backend's entry points (cuda.c), for the accelerator
+ * cuda.h - the CUDA backend's entry points (cuda*.c), for the accelerator
  * layer's own files only: accel.c calls them behind the backend-neutral
  * functions of accel.h. Nothing above accel includes this header; the
  * engine and interpose ask accel.h (mxa_device_active, mxa_*_pci_busid,
@@ -32,7 +32,7 @@ const char *mxa_cuda_current_pci_busid(void);
  * cuda_ipc) work in the calling thread's current context and fail without
  * one - also for a host buffer whose peer sends from or receives into GPU
  * memory. Not called at present: the progress thread gets a context from
- * the first CUDA stream it polls (cuda.c, progress_thread_context). */
+ * the first CUDA stream it polls (cuda_stream.c, progress_thread_context). */
 mx_status_t mxa_cuda_bind_buffer(const void *buf);
 int mxa_cuda_ctx_push(void *ctx);
 void mxa_cuda_ctx_pop(void);
