@@ -136,8 +136,9 @@ int MPI_Init(int *argc, char ***argv)
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
     mxi_before_init();
-    /* The progress thread never calls MPI: the application's level is all
-     * that is asked of the MPI library. */
+    /* The progress thread makes no MPI call but the local status writers of
+     * the result writer (design.md §2, up-calls): the application's level
+     * is all that is asked of the MPI library. */
     int rc = PMPI_Init_thread(argc, argv, required, provided);
     if (rc != MPI_SUCCESS || mxi.disabled)
         return rc;
