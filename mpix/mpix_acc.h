@@ -29,7 +29,7 @@ typedef void *MPIX_Acc_stream;
  * point-to-point calls using that datatype stream-ordered. */
 extern int MPIX_ACC_STREAM_KEYVAL;
 
-/* §3 explicit calls */
+/* explicit calls (mpix_acc(3); MPIX_Acc_Isend(3), ...) */
 int MPIX_Acc_Isend(MPIX_Acc_stream stream, const void *buf, int count, MPI_Datatype datatype,
                    int dest, int tag, MPI_Comm comm, MPI_Request *request);
 int MPIX_Acc_Irecv(MPIX_Acc_stream stream, void *buf, int count, MPI_Datatype datatype,
@@ -42,17 +42,18 @@ int MPIX_Acc_Send(MPIX_Acc_stream stream, const void *buf, int count, MPI_Dataty
 int MPIX_Acc_Recv(MPIX_Acc_stream stream, void *buf, int count, MPI_Datatype datatype,
                   int source, int tag, MPI_Comm comm, MPI_Status *status);
 
-/* §4 host streams: in-order host queues executed by a library-owned thread */
+/* host streams (MPIX_Acc_Hoststream_create(3)): in-order host queues executed by a library-owned thread */
 int MPIX_Acc_Hoststream_create(MPIX_Acc_stream *stream);
 int MPIX_Acc_Hoststream_launch(MPIX_Acc_stream stream, void (*fn)(void *arg), void *arg);
 int MPIX_Acc_Hoststream_synchronize(MPIX_Acc_stream stream);
 int MPIX_Acc_Hoststream_free(MPIX_Acc_stream *stream);
 
-/* §5 stream communicators and hints */
+/* stream communicators and hints (mpix_acc(3): Stream communicators and
+ * info keys) */
 int MPIX_Acc_Comm_set_stream(MPI_Comm comm, MPIX_Acc_stream stream); /* collective */
 int MPIX_Acc_Info_set_stream(MPI_Info info, MPIX_Acc_stream stream);
 
-/* Info keys of §5 */
+/* Info keys (MPIX_Acc_Info_set_stream(3)) */
 #define MPIX_ACC_INFO_STREAM       "mpix_acc_stream"
 #define MPIX_ACC_INFO_STREAM_ALIAS "CUDA_STREAM"
 #define MPIX_ACC_INFO_RECV_POST    "mpix_acc_recv_post"

@@ -412,7 +412,10 @@ static void run_enqueue_bw(bench_t *b, int windows)
 
 /* floor: run by rank 0 alone (see bench.h); listed so --variant selects it. */
 static char floor_why[256], floor_desc[160];
-static int floor_ok, floor_tried;
+static int floor_ok;
+#ifdef EX_HAVE_CUDA
+static int floor_tried;
+#endif
 
 static int avail_floor(const bench_t *b, char *why, size_t len)
 {

@@ -13,6 +13,7 @@
 #include "config.h"
 #endif
 #include "accel/accel.h"
+#include "accel/cuda.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -192,7 +193,37 @@ void mxa_notify_trigger(void)
         fn();
 }
 
-/* mxa_foreach_stream() lives in host.c, next to the host stream registry. */
+void mxa_foreach_stream(void (*fn)(mxa_stream_t *s, void *arg), void *arg)
+{
+    if (fn == NULL)
+        return;
+    fn(&none_stream, arg);
+    mxa_host_foreach_stream(fn, arg);
+#ifdef MPIXACC_HAVE_CUDA
+    mxa_cuda_foreach_stream(fn, arg);
+#endif
+}
+
+int mxa_device_active(void)
+{
+    return atomic_load_explicit(&cuda_on, memory_order_acquire);
+}
+
+const char *mxa_stream_pci_busid(mxa_stream_t *s)
+{
+    if (s == NULL || s->backend == NULL || s->backend->pci_busid == NULL)
+        return NULL;
+    return s->backend->pci_busid(s);
+}
+
+const char *mxa_current_pci_busid(void)
+{
+#ifdef MPIXACC_HAVE_CUDA
+    if (atomic_load_explicit(&cuda_on, memory_order_acquire))
+        return mxa_cuda_current_pci_busid();
+#endif
+    return NULL;
+}
 
 void mxa_get_features(mxa_features_t *out)
 {

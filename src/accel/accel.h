@@ -20,7 +20,7 @@
  *
  * Backends: "none" (NULL stream in a build/run without CUDA: triggers are
  * reached immediately, waits are host waits), "host" (host.c: one library
- * thread per stream executing an in-order queue), "cuda" (cuda.c: stream
+ * thread per stream executing an in-order queue), "cuda" (cuda*.c: stream
  * memory operations on host-mapped words, or a kernel fallback).
  */
 #ifndef MX_ACCEL_H
@@ -46,12 +46,6 @@ typedef enum {
 
 typedef struct mxa_backend mxa_backend_t;
 typedef struct mxa_stream mxa_stream_t;
-
-/* One stream point for mxa_backend.enqueue_batch. */
-typedef struct {
-    int is_wait;  /* 0: trigger point (trigger_word = seq); 1: wait point (release_word >= seq) */
-    uint64_t seq;
-} mxa_stream_point_t;
 
 struct mxa_stream {
     mxa_kind_t kind;
@@ -93,15 +87,13 @@ struct mxa_backend {
      * wake-up comes from the stream, e.g. CUDA memops). Host streams wake
      * the progress thread through mxa_set_trigger_notify(). */
     int needs_polling;
-    /* Optional (NULL when absent): enqueue n stream points in this order in
-     * one call, e.g. a wait followed by triggers (CUDA: one
-     * cuStreamBatchMemOp, or one wait-then-set kernel in the fallback).
-     * Same rules as enqueue_trigger/enqueue_wait; each seq already allocated. */
-    mx_status_t (*enqueue_batch)(mxa_stream_t *s, const mxa_stream_point_t *pts, int n);
     /* Optional (NULL: never): non-zero while the stream is being captured
      * into a graph (its points then run only when the graph is launched).
      * Application threads. */
     int (*capturing)(mxa_stream_t *s);
+    /* Optional (NULL: none): PCI bus id ("0000:3b:00.0", lower case) of the
+     * device the stream runs on, NULL when unknown. Any thread. */
+    const char *(*pci_busid)(mxa_stream_t *s);
 };
 
 /* ---- layer-wide entry points (accel.c) ---- */
@@ -139,6 +131,16 @@ void mxa_set_stream_free_hook(mxa_stream_free_fn fn);
 /* Call fn(stream) for every stream the layer knows (finalize, reporting). */
 void mxa_foreach_stream(void (*fn)(mxa_stream_t *s, void *arg), void *arg);
 
+/* Devices, asked without naming a backend (NULL / 0 when no device backend
+ * is active). For hwloc placement (progress core, NIC) and the start-up
+ * exchanges between processes of a node. */
+int mxa_device_active(void); /* a device backend (CUDA) is active */
+/* PCI bus id ("0000:3b:00.0", lower case) of the device of stream s (its
+ * backend's pci_busid), or of the calling thread's current device context
+ * (e.g. at MPI_Init, after the application chose its device). */
+const char *mxa_stream_pci_busid(mxa_stream_t *s);
+const char *mxa_current_pci_busid(void);
+
 /* Device contexts met after start-up. The CUDA backend calls the hook on
  * an application thread, with no lock held, once per context it sets up
  * after mxa_init (the context current at mxa_init is set up there), before
@@ -168,7 +170,7 @@ typedef struct {
     int cuda_memops;       /* stream memory operations in use */
     char cuda_driver[64];  /* e.g. "13000" */
     char cuda_mode[64];    /* "memops", "kernel-fallback", "off: <reason>" */
-    char cuda_ipc[96];     /* where peers' buffers are mapped (cuda.c), "" when off */
+    char cuda_ipc[96];     /* where peers' buffers are mapped (cuda_ipc.c), "" when off */
 } mxa_features_t;
 void mxa_get_features(mxa_features_t *out);
 
@@ -183,39 +185,10 @@ mx_status_t mxa_host_stream_free(void *handle);
 mxa_stream_t *mxa_host_stream_find(void *handle);
 /* Internal: fully stop all host stream threads (library finalize). */
 void mxa_host_shutdown(void);
+/* Internal (mxa_foreach_stream): fn for every live host stream. */
+void mxa_host_foreach_stream(void (*fn)(mxa_stream_t *s, void *arg), void *arg);
 
 /* The "none" stream singleton (kind NONE). */
 mxa_stream_t *mxa_none_stream(void);
-
-/* ---- CUDA backend (cuda.c), present only in CUDA builds ---- */
-#ifdef MPIXACC_HAVE_CUDA
-mx_status_t mxa_cuda_init(void);     /* dlopen libcuda; MX_ERR_NO_DEVICE if absent */
-void mxa_cuda_finalize(void);
-int mxa_cuda_active(void);
-mx_status_t mxa_cuda_stream_lookup(void *handle, mxa_stream_t **out);
-mxa_memtype_t mxa_cuda_memtype(const void *buf, size_t len);
-void mxa_cuda_get_features(mxa_features_t *out);
-/* Call fn for every CUDA stream record (fn may look streams up; records live
- * until mxa_cuda_finalize). */
-void mxa_cuda_foreach_stream(void (*fn)(mxa_stream_t *s, void *arg), void *arg);
-/* PCI bus id ("0000:3b:00.0", lower case) of the GPU of a CUDA stream; NULL
- * for other kinds or when unknown. For hwloc placement (progress core, NIC). */
-const char *mxa_cuda_stream_pci_busid(mxa_stream_t *s);
-/* The same for the calling thread's current CUDA context (NULL: none), e.g.
- * at MPI_Init after the application chose its device. */
-const char *mxa_cuda_current_pci_busid(void);
-/* Make a suitable CUDA context current on the calling thread: the context
- * that owns `buf` when buf is device or managed memory; for other memory,
- * if the thread has no context at all, the first context the backend set
- * up (no-op when nothing applies). UCX's CUDA transports (cuda_copy,
- * cuda_ipc) work in the calling thread's current context and fail without
- * one - also for a host buffer whose peer sends from or receives into GPU
- * memory: the progress thread calls this before it hands any operation to
- * UCX while the CUDA backend is active. */
-mx_status_t mxa_cuda_bind_buffer(const void *buf);
-int mxa_cuda_ctx_push(void *ctx);
-void mxa_cuda_ctx_pop(void);
-void mxa_cuda_thread_relax_capture(void);
-#endif
 
 #endif

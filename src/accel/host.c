@@ -1,5 +1,5 @@
 /*
- * host.c - host streams (api.md §4): in-order host queues, each executed by
+ * host.c - host streams (MPIX_Acc_Hoststream_create(3)): in-order host queues, each executed by
  * one library-owned thread.
  *
  * A host stream is a host_stream_t that embeds the mxa_stream_t as its first
@@ -11,7 +11,6 @@
  * stream thread's event. Items, executed strictly in queue order:
  *   LAUNCH  fn(arg)
  *   TRIGGER trigger_word = seq (release), then the engine's notify callback
- *           (enqueue_batch pushes several TRIGGER/WAIT items at once)
  *   WAIT    block until release_word >= seq (the engine's progress thread
  *           calls backend->release(s, seq), which stores and wakes us)
  *   MARK    synchronize: set the caller's flag (the item lives on the
@@ -327,37 +326,6 @@ static mx_status_t host_enqueue_wait(mxa_stream_t *s, uint64_t seq)
     return push_new(hs_of(s), ITEM_WAIT, seq, NULL, NULL);
 }
 
-static mx_status_t host_enqueue_batch(mxa_stream_t *s, const mxa_stream_point_t *pts, int n)
-{
-    host_stream_t *hs = hs_of(s);
-    if (n <= 0)
-        return MX_OK;
-    /* Allocate everything first so that a failure enqueues nothing. */
-    host_item_t *stack_items[16];
-    host_item_t **items = n <= 16 ? stack_items : malloc((size_t)n * sizeof(*items));
-    if (items == NULL)
-        MX_FAIL(MX_ERR_NO_MEMORY, "host stream %p: out of memory enqueuing work", (void *)hs);
-    for (int i = 0; i < n; i++) {
-        items[i] = malloc(sizeof(host_item_t));
-        if (items[i] == NULL) {
-            for (int j = 0; j < i; j++)
-                free(items[j]);
-            if (items != stack_items)
-                free(items);
-            MX_FAIL(MX_ERR_NO_MEMORY, "host stream %p: out of memory enqueuing work",
-                    (void *)hs);
-        }
-        items[i]->kind = pts[i].is_wait ? ITEM_WAIT : ITEM_TRIGGER;
-        items[i]->u.seq = pts[i].seq;
-    }
-    for (int i = 0; i < n; i++)
-        mxu_mpsc_push(&hs->queue, &items[i]->node);
-    mxu_event_notify(&hs->work_ev);
-    if (items != stack_items)
-        free(items);
-    return MX_OK;
-}
-
 static void host_release(mxa_stream_t *s, uint64_t seq)
 {
     host_stream_t *hs = hs_of(s);
@@ -383,7 +351,6 @@ static const mxa_backend_t host_backend = {
     .release = host_release,
     .poll_trigger = host_poll_trigger,
     .needs_polling = 0,
-    .enqueue_batch = host_enqueue_batch,
 };
 
 /* ---- registry ---- */
@@ -409,19 +376,13 @@ void mxa_set_stream_free_hook(mxa_stream_free_fn fn)
     atomic_store_explicit(&free_hook, fn, memory_order_release);
 }
 
-void mxa_foreach_stream(void (*fn)(mxa_stream_t *s, void *arg), void *arg)
+void mxa_host_foreach_stream(void (*fn)(mxa_stream_t *s, void *arg), void *arg)
 {
-    if (fn == NULL)
-        return;
-    fn(mxa_none_stream(), arg);
     /* fn may look streams up but must not create or free host streams */
     pthread_mutex_lock(&list_lock);
     for (host_stream_t *hs = list_head; hs != NULL; hs = hs->list_next)
         fn(&hs->s, arg);
     pthread_mutex_unlock(&list_lock);
-#ifdef MPIXACC_HAVE_CUDA
-    mxa_cuda_foreach_stream(fn, arg);
-#endif
 }
 
 /* ---- create / free ---- */

@@ -1,6 +1,6 @@
 /*
  * ipc_table.h - bookkeeping of the peer-buffer mappings the CUDA backend
- * makes for UCX's cuda_ipc (src/accel/cuda.c, cuIpcOpenMemHandle /
+ * makes for UCX's cuda_ipc (src/accel/cuda_ipc.c, cuIpcOpenMemHandle /
  * cuIpcCloseMemHandle). No CUDA here: handles are 64 opaque bytes, contexts
  * opaque pointers, so the rules are unit-tested without a GPU
  * (test/unit/test_ipc_table.c).

@@ -73,19 +73,24 @@ mx_status_t mxe_init(const mxe_init_args_t *args)
     mxe.epoll_fd = -1;
     atomic_store(&mxe.progress_cpu, -1);
 
+    /* Never fails because a GPU is absent: the CUDA backend is then off. */
+    MX_TRY(mxa_init());
+    const char *gpu_busid = mxa_current_pci_busid();
     mxe.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (mxe.wake_fd < 0)
+    if (mxe.wake_fd < 0) {
+        mxa_finalize();
         MX_FAIL(MX_ERR_SYSTEM, "eventfd: %s", strerror(errno));
+    }
 
     mxp_init(); /* without hwloc or a topology: placement is simply skipped */
     mxp_set_placement_context(args->local_rank, args->local_size);
-    snprintf(mxe.gpu_busid, sizeof(mxe.gpu_busid), "%s", args->gpu_busid ? args->gpu_busid : "");
+    snprintf(mxe.gpu_busid, sizeof(mxe.gpu_busid), "%s", gpu_busid ? gpu_busid : "");
     const char *nic = NULL;
-    if (args->gpu_busid && mxu_config.set_net_devices && !getenv("UCX_NET_DEVICES")) {
-        nic = mxp_nic_near_gpu(args->gpu_busid);
+    if (gpu_busid && mxu_config.set_net_devices && !getenv("UCX_NET_DEVICES")) {
+        nic = mxp_nic_near_gpu(gpu_busid);
         if (nic)
             MPIX_ACC_LOG(MX_LOG_INFO, "UCX network device %s (closest to GPU %s)", nic,
-                         args->gpu_busid);
+                         gpu_busid);
     }
     mxa_features_t feat;
     mxa_get_features(&feat);
@@ -99,12 +104,14 @@ mx_status_t mxe_init(const mxe_init_args_t *args)
                          .world_size = args->world_size,
                          .enable_wakeup = 1,
                          .net_devices = nic,
-                         .peer_errors = mxu_config.peer_errors,
+                         .peer_errors = args->peer_errors,
                          .shared_gpu = shared_gpu};
     mx_status_t status = mxt_create(&tcfg);
     if (status != MX_OK) {
         close(mxe.wake_fd);
         mxe.wake_fd = -1;
+        mxp_finalize();
+        mxa_finalize(); /* the lower layers this call started */
         return status;
     }
     mxa_set_trigger_notify(mxe_wake);
@@ -223,7 +230,8 @@ int mxe_drain(double timeout_s)
     return atomic_load(&mxe.aborted_count);
 }
 
-void mxe_finalize(int (*fence)(void *arg), void *arg)
+/* Stop the progress thread: the worker is the caller's from then on. */
+static void mxe_stop_progress(void)
 {
     mxa_set_context_hook(NULL);
     if (atomic_load(&mxe.running)) {
@@ -233,8 +241,12 @@ void mxe_finalize(int (*fence)(void *arg), void *arg)
         pthread_join(mxe.thread, NULL);
         atomic_store(&mxe.running, 0);
     }
-    /* The worker is ours again: flush, close endpoints, destroy. */
-    mxt_flush_and_close(fence, arg);
+}
+
+/* After the transport's endpoints are closed (or abandoned): destroy it and
+ * stop the other lower layers, accel last. */
+static void mxe_stop_lower_layers(void)
+{
     mxt_destroy();
     if (mxe.epoll_fd >= 0)
         close(mxe.epoll_fd);
@@ -246,30 +258,21 @@ void mxe_finalize(int (*fence)(void *arg), void *arg)
     atomic_store(&mxe.nfailed, 0);
     free(mxe.failed_ranks);
     mxe.failed_ranks = NULL;
+    mxa_finalize();
+}
+
+void mxe_finalize(int (*fence)(void *arg), void *arg)
+{
+    mxe_stop_progress();
+    mxt_flush_and_close(fence, arg); /* flush, close endpoints */
+    mxe_stop_lower_layers();
 }
 
 void mxe_abandon(void)
 {
-    mxa_set_context_hook(NULL);
-    if (atomic_load(&mxe.running)) {
-        atomic_store(&mxe.stop, 1);
-        atomic_store(&mxe.sleeping, 1); /* force the eventfd write */
-        mxe_wake();
-        pthread_join(mxe.thread, NULL);
-        atomic_store(&mxe.running, 0);
-    }
+    mxe_stop_progress();
     mxt_abandon();
-    mxt_destroy();
-    if (mxe.epoll_fd >= 0)
-        close(mxe.epoll_fd);
-    if (mxe.wake_fd >= 0)
-        close(mxe.wake_fd);
-    mxe.epoll_fd = mxe.wake_fd = -1;
-    mxa_set_trigger_notify(NULL);
-    mxp_finalize();
-    atomic_store(&mxe.nfailed, 0);
-    free(mxe.failed_ranks);
-    mxe.failed_ranks = NULL;
+    mxe_stop_lower_layers();
 }
 
 int mxe_failed_peers(int *ranks, int max)
@@ -546,8 +549,6 @@ static void mxe_on_stream_free(mxa_stream_t *s)
     }
     mxe_run_sync_command(MXE_CMD_STREAM_FREE, s);
 }
-
-long mxe_live_ops(void) { return atomic_load_explicit(&mxe.live_ops, memory_order_acquire); }
 
 void mxe_peers_finalizing(void)
 {

@@ -159,12 +159,16 @@ struct mxe_op {
 typedef struct {
     int world_rank;
     int world_size;
-    const char *gpu_busid; /* GPU of the calling thread at init, or NULL */
     int local_rank;        /* rank among the processes of this node */
     int local_size;        /* processes on this node (0: unknown) */
+    int peer_errors;       /* endpoints report a failed peer (the same on every rank) */
 } mxe_init_args_t;
 
-/* Phase 1 (application thread, after PMPI_Init): create the transport. */
+/* The engine owns the lifecycle of the layers below it: mxe_init starts
+ * accel, topo and the transport; mxe_finalize stops them. */
+/* Phase 1 (application thread, after PMPI_Init): start the accelerator
+ * layer and topo, create the transport. The GPU the progress thread is
+ * placed near is the calling thread's current device (mxa_current_pci_busid). */
 mx_status_t mxe_init(const mxe_init_args_t *args);
 /* Local worker address for the exchange done by the caller. */
 mx_status_t mxe_local_address(const void **addr, size_t *len);
@@ -178,7 +182,8 @@ mx_status_t mxe_start(const void *blob, const size_t *offsets, int nranks, const
  * rest (they complete with MX_ERR_TIMED_OUT, stream waits are released).
  * Returns the number of ops that had to be cancelled. */
 int mxe_drain(double timeout_s);
-/* Stop the progress thread, close endpoints, destroy the transport. Call
+/* Stop the progress thread, close endpoints, destroy the transport, stop
+ * topo and the accelerator layer (host streams still live end). Call
  * after mxe_drain() and after all peers drained (the caller barriers).
  * fence (may be NULL; see mxt_flush_and_close) is polled, with the worker
  * progressing, after this rank's endpoints are closed and before the
@@ -186,8 +191,6 @@ int mxe_drain(double timeout_s);
  * losing its connections before it closed them itself. */
 void mxe_finalize(int (*fence)(void *arg), void *arg);
 int mxe_is_running(void);
-/* Operations submitted and not yet completed (any thread). */
-long mxe_live_ops(void);
 
 /* ---- operations (application threads) ---- */
 

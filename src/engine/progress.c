@@ -47,16 +47,14 @@ static mxe_sstate_t *mxe_sstate(mxa_stream_t *s)
         return NULL;
     st->stream = s;
     s->engine_state = st;
-#ifdef MPIXACC_HAVE_CUDA
-    /* First GPU stream seen: move next to its GPU (unless placed at init). */
-    if (s->kind == MXA_KIND_CUDA && !mxe.placed_near_gpu && mxu_config.progress_cpu == -1) {
-        const char *busid = mxa_cuda_stream_pci_busid(s);
+    /* First device stream seen: move next to its GPU (unless placed at init). */
+    if (!mxe.placed_near_gpu && mxu_config.progress_cpu == -1) {
+        const char *busid = mxa_stream_pci_busid(s);
         if (busid) {
             mxe_place(busid);
             mxe.placed_near_gpu = 1;
         }
     }
-#endif
     return st;
 }
 

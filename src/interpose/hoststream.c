@@ -1,5 +1,6 @@
 /*
- * hoststream.c - the public host-stream calls (§4), mapped to accel.
+ * hoststream.c - the public host-stream calls (MPIX_Acc_Hoststream_create(3)
+ * and its siblings), mapped to accel.
  */
 #include "interpose/interpose.h"
 

@@ -29,29 +29,30 @@ static void mxi_bring_up(void)
     mxi_errors_init();
     mxi_datatype_init();
 
-    if (mxa_init() != MX_OK)
-        ok = 0;
     /* both ends of every UCX endpoint must use the same error mode */
     int pe = mxu_config.peer_errors != 0, pe_all = pe;
     PMPI_Allreduce(&pe, &pe_all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    if (pe_all != pe) {
+    if (pe_all != pe)
         MPIX_ACC_LOG(MX_LOG_WARN, "MPIX_ACC_PEER_ERRORS differs between ranks: all use 1");
-        mxu_config.peer_errors = pe_all;
-    }
-    mxe_init_args_t args = {.world_rank = mxi.world_rank, .world_size = mxi.world_size};
+    mxe_init_args_t args = {
+        .world_rank = mxi.world_rank, .world_size = mxi.world_size, .peer_errors = pe_all};
     /* processes sharing this node, for the progress thread's placement */
     MPI_Comm node = MPI_COMM_NULL;
     int *node_peers = NULL, cuda_everywhere = 0;
-    if (PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
-        MPI_SUCCESS) {
+    if (PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) !=
+        MPI_SUCCESS)
+        node = MPI_COMM_NULL;
+    if (node != MPI_COMM_NULL) {
         PMPI_Comm_rank(node, &args.local_rank);
         PMPI_Comm_size(node, &args.local_size);
-        /* with CUDA on every process of the node, they exchange device
-         * memory once at start (mxe_start: GPU peer access set up early) */
-        int mine = 0;
-#ifdef MPIXACC_HAVE_CUDA
-        mine = mxa_cuda_active();
-#endif
+    }
+    /* the engine starts the layers below it (accel, topo, transport) */
+    if (mxe_init(&args) != MX_OK)
+        ok = 0;
+    if (node != MPI_COMM_NULL) {
+        /* with a GPU backend on every process of the node, they exchange
+         * device memory once at start (mxe_start: GPU peer access set up early) */
+        int mine = mxa_device_active();
         if (args.local_size > 1 && mine)
             node_peers = malloc(sizeof(int) * (size_t)args.local_size);
         int ready = node_peers != NULL; /* CUDA on and the list allocated, on every one */
@@ -64,11 +65,6 @@ static void mxi_bring_up(void)
         }
         PMPI_Comm_free(&node);
     }
-#ifdef MPIXACC_HAVE_CUDA
-    args.gpu_busid = mxa_cuda_active() ? mxa_cuda_current_pci_busid() : NULL;
-#endif
-    if (ok && mxe_init(&args) != MX_OK)
-        ok = 0;
     const void *addr = NULL;
     size_t len = 0;
     if (ok && mxe_local_address(&addr, &len) != MX_OK)
@@ -143,8 +139,9 @@ int MPI_Init(int *argc, char ***argv)
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
     mxi_before_init();
-    /* The progress thread never calls MPI: the application's level is all
-     * that is asked of the MPI library. */
+    /* The progress thread makes no MPI call but the local status writers of
+     * the result writer (design.md §2, up-calls): the application's level
+     * is all that is asked of the MPI library. */
     int rc = PMPI_Init_thread(argc, argv, required, provided);
     if (rc != MPI_SUCCESS || mxi.disabled)
         return rc;
@@ -283,13 +280,13 @@ int MPI_Finalize(void)
         int complete = mxi_finalize_barrier() == 0;
         if (mxu_config.stats)
             mxi_print_stats();
+        /* both stop accel, topo and transport too (the engine owns them) */
         if (complete) {
             mxi_fence_t fence = {.req = MPI_REQUEST_NULL, .start_ns = 0};
             mxe_finalize(mxi_world_fence, &fence);
         } else {
             mxe_abandon();
         }
-        mxa_finalize();
         mxi.active = 0;
         mxi_datatype_finalize();
         mxi_comm_forget_all();

@@ -145,10 +145,6 @@ int mxi_datatype_stream(MPI_Datatype dt, void **stream_handle);
 int mxi_datatype_bytes(MPI_Datatype dt, int count, size_t *bytes);
 
 /* ---- p2p.c ---- */
-/* Where an ordinary call on (comm, datatype) is routed: returns 1 and the
- * stream if stream-ordered. */
-int mxi_route(MPI_Comm comm, MPI_Datatype dt, mxa_stream_t **stream, mxi_origin_t *origin,
-              mxi_comm_t **cinfo);
 int mxi_isend(mxa_stream_t *s, mxi_origin_t origin, const void *buf, int count,
               MPI_Datatype dt, int dest, int tag, MPI_Comm comm, int synchronous,
               MPI_Request *req);

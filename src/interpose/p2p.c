@@ -48,16 +48,6 @@ static int mxi_route_checked(MPI_Comm comm, MPI_Datatype dt, mxa_stream_t **s,
     return 0;
 }
 
-int mxi_route(MPI_Comm comm, MPI_Datatype dt, mxa_stream_t **stream, mxi_origin_t *origin,
-              mxi_comm_t **cinfo)
-{
-    int err = MPI_SUCCESS;
-    int r = mxi_route_checked(comm, dt, stream, origin, &err);
-    if (cinfo)
-        *cinfo = r == 1 ? mxi_comm_find(comm) : NULL;
-    return r;
-}
-
 /* Checks shared by sends and receives. */
 static int mxi_check_common(MPI_Comm comm, int count, MPI_Datatype dt, void *request_ptr,
                             mxi_comm_t **c, size_t *bytes)

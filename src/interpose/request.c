@@ -402,7 +402,7 @@ int MPI_Cancel(MPI_Request *req)
  * Then the MPI library's own call decides, on the whole array, exactly as
  * for ordinary requests. Afterwards the statuses and errors of our ops that
  * the call completed are written from the ops (mxi_post_*). Stream-origin
- * requests in MPI_Waitall become a stream wait first (§5); in the other
+ * requests in MPI_Waitall become a stream wait first (mpix_acc(3), Requests); in the other
  * calls they are waited on the host.
  */
 

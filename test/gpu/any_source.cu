@@ -8,7 +8,7 @@
  * with the statuses in pinned host memory. A kernel enqueued after the wait
  * reads each receive's MPI_SOURCE / MPI_TAG from its status and checks the
  * received data against pattern(MPI_SOURCE, MPI_TAG): this proves that the
- * statuses are written before the stream passes the wait (api.md §3). After
+ * statuses are written before the stream passes the wait (MPIX_Acc_Wait(3)). After
  * the loop the host checks that every (source, iteration) arrived exactly
  * once. No host synchronization inside the loop.
  *

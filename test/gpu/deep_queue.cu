@@ -1,7 +1,7 @@
 /*
- * deep_queue.cu - an application far ahead of its GPU (MPIX_ACC_STREAM_DEPTH,
- * api.md §2: calls never block on communication, but a stream's queue is
- * finite).
+ * deep_queue.cu - an application far ahead of its GPU (MPIX_ACC_STREAM_DEPTH
+ * in mpix_acc(3), ENVIRONMENT: calls never block on communication, but a
+ * stream's queue is finite).
  *
  * Regression test for a deadlock seen on 2xH200 (test/gpu/default_streams at
  * 300 iterations): with no limit, the application enqueued hundreds of

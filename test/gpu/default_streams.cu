@@ -1,6 +1,6 @@
 /*
  * default_streams.cu - the CUDA default streams and stream validation
- * (api.md §2, §7):
+ * (mpix_acc(3): Streams, ERRORS):
  *   A  NULL = the legacy default stream: kernels on stream 0, MPIX_Acc_*
  *      with a NULL stream                                          (300 it.)
  *   B  cudaStreamPerThread                                         (300 it.)

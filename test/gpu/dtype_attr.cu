@@ -1,5 +1,5 @@
 /*
- * dtype_attr.cu - the datatype attribute (api.md §6) with a cudaStream_t:
+ * dtype_attr.cu - the datatype attribute (mpix_acc(3), Datatype attribute) with a cudaStream_t:
  * MPI_Type_set_attr(dup of MPI_BYTE, MPIX_ACC_STREAM_KEYVAL, stream) makes
  * ordinary MPI_Isend / MPI_Irecv on MPI_COMM_WORLD stream-ordered on that
  * stream; MPI_Waitall on such requests is a stream wait (as on a stream

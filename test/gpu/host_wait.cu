@@ -1,6 +1,6 @@
 /*
  * host_wait.cu - host-side MPI request functions on stream-enqueued
- * requests (api.md §3 "Requests are ordinary MPI_Request handles").
+ * requests (mpix_acc(3), Requests).
  *
  * Ring, device buffers, fill/check kernels on the stream:
  *   A  MPIX_Acc_Irecv / MPIX_Acc_Isend, host MPI_Wait on each      (200 it.)

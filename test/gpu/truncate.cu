@@ -1,5 +1,5 @@
 /*
- * truncate.cu - truncation on a CUDA stream (api.md §3 Matching, §7): a
+ * truncate.cu - truncation on a CUDA stream (mpix_acc(3): SEMANTICS, ERRORS): a
  * message longer than the receive buffer completes the receive with
  * MPI_ERR_TRUNCATE in its status, never leaves the stream waiting, never
  * writes past the receive buffer, and the sender completes normally.

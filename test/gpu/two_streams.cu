@@ -1,6 +1,6 @@
 /*
  * two_streams.cu - two CUDA streams per rank with cross-stream waits: a
- * request created on one stream is waited on the other (api.md §3 Wait).
+ * request created on one stream is waited on the other (MPIX_Acc_Wait(3)).
  *
  * Per iteration (ring: send to rank+1, receive from rank-1):
  *   even iterations                         odd iterations

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test/interpose/ipc_binding.sh - UCX's cuda module must call OUR
-# cuIpcOpenMemHandle_v2 and cuIpcCloseMemHandle (src/accel/cuda.c), not the
+# cuIpcOpenMemHandle_v2 and cuIpcCloseMemHandle (src/accel/cuda_ipc.c), not the
 # driver's, so that peers' buffers are mapped and unmapped in the library's
 # own context (unmapping in the application's context deadlocks while its
 # streams wait for the progress thread).

@@ -1,5 +1,5 @@
 /*
- * errors.c - every bad input of spec §7 under MPI_ERRORS_RETURN gets its MPI
+ * errors.c - every bad input of mpix_acc(3) ERRORS under MPI_ERRORS_RETURN gets its MPI
  * error class (checked with MPI_Error_class), MPI_Error_string gives the
  * words of that class and nothing unrelated, errors go through the
  * communicator's error handler exactly once (a garbage datatype handle too),

@@ -61,7 +61,7 @@ int main(int argc, char **argv)
         T_CHECK(rb && rq, "calloc");
         if (t_rank == 0) {
             /* a refused receive raises on its communicator, a refused
-             * stream wait on MPI_COMM_SELF (api.md §7) */
+             * stream wait on MPI_COMM_SELF (mpix_acc(3), ERRORS) */
             MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
             MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
             int posted = 0, unwaited = -1, rc = MPI_SUCCESS;

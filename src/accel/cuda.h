@@ -1,0 +1,42 @@
+/*
+ * cuda.h - the CUDA backend's entry points (cuda*.c), for the accelerator
+ * layer's own files only: accel.c calls them behind the backend-neutral
+ * functions of accel.h. Nothing above accel includes this header; the
+ * engine and interpose ask accel.h (mxa_device_active, mxa_*_pci_busid,
+ * mxa_context_push, ...). Present only in CUDA builds.
+ */
+#ifndef MX_ACCEL_CUDA_H
+#define MX_ACCEL_CUDA_H
+
+#include "accel/accel.h"
+
+#ifdef MPIXACC_HAVE_CUDA
+mx_status_t mxa_cuda_init(void);     /* dlopen libcuda; MX_ERR_NO_DEVICE if absent */
+void mxa_cuda_finalize(void);
+int mxa_cuda_active(void);
+mx_status_t mxa_cuda_stream_lookup(void *handle, mxa_stream_t **out);
+mxa_memtype_t mxa_cuda_memtype(const void *buf, size_t len);
+void mxa_cuda_get_features(mxa_features_t *out);
+/* Call fn for every CUDA stream record (fn may look streams up; records live
+ * until mxa_cuda_finalize). */
+void mxa_cuda_foreach_stream(void (*fn)(mxa_stream_t *s, void *arg), void *arg);
+/* PCI bus id ("0000:3b:00.0", lower case) of the GPU of a CUDA stream; NULL
+ * for other kinds or when unknown (the CUDA backend's pci_busid). */
+const char *mxa_cuda_stream_pci_busid(mxa_stream_t *s);
+/* The same for the calling thread's current CUDA context (NULL: none). */
+const char *mxa_cuda_current_pci_busid(void);
+/* Make a suitable CUDA context current on the calling thread: the context
+ * that owns `buf` when buf is device or managed memory; for other memory,
+ * if the thread has no context at all, the first context the backend set
+ * up (no-op when nothing applies). UCX's CUDA transports (cuda_copy,
+ * cuda_ipc) work in the calling thread's current context and fail without
+ * one - also for a host buffer whose peer sends from or receives into GPU
+ * memory. Not called at present: the progress thread gets a context from
+ * the first CUDA stream it polls (cuda_stream.c, progress_thread_context). */
+mx_status_t mxa_cuda_bind_buffer(const void *buf);
+int mxa_cuda_ctx_push(void *ctx);
+void mxa_cuda_ctx_pop(void);
+void mxa_cuda_thread_relax_capture(void);
+#endif
+
+#endif

@@ -1,0 +1,463 @@
+/*
+ * cuda_stream.c - CUDA backend (cuda.c): streams, their sequence words and
+ * stream points (the backend table).
+ *
+ * Streams. The first lookup of a handle creates an mxa_cuda_stream_t (the
+ * public mxa_stream_t is its first member), cached in a locked hash map keyed
+ * by the handle. Every lookup validates the handle: cuStreamGetId (CUDA 12+,
+ * which also detects a destroyed handle's address being reused for a new
+ * stream: the record is then re-bound to the new stream's context and keeps
+ * its monotonic sequence words) or cuStreamGetCtx. A failing handle is
+ * MX_ERR_INVALID_STREAM. NULL and CU_STREAM_LEGACY (0x1) are the legacy
+ * default stream of the calling thread's current context (of device 0's
+ * primary context when the thread has none); CU_STREAM_PER_THREAD (0x2) is
+ * the per-thread default stream of (current context, calling thread). These
+ * "special" streams are kept in a list keyed by (context[, thread]).
+ *
+ * Sequence words. One (trigger, release) pair of 64-bit words per stream,
+ * on separate 64-byte lines of a slot in a 64 KiB slab of
+ * cuMemHostAlloc(DEVICEMAP|PORTABLE) memory (device pointer from
+ * cuMemHostGetDevicePointer). Triggers: cuStreamWriteValue64(trigger, seq)
+ * (the default flags put a system-scope fence before the write). Waits:
+ * cuStreamWaitValue64(release, seq, GEQ[|FLUSH where the device can flush
+ * remote writes]). The engine's progress thread polls trigger words (needs_polling = 1) and
+ * releases waits with an atomic store (the GPU sees host-mapped memory).
+ *
+ * Fallback. With MPIX_ACC_MEMOPS=0, when the device cannot do 64-bit stream
+ * memory operations or they failed the self-test, and for every point
+ * enqueued while the stream is being captured into a graph, the points are
+ * one-thread kernels (cuda_kernels.cu): flag-set, flag-wait (wait-then-set
+ * only in the self-test).
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#ifdef MPIXACC_HAVE_CUDA
+
+#include "accel/cuda_priv.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/log.h"
+
+static mx_status_t backend_enqueue_trigger(mxa_stream_t *s, uint64_t seq);
+static mx_status_t backend_enqueue_wait(mxa_stream_t *s, uint64_t seq);
+static void backend_release(mxa_stream_t *s, uint64_t seq);
+static uint64_t backend_poll_trigger(mxa_stream_t *s);
+static int backend_capturing(mxa_stream_t *s);
+
+static const mxa_backend_t cuda_backend = {
+    .name = "cuda",
+    .kind = MXA_KIND_CUDA,
+    .enqueue_trigger = backend_enqueue_trigger,
+    .enqueue_wait = backend_enqueue_wait,
+    .release = backend_release,
+    .poll_trigger = backend_poll_trigger,
+    .needs_polling = 1,
+    .capturing = backend_capturing,
+    .pci_busid = mxa_cuda_stream_pci_busid,
+};
+
+/* ----------------------------------------------------- sequence words */
+
+/* Allocate one slot (two words on separate lines). A context must be
+ * current (cuMemHostAlloc); PORTABLE makes the memory usable from all. */
+mx_status_t mxa_cuda_slot_alloc(unsigned char **host_out)
+{
+    slab_t *sl = mxa_cuda_g.slabs;
+    if (sl == NULL || sl->used + SLOT_BYTES > SLAB_BYTES) {
+        sl = calloc(1, sizeof(*sl));
+        if (sl == NULL)
+            MX_FAIL(MX_ERR_NO_MEMORY, "CUDA backend: out of memory");
+        void *hp = NULL;
+        CUresult r = MXA_CU(cuMemHostAlloc)(&hp, SLAB_BYTES,
+                                            CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE);
+        if (r != CUDA_SUCCESS) {
+            free(sl);
+            MX_FAIL(MX_ERR_NO_DEVICE,
+                    "CUDA backend: cuMemHostAlloc(%d bytes, DEVICEMAP|PORTABLE) failed: %s",
+                    SLAB_BYTES, cu_err(r));
+        }
+        memset(hp, 0, SLAB_BYTES);
+        sl->host = hp;
+        sl->next = mxa_cuda_g.slabs;
+        mxa_cuda_g.slabs = sl;
+    }
+    *host_out = sl->host + sl->used;
+    sl->used += SLOT_BYTES;
+    return MX_OK;
+}
+
+mx_status_t mxa_cuda_host_to_dev(void *host, CUdeviceptr *d)
+{
+    CUresult r = MXA_CU(cuMemHostGetDevicePointer)(d, host, 0);
+    if (r != CUDA_SUCCESS)
+        MX_FAIL(MX_ERR_NO_DEVICE, "CUDA backend: cuMemHostGetDevicePointer failed: %s",
+                cu_err(r));
+    return MX_OK;
+}
+
+/* ------------------------------------------------------------- streams */
+
+/* Bind record cs to context cx: device pointers of the words and flags.
+ * mxa_cuda_g.lock held. */
+static mx_status_t stream_bind(cuda_stream_t *cs, cuda_ctx_t *cx)
+{
+    int entered = ctx_enter(cx->ctx);
+    if (entered < 0)
+        MX_FAIL(MX_ERR_NO_DEVICE, "CUDA backend: cannot make a stream's context current");
+    mx_status_t status = MX_OK;
+    if (cs->pub.trigger_word == NULL) {
+        unsigned char *slot;
+        MX_TRY_GOTO(mxa_cuda_slot_alloc(&slot), out);
+        cs->pub.trigger_word = (_Atomic uint64_t *)slot;
+        cs->pub.release_word = (_Atomic uint64_t *)(slot + 64);
+    }
+    MX_TRY_GOTO(mxa_cuda_host_to_dev((void *)cs->pub.trigger_word, &cs->trig_dptr), out);
+    MX_TRY_GOTO(mxa_cuda_host_to_dev((void *)cs->pub.release_word, &cs->rel_dptr), out);
+    cs->ctx = cx;
+    cs->wait_flags = wait_flags_for(cx->dev_index);
+out:
+    ctx_leave(entered);
+    return status;
+}
+
+static mx_status_t stream_new(void *handle, CUstream cu, int special, cuda_ctx_t *cx,
+                              cuda_stream_t **out)
+{
+    cuda_stream_t *cs = calloc(1, sizeof(*cs));
+    if (cs == NULL)
+        MX_FAIL(MX_ERR_NO_MEMORY, "CUDA backend: out of memory");
+    cs->pub.kind = MXA_KIND_CUDA;
+    cs->pub.backend = &cuda_backend;
+    cs->pub.handle = handle;
+    cs->pub.backend_state = cs;
+    atomic_init(&cs->pub.next_trigger_seq, 0);
+    atomic_init(&cs->pub.next_wait_seq, 0);
+    atomic_init(&cs->pub.ops_in_flight, 0);
+    cs->cu = cu;
+    cs->special = special;
+    cs->thread = pthread_self();
+    mx_status_t st = stream_bind(cs, cx);
+    if (st != MX_OK) {
+        /* a slot taken by a failed bind stays in its slab */
+        free(cs);
+        return st;
+    }
+    cs->next = mxa_cuda_g.streams;
+    mxa_cuda_g.streams = cs;
+    *out = cs;
+    return MX_OK;
+}
+
+static mx_status_t lookup_special(int special, void *handle, mxa_stream_t **out)
+{
+    CUcontext c = NULL;
+    MXA_CU(cuCtxGetCurrent)(&c);
+    pthread_t self = pthread_self();
+    mx_status_t status = MX_OK;
+    pthread_mutex_lock(&mxa_cuda_g.lock);
+    if (c == NULL) {
+        /* No context on this thread: like the runtime, use device 0's
+         * primary context. */
+        if (!mxa_cuda_g.primary0_retained) {
+            CUresult r =
+                MXA_CU(cuDevicePrimaryCtxRetain)(&mxa_cuda_g.primary0, mxa_cuda_g.devs[0].dev);
+            if (r != CUDA_SUCCESS) {
+                pthread_mutex_unlock(&mxa_cuda_g.lock);
+                MX_FAIL(MX_ERR_NO_DEVICE,
+                        "CUDA backend: default stream without a current context, and device "
+                        "0's primary context cannot be retained: %s",
+                        cu_err(r));
+            }
+            mxa_cuda_g.primary0_retained = 1;
+        }
+        c = mxa_cuda_g.primary0;
+    }
+    cuda_ctx_t *cx = NULL;
+    status = mxa_cuda_ctx_get(c, &cx);
+    if (status != MX_OK)
+        goto out;
+    for (cuda_stream_t *cs = mxa_cuda_g.streams; cs != NULL; cs = cs->next) {
+        if (cs->special == special && cs->ctx == cx &&
+            (special != SPECIAL_PER_THREAD || pthread_equal(cs->thread, self))) {
+            *out = &cs->pub;
+            goto out;
+        }
+    }
+    cuda_stream_t *cs = NULL;
+    status = stream_new(handle, special == SPECIAL_LEGACY ? CU_STREAM_LEGACY : CU_STREAM_PER_THREAD,
+                        special, cx, &cs);
+    if (status == MX_OK)
+        *out = &cs->pub;
+out:
+    if (status == MX_OK && cx != NULL)
+        mxa_cuda_wait_until_warm(cx);
+    pthread_mutex_unlock(&mxa_cuda_g.lock);
+    mxa_cuda_run_new_context_hook();
+    return status;
+}
+
+/* Identity of a live ordinary stream handle. */
+static mx_status_t stream_identity(CUstream h, CUcontext *ctx, unsigned long long *id, int *have_id)
+{
+    CUresult r = MXA_CU(cuStreamGetCtx)(h, ctx);
+    if (r != CUDA_SUCCESS) {
+        MPIX_ACC_LOG(MX_LOG_DEBUG, "CUDA backend: stream %p: cuStreamGetCtx: %s", (void *)h,
+                     cu_err(r));
+        return MX_ERR_INVALID_STREAM;
+    }
+    *have_id = 0;
+    if (MXA_CU(cuStreamGetId) != NULL && MXA_CU(cuStreamGetId)(h, id) == CUDA_SUCCESS)
+        *have_id = 1;
+    return MX_OK;
+}
+
+mx_status_t mxa_cuda_stream_lookup(void *handle, mxa_stream_t **out)
+{
+    if (out == NULL)
+        return MX_ERR_INVALID_PARAM;
+    *out = NULL;
+    if (!atomic_load_explicit(&mxa_cuda_g_active, memory_order_acquire))
+        return MX_ERR_INVALID_STREAM;
+    uintptr_t h = (uintptr_t)handle;
+    if (h == 0 || h == (uintptr_t)CU_STREAM_LEGACY)
+        return lookup_special(SPECIAL_LEGACY, handle, out);
+    if (h == (uintptr_t)CU_STREAM_PER_THREAD)
+        return lookup_special(SPECIAL_PER_THREAD, handle, out);
+    if (h < 4096 || (h & 7) != 0)
+        return MX_ERR_INVALID_STREAM; /* cannot be a driver object: do not pass it on */
+
+    CUstream cu = (CUstream)handle;
+    cuda_stream_t *cs = mxu_locked_map_get(&mxa_cuda_g.map, (uint64_t)h);
+    if (cs != NULL) {
+        /* Fast path: one driver call validates the handle. */
+        if (cs->have_id) {
+            unsigned long long id;
+            CUresult r = MXA_CU(cuStreamGetId)(cu, &id);
+            if (r != CUDA_SUCCESS) {
+                MPIX_ACC_LOG(MX_LOG_DEBUG, "CUDA backend: stream %p: cuStreamGetId: %s", handle,
+                             cu_err(r));
+                return MX_ERR_INVALID_STREAM;
+            }
+            if (id == cs->stream_id && !cs->ctx->stale && atomic_load(&cs->ctx->warm)) {
+                *out = &cs->pub;
+                return MX_OK;
+            }
+        } else {
+            CUcontext c;
+            CUresult r = MXA_CU(cuStreamGetCtx)(cu, &c);
+            if (r != CUDA_SUCCESS)
+                return MX_ERR_INVALID_STREAM;
+            if (c == cs->ctx->ctx && !cs->ctx->stale && atomic_load(&cs->ctx->warm)) {
+                *out = &cs->pub;
+                return MX_OK;
+            }
+        }
+    }
+
+    /* Slow path: first sight of the handle, or its address now names
+     * another stream. */
+    CUcontext c;
+    unsigned long long id = 0;
+    int have_id = 0;
+    MX_TRY(stream_identity(cu, &c, &id, &have_id));
+    mx_status_t status = MX_OK;
+    pthread_mutex_lock(&mxa_cuda_g.lock);
+    cuda_ctx_t *cx = NULL;
+    status = mxa_cuda_ctx_get(c, &cx);
+    if (status != MX_OK)
+        goto out;
+    cs = mxu_locked_map_get(&mxa_cuda_g.map, (uint64_t)h);
+    if (cs == NULL) {
+        status = stream_new(handle, cu, SPECIAL_NONE, cx, &cs);
+        if (status != MX_OK)
+            goto out;
+        cs->stream_id = id;
+        cs->have_id = have_id;
+        status = mxu_locked_map_put(&mxa_cuda_g.map, (uint64_t)h, cs);
+        if (status != MX_OK)
+            goto out; /* the record stays on mxa_cuda_g.streams (freed at finalize) */
+        MPIX_ACC_LOG(MX_LOG_DEBUG, "CUDA backend: new stream %p (device %d, %s)", handle,
+                     cx->dev_index, cx->memops ? "memops" : "kernel fallback");
+    } else if (cs->ctx != cx || (have_id && cs->stream_id != id)) {
+        /* Handle reuse. The record keeps its words and counters (they only
+         * grow); points of the destroyed stream that were never reached
+         * are lost with it. */
+        MPIX_ACC_LOG(MX_LOG_INFO, "CUDA backend: stream handle %p now names a new stream "
+                     "(id %llu -> %llu): re-bound", handle, cs->stream_id, id);
+        status = stream_bind(cs, cx);
+        if (status != MX_OK)
+            goto out;
+        cs->stream_id = id;
+        cs->have_id = have_id;
+    }
+    *out = &cs->pub;
+out:
+    if (status == MX_OK && cx != NULL)
+        mxa_cuda_wait_until_warm(cx);
+    pthread_mutex_unlock(&mxa_cuda_g.lock);
+    mxa_cuda_run_new_context_hook();
+    return status;
+}
+
+/* ------------------------------------------------------- stream points */
+
+static mx_status_t enqueue_point(cuda_stream_t *cs, int is_wait, uint64_t seq)
+{
+    cuda_ctx_t *cx = cs->ctx;
+    int entered = ctx_enter(cx->ctx);
+    if (entered < 0)
+        MX_FAIL(MX_ERR_INVALID_STREAM, "CUDA backend: cannot make the context of stream %p "
+                "current", cs->pub.handle);
+
+    mx_status_t status = MX_OK;
+    CUresult r = CUDA_SUCCESS;
+    int use_memops = cx->memops;
+    if (use_memops) {
+        CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
+        r = MXA_CU(cuStreamIsCapturing)(cs->cu, &cap);
+        if (r != CUDA_SUCCESS)
+            goto fail;
+        if (cap != CU_STREAM_CAPTURE_STATUS_NONE)
+            use_memops = 0; /* captured into a graph: kernel nodes */
+    }
+
+    if (use_memops) {
+        if (is_wait)
+            r = MXA_CU(cuStreamWaitValue64)(cs->cu, cs->rel_dptr, seq, cs->wait_flags);
+        else
+            r = MXA_CU(cuStreamWriteValue64)(cs->cu, cs->trig_dptr, seq,
+                                             CU_STREAM_WRITE_VALUE_DEFAULT);
+        if (r != CUDA_SUCCESS)
+            goto fail;
+    } else {
+        if (!cx->kernels_ok) {
+            ctx_leave(entered);
+            MX_FAIL(MX_ERR_UNSUPPORTED, "CUDA backend: stream %p needs the fallback kernels "
+                    "(%s), which are not available on device %d", cs->pub.handle,
+                    cx->memops ? "stream capture" : "no stream memory operations",
+                    cx->dev_index);
+        }
+        unsigned long long v = seq;
+        if (is_wait) {
+            void *args[] = {&cs->rel_dptr, &v};
+            r = MXA_CU(cuLaunchKernel)(cx->fn_wait, 1, 1, 1, 1, 1, 1, 0, cs->cu, args, NULL);
+        } else {
+            void *args[] = {&cs->trig_dptr, &v};
+            r = MXA_CU(cuLaunchKernel)(cx->fn_set, 1, 1, 1, 1, 1, 1, 0, cs->cu, args, NULL);
+        }
+        if (r != CUDA_SUCCESS)
+            goto fail;
+    }
+    ctx_leave(entered);
+    return status;
+
+fail:
+    ctx_leave(entered);
+    if (cu_err_is_bad_handle(r))
+        MX_FAIL(MX_ERR_INVALID_STREAM, "CUDA backend: enqueue on stream %p failed: %s",
+                cs->pub.handle, cu_err(r));
+    MX_FAIL(MX_ERR_NO_DEVICE, "CUDA backend: enqueue on stream %p failed: %s", cs->pub.handle,
+            cu_err(r));
+}
+
+static mx_status_t backend_enqueue_trigger(mxa_stream_t *s, uint64_t seq)
+{
+    return enqueue_point((cuda_stream_t *)s, 0, seq);
+}
+
+static mx_status_t backend_enqueue_wait(mxa_stream_t *s, uint64_t seq)
+{
+    return enqueue_point((cuda_stream_t *)s, 1, seq);
+}
+
+/* The progress thread (the only caller of release/poll_trigger) hands the
+ * operations of CUDA streams to UCX, whose CUDA transports need a current
+ * context. The first time it touches a CUDA stream and has no context, it
+ * gets that stream's context (mxa_cuda_bind_buffer would refine this per
+ * buffer; it is not called at present). One thread-local test per call
+ * afterwards. */
+static _Thread_local int tl_ctx_checked;
+
+static void progress_thread_context(cuda_stream_t *cs)
+{
+    tl_ctx_checked = 1;
+    CUcontext cur = NULL;
+    if (MXA_CU(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && cur == NULL && cs->ctx != NULL &&
+        !cs->ctx->stale)
+        MXA_CU(cuCtxSetCurrent)(cs->ctx->ctx);
+}
+
+static void backend_release(mxa_stream_t *s, uint64_t seq)
+{
+    if (!tl_ctx_checked)
+        progress_thread_context((cuda_stream_t *)s);
+    store_max(s->release_word, seq);
+}
+
+static uint64_t backend_poll_trigger(mxa_stream_t *s)
+{
+    if (!tl_ctx_checked)
+        progress_thread_context((cuda_stream_t *)s);
+    return atomic_load_explicit(s->trigger_word, memory_order_acquire);
+}
+
+static int backend_capturing(mxa_stream_t *s)
+{
+    cuda_stream_t *cs = (cuda_stream_t *)s;
+    int entered = ctx_enter(cs->ctx->ctx);
+    CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUresult r = MXA_CU(cuStreamIsCapturing)(cs->cu, &cap);
+    ctx_leave(entered);
+    return r == CUDA_SUCCESS && cap != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+void mxa_cuda_foreach_stream(void (*fn)(mxa_stream_t *s, void *arg), void *arg)
+{
+    if (fn == NULL)
+        return;
+    /* Snapshot under the lock, call without it (fn may look streams up).
+     * Records are not freed before mxa_cuda_finalize(). */
+    pthread_mutex_lock(&mxa_cuda_g.lock);
+    size_t n = 0;
+    for (cuda_stream_t *cs = mxa_cuda_g.streams; cs != NULL; cs = cs->next)
+        n++;
+    cuda_stream_t **v = n ? malloc(n * sizeof(*v)) : NULL;
+    size_t i = 0;
+    if (v != NULL)
+        for (cuda_stream_t *cs = mxa_cuda_g.streams; cs != NULL; cs = cs->next)
+            v[i++] = cs;
+    pthread_mutex_unlock(&mxa_cuda_g.lock);
+    if (n != 0 && v == NULL) {
+        MPIX_ACC_LOG(MX_LOG_ERROR, "CUDA backend: out of memory listing streams");
+        return;
+    }
+    for (i = 0; i < n; i++)
+        fn(&v[i]->pub, arg);
+    free(v);
+}
+
+const char *mxa_cuda_stream_pci_busid(mxa_stream_t *s)
+{
+    if (s == NULL || s->kind != MXA_KIND_CUDA || s->backend != &cuda_backend)
+        return NULL;
+    cuda_stream_t *cs = (cuda_stream_t *)s;
+    if (cs->ctx == NULL || cs->ctx->dev_index < 0 || mxa_cuda_g.devs == NULL)
+        return NULL;
+    const char *b = mxa_cuda_g.devs[cs->ctx->dev_index].busid;
+    return b[0] ? b : NULL;
+}
+
+
+#else /* !MPIXACC_HAVE_CUDA */
+
+/* ISO C forbids an empty translation unit. */
+typedef int mxa_cuda_unused_t;
+
+#endif
