@@ -58,6 +58,7 @@ int MPIX_Acc_Info_set_stream(MPI_Info info, MPIX_Acc_stream stream);
 #define MPIX_ACC_INFO_STREAM_ALIAS "CUDA_STREAM"
 #define MPIX_ACC_INFO_RECV_POST    "mpix_acc_recv_post"
 #define MPIX_ACC_INFO_EAGER_LIMIT  "mpix_acc_eager_limit"
+#define MPIX_ACC_INFO_MATCH        "mpix_acc_match" /* "call" (default) or "dynamic" */
 
 #ifdef __cplusplus
 }

@@ -22,26 +22,6 @@
 
 mxe_engine_t mxe;
 
-void mxe_tag_recv_pattern(uint32_t ctx, int source, int tag, uint64_t *tag_out,
-                          uint64_t *mask_out)
-{
-    const uint64_t ctx_mask = (uint64_t)MXE_CTX_MAX << (MXE_SRC_BITS + MXE_TAG_BITS);
-    const uint64_t src_mask = (uint64_t)((1u << MXE_SRC_BITS) - 1) << MXE_TAG_BITS;
-    const uint64_t tag_mask = (uint64_t)((1u << MXE_TAG_BITS) - 1);
-    uint64_t mask = ctx_mask;
-    uint32_t src = 0, utag = 0;
-    if (source != MXE_ANY_SOURCE) {
-        mask |= src_mask;
-        src = (uint32_t)source;
-    }
-    if (tag != MXE_ANY_TAG) {
-        mask |= tag_mask;
-        utag = (uint32_t)tag;
-    }
-    *tag_out = mxe_tag_make(ctx, src, utag);
-    *mask_out = mask;
-}
-
 void mxe_wake(void)
 {
     atomic_thread_fence(memory_order_seq_cst);
@@ -112,6 +92,15 @@ mx_status_t mxe_init(const mxe_init_args_t *args)
         mxe.wake_fd = -1;
         mxp_finalize();
         mxa_finalize(); /* the lower layers this call started */
+        return status;
+    }
+    status = mxe_match_init(args->world_size); /* before any peer can announce */
+    if (status != MX_OK) {
+        mxt_destroy();
+        close(mxe.wake_fd);
+        mxe.wake_fd = -1;
+        mxp_finalize();
+        mxa_finalize();
         return status;
     }
     mxa_set_trigger_notify(mxe_wake);
@@ -247,6 +236,7 @@ static void mxe_stop_progress(void)
  * stop the other lower layers, accel last. */
 static void mxe_stop_lower_layers(void)
 {
+    mxe_match_destroy();
     mxt_destroy();
     if (mxe.epoll_fd >= 0)
         close(mxe.epoll_fd);
@@ -305,6 +295,7 @@ static mx_status_t mxe_op_alloc(mxa_stream_t *s, mxe_op_type_t type, void *buf, 
     if (peer >= 0)
         op->peer_world = comm->world_ranks ? comm->world_ranks[peer] : peer;
     op->memtype = (bytes > 0 && buf) ? (int)mxa_memtype(buf, bytes) : MXA_MEM_HOST;
+    op->match_dynamic = comm->match_dynamic;
     if (type == MXE_OP_RECV && peer == MXE_ANY_SOURCE && mxu_config.peer_errors) {
         /* who may send to it, for the failure rule (mxe_on_peer_failed):
          * the communicator may be freed before the receive completes */

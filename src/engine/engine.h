@@ -52,9 +52,6 @@ static inline int mxe_tag_source(uint64_t t)
     return (int)((t >> MXE_TAG_BITS) & ((1u << MXE_SRC_BITS) - 1));
 }
 static inline int mxe_tag_user(uint64_t t) { return (int)(t & ((1u << MXE_TAG_BITS) - 1)); }
-/* Tag and mask for a receive; source/tag may be MXE_ANY_*. */
-void mxe_tag_recv_pattern(uint32_t ctx, int source, int tag, uint64_t *tag_out,
-                          uint64_t *mask_out);
 
 /* A communicator as the engine sees it (owned by the caller; read during
  * the call only). */
@@ -63,6 +60,7 @@ typedef struct {
     int rank;               /* this process's rank in it */
     int size;
     const int *world_ranks; /* comm rank -> transport (world) rank; NULL: identity */
+    int match_dynamic;      /* mpix_acc_match=dynamic: match in start order, not call order */
 } mxe_comm_t;
 
 typedef enum { MXE_OP_SEND = 0, MXE_OP_RECV = 1 } mxe_op_type_t;
@@ -152,6 +150,18 @@ struct mxe_op {
     int peer_failed;           /* recv cancelled because its peer failed (MX_ERR_PEER) */
     int any_nmembers;          /* MPI_ANY_SOURCE recv with MPIX_ACC_PEER_ERRORS: comm size */
     int *any_members;          /* its world ranks (copied; NULL: ranks 0..any_nmembers-1) */
+
+    /* ---- matching (match.c; progress thread) ---- */
+    int match_dynamic;         /* announce/register at start, not at the call */
+    int registered;            /* recv: in its context's posted list, or matched */
+    int matched;               /* recv: bound to a message (msg_* valid) */
+    int recv_ready;            /* recv: its stream reached it: the data may land */
+    uint64_t pseq;             /* send: its pair sequence; recv: the matched message's */
+    int msg_src;               /* recv: the matched message's source (comm rank) */
+    int msg_tag;               /* recv: its tag */
+    size_t msg_bytes;          /* recv: its size */
+    mxe_op_t *next_posted;     /* recv: posted-receive list of its context */
+    mxe_op_t *prev_posted;
 };
 
 /* ---- lifecycle ---- */

@@ -92,6 +92,17 @@ static inline void mxe_timer_add(_Atomic uint64_t *sum, _Atomic uint64_t *n, uin
 void mxe_wake(void);
 /* The transport's peer-failure hook (progress thread). */
 void mxe_on_peer_failed(int world_rank);
+/* Call-order matching (match.c; progress thread, init/destroy around it). */
+mx_status_t mxe_match_init(int world_size);
+void mxe_match_destroy(void);
+void mxe_match_send_called(mxe_op_t *op);  /* number and announce a send */
+void mxe_match_recv_called(mxe_op_t *op);  /* register a receive: match or post */
+void mxe_match_flush(void);                /* send the queued announcements */
+int mxe_match_forget(mxe_op_t *op);        /* unmatched receive out of its list: 1 */
+uint64_t mxe_match_data_tag(uint32_t ctx, int src, uint64_t pseq);
+void mxe_match_stats(uint64_t *announced, uint64_t *matched_posted, uint64_t *matched_unexpected);
+/* progress.c: post a matched receive's data receive (it is ready). */
+void mxe_recv_post_data(mxe_op_t *op);
 /* Progress thread entry. */
 void *mxe_progress_main(void *arg);
 

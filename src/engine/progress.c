@@ -94,6 +94,7 @@ static void mxe_live_unlink(mxe_op_t *op)
 /* Complete an op: the result fields other than `error` are already set. */
 static void mxe_op_complete(mxe_op_t *op, mx_status_t error)
 {
+    mxe_match_forget(op); /* a receive completing unmatched leaves its posted list */
     op->result.error = error;
     if (mxe.timing && op->t_start_ns) {
         op->t_done_ns = mxu_now_ns();
@@ -129,8 +130,9 @@ static void mxe_transport_done(void *user, mx_status_t status, uint64_t sender_t
     }
     if (op->type == MXE_OP_RECV) {
         if (status == MX_OK || status == MX_ERR_TRUNCATED) {
-            op->result.source = mxe_tag_source(sender_tag);
-            op->result.tag = mxe_tag_user(sender_tag);
+            (void)sender_tag; /* (context, source, sequence): the envelope says more */
+            op->result.source = op->msg_src;
+            op->result.tag = op->msg_tag;
             op->result.bytes = status == MX_OK ? length : op->bytes;
         } else if (status == MX_ERR_CANCELED && op->peer_failed) {
             status = MX_ERR_PEER; /* cancelled by mxe_on_peer_failed */
@@ -247,6 +249,11 @@ void mxe_on_peer_failed(int w)
         int state = atomic_load(&op->state);
         if (state == MXE_STATE_QUEUED) {
             mxe_remove_pending(op);
+            mxe_match_forget(op);
+            mxe_complete_peer_failed(op);
+            count++;
+        } else if (op->type == MXE_OP_RECV && !op->transport_active) {
+            mxe_match_forget(op); /* started, no message matched yet */
             mxe_complete_peer_failed(op);
             count++;
         } else if (op->type == MXE_OP_RECV && op->transport_active && op->transport_handle) {
@@ -293,7 +300,11 @@ static void mxe_op_start(mxe_op_t *op)
         }
     }
     if (op->type == MXE_OP_SEND) {
-        uint64_t tag = mxe_tag_make(op->ctx_id, (uint32_t)op->comm_rank, (uint32_t)op->tag);
+        if (op->match_dynamic) { /* matched in start order: announce it now */
+            mxe_match_send_called(op);
+            mxe_match_flush();
+        }
+        uint64_t tag = mxe_match_data_tag(op->ctx_id, op->comm_rank, op->pseq);
         if (op->bytes > 0 && op->bytes <= op->eager_limit && op->memtype == MXA_MEM_HOST &&
             !op->synchronous) {
             /* Buffered send: copy now, complete locally at once. */
@@ -316,15 +327,17 @@ static void mxe_op_start(mxe_op_t *op)
         status = mxt_tag_send(op->peer_world, op->buf, op->bytes, op->memtype, op->synchronous,
                               tag, mxe_transport_done, op, &handle);
     } else {
-        if (atomic_load(&op->cancel_requested)) {
+        if (atomic_load(&op->cancel_requested) && !op->matched) {
+            mxe_match_forget(op);
             mxe_complete_cancelled(op);
             return;
         }
-        uint64_t tag, mask;
-        mxe_tag_recv_pattern(op->ctx_id, op->peer, op->tag, &tag, &mask);
-        op->transport_active = 1;
-        status = mxt_tag_recv(op->buf, op->bytes, op->memtype, tag, mask, mxe_transport_done, op,
-                              &handle);
+        if (op->match_dynamic)
+            mxe_match_recv_called(op); /* start order: register now */
+        op->recv_ready = 1;
+        if (op->matched)
+            mxe_recv_post_data(op);
+        return; /* else posted when its message is announced (match.c) */
     }
     if (status != MX_OK) {
         op->transport_active = 0;
@@ -333,6 +346,26 @@ static void mxe_op_start(mxe_op_t *op)
     }
     /* handle == NULL: the callback already ran (and may have freed op). */
     if (handle)
+        op->transport_handle = handle;
+}
+
+/* A receive that is matched and whose stream reached it: receive its data,
+ * which has a tag of its own (context, source, sequence). */
+void mxe_recv_post_data(mxe_op_t *op)
+{
+    void *handle = NULL;
+    uint64_t tag = mxe_match_data_tag(op->ctx_id, op->msg_src, op->pseq);
+    op->transport_active = 1;
+    mx_status_t status = mxt_tag_recv(op->buf, op->bytes, op->memtype, tag, UINT64_MAX,
+                                      mxe_transport_done, op, &handle);
+    if (status != MX_OK) {
+        op->transport_active = 0;
+        op->result.source = op->msg_src;
+        op->result.tag = op->msg_tag;
+        mxe_op_complete(op, status);
+        return;
+    }
+    if (handle) /* NULL: the callback already ran (and may have freed op) */
         op->transport_handle = handle;
 }
 
@@ -400,6 +433,15 @@ static void mxe_insert_wait(mxe_sstate_t *st, mxe_wait_t *w)
 static void mxe_handle_op(mxe_op_t *op)
 {
     mxe_live_link(op);
+    /* Commands arrive in call order: number sends and register receives
+     * now (call-order matching), unless the communicator matches in start
+     * order. */
+    if (!op->match_dynamic && op->peer != MXE_PROC_NULL) {
+        if (op->type == MXE_OP_SEND)
+            mxe_match_send_called(op);
+        else
+            mxe_match_recv_called(op);
+    }
     if (op->trigger_seq == 0) {
         mxe_op_start(op);
         return;
@@ -435,15 +477,20 @@ static void mxe_handle_wait(mxe_wait_t *w)
 
 static void mxe_handle_cancel(mxe_op_t *op)
 {
+    /* A receive can be cancelled until a message is matched to it (MPI
+     * lets a cancel fail): then it leaves its context's posted list. (An op
+     * whose own command is not processed yet is cancelled by mxe_op_start,
+     * which checks the flag.) */
     int state = atomic_load(&op->state);
-    if (state == MXE_STATE_QUEUED) {
-        /* Waiting for its trigger: cancel now. (An op whose own command is
-         * not processed yet is cancelled by mxe_op_start, which checks the
-         * flag.) */
-        if (mxe_remove_pending(op))
+    if (!mxe_op_is_complete(op) && !op->matched) {
+        if (state == MXE_STATE_QUEUED) {
+            if (mxe_remove_pending(op)) {
+                mxe_match_forget(op);
+                mxe_complete_cancelled(op);
+            }
+        } else if (state == MXE_STATE_STARTED && mxe_match_forget(op)) {
             mxe_complete_cancelled(op);
-    } else if (state == MXE_STATE_STARTED && op->transport_active && op->transport_handle) {
-        mxt_cancel(op->transport_handle); /* completes through the callback */
+        }
     }
     mxe_op_release(op);
 }
@@ -506,7 +553,9 @@ static int mxe_handle_abort(void)
                          op->stream->handle, (unsigned long long)reached,
                          (unsigned long long)op->trigger_seq);
             mxe_remove_pending(op);
+            mxe_match_forget(op);
         } else {
+            mxe_match_forget(op);
             MPIX_ACC_LOG(MX_LOG_ERROR,
                          "pending at finalize: %s of %zu bytes %s rank %d (tag %d, context %u) "
                          "on %s %p: started but %s; cancelled",
@@ -575,6 +624,8 @@ static unsigned mxe_drain_commands(void)
             break;
         }
     }
+    if (n)
+        mxe_match_flush(); /* the announcements of the sends just called */
     return n;
 }
 

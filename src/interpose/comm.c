@@ -163,7 +163,8 @@ void mxi_comm_forget_all(void)
 static int mxi_is_our_key(const char *key)
 {
     return strcmp(key, MPIX_ACC_INFO_STREAM) == 0 || strcmp(key, MPIX_ACC_INFO_STREAM_ALIAS) == 0 ||
-           strcmp(key, MPIX_ACC_INFO_RECV_POST) == 0 || strcmp(key, MPIX_ACC_INFO_EAGER_LIMIT) == 0;
+           strcmp(key, MPIX_ACC_INFO_RECV_POST) == 0 || strcmp(key, MPIX_ACC_INFO_EAGER_LIMIT) == 0 ||
+           strcmp(key, MPIX_ACC_INFO_MATCH) == 0;
 }
 
 /* "0x<hex>" -> handle; "none" -> *none = 1. Returns 0 if malformed. */
@@ -289,9 +290,47 @@ static int mxi_comm_info(mxi_comm_t *c, MPI_Info info, MPI_Comm err_comm, int ch
                                 MPIX_ACC_INFO_EAGER_LIMIT, eager_value);
         have_eager = 1;
     }
+    int dynamic = c->ec.match_dynamic, have_match = 0;
+    char match_value[MPI_MAX_INFO_VAL + 1] = "";
+    PMPI_Info_get(info, MPIX_ACC_INFO_MATCH, MPI_MAX_INFO_VAL, match_value, &flag);
+    if (flag) {
+        if (strcmp(match_value, "dynamic") == 0)
+            dynamic = 1;
+        else if (strcmp(match_value, "call") == 0)
+            dynamic = 0;
+        else
+            return MXI_INFO_BAD(check, err_comm, MXI_E_INFO_VALUE, "%s=\"%s\" (call or dynamic)",
+                                MPIX_ACC_INFO_MATCH, match_value);
+        have_match = 1;
+    }
+    /* MPI-4 assertions: MPI's keys (passed on to the MPI library too);
+     * recorded for the stream-executed path, and checked by the receives */
+    int no_any[2] = {c->no_any_source, c->no_any_tag}, have_no_any[2] = {0, 0};
+    static const char *const no_any_key[2] = {"mpi_assert_no_any_source",
+                                              "mpi_assert_no_any_tag"};
+    for (int k = 0; k < 2; k++) {
+        char av[MPI_MAX_INFO_VAL + 1];
+        PMPI_Info_get(info, no_any_key[k], MPI_MAX_INFO_VAL, av, &flag);
+        if (!flag)
+            continue;
+        if (strcmp(av, "true") == 0 || strcmp(av, "false") == 0) {
+            no_any[k] = av[0] == 't';
+            have_no_any[k] = 1;
+        } else if (!check) {
+            MPIX_ACC_LOG(MX_LOG_WARN, "%s=\"%s\" ignored (true or false)", no_any_key[k], av);
+        }
+    }
     if (check)
         return MPI_SUCCESS;
 
+    if (have_match) {
+        c->ec.match_dynamic = dynamic;
+        mxi_hint_record(c, MPIX_ACC_INFO_MATCH, match_value);
+    }
+    if (have_no_any[0])
+        c->no_any_source = no_any[0];
+    if (have_no_any[1])
+        c->no_any_tag = no_any[1];
     if (stream_key) {
         mxi_comm_set_stream_ptr(c, none ? NULL : s);
         mxi_hint_drop(c, MPIX_ACC_INFO_STREAM);

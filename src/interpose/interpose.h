@@ -36,7 +36,7 @@ typedef struct {
     char value[64];
 } mxi_hint_t;
 
-#define MXI_MAX_HINTS 4
+#define MXI_MAX_HINTS 6
 
 /* What the library knows about a communicator. */
 typedef struct {
@@ -48,6 +48,8 @@ typedef struct {
     mxa_stream_t *stream;     /* NULL: not a stream communicator */
     int recv_post_early;
     size_t eager_limit;
+    int no_any_source;        /* MPI-4 assertions (info keys mpi_assert_no_any_*) */
+    int no_any_tag;
     mxi_hint_t hints[MXI_MAX_HINTS];
     int nhints;
 } mxi_comm_t;

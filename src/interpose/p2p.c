@@ -231,6 +231,12 @@ int mxi_irecv(mxa_stream_t *s, mxi_origin_t origin, void *buf, int count, MPI_Da
         return rc;
     if ((rc = mxi_check_buffer(comm, buf, count, dt, "receive")) != MPI_SUCCESS)
         return rc;
+    if ((source == MPI_ANY_SOURCE && c->no_any_source) || (tag == MPI_ANY_TAG && c->no_any_tag))
+        return mxi_raise(comm, MXI_E_ARG, "%s receive on a communicator with %s=true",
+                         source == MPI_ANY_SOURCE ? "MPI_ANY_SOURCE" : "MPI_ANY_TAG",
+                         source == MPI_ANY_SOURCE && c->no_any_source
+                             ? "mpi_assert_no_any_source"
+                             : "mpi_assert_no_any_tag");
     if (source != MPI_PROC_NULL && source != MPI_ANY_SOURCE &&
         (source < 0 || source >= c->ec.size))
         return mxi_raise(comm, MXI_E_RANK, "source %d (valid: 0..%d, MPI_ANY_SOURCE or "

@@ -50,6 +50,15 @@ mx_status_t mxt_tag_send(int world_dest, const void *buf, size_t len, int memtyp
                          void **handle);
 mx_status_t mxt_tag_recv(void *buf, size_t len, int memtype_hint, uint64_t tag,
                          uint64_t tag_mask, mxt_complete_fn cb, void *user, void **handle);
+/* Control messages: small host-memory messages (eager, never rendezvous)
+ * between the engines of two processes, delivered to one handler, called on
+ * the progress thread from mxt_progress() with data valid during the call.
+ * mxt_control_send takes ownership of buf (malloc'd; freed once sent or on
+ * error). Messages to one peer are not promised to arrive in order. */
+typedef void (*mxt_control_fn)(const void *data, size_t len);
+void mxt_set_control_handler(mxt_control_fn fn);
+mx_status_t mxt_control_send(int world_dest, void *buf, size_t len);
+
 /* Cancel a posted receive; its callback is called with MX_ERR_CANCELED
  * unless it already matched. */
 void mxt_cancel(void *handle);

@@ -35,7 +35,11 @@ typedef struct {
                                 * 2 = and the failure hook was told */
     int failures_new;          /* failed entries not yet handed to the hook */
     mxt_peer_failed_fn on_peer_failed;
+    mxt_control_fn on_control; /* control messages (the engine's envelopes) */
 } mxt_state_t;
+
+/* The active-message id of control messages in the library's own context. */
+#define MXT_AM_CONTROL 1
 
 static mxt_state_t mxt;
 static void mxt_live_cancel_all(void);
@@ -123,6 +127,24 @@ static mx_status_t mxt_map_status(ucs_status_t st)
     }
 }
 
+/* A control message arrived (progress thread, inside ucp_worker_progress). */
+static ucs_status_t mxt_control_cb(void *arg, const void *header, size_t header_length,
+                                   void *data, size_t length, const ucp_am_recv_param_t *param)
+{
+    (void)arg;
+    (void)header;
+    (void)header_length;
+    if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
+        /* never sent so (eager only): a protocol error, not data to lose quietly */
+        MPIX_ACC_LOG(MX_LOG_ERROR, "control message of %zu bytes arrived as rendezvous; dropped",
+                     length);
+        return UCS_OK;
+    }
+    if (mxt.on_control)
+        mxt.on_control(data, length);
+    return UCS_OK;
+}
+
 mx_status_t mxt_create(const mxt_config_t *cfg)
 {
     ucp_config_t *config = NULL;
@@ -151,7 +173,8 @@ mx_status_t mxt_create(const mxt_config_t *cfg)
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
                         UCP_PARAM_FIELD_NAME;
-    params.features = UCP_FEATURE_TAG | (cfg->enable_wakeup ? UCP_FEATURE_WAKEUP : 0);
+    params.features = UCP_FEATURE_TAG | UCP_FEATURE_AM |
+                      (cfg->enable_wakeup ? UCP_FEATURE_WAKEUP : 0);
     params.mt_workers_shared = 0;
     params.name = "mpix-acc";
     st = ucp_init(&params, config, &mxt.context);
@@ -175,6 +198,20 @@ mx_status_t mxt_create(const mxt_config_t *cfg)
         ucp_cleanup(mxt.context);
         mxt.context = NULL;
         MX_FAIL(MX_ERR_TRANSPORT, "ucp_worker_create failed: %s", ucs_status_string(st));
+    }
+
+    ucp_am_handler_param_t amp;
+    memset(&amp, 0, sizeof(amp));
+    amp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                     UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+    amp.id = MXT_AM_CONTROL;
+    amp.cb = mxt_control_cb;
+    amp.flags = UCP_AM_FLAG_WHOLE_MSG;
+    st = ucp_worker_set_am_recv_handler(mxt.worker, &amp);
+    if (st != UCS_OK) {
+        mxt_destroy();
+        MX_FAIL(MX_ERR_TRANSPORT, "ucp_worker_set_am_recv_handler failed: %s",
+                ucs_status_string(st));
     }
 
     st = ucp_worker_get_address(mxt.worker, &mxt.local_addr, &mxt.local_addr_len);
@@ -499,6 +536,46 @@ mx_status_t mxt_tag_recv(void *buf, size_t len, int memtype_hint, uint64_t tag,
     if (!ran_inline) {
         ctx->ran_inline = NULL;
         *handle = req;
+    }
+    return MX_OK;
+}
+
+void mxt_set_control_handler(mxt_control_fn fn) { mxt.on_control = fn; }
+
+static void mxt_control_sent(void *request, ucs_status_t status, void *user_data)
+{
+    if (status != UCS_OK && !atomic_load(&mxt.closing))
+        MPIX_ACC_LOG(MX_LOG_ERROR, "control message send failed: %s", ucs_status_string(status));
+    free(user_data);
+    ucp_request_free(request);
+}
+
+mx_status_t mxt_control_send(int world_dest, void *buf, size_t len)
+{
+    ucp_ep_h ep;
+    mx_status_t rc = mxt_get_ep(world_dest, &ep);
+    if (rc != MX_OK) {
+        free(buf);
+        return rc;
+    }
+    ucp_request_param_t param;
+    memset(&param, 0, sizeof(param));
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                         UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    param.cb.send = mxt_control_sent;
+    param.user_data = buf;
+    param.flags = UCP_AM_SEND_FLAG_EAGER;
+    param.memory_type = UCS_MEMORY_TYPE_HOST;
+    ucs_status_ptr_t req = ucp_am_send_nbx(ep, MXT_AM_CONTROL, NULL, 0, buf, len, &param);
+    if (req == NULL) {
+        free(buf);
+        return MX_OK;
+    }
+    if (UCS_PTR_IS_ERR(req)) {
+        free(buf);
+        ucs_status_t st = UCS_PTR_STATUS(req);
+        MX_FAIL(mxt_map_status(st), "control message of %zu bytes to rank %d failed: %s", len,
+                world_dest, ucs_status_string(st));
     }
     return MX_OK;
 }
