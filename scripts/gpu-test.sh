@@ -348,7 +348,7 @@ export MPIX_ACC_LOG=info # the per-context line shows the mode really in use
 run_test info/memops 60 'mode: memops' -- env MPIX_ACC_MEMOPS=1 "$INFO"
 run_test info/fallback 60 'mode: kernel-fallback' -- env MPIX_ACC_MEMOPS=0 "$INFO"
 
-GPU_TESTS="ring stream_comm dtype_attr two_streams any_source truncate host_wait default_streams deep_queue"
+GPU_TESTS="ring stream_comm dtype_attr two_streams any_source truncate host_wait default_streams deep_queue call_order"
 [ "$NGPU_RUN" -ge 2 ] && GPU_TESTS="$GPU_TESTS multi_device"
 MODE_MEMOPS='CUDA backend: context .*: stream memory operations'
 MODE_FALLBACK='CUDA backend: context .*: kernel fallback'
