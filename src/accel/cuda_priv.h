@@ -160,11 +160,11 @@ static inline unsigned wait_flags_for(int dev_index)
 void *mxa_cuda_driver_proc(void *lib, const char *name, int since, const char *dlname);
 
 /* cuda_stream.c: sequence words */
-mx_status_t mxa_cuda_slot_alloc(unsigned char **host_out);
-mx_status_t mxa_cuda_host_to_dev(void *host, CUdeviceptr *d);
+mxu_status_t mxa_cuda_slot_alloc(unsigned char **host_out);
+mxu_status_t mxa_cuda_host_to_dev(void *host, CUdeviceptr *d);
 
 /* cuda_ctx.c: contexts (mxa_cuda_g.lock held for mxa_cuda_ctx_get and mxa_cuda_wait_until_warm) */
-mx_status_t mxa_cuda_ctx_get(CUcontext c, cuda_ctx_t **out);
+mxu_status_t mxa_cuda_ctx_get(CUcontext c, cuda_ctx_t **out);
 void mxa_cuda_run_new_context_hook(void);
 void mxa_cuda_wait_until_warm(cuda_ctx_t *cx);
 
