@@ -97,7 +97,12 @@
     X(SET_NET_DEVICES, BOOL, set_net_devices, "1", "",                                           \
       "Set UCX_NET_DEVICES to the NIC closest to the GPU unless the user set it")                \
     X(STATS, BOOL, stats, "0", "",                                                               \
-      "Print per-process operation counters and engine phase timers at MPI_Finalize")
+      "Print per-process operation counters and engine phase timers at MPI_Finalize")            \
+    X(HANGDUMP_AFTER, DOUBLE, hangdump_after, "0", "0..1e9",                                     \
+      "Seconds after which the preloadable watchdog tools/mpixacc_hangdump.so (LD_PRELOAD) "      \
+      "prints every thread's backtrace and exits with status 124; 0 never. The watchdog is not "  \
+      "linked with the library: it reads the variable itself (getenv, atof) when it is loaded; "  \
+      "the library only lists it")
 /* clang-format on */
 
 typedef enum {

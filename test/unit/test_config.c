@@ -238,6 +238,7 @@ static void test_load(void)
     setenv("MPIX_ACC_EAGR_LIMIT", "1", 1);      /* typo of a known name */
     setenv("MPIX_ACC_LOG", "info", 1);
     setenv("MPIX_ACC_FINALIZE_TIMEOUT", "", 1); /* empty: unset */
+    setenv("MPIX_ACC_HANGDUMP_AFTER", "30", 1); /* the watchdog's: known, no warning */
 
     capture_begin();
     CHECK(mxu_config_load() == MXU_OK);
@@ -250,6 +251,7 @@ static void test_load(void)
     CHECK_EQ_LL(mxu_config.log_level, MXU_LOG_INFO);
     CHECK_EQ_LL(mxu_log_threshold, MXU_LOG_INFO);
     CHECK(mxu_config.finalize_timeout == 10.0);
+    CHECK(mxu_config.hangdump_after == 30.0);
     CHECK_EQ_LL(mxu_config_entry(row_of("MPIX_ACC_EAGER_LIMIT"))->from_env, 1);
     CHECK_EQ_LL(mxu_config_entry(row_of("MPIX_ACC_PROGRESS_SPIN_US"))->from_env, 0);
     CHECK_EQ_LL(mxu_config_entry(row_of("MPIX_ACC_FINALIZE_TIMEOUT"))->from_env, 0);
