@@ -13,6 +13,7 @@
 #include "config.h"
 #endif
 #include "accel/accel.h"
+#include "accel/seq_word.h"
 #include "accel/cuda.h"
 
 #include <pthread.h>
@@ -25,19 +26,10 @@
 
 /* ---- the "none" backend: no stream, everything happens at once ---- */
 
-static void store_max(_Atomic uint64_t *word, uint64_t seq)
-{
-    uint64_t cur = atomic_load_explicit(word, memory_order_relaxed);
-    while (cur < seq && !atomic_compare_exchange_weak_explicit(word, &cur, seq,
-                                                               memory_order_release,
-                                                               memory_order_relaxed))
-        ;
-}
-
 static mxu_status_t none_enqueue_trigger(mxa_stream_t *s, uint64_t seq)
 {
     /* The stream "reaches" the trigger immediately. */
-    store_max(s->trigger_word, seq);
+    mxa_store_max(s->trigger_word, seq);
     return MXU_OK;
 }
 
@@ -51,7 +43,7 @@ static mxu_status_t none_enqueue_wait(mxa_stream_t *s, uint64_t seq)
 
 static void none_release(mxa_stream_t *s, uint64_t seq)
 {
-    store_max(s->release_word, seq);
+    mxa_store_max(s->release_word, seq);
 }
 
 static uint64_t none_poll_trigger(mxa_stream_t *s)

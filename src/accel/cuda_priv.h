@@ -18,6 +18,7 @@
 
 #include "accel/cuda.h"
 #include "accel/cuda_driver.h"
+#include "accel/seq_word.h"
 #include "util/hashmap.h"
 
 #define SLAB_BYTES      (64 * 1024)
@@ -133,15 +134,6 @@ static inline void ctx_leave(int entered)
         CUcontext popped;
         MXA_CU(cuCtxPopCurrent)(&popped);
     }
-}
-
-static inline void store_max(_Atomic uint64_t *word, uint64_t seq)
-{
-    uint64_t cur = atomic_load_explicit(word, memory_order_relaxed);
-    while ((int64_t)(seq - cur) > 0 &&
-           !atomic_compare_exchange_weak_explicit(word, &cur, seq, memory_order_release,
-                                                  memory_order_relaxed))
-        ;
 }
 
 /* Flags of every wait memop on device i: cyclic >=, plus a flush of remote

@@ -398,7 +398,7 @@ static void backend_release(mxa_stream_t *s, uint64_t seq)
 {
     if (!tl_ctx_checked)
         progress_thread_context((cuda_stream_t *)s);
-    store_max(s->release_word, seq);
+    mxa_store_max(s->release_word, seq);
 }
 
 static uint64_t backend_poll_trigger(mxa_stream_t *s)

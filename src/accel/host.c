@@ -38,6 +38,7 @@
 #define _GNU_SOURCE
 #endif
 #include "accel/accel.h"
+#include "accel/seq_word.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -104,15 +105,6 @@ static const mxa_backend_t host_backend;
 static inline host_stream_t *hs_of(mxa_stream_t *s)
 {
     return (host_stream_t *)s;
-}
-
-static void store_max(_Atomic uint64_t *word, uint64_t seq)
-{
-    uint64_t cur = atomic_load_explicit(word, memory_order_relaxed);
-    while (cur < seq && !atomic_compare_exchange_weak_explicit(word, &cur, seq,
-                                                               memory_order_release,
-                                                               memory_order_relaxed))
-        ;
 }
 
 static void push_item(host_stream_t *hs, host_item_t *it)
@@ -209,7 +201,7 @@ static void *stream_main(void *arg)
             free(it);
             break;
         case ITEM_TRIGGER:
-            store_max(&hs->trigger_word, it->u.seq);
+            mxa_store_max(&hs->trigger_word, it->u.seq);
             free(it);
             mxa_notify_trigger();
             break;
@@ -333,7 +325,7 @@ static void host_release(mxa_stream_t *s, uint64_t seq)
      * notifying: the increment is ordered before the store the stream
      * thread (and, through it, the freeing thread) observes. */
     atomic_fetch_add_explicit(&hs->releasers, 1, memory_order_relaxed);
-    store_max(&hs->release_word, seq);
+    mxa_store_max(&hs->release_word, seq);
     mxu_event_notify(&hs->release_ev);
     atomic_fetch_sub_explicit(&hs->releasers, 1, memory_order_release);
 }
