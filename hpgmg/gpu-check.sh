@@ -72,7 +72,7 @@ run() {
   local name=$1 n=$2 t=${HPGMG_RUN_TIMEOUT:-300} wd=""
   shift 2
   [ -n "${HPGMG_HANGDUMP:-}" ] && [ -f "$HPGMG_HANGDUMP" ] && [ "$t" -gt 20 ] &&
-    wd="env LD_PRELOAD=$HPGMG_HANGDUMP MPIXACC_HANGDUMP_AFTER=$((t - 10))"
+    wd="env LD_PRELOAD=$HPGMG_HANGDUMP MPIX_ACC_HANGDUMP_AFTER=$((t - 10))"
   timeout "$t" "$MPIEXEC" $LAUNCH -n "$n" $wd "$BIN" "$@" >"$LOG/$name.log" 2>&1
   local rc=$?
   if [ $rc != 0 ]; then

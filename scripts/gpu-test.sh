@@ -297,7 +297,7 @@ run_test() {
     t0=$(date +%s.%N)
     # programs run under tools' mpixacc_hangdump.so (the apps) print every
     # thread's stack shortly before this limit
-    MPIXACC_HANGDUMP_AFTER=$((tmo > 30 ? tmo - 15 : tmo - 5)) timeout -k 10 "$tmo" "$@" >"$out" 2>&1
+    MPIX_ACC_HANGDUMP_AFTER=$((tmo > 30 ? tmo - 15 : tmo - 5)) timeout -k 10 "$tmo" "$@" >"$out" 2>&1
     rc=$?
     t1=$(date +%s.%N)
     local secs
@@ -414,7 +414,7 @@ if [ "$APPS" = 1 ]; then
     # the stencil: every variant in one launch, bitwise check against the
     # single-rank reference; 256^2 and 4096^2 points per GPU (issue targets)
     # a hung rank prints every thread's stack 15 s before the runner's limit
-    # (run_test sets MPIXACC_HANGDUMP_AFTER; the ranks only get the preload)
+    # (run_test sets MPIX_ACC_HANGDUMP_AFTER; the ranks only get the preload)
     HD="$BUILD/tools/.libs/mpixacc_hangdump.so"
     wd() { [ -f "$HD" ] && echo "env LD_PRELOAD=$HD"; }
     run_test "apps/stencil2d" 300 'RESULT: OK' -- env MPIX_ACC_LOG=warn \

@@ -1,14 +1,20 @@
 /*
  * mpixacc_hangdump.c - a preloadable watchdog: a program run with
  *
- *   LD_PRELOAD=libmpixacc_hangdump.so MPIXACC_HANGDUMP_AFTER=S program ...
+ *   LD_PRELOAD=libmpixacc_hangdump.so MPIX_ACC_HANGDUMP_AFTER=S program ...
  *
  * that is still running after S seconds prints the backtrace of every one
  * of its threads to stderr (tools/stackdump.h) and exits with status 124.
  * For hangs on machines where no debugger attaches (scripts/gpu-test.sh and
  * hpgmg/gpu-check.sh use it on the GPU machine). Under mpiexec, preload it
  * in the ranks only: mpiexec -n 2 env LD_PRELOAD=... program.
- * Without MPIXACC_HANGDUMP_AFTER (or with 0) it does nothing.
+ * Without MPIX_ACC_HANGDUMP_AFTER (or with 0) it does nothing.
+ *
+ * The variable is a row of the settings registry (src/util/settings.h), so
+ * that `mpixacc_info -c` lists it and the library does not warn about an
+ * unknown MPIX_ACC_* variable. This module is preloaded into any program and
+ * does not link the library (the registry would bring UCX, hwloc and its own
+ * warnings into every process it watches), so it reads the variable itself.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -35,7 +41,7 @@ static void *hangdump_main(void *arg)
 __attribute__((constructor)) static void hangdump_start(void)
 {
     static double after;
-    const char *v = getenv("MPIXACC_HANGDUMP_AFTER");
+    const char *v = getenv("MPIX_ACC_HANGDUMP_AFTER");
     after = v ? atof(v) : 0.0;
     if (!(after > 0))
         return;

@@ -503,7 +503,7 @@ static void parse_opts(int argc, char **argv, opts_t *o)
     o->budget = 1LL << 30;
     o->backend = "auto";
     int c;
-    while ((c = getopt_long(argc, argv, "b:e:f:v:t:i:r:w:h", lo, NULL)) != -1) {
+    while ((c = ex_getopt(argc, argv, "b:e:f:v:t:i:r:w:h", lo, usage)) != -1) {
         switch (c) {
         case 'b':
         case 'e':
@@ -518,11 +518,7 @@ static void parse_opts(int argc, char **argv, opts_t *o)
         }
         case 'f': factor = ex_parse_long("--factor", optarg, 2, 1024); break;
         case 's':
-            o->nsizes = ex_parse_size_list(optarg, o->sizes, MAX_SIZES);
-            if (o->nsizes <= 0) {
-                fprintf(stderr, "invalid --sizes '%s'\n", optarg);
-                exit(2);
-            }
+            o->nsizes = ex_opt_sizes(optarg, o->sizes, MAX_SIZES);
             explicit_sizes = 1;
             break;
         case 'v': ex_parse_name_list(optarg, vnames, NVARIANTS, o->use, "variant"); break;
@@ -536,21 +532,15 @@ static void parse_opts(int argc, char **argv, opts_t *o)
         case 'N': o->check = 0; break;
         case 'F': o->fault = 1; break;
         case 'T': o->timeout = (int)ex_parse_long("--timeout", optarg, 0, 1000000); break;
-        case 'h': usage(stdout); exit(0);
-        default: usage(stderr); exit(2);
+        default: ex_usage_exit(usage, 2);
         }
-    }
-    if (optind < argc) {
-        usage(stderr);
-        exit(2);
     }
     if (!explicit_sizes) {
         if (bmin > bmax) {
             fprintf(stderr, "--min %lld > --max %lld\n", bmin, bmax);
             exit(2);
         }
-        for (long long s = bmin; s <= bmax && o->nsizes < MAX_SIZES; s *= factor)
-            o->sizes[o->nsizes++] = s;
+        o->nsizes = ex_size_sweep(bmin, bmax, factor, o->sizes, MAX_SIZES);
     }
     ex_check_message_sizes(o->sizes, o->nsizes);
 }

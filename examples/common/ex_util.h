@@ -1,6 +1,6 @@
 /*
  * ex_util.h - small helpers shared by the examples (timing, statistics,
- * option values, fatal errors). Header-only; C only.
+ * option parsing, fatal errors). Header-only; C only.
  */
 #ifndef EX_UTIL_H
 #define EX_UTIL_H
@@ -13,6 +13,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -151,7 +152,8 @@ static EX_UNUSED double ex_parse_double(const char *opt, const char *s, double l
 }
 
 /* Parse a comma-separated selection of names[0..count) (or "all") into
- * use[] (1 = selected); dies with "unknown WHAT 'x'" on a name not listed. */
+ * use[] (1 = selected); dies with "unknown WHAT 'x' (n1, n2, ..., all)" on
+ * a name not listed. */
 static EX_UNUSED void ex_parse_name_list(const char *arg, const char *const *names, int count,
                                          int *use, const char *what)
 {
@@ -163,11 +165,67 @@ static EX_UNUSED void ex_parse_name_list(const char *arg, const char *const *nam
             if (!strcmp(t, "all") || !strcmp(t, names[v]))
                 use[v] = found = 1;
         if (!found) {
-            fprintf(stderr, "unknown %s '%s'\n", what, t);
+            fprintf(stderr, "unknown %s '%s' (", what, t);
+            for (int v = 0; v < count; v++)
+                fprintf(stderr, "%s, ", names[v]);
+            fprintf(stderr, "all)\n");
             exit(2);
         }
     }
     free(copy);
+}
+
+/* ------------------------------------------------------------------ */
+/* option parsing: the parts every example's parse_opts shares         */
+
+/* Print the usage (on stdout for status 0, else stderr) and exit. */
+static void ex_usage_exit(void (*usage)(FILE *), int status) __attribute__((noreturn, unused));
+static void ex_usage_exit(void (*usage)(FILE *), int status)
+{
+    usage(status ? stderr : stdout);
+    exit(status);
+}
+
+/* getopt_long plus what every example does the same: -h/--help (usage on
+ * stdout, exit 0), an unknown option or a missing value (usage on stderr,
+ * exit 2) and, at the end, an argument that is not an option ("unexpected
+ * argument 'x'", usage on stderr, exit 2). Returns the next option, -1 at
+ * the end. The long options map "help" to 'h'. */
+static EX_UNUSED int ex_getopt(int argc, char **argv, const char *shortopts,
+                               const struct option *longopts, void (*usage)(FILE *))
+{
+    int c = getopt_long(argc, argv, shortopts, longopts, NULL);
+    if (c == 'h')
+        ex_usage_exit(usage, 0);
+    if (c == '?' || c == ':')
+        ex_usage_exit(usage, 2);
+    if (c == -1 && optind < argc) {
+        fprintf(stderr, "unexpected argument '%s'\n", argv[optind]);
+        ex_usage_exit(usage, 2);
+    }
+    return c;
+}
+
+/* --sizes LIST into out[] (at most max); dies with "invalid --sizes" (exit 2). */
+static EX_UNUSED int ex_opt_sizes(const char *arg, long long *out, int max)
+{
+    int n = ex_parse_size_list(arg, out, max);
+    if (n <= 0) {
+        fprintf(stderr, "invalid --sizes '%s'\n", arg);
+        exit(2);
+    }
+    return n;
+}
+
+/* A size sweep lo, lo*factor, ... up to hi into out[] (at most max entries;
+ * 0 is followed by 1). Returns the count. */
+static EX_UNUSED int ex_size_sweep(long long lo, long long hi, long long factor, long long *out,
+                                   int max)
+{
+    int n = 0;
+    for (long long s = lo; s <= hi && n < max; s = s ? s * factor : 1)
+        out[n++] = s;
+    return n;
 }
 
 /* Every message size in [1, 1G], else die (exit 2) naming the first bad one. */

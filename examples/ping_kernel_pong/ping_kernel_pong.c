@@ -300,7 +300,7 @@ static void parse_opts(int argc, char **argv, opts_t *o)
     o->backend = "auto";
     o->fault_iter = -1;
     int c;
-    while ((c = getopt_long(argc, argv, "b:e:f:h", lo, NULL)) != -1) {
+    while ((c = ex_getopt(argc, argv, "b:e:f:h", lo, usage)) != -1) {
         switch (c) {
         case 'v': {
             const char *names[NVARIANTS];
@@ -309,13 +309,7 @@ static void parse_opts(int argc, char **argv, opts_t *o)
             ex_parse_name_list(optarg, names, NVARIANTS, o->use, "variant");
             break;
         }
-        case 's':
-            o->nsizes = ex_parse_size_list(optarg, o->sizes, MAX_SIZES);
-            if (o->nsizes <= 0) {
-                fprintf(stderr, "invalid --sizes '%s'\n", optarg);
-                exit(2);
-            }
-            break;
+        case 's': o->nsizes = ex_opt_sizes(optarg, o->sizes, MAX_SIZES); break;
         case 'b': bmin = ex_parse_size(optarg); break;
         case 'e': bmax = ex_parse_size(optarg); break;
         case 'f': factor = ex_parse_long("--factor", optarg, 2, 1024); break;
@@ -326,22 +320,15 @@ static void parse_opts(int argc, char **argv, opts_t *o)
         case 'B': o->backend = optarg; break;
         case 'c': o->csv = optarg; break;
         case 'F': o->fault_iter = (int)ex_parse_long("--inject-fault", optarg, 0, 10000000); break;
-        case 'h': usage(stdout); exit(0);
-        default: usage(stderr); exit(2);
+        default: ex_usage_exit(usage, 2);
         }
-    }
-    if (optind < argc) {
-        usage(stderr);
-        exit(2);
     }
     if (bmin >= 0 || bmax >= 0) {
         if (bmin < 0)
             bmin = bmax;
         if (bmax < 0)
             bmax = bmin;
-        o->nsizes = 0;
-        for (long long s = bmin; s <= bmax && o->nsizes < MAX_SIZES; s = s ? s * factor : 1)
-            o->sizes[o->nsizes++] = s;
+        o->nsizes = ex_size_sweep(bmin, bmax, factor, o->sizes, MAX_SIZES);
     }
     ex_check_message_sizes(o->sizes, o->nsizes);
 }

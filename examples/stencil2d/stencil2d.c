@@ -77,24 +77,11 @@ static void usage(FILE *f)
 
 static void parse_variants(const char *s, opts_t *o)
 {
-    int seen[V_COUNT] = {0};
-    char *copy = strdup(s), *save = NULL;
-    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        int found = 0;
-        for (int v = 0; v < V_COUNT; v++)
-            if (!strcmp(t, "all") || !strcmp(t, vname[v])) {
-                seen[v] = 1;
-                found = 1;
-            }
-        if (!found) {
-            fprintf(stderr, "unknown variant '%s' (mpi, acc, acc2, streamcomm, all)\n", t);
-            exit(2);
-        }
-    }
-    free(copy);
+    int use[V_COUNT];
+    ex_parse_name_list(s, vname, V_COUNT, use, "variant");
     o->nvariants = 0;
     for (int v = 0; v < V_COUNT; v++)
-        if (seen[v])
+        if (use[v])
             o->variants[o->nvariants++] = v;
 }
 
@@ -119,16 +106,10 @@ static void parse_opts(int argc, char **argv, opts_t *o)
     o->check = 1;
     o->fault_step = -1;
     int c;
-    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+    while ((c = ex_getopt(argc, argv, "h", lo, usage)) != -1) {
         switch (c) {
         case 'v': parse_variants(optarg, o); break;
-        case 's':
-            o->nsizes = ex_parse_size_list(optarg, o->sizes, MAX_SIZES);
-            if (o->nsizes <= 0) {
-                fprintf(stderr, "invalid --sizes '%s'\n", optarg);
-                exit(2);
-            }
-            break;
+        case 's': o->nsizes = ex_opt_sizes(optarg, o->sizes, MAX_SIZES); break;
         case 'a': nmin = ex_parse_long("--nmin", optarg, 1, 1 << 20); break;
         case 'b': nmax = ex_parse_long("--nmax", optarg, 1, 1 << 20); break;
         case 'n': o->steps = (int)ex_parse_long("--steps", optarg, 1, 1 << 24); break;
@@ -141,23 +122,15 @@ static void parse_opts(int argc, char **argv, opts_t *o)
         case 'N': o->check = 0; break;
         case 'D': o->mpi_device_bufs = 1; break;
         case 'F': o->fault_step = (int)ex_parse_long("--inject-fault", optarg, 0, 1 << 24); break;
-        case 'h': usage(stdout); exit(0);
-        default: usage(stderr); exit(2);
+        default: ex_usage_exit(usage, 2);
         }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "unexpected argument '%s'\n", argv[optind]);
-        usage(stderr);
-        exit(2);
     }
     if (nmin || nmax) {
         if (!nmin)
             nmin = nmax;
         if (!nmax)
             nmax = nmin;
-        o->nsizes = 0;
-        for (long long n = nmin; n <= nmax && o->nsizes < MAX_SIZES; n *= 2)
-            o->sizes[o->nsizes++] = n;
+        o->nsizes = ex_size_sweep(nmin, nmax, 2, o->sizes, MAX_SIZES);
         if (!o->nsizes) {
             fprintf(stderr, "--nmin must not exceed --nmax\n");
             exit(2);

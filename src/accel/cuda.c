@@ -6,7 +6,7 @@
  * Driver. libcuda.so.1 is dlopen()ed at mxa_cuda_init() and every entry point
  * is fetched with cuGetProcAddress (cuda_driver.h); the library never links
  * libcuda or libcudart, so a CUDA build runs on machines without a driver:
- * the backend then reports itself off (MX_ERR_NO_DEVICE, info log) and the
+ * the backend then reports itself off (MXU_ERR_NO_DEVICE, info log) and the
  * library uses host streams only.
  *
  * This file: the backend's state, driver loading, mxa_cuda_init/finalize
@@ -77,7 +77,7 @@ static int load_driver(char *why, size_t whylen)
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (lib == NULL) {
         const char *e = dlerror();
-        MPIX_ACC_LOG(MX_LOG_INFO, "CUDA backend: cannot load libcuda.so.1 (%s)",
+        MXU_LOG(MXU_LOG_INFO, "CUDA backend: cannot load libcuda.so.1 (%s)",
                      e != NULL ? e : "?");
         snprintf(why, whylen, "off: no CUDA driver (libcuda.so.1)");
         return -1;
@@ -101,7 +101,7 @@ static int load_driver(char *why, size_t whylen)
     MXA_CU_FUNCS(MXA_CU_LOAD_)
 #undef MXA_CU_LOAD_
     if (missing != NULL) {
-        MPIX_ACC_LOG(MX_LOG_INFO, "CUDA backend: the driver lacks %s (too old?)", missing);
+        MXU_LOG(MXU_LOG_INFO, "CUDA backend: the driver lacks %s (too old?)", missing);
         snprintf(why, whylen, "off: driver lacks %s", missing);
         dlclose(lib);
         memset(&mxa_cu, 0, sizeof(mxa_cu));
@@ -168,11 +168,11 @@ static int init_device(int i)
     if (!d->uva) {
         snprintf(mxa_cuda_g.mode, sizeof(mxa_cuda_g.mode),
                  "off: device %d lacks unified addressing", i);
-        MPIX_ACC_LOG(MX_LOG_WARN, "CUDA backend off: device %d (%s) lacks unified addressing",
+        MXU_LOG(MXU_LOG_WARN, "CUDA backend off: device %d (%s) lacks unified addressing",
                      i, d->name);
         return -1;
     }
-    MPIX_ACC_LOG(MX_LOG_DEBUG, "CUDA backend: device %d %s %s: 64-bit memops %d, flush %d", i,
+    MXU_LOG(MXU_LOG_DEBUG, "CUDA backend: device %d %s %s: 64-bit memops %d, flush %d", i,
                  d->name, d->busid, d->memops64, d->flush);
     return 0;
 }
@@ -184,7 +184,7 @@ static int init_devices(void)
     CUresult r = MXA_CU(cuInit)(0);
     if (r != CUDA_SUCCESS) {
         snprintf(mxa_cuda_g.mode, sizeof(mxa_cuda_g.mode), "off: cuInit: %s", cu_err(r));
-        MPIX_ACC_LOG(MX_LOG_INFO, "CUDA backend off: cuInit failed: %s", cu_err(r));
+        MXU_LOG(MXU_LOG_INFO, "CUDA backend off: cuInit failed: %s", cu_err(r));
         return -1;
     }
     MXA_CU(cuDriverGetVersion)(&mxa_cuda_g.driver_version);
@@ -192,7 +192,7 @@ static int init_devices(void)
     r = MXA_CU(cuDeviceGetCount)(&n);
     if (r != CUDA_SUCCESS || n <= 0) {
         snprintf(mxa_cuda_g.mode, sizeof(mxa_cuda_g.mode), "off: no CUDA device");
-        MPIX_ACC_LOG(MX_LOG_INFO, "CUDA backend off: no CUDA device (%s)",
+        MXU_LOG(MXU_LOG_INFO, "CUDA backend off: no CUDA device (%s)",
                      r != CUDA_SUCCESS ? cu_err(r) : "count 0");
         return -1;
     }
@@ -213,7 +213,7 @@ static void log_lazy_loading(void)
     if (MXA_CU(cuModuleGetLoadingMode) != NULL) {
         CUmoduleLoadingMode lm;
         if (MXA_CU(cuModuleGetLoadingMode)(&lm) == CUDA_SUCCESS && lm == CU_MODULE_LAZY_LOADING)
-            MPIX_ACC_LOG(MX_LOG_INFO,
+            MXU_LOG(MXU_LOG_INFO,
                          "CUDA lazy module loading is on: the library loads its own kernels "
                          "eagerly; load application kernels before they are enqueued behind "
                          "a stream wait (or set CUDA_MODULE_LOADING=EAGER)");
@@ -227,8 +227,8 @@ static void setup_current_context(void)
     CUcontext cur = NULL;
     if (MXA_CU(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && cur != NULL) {
         cuda_ctx_t *cx;
-        if (mxa_cuda_ctx_get(cur, &cx) != MX_OK)
-            MPIX_ACC_LOG(MX_LOG_WARN, "CUDA backend: set-up of the current context failed; "
+        if (mxa_cuda_ctx_get(cur, &cx) != MXU_OK)
+            MXU_LOG(MXU_LOG_WARN, "CUDA backend: set-up of the current context failed; "
                          "it is retried at its first stream");
         if (mxa_cuda_tl_new_ctx != NULL) /* warmed up by the engine's start (mxt_warm_up) */
             atomic_store(&mxa_cuda_tl_new_ctx->warm, 1);
@@ -236,29 +236,29 @@ static void setup_current_context(void)
     }
 }
 
-mx_status_t mxa_cuda_init(void)
+mxu_status_t mxa_cuda_init(void)
 {
     pthread_mutex_lock(&mxa_cuda_g.lock);
     if (mxa_cuda_g.tried) {
         int active = atomic_load(&mxa_cuda_g_active);
         pthread_mutex_unlock(&mxa_cuda_g.lock);
-        return active ? MX_OK : MX_ERR_NO_DEVICE;
+        return active ? MXU_OK : MXU_ERR_NO_DEVICE;
     }
     mxa_cuda_g.tried = 1;
     snprintf(mxa_cuda_g.mode, sizeof(mxa_cuda_g.mode), "off");
     if (!mxu_config.cuda) {
         snprintf(mxa_cuda_g.mode, sizeof(mxa_cuda_g.mode), "off: disabled by MPIX_ACC_CUDA=0");
-        MPIX_ACC_LOG(MX_LOG_INFO, "CUDA backend off: disabled by MPIX_ACC_CUDA=0");
+        MXU_LOG(MXU_LOG_INFO, "CUDA backend off: disabled by MPIX_ACC_CUDA=0");
         pthread_mutex_unlock(&mxa_cuda_g.lock);
-        return MX_ERR_NO_DEVICE;
+        return MXU_ERR_NO_DEVICE;
     }
     if (load_driver(mxa_cuda_g.mode, sizeof(mxa_cuda_g.mode)) != 0) {
         pthread_mutex_unlock(&mxa_cuda_g.lock);
-        return MX_ERR_NO_DEVICE;
+        return MXU_ERR_NO_DEVICE;
     }
     if (init_devices() != 0)
         goto off;
-    if (mxu_locked_map_init(&mxa_cuda_g.map) != MX_OK) {
+    if (mxu_locked_map_init(&mxa_cuda_g.map) != MXU_OK) {
         snprintf(mxa_cuda_g.mode, sizeof(mxa_cuda_g.mode), "off: out of memory");
         goto off;
     }
@@ -266,19 +266,19 @@ mx_status_t mxa_cuda_init(void)
     set_mode();
     mxa_cuda_ipc_ctx_setup();
     atomic_store(&mxa_cuda_g_active, 1);
-    MPIX_ACC_LOG(MX_LOG_INFO, "CUDA backend active: driver %d, %d device(s), %s",
+    MXU_LOG(MXU_LOG_INFO, "CUDA backend active: driver %d, %d device(s), %s",
                  mxa_cuda_g.driver_version, mxa_cuda_g.ndev, mxa_cuda_g.mode);
     log_lazy_loading();
     setup_current_context();
     pthread_mutex_unlock(&mxa_cuda_g.lock);
-    return MX_OK;
+    return MXU_OK;
 
 off:
     free(mxa_cuda_g.devs);
     mxa_cuda_g.devs = NULL;
     mxa_cuda_g.ndev = 0;
     pthread_mutex_unlock(&mxa_cuda_g.lock);
-    return MX_ERR_NO_DEVICE;
+    return MXU_ERR_NO_DEVICE;
 }
 
 int mxa_cuda_active(void)
@@ -307,7 +307,7 @@ void mxa_cuda_finalize(void)
         size_t nslabs = 0;
         for (slab_t *sl = mxa_cuda_g.slabs; sl != NULL; sl = sl->next)
             nslabs++;
-        MPIX_ACC_LOG(MX_LOG_DEBUG, "CUDA backend: finalize keeps %zu KiB of pinned sequence "
+        MXU_LOG(MXU_LOG_DEBUG, "CUDA backend: finalize keeps %zu KiB of pinned sequence "
                      "words and the kernel modules until the process exits",
                      nslabs * SLAB_BYTES / 1024);
         if (mxa_cuda_g.primary0_retained)

@@ -95,13 +95,13 @@ void mxa_cuda_ipc_ctx_setup(void)
                   ? mxa_cuda_driver_proc(mxa_cuda_g.lib, "cuCtxCreate", 12050, "cuCtxCreate_v4")
                   : NULL;
     if (p == NULL) {
-        MPIX_ACC_LOG(MX_LOG_INFO, "CUDA backend: the driver lacks cuCtxCreate_v4: peers' "
+        MXU_LOG(MXU_LOG_INFO, "CUDA backend: the driver lacks cuCtxCreate_v4: peers' "
                      "buffers are mapped in the application's context");
         return;
     }
     pthread_mutex_lock(&ipcx.lock);
     memcpy(&ipcx.create, &p, sizeof(p));
-    if (!ipcx.map_ok && mxa_ipc_table_init(&ipcx.mapped) == MX_OK)
+    if (!ipcx.map_ok && mxa_ipc_table_init(&ipcx.mapped) == MXU_OK)
         ipcx.map_ok = 1;
     pthread_mutex_unlock(&ipcx.lock);
     if (ipcx.map_ok)
@@ -133,12 +133,12 @@ static CUcontext ipc_ctx_of_locked(CUdevice dev)
     if (r == CUDA_SUCCESS) {
         MXA_CU(cuCtxPopCurrent)(&prev);
         ipcx.ctx[dev] = c;
-        MPIX_ACC_LOG(MX_LOG_DEBUG, "CUDA backend: context %p of device %d for peers' mappings "
+        MXU_LOG(MXU_LOG_DEBUG, "CUDA backend: context %p of device %d for peers' mappings "
                      "(cuda_ipc)", (void *)c, (int)dev);
         return c;
     }
     if (ipcx.failed[dev]++ == 0)
-        MPIX_ACC_LOG(MX_LOG_WARN, "CUDA backend: no context of its own on device %d for peers' "
+        MXU_LOG(MXU_LOG_WARN, "CUDA backend: no context of its own on device %d for peers' "
                      "mappings (%s): UCX maps them in the application's context, where a peer "
                      "freeing a buffer it sent from can deadlock a stream wait",
                      (int)dev, cu_err(r));
@@ -182,7 +182,7 @@ cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int flags
         CUcontext prev;
         MXA_CU(cuCtxPopCurrent)(&prev);
         if (r == CUDA_SUCCESS) {
-            if (mxa_ipc_table_add(&ipcx.mapped, &handle, own, (uint64_t)*pdptr) != MX_OK) {
+            if (mxa_ipc_table_add(&ipcx.mapped, &handle, own, (uint64_t)*pdptr) != MXU_OK) {
                 MXA_CU(cuCtxPushCurrent)(own);
                 MXA_CU(cuIpcCloseMemHandle)(*pdptr);
                 MXA_CU(cuCtxPopCurrent)(&prev);
@@ -195,7 +195,7 @@ cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int flags
         }
     }
     if (own != NULL && ipcx.fallbacks++ == 0)
-        MPIX_ACC_LOG(MX_LOG_WARN, "CUDA backend: a peer's buffer cannot be mapped in the "
+        MXU_LOG(MXU_LOG_WARN, "CUDA backend: a peer's buffer cannot be mapped in the "
                      "library's context of device %d (%s): mapped in the application's",
                      (int)dev, cu_err(r));
     pthread_mutex_unlock(&ipcx.lock);
@@ -233,7 +233,7 @@ __attribute__((visibility("default"))) CUresult CUDAAPI cuIpcCloseMemHandle(CUde
             MXA_CU(cuCtxPopCurrent)(&prev);
         }
         if (r != CUDA_SUCCESS)
-            MPIX_ACC_LOG(MX_LOG_WARN, "CUDA backend: unmapping a peer's buffer at 0x%llx in the "
+            MXU_LOG(MXU_LOG_WARN, "CUDA backend: unmapping a peer's buffer at 0x%llx in the "
                          "library's context failed: %s", (unsigned long long)dptr, cu_err(r));
     }
     ipcx.closed++;
@@ -246,7 +246,7 @@ void mxa_cuda_ipc_report(void)
 {
     pthread_mutex_lock(&ipcx.lock);
     if (atomic_load(&ipcx.enabled) && (ipcx.opened || ipcx.fallbacks))
-        MPIX_ACC_LOG(MX_LOG_INFO, "peers' buffers: %lu mapped in the library's contexts (%lu of "
+        MXU_LOG(MXU_LOG_INFO, "peers' buffers: %lu mapped in the library's contexts (%lu of "
                      "them already open there), %lu unmapped, %lu mapped in the application's "
                      "context instead", ipcx.opened, ipcx.reused, ipcx.closed, ipcx.fallbacks);
     pthread_mutex_unlock(&ipcx.lock);

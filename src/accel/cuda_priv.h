@@ -18,6 +18,7 @@
 
 #include "accel/cuda.h"
 #include "accel/cuda_driver.h"
+#include "accel/seq_word.h"
 #include "util/hashmap.h"
 
 #define SLAB_BYTES      (64 * 1024)
@@ -135,15 +136,6 @@ static inline void ctx_leave(int entered)
     }
 }
 
-static inline void store_max(_Atomic uint64_t *word, uint64_t seq)
-{
-    uint64_t cur = atomic_load_explicit(word, memory_order_relaxed);
-    while ((int64_t)(seq - cur) > 0 &&
-           !atomic_compare_exchange_weak_explicit(word, &cur, seq, memory_order_release,
-                                                  memory_order_relaxed))
-        ;
-}
-
 /* Flags of every wait memop on device i: cyclic >=, plus a flush of remote
  * (e.g. GPUDirect RDMA) writes where the device can do it, so data a NIC
  * wrote before the release is visible to the work after the wait. */
@@ -160,11 +152,11 @@ static inline unsigned wait_flags_for(int dev_index)
 void *mxa_cuda_driver_proc(void *lib, const char *name, int since, const char *dlname);
 
 /* cuda_stream.c: sequence words */
-mx_status_t mxa_cuda_slot_alloc(unsigned char **host_out);
-mx_status_t mxa_cuda_host_to_dev(void *host, CUdeviceptr *d);
+mxu_status_t mxa_cuda_slot_alloc(unsigned char **host_out);
+mxu_status_t mxa_cuda_host_to_dev(void *host, CUdeviceptr *d);
 
 /* cuda_ctx.c: contexts (mxa_cuda_g.lock held for mxa_cuda_ctx_get and mxa_cuda_wait_until_warm) */
-mx_status_t mxa_cuda_ctx_get(CUcontext c, cuda_ctx_t **out);
+mxu_status_t mxa_cuda_ctx_get(CUcontext c, cuda_ctx_t **out);
 void mxa_cuda_run_new_context_hook(void);
 void mxa_cuda_wait_until_warm(cuda_ctx_t *cx);
 

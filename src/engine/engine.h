@@ -76,7 +76,7 @@ typedef struct {
     int source;         /* recv: sender's rank in the comm; MXE_PROC_NULL for proc-null */
     int tag;            /* recv: the message tag; MXE_ANY_TAG for proc-null */
     size_t bytes;       /* bytes received (recv) or sent */
-    mx_status_t error;  /* MX_OK, MX_ERR_TRUNCATED, MX_ERR_CANCELED, MX_ERR_TRANSPORT, ... */
+    mxu_status_t error;  /* MXU_OK, MXU_ERR_TRUNCATED, MXU_ERR_CANCELED, MXU_ERR_TRANSPORT, ... */
     int cancelled;
 } mxe_result_t;
 
@@ -147,7 +147,7 @@ struct mxe_op {
     void *transport_handle;
     void *eager_copy;
     uint64_t create_ns;
-    int peer_failed;           /* recv cancelled because its peer failed (MX_ERR_PEER) */
+    int peer_failed;           /* recv cancelled because its peer failed (MXU_ERR_PEER) */
     int any_nmembers;          /* MPI_ANY_SOURCE recv with MPIX_ACC_PEER_ERRORS: comm size */
     int *any_members;          /* its world ranks (copied; NULL: ranks 0..any_nmembers-1) */
 
@@ -179,17 +179,17 @@ typedef struct {
 /* Phase 1 (application thread, after PMPI_Init): start the accelerator
  * layer and topo, create the transport. The GPU the progress thread is
  * placed near is the calling thread's current device (mxa_current_pci_busid). */
-mx_status_t mxe_init(const mxe_init_args_t *args);
+mxu_status_t mxe_init(const mxe_init_args_t *args);
 /* Local worker address for the exchange done by the caller. */
-mx_status_t mxe_local_address(const void **addr, size_t *len);
+mxu_status_t mxe_local_address(const void **addr, size_t *len);
 /* Phase 2: install the exchanged addresses and start the progress thread. */
 /* node_peers: world ranks of this node's processes when every one of them
  * has the CUDA backend active (the same list on each; NULL otherwise), for
  * the device-memory warm-up between them (mxt_warm_up). */
-mx_status_t mxe_start(const void *blob, const size_t *offsets, int nranks, const int *node_peers,
+mxu_status_t mxe_start(const void *blob, const size_t *offsets, int nranks, const int *node_peers,
                       int npeers);
 /* Drain: wait up to timeout_s for every live op; report and cancel the
- * rest (they complete with MX_ERR_TIMED_OUT, stream waits are released).
+ * rest (they complete with MXU_ERR_TIMED_OUT, stream waits are released).
  * Returns the number of ops that had to be cancelled. */
 int mxe_drain(double timeout_s);
 /* Stop the progress thread, close endpoints, destroy the transport, stop
@@ -206,10 +206,10 @@ int mxe_is_running(void);
 
 /* Create an op; the caller may set user/hook fields, then submits it. The
  * op starts with two references: the engine's and the caller's. */
-mx_status_t mxe_op_create_send(mxa_stream_t *s, const void *buf, size_t bytes,
+mxu_status_t mxe_op_create_send(mxa_stream_t *s, const void *buf, size_t bytes,
                                const mxe_comm_t *comm, int dest, int tag, size_t eager_limit,
                                mxe_op_t **op_out);
-mx_status_t mxe_op_create_recv(mxa_stream_t *s, void *buf, size_t bytes, const mxe_comm_t *comm,
+mxu_status_t mxe_op_create_recv(mxa_stream_t *s, void *buf, size_t bytes, const mxe_comm_t *comm,
                                int source, int tag, int post_early, mxe_op_t **op_out);
 /* Stream points (triggers and waits) enqueued on s that the stream has not
  * reached yet (triggers) or that are not released yet (waits): how far the
@@ -223,7 +223,7 @@ long mxe_stream_backlog(mxa_stream_t *s);
 
 /* Enqueue the op's trigger on its stream (unless it starts at once) and hand
  * it to the progress thread. After this the op may complete at any time. */
-mx_status_t mxe_op_submit(mxe_op_t *op);
+mxu_status_t mxe_op_submit(mxe_op_t *op);
 /* Drop the caller's reference. */
 void mxe_op_release(mxe_op_t *op);
 void mxe_op_retain(mxe_op_t *op);
@@ -233,10 +233,10 @@ static inline int mxe_op_is_complete(mxe_op_t *op)
     return atomic_load_explicit(&op->state, memory_order_acquire) == MXE_STATE_COMPLETE;
 }
 /* Host-side wait: spin, then sleep, until complete or timeout (ns; <0 none).
- * Returns MX_OK when complete, MX_ERR_TIMED_OUT otherwise. */
-mx_status_t mxe_op_wait_host(mxe_op_t *op, int64_t timeout_ns);
+ * Returns MXU_OK when complete, MXU_ERR_TIMED_OUT otherwise. */
+mxu_status_t mxe_op_wait_host(mxe_op_t *op, int64_t timeout_ns);
 /* Wait until any op in ops[] (NULL entries skipped) completes, or timeout. */
-mx_status_t mxe_op_wait_any_host(mxe_op_t *const *ops, int n, int64_t timeout_ns);
+mxu_status_t mxe_op_wait_any_host(mxe_op_t *const *ops, int n, int64_t timeout_ns);
 /* Request cancellation of a receive (MPI_Cancel): completes it with
  * cancelled=1 unless it already matched. */
 void mxe_op_cancel(mxe_op_t *op);
@@ -245,7 +245,7 @@ void mxe_op_cancel(mxe_op_t *op);
  * ops[] have completed. Takes its own references to the ops. For the none
  * stream this is a host wait. targets (may be NULL, or hold NULLs): where
  * the result writer puts each op's result before the stream passes. */
-mx_status_t mxe_stream_wait(mxa_stream_t *s, mxe_op_t *const *ops, void *const *targets, int n);
+mxu_status_t mxe_stream_wait(mxa_stream_t *s, mxe_op_t *const *ops, void *const *targets, int n);
 
 /* This rank has drained and enters MPI_Finalize's barrier: peers closing
  * their connections from now on is expected, not reported as an error. */

@@ -93,7 +93,7 @@ void mxe_wake(void);
 /* The transport's peer-failure hook (progress thread). */
 void mxe_on_peer_failed(int world_rank);
 /* Call-order matching (match.c; progress thread, init/destroy around it). */
-mx_status_t mxe_match_init(int world_size);
+mxu_status_t mxe_match_init(int world_size);
 void mxe_match_destroy(void);
 void mxe_match_send_called(mxe_op_t *op);  /* number and announce a send */
 void mxe_match_recv_called(mxe_op_t *op);  /* register a receive: match or post */

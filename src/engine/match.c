@@ -94,7 +94,7 @@ static struct {
 static void mxe_match_arrived(const mxe_envelope_t *e);
 static void mxe_control_received(const void *data, size_t len);
 
-mx_status_t mxe_match_init(int world_size)
+mxu_status_t mxe_match_init(int world_size)
 {
     memset(&mm, 0, sizeof(mm));
     mm.nranks = world_size;
@@ -103,12 +103,12 @@ mx_status_t mxe_match_init(int world_size)
     if (!mm.outbox || !mm.dirty) {
         free(mm.outbox);
         free(mm.dirty);
-        MX_FAIL(MX_ERR_NO_MEMORY, "matching tables for %d ranks", world_size);
+        MXU_FAIL(MXU_ERR_NO_MEMORY, "matching tables for %d ranks", world_size);
     }
-    MX_TRY(mxu_hashmap_init(&mm.ctxs, 16));
-    MX_TRY(mxu_hashmap_init(&mm.pairs, 64));
+    MXU_TRY(mxu_hashmap_init(&mm.ctxs, 16));
+    MXU_TRY(mxu_hashmap_init(&mm.pairs, 64));
     mxt_set_control_handler(mxe_control_received);
-    return MX_OK;
+    return MXU_OK;
 }
 
 static void mxe_free_env_list(mxe_env_node_t *n, uint64_t *count)
@@ -138,7 +138,7 @@ void mxe_match_destroy(void)
         free(p);
     }
     if (left)
-        MPIX_ACC_LOG(MX_LOG_INFO, "%llu message(s) announced to this rank were never received",
+        MXU_LOG(MXU_LOG_INFO, "%llu message(s) announced to this rank were never received",
                      (unsigned long long)left);
     mxu_hashmap_destroy(&mm.ctxs);
     mxu_hashmap_destroy(&mm.pairs);
@@ -161,9 +161,9 @@ static mxe_mctx_t *mxe_mctx(uint32_t ctx)
     if (c)
         return c;
     c = calloc(1, sizeof(*c));
-    if (!c || mxu_hashmap_put(&mm.ctxs, (uint64_t)ctx + 1, c) != MX_OK) {
+    if (!c || mxu_hashmap_put(&mm.ctxs, (uint64_t)ctx + 1, c) != MXU_OK) {
         free(c);
-        MPIX_ACC_LOG(MX_LOG_ERROR, "out of memory for the matching state of context %u", ctx);
+        MXU_LOG(MXU_LOG_ERROR, "out of memory for the matching state of context %u", ctx);
         return NULL;
     }
     return c;
@@ -176,9 +176,9 @@ static mxe_pair_t *mxe_pair(uint32_t ctx, int peer)
     if (p)
         return p;
     p = calloc(1, sizeof(*p));
-    if (!p || mxu_hashmap_put(&mm.pairs, key, p) != MX_OK) {
+    if (!p || mxu_hashmap_put(&mm.pairs, key, p) != MXU_OK) {
         free(p);
-        MPIX_ACC_LOG(MX_LOG_ERROR, "out of memory for the matching state of context %u", ctx);
+        MXU_LOG(MXU_LOG_ERROR, "out of memory for the matching state of context %u", ctx);
         return NULL;
     }
     return p;
@@ -194,7 +194,7 @@ void mxe_match_flush(void)
         size_t len = sizeof(mxe_ctrl_hdr_t) + sizeof(mxe_envelope_t) * (size_t)ob->count;
         unsigned char *msg = malloc(len);
         if (!msg) {
-            MPIX_ACC_LOG(MX_LOG_ERROR, "out of memory: %d envelope(s) to rank %d lost",
+            MXU_LOG(MXU_LOG_ERROR, "out of memory: %d envelope(s) to rank %d lost",
                          ob->count, dest);
         } else {
             mxe_ctrl_hdr_t h = {.kind = MXE_CTRL_ENVELOPES, .count = (uint32_t)ob->count};
@@ -220,7 +220,7 @@ void mxe_match_send_called(mxe_op_t *op)
     if (!ob) {
         ob = mm.outbox[dest] = calloc(1, sizeof(*ob));
         if (!ob) {
-            MPIX_ACC_LOG(MX_LOG_ERROR, "out of memory: envelope to rank %d lost", dest);
+            MXU_LOG(MXU_LOG_ERROR, "out of memory: envelope to rank %d lost", dest);
             return;
         }
         ob->dest = dest;
@@ -330,7 +330,7 @@ static void mxe_match_arrived(const mxe_envelope_t *e)
     }
     mxe_env_node_t *n = malloc(sizeof(*n));
     if (!n) {
-        MPIX_ACC_LOG(MX_LOG_ERROR, "out of memory: message from %d (tag %d) lost", e->src,
+        MXU_LOG(MXU_LOG_ERROR, "out of memory: message from %d (tag %d) lost", e->src,
                      e->tag);
         return;
     }
@@ -352,13 +352,13 @@ static void mxe_envelope_in(const mxe_envelope_t *e)
         return;
     if (e->pseq != p->next_in) {
         if (e->pseq < p->next_in) {
-            MPIX_ACC_LOG(MX_LOG_ERROR, "duplicate message %llu from %d in context %u ignored",
+            MXU_LOG(MXU_LOG_ERROR, "duplicate message %llu from %d in context %u ignored",
                          (unsigned long long)e->pseq, e->src, e->ctx);
             return;
         }
         mxe_env_node_t *n = malloc(sizeof(*n));
         if (!n) {
-            MPIX_ACC_LOG(MX_LOG_ERROR, "out of memory: message from %d (tag %d) lost", e->src,
+            MXU_LOG(MXU_LOG_ERROR, "out of memory: message from %d (tag %d) lost", e->src,
                          e->tag);
             return;
         }
@@ -385,13 +385,13 @@ static void mxe_control_received(const void *data, size_t len)
 {
     mxe_ctrl_hdr_t h;
     if (len < sizeof(h)) {
-        MPIX_ACC_LOG(MX_LOG_ERROR, "control message of %zu bytes: too short", len);
+        MXU_LOG(MXU_LOG_ERROR, "control message of %zu bytes: too short", len);
         return;
     }
     memcpy(&h, data, sizeof(h));
     if (h.kind != MXE_CTRL_ENVELOPES ||
         len != sizeof(h) + (size_t)h.count * sizeof(mxe_envelope_t)) {
-        MPIX_ACC_LOG(MX_LOG_ERROR, "control message of %zu bytes, kind %#x: not understood", len,
+        MXU_LOG(MXU_LOG_ERROR, "control message of %zu bytes, kind %#x: not understood", len,
                      h.kind);
         return;
     }

@@ -84,7 +84,7 @@ static int mxi_comm_build(MPI_Comm comm, uint32_t ctx, mxi_comm_t **out)
 static int mxi_comm_insert(mxi_comm_t *c)
 {
     mxi_comm_t *old = mxu_locked_map_get(&mxi.comms, MXI_COMM_KEY(c->handle));
-    if (mxu_locked_map_put(&mxi.comms, MXI_COMM_KEY(c->handle), c) != MX_OK) {
+    if (mxu_locked_map_put(&mxi.comms, MXI_COMM_KEY(c->handle), c) != MXU_OK) {
         mxi_comm_destroy(c);
         return mxi_err_code(MXI_E_NO_MEM);
     }
@@ -127,7 +127,7 @@ int mxi_comm_register(MPI_Comm comm)
         while (cur < agreed + 1 && !atomic_compare_exchange_weak(&mxi.next_ctx_id, &cur, agreed + 1))
             ;
         if (agreed > MXE_CTX_MAX)
-            MPIX_ACC_LOG(MX_LOG_WARN, "matching contexts exhausted (%u communicators made); "
+            MXU_LOG(MXU_LOG_WARN, "matching contexts exhausted (%u communicators made); "
                                       "new communicators are not stream-capable", agreed);
     }
     mxi_comm_t *c;
@@ -249,10 +249,10 @@ static int mxi_comm_info(mxi_comm_t *c, MPI_Info info, MPI_Comm err_comm, int ch
         if (!mxi_parse_stream_value(v, &handle, &none))
             return MXI_INFO_BAD(check, err_comm, MXI_E_INFO_VALUE, "%s=\"%s\"", key, v);
         if (!none && check) {
-            mx_status_t st = mxa_stream_lookup(handle, &s);
-            if (st == MX_ERR_INVALID_STREAM)
+            mxu_status_t st = mxa_stream_lookup(handle, &s);
+            if (st == MXU_ERR_INVALID_STREAM)
                 return mxi_error(MXI_E_BAD_STREAM, "%s=\"%s\"", key, v);
-            if (st != MX_OK)
+            if (st != MXU_OK)
                 return mxi_status_to_mpi(st);
         } else if (!none) {
             int rc = mxi_stream_resolve(handle, err_comm, &s);
@@ -285,7 +285,7 @@ static int mxi_comm_info(mxi_comm_t *c, MPI_Info info, MPI_Comm err_comm, int ch
     char eager_value[MPI_MAX_INFO_VAL + 1] = "";
     PMPI_Info_get(info, MPIX_ACC_INFO_EAGER_LIMIT, MPI_MAX_INFO_VAL, eager_value, &flag);
     if (flag) {
-        if (eager_value[0] == '-' || mxu_parse_size(eager_value, &eager) != MX_OK)
+        if (eager_value[0] == '-' || mxu_parse_size(eager_value, &eager) != MXU_OK)
             return MXI_INFO_BAD(check, err_comm, MXI_E_INFO_VALUE, "%s=\"%s\"",
                                 MPIX_ACC_INFO_EAGER_LIMIT, eager_value);
         have_eager = 1;
@@ -317,7 +317,7 @@ static int mxi_comm_info(mxi_comm_t *c, MPI_Info info, MPI_Comm err_comm, int ch
             no_any[k] = av[0] == 't';
             have_no_any[k] = 1;
         } else if (!check) {
-            MPIX_ACC_LOG(MX_LOG_WARN, "%s=\"%s\" ignored (true or false)", no_any_key[k], av);
+            MXU_LOG(MXU_LOG_WARN, "%s=\"%s\" ignored (true or false)", no_any_key[k], av);
         }
     }
     if (check)

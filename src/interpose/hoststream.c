@@ -4,13 +4,13 @@
  */
 #include "interpose/interpose.h"
 
-static int mxi_host_result(mx_status_t st, const char *what, const void *stream)
+static int mxi_host_result(mxu_status_t st, const char *what, const void *stream)
 {
-    if (st == MX_OK)
+    if (st == MXU_OK)
         return MPI_SUCCESS;
-    if (st == MX_ERR_INVALID_STREAM)
+    if (st == MXU_ERR_INVALID_STREAM)
         return mxi_raise(MPI_COMM_SELF, MXI_E_BAD_STREAM, "%s: stream %p", what, stream);
-    if (st == MX_ERR_INVALID_PARAM)
+    if (st == MXU_ERR_INVALID_PARAM)
         return mxi_raise(MPI_COMM_SELF, MXI_E_ARG, "%s: stream %p", what, stream);
     return mxi_raise_code(MPI_COMM_SELF, mxi_status_to_mpi(st));
 }

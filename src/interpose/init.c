@@ -33,7 +33,7 @@ static void mxi_bring_up(void)
     int pe = mxu_config.peer_errors != 0, pe_all = pe;
     PMPI_Allreduce(&pe, &pe_all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (pe_all != pe)
-        MPIX_ACC_LOG(MX_LOG_WARN, "MPIX_ACC_PEER_ERRORS differs between ranks: all use 1");
+        MXU_LOG(MXU_LOG_WARN, "MPIX_ACC_PEER_ERRORS differs between ranks: all use 1");
     mxe_init_args_t args = {
         .world_rank = mxi.world_rank, .world_size = mxi.world_size, .peer_errors = pe_all};
     /* processes sharing this node, for the progress thread's placement */
@@ -47,7 +47,7 @@ static void mxi_bring_up(void)
         PMPI_Comm_size(node, &args.local_size);
     }
     /* the engine starts the layers below it (accel, topo, transport) */
-    if (mxe_init(&args) != MX_OK)
+    if (mxe_init(&args) != MXU_OK)
         ok = 0;
     if (node != MPI_COMM_NULL) {
         /* with a GPU backend on every process of the node, they exchange
@@ -67,7 +67,7 @@ static void mxi_bring_up(void)
     }
     const void *addr = NULL;
     size_t len = 0;
-    if (ok && mxe_local_address(&addr, &len) != MX_OK)
+    if (ok && mxe_local_address(&addr, &len) != MXU_OK)
         ok = 0;
 
     int n = mxi.world_size;
@@ -97,7 +97,7 @@ static void mxi_bring_up(void)
     PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     /* node_peers: set on every rank of a node or on none of them */
     if (all_ok && mxe_start(blob, offsets, n, node_peers, node_peers ? args.local_size : 0) !=
-                      MX_OK)
+                      MXU_OK)
         all_ok = 0;
     free(node_peers);
     free(lens);
@@ -105,7 +105,7 @@ static void mxi_bring_up(void)
     free(offsets);
     free(blob);
     if (!all_ok) {
-        MPIX_ACC_LOG(MX_LOG_ERROR, "stream-ordered communication unavailable (setup failed on "
+        MXU_LOG(MXU_LOG_ERROR, "stream-ordered communication unavailable (setup failed on "
                                    "%s); MPI calls pass through unchanged",
                      ok ? "another rank" : "this rank");
         if (mxe_is_running())
@@ -115,7 +115,7 @@ static void mxi_bring_up(void)
     mxe_set_result_writer(mxi_result_writer);
     mxi.active = 1;
     mxi_comm_register_predefined();
-    MPIX_ACC_LOG(MX_LOG_INFO, "mpix-acc %d.%d.%d active on %d ranks", MPIX_ACC_VERSION_MAJOR,
+    MXU_LOG(MXU_LOG_INFO, "mpix-acc %d.%d.%d active on %d ranks", MPIX_ACC_VERSION_MAJOR,
                  MPIX_ACC_VERSION_MINOR, MPIX_ACC_VERSION_PATCH, n);
 }
 
@@ -154,7 +154,7 @@ static void mxi_print_stats(void)
 {
     mxe_stats_t st;
     mxe_get_stats(&st);
-    MPIX_ACC_LOG(MX_LOG_ERROR < mxu_log_threshold ? MX_LOG_WARN : MX_LOG_ERROR,
+    MXU_LOG(MXU_LOG_ERROR < mxu_log_threshold ? MXU_LOG_WARN : MXU_LOG_ERROR,
                  "stats: ops submitted %llu completed %llu failed %llu; waits %llu released "
                  "%llu; progress sleeps %llu wake-ups %llu; progress cpu %d",
                  (unsigned long long)st.ops_submitted, (unsigned long long)st.ops_completed,
@@ -162,7 +162,7 @@ static void mxi_print_stats(void)
                  (unsigned long long)st.waits_released, (unsigned long long)st.progress_sleeps,
                  (unsigned long long)st.progress_wakeups, st.progress_cpu);
 #define MXI_MEAN_US(sum, n) ((n) ? (double)(sum) / (double)(n) / 1e3 : 0.0)
-    MPIX_ACC_LOG(MX_LOG_ERROR < mxu_log_threshold ? MX_LOG_WARN : MX_LOG_ERROR,
+    MXU_LOG(MXU_LOG_ERROR < mxu_log_threshold ? MXU_LOG_WARN : MXU_LOG_ERROR,
                  "stats: mean us: stream turnaround (wait released -> next trigger seen) %.2f "
                  "(%llu); send started -> done %.2f (%llu); receive started -> arrived %.2f "
                  "(%llu); last op done -> wait released %.2f (%llu)",
@@ -202,7 +202,7 @@ static int mxi_world_fence(void *arg)
     if (PMPI_Test(&f->req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
         return 1;
     if (!done && (double)(mxu_now_ns() - f->start_ns) * 1e-9 > mxi_peer_timeout()) {
-        MPIX_ACC_LOG(MX_LOG_ERROR, "MPI_Finalize: the ranks did not all close their "
+        MXU_LOG(MXU_LOG_ERROR, "MPI_Finalize: the ranks did not all close their "
                      "connections within MPIX_ACC_FINALIZE_PEER_TIMEOUT=%gs; going on",
                      mxi_peer_timeout());
         return 1;
@@ -224,7 +224,7 @@ static int mxi_finalize_barrier(void)
         for (int i = 0; i < nfailed && i < 8 && used < sizeof(list); i++)
             used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%d", i ? ", " : "",
                                      failed[i]);
-        MPIX_ACC_LOG(MX_LOG_ERROR, "MPI_Finalize: %d rank(s) failed (%s%s, ranks in "
+        MXU_LOG(MXU_LOG_ERROR, "MPI_Finalize: %d rank(s) failed (%s%s, ranks in "
                      "MPI_COMM_WORLD): not waiting for the other ranks",
                      nfailed, list, nfailed > 8 ? ", ..." : "");
         return -1;
@@ -235,13 +235,13 @@ static int mxi_finalize_barrier(void)
     mxe_peers_finalizing();
     MPI_Request req;
     if (PMPI_Ibarrier(MPI_COMM_WORLD, &req) != MPI_SUCCESS) {
-        MPIX_ACC_LOG(MX_LOG_ERROR, "MPI_Finalize: MPI_Ibarrier failed");
+        MXU_LOG(MXU_LOG_ERROR, "MPI_Finalize: MPI_Ibarrier failed");
         return -1;
     }
     double limit = mxi_peer_timeout();
     int rc = mxi_collective_wait(&req, MPI_COMM_WORLD, "MPI_Barrier of MPI_Finalize", limit);
     if (rc == MXI_COLLECTIVE_GAVE_UP) {
-        MPIX_ACC_LOG(MX_LOG_ERROR,
+        MXU_LOG(MXU_LOG_ERROR,
                      "MPI_Finalize: not every rank reached MPI_Finalize within "
                      "MPIX_ACC_FINALIZE_PEER_TIMEOUT=%gs (a rank failed, hangs, or is that "
                      "much later); giving up",
@@ -249,7 +249,7 @@ static int mxi_finalize_barrier(void)
         return -1;
     }
     if (rc != MPI_SUCCESS) {
-        MPIX_ACC_LOG(MX_LOG_ERROR, "MPI_Finalize: MPI_Test on the world barrier failed");
+        MXU_LOG(MXU_LOG_ERROR, "MPI_Finalize: MPI_Test on the world barrier failed");
         return -1;
     }
     return 0;
@@ -261,18 +261,18 @@ int MPI_Finalize(void)
         mxi_reap(0);
         int stuck = mxe_drain(mxu_config.finalize_timeout);
         if (stuck > 0)
-            MPIX_ACC_LOG(MX_LOG_ERROR,
+            MXU_LOG(MXU_LOG_ERROR,
                          "MPI_Finalize: %d stream-ordered operation(s) could not complete within "
                          "MPIX_ACC_FINALIZE_TIMEOUT=%gs and were cancelled (listed above)",
                          stuck, mxu_config.finalize_timeout);
         mxi_reap(1);
         if (mxi.released_errors > 0)
-            MPIX_ACC_LOG(MX_LOG_ERROR,
+            MXU_LOG(MXU_LOG_ERROR,
                          "MPI_Finalize: %ld stream-waited operation(s) ended with an error",
                          mxi.released_errors);
         long held = (long)atomic_load(&mxi.requests.count);
         if (held > 0)
-            MPIX_ACC_LOG(MX_LOG_WARN,
+            MXU_LOG(MXU_LOG_WARN,
                          "MPI_Finalize: %ld stream-ordered request(s) never waited or freed by "
                          "the application",
                          held);
@@ -297,9 +297,9 @@ int MPI_Finalize(void)
         if (!complete) {
             /* The MPI library's own finalize waits for every rank (plain
              * MPICH 4.0.2 hangs there when one was killed). */
-            MPIX_ACC_LOG(MX_LOG_ERROR, "MPI_Finalize: returning an error without finalizing the "
+            MXU_LOG(MXU_LOG_ERROR, "MPI_Finalize: returning an error without finalizing the "
                          "MPI library, which would wait for the missing rank(s) forever");
-            return mxi_status_to_mpi(MX_ERR_PEER);
+            return mxi_status_to_mpi(MXU_ERR_PEER);
         }
     }
     return PMPI_Finalize();

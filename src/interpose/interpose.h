@@ -104,8 +104,8 @@ typedef enum {
 void mxi_errors_init(void);
 /* MPI error code for a library error. */
 int mxi_err_code(mxi_err_t e);
-/* MPI error code for an engine status (MX_OK -> MPI_SUCCESS). */
-int mxi_status_to_mpi(mx_status_t st);
+/* MPI error code for an engine status (MXU_OK -> MPI_SUCCESS). */
+int mxi_status_to_mpi(mxu_status_t st);
 /* Log the reason as a warning, raise through comm's error handler
  * (MPI_COMM_SELF when comm is invalid) and return the code. */
 int mxi_raise(MPI_Comm comm, mxi_err_t e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -13,10 +13,10 @@ int mxi_stream_resolve(void *handle, MPI_Comm comm, mxa_stream_t **out)
 {
     if (!mxi_on())
         return mxi_raise(comm, MXI_E_NOT_ACTIVE, "stream %p", handle);
-    mx_status_t st = mxa_stream_lookup(handle, out);
-    if (st == MX_ERR_INVALID_STREAM)
+    mxu_status_t st = mxa_stream_lookup(handle, out);
+    if (st == MXU_ERR_INVALID_STREAM)
         return mxi_raise(comm, MXI_E_BAD_STREAM, "stream %p", handle);
-    if (st != MX_OK)
+    if (st != MXU_OK)
         return mxi_raise_code(comm, mxi_status_to_mpi(st));
     return MPI_SUCCESS;
 }
@@ -140,7 +140,7 @@ int mxi_throttle(MPI_Comm comm, mxa_stream_t *s, int new_request)
             ts.tv_nsec *= 2;
     }
     if (waited > 1.0)
-        MPIX_ACC_LOG(MX_LOG_INFO, "waited %.1f s for stream-ordered operations to complete "
+        MXU_LOG(MXU_LOG_INFO, "waited %.1f s for stream-ordered operations to complete "
                      "(MPIX_ACC_MAX_PENDING=%d, MPIX_ACC_STREAM_DEPTH=%ld)", waited,
                      (int)mxu_config.max_pending, depth);
     return MPI_SUCCESS;
@@ -167,8 +167,8 @@ static int mxi_submit(mxe_op_t *op, mxi_origin_t origin, MPI_Comm comm, MPI_Requ
     atomic_fetch_add_explicit(&mxi.greqs_alive, 1, memory_order_relaxed);
     memcpy(&op->user_handle, &greq, sizeof(greq) < sizeof(op->user_handle) ? sizeof(greq) : sizeof(op->user_handle));
     mxi_request_track(greq, op);
-    mx_status_t st = mxe_op_submit(op);
-    if (st != MX_OK) {
+    mxu_status_t st = mxe_op_submit(op);
+    if (st != MXU_OK) {
         mxu_locked_map_remove(&mxi.requests, MXI_REQ_KEY(greq));
         mxe_op_release(op); /* the engine's reference: it never got the op */
         op->user_flags |= MXI_OPF_GREQ_COMPLETED;
@@ -212,10 +212,10 @@ int mxi_isend(mxa_stream_t *s, mxi_origin_t origin, const void *buf, int count,
         return mxi_raise(comm, MXI_E_TAG, "send tag %d (valid: 0..%d)", tag, MXE_TAG_MAX);
     mxi_reap(0);
     mxe_op_t *op;
-    mx_status_t st = mxe_op_create_send(s, buf, bytes, &c->ec,
+    mxu_status_t st = mxe_op_create_send(s, buf, bytes, &c->ec,
                                         dest == MPI_PROC_NULL ? MXE_PROC_NULL : dest, tag,
                                         synchronous ? 0 : c->eager_limit, &op);
-    if (st != MX_OK)
+    if (st != MXU_OK)
         return mxi_raise_code(comm, mxi_status_to_mpi(st));
     op->synchronous = synchronous;
     return mxi_submit(op, origin, comm, req);
@@ -249,10 +249,10 @@ int mxi_irecv(mxa_stream_t *s, mxi_origin_t origin, void *buf, int count, MPI_Da
                : source == MPI_ANY_SOURCE ? MXE_ANY_SOURCE
                                           : source;
     mxe_op_t *op;
-    mx_status_t st = mxe_op_create_recv(s, buf, bytes, &c->ec, esrc,
+    mxu_status_t st = mxe_op_create_recv(s, buf, bytes, &c->ec, esrc,
                                         tag == MPI_ANY_TAG ? MXE_ANY_TAG : tag,
                                         c->recv_post_early, &op);
-    if (st != MX_OK)
+    if (st != MXU_OK)
         return mxi_raise_code(comm, mxi_status_to_mpi(st));
     return mxi_submit(op, origin, comm, req);
 }

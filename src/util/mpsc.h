@@ -6,8 +6,8 @@
  * push() is wait-free; pop() may briefly return NULL while a push is half
  * done (the consumer simply retries on its next pass).
  */
-#ifndef MX_UTIL_MPSC_H
-#define MX_UTIL_MPSC_H
+#ifndef MXU_MPSC_H
+#define MXU_MPSC_H
 
 #include <stdatomic.h>
 #include <stddef.h>

@@ -9,8 +9,8 @@
  *
  * notify() is cheap when nobody sleeps (one atomic load).
  */
-#ifndef MX_UTIL_WAITER_H
-#define MX_UTIL_WAITER_H
+#ifndef MXU_WAITER_H
+#define MXU_WAITER_H
 
 #include <stdatomic.h>
 #include <stdint.h>

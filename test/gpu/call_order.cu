@@ -16,38 +16,38 @@ static void held_case(MPI_Comm comm, int dynamic, cudaStream_t s1, cudaStream_t 
 {
     const char *mode = dynamic ? "mpix_acc_match=dynamic" : "call order";
     int host[2] = {0, 0};
-    if (gt_rank == 0) {
+    if (t_rank == 0) {
         int ab[2] = {'A', 'B'};
         GT_CUDA(cudaMemcpy(dbuf, ab, sizeof ab, cudaMemcpyHostToDevice));
         MPI_Request r[2];
         gt_delay_kernel<<<1, 1, 0, s1>>>(300ull * 1000 * 1000);
-        GT_MPI(MPIX_Acc_Isend(s1, &dbuf[0], 1, MPI_INT, 1, 5, comm, &r[0]));
-        GT_MPI(MPIX_Acc_Isend(s2, &dbuf[1], 1, MPI_INT, 1, 5, comm, &r[1]));
-        GT_MPI(MPIX_Acc_Wait(s1, &r[0], MPI_STATUS_IGNORE));
-        GT_MPI(MPIX_Acc_Wait(s2, &r[1], MPI_STATUS_IGNORE));
-    } else if (gt_rank == 1) {
+        T_MPI(MPIX_Acc_Isend(s1, &dbuf[0], 1, MPI_INT, 1, 5, comm, &r[0]));
+        T_MPI(MPIX_Acc_Isend(s2, &dbuf[1], 1, MPI_INT, 1, 5, comm, &r[1]));
+        T_MPI(MPIX_Acc_Wait(s1, &r[0], MPI_STATUS_IGNORE));
+        T_MPI(MPIX_Acc_Wait(s2, &r[1], MPI_STATUS_IGNORE));
+    } else if (t_rank == 1) {
         GT_CUDA(cudaMemset(dbuf, 0, 2 * sizeof(int)));
         MPI_Request r[2];
-        GT_MPI(MPIX_Acc_Irecv(s2, &dbuf[0], 1, MPI_INT, 0, 5, comm, &r[0]));
-        GT_MPI(MPIX_Acc_Irecv(s2, &dbuf[1], 1, MPI_INT, 0, 5, comm, &r[1]));
-        GT_MPI(MPIX_Acc_Waitall(s2, 2, r, MPI_STATUSES_IGNORE));
+        T_MPI(MPIX_Acc_Irecv(s2, &dbuf[0], 1, MPI_INT, 0, 5, comm, &r[0]));
+        T_MPI(MPIX_Acc_Irecv(s2, &dbuf[1], 1, MPI_INT, 0, 5, comm, &r[1]));
+        T_MPI(MPIX_Acc_Waitall(s2, 2, r, MPI_STATUSES_IGNORE));
     }
     GT_CUDA(cudaStreamSynchronize(s1));
     GT_CUDA(cudaStreamSynchronize(s2));
-    if (gt_rank == 1) {
+    if (t_rank == 1) {
         GT_CUDA(cudaMemcpy(host, dbuf, sizeof host, cudaMemcpyDeviceToHost));
         int first = dynamic ? 'B' : 'A', second = dynamic ? 'A' : 'B';
-        GT_CHECK(host[0] == first && host[1] == second,
+        T_CHECK(host[0] == first && host[1] == second,
                  "%s: first receive got '%c', second '%c'; expected '%c', '%c'", mode, host[0],
                  host[1], first, second);
     }
-    GT_MPI(MPI_Barrier(comm));
+    T_MPI(MPI_Barrier(comm));
 }
 
 int main(int argc, char **argv)
 {
     gt_init(&argc, &argv, "call_order", 180);
-    gt_need_ranks(2);
+    t_need_ranks(2);
     gt_warmup();
     double scale = atof(gt_opt("--scale", "1"));
     cudaStream_t s[2];
@@ -59,26 +59,26 @@ int main(int argc, char **argv)
         ch = 8;
     GT_CUDA(cudaMalloc(&dbuf, sizeof(int) * (size_t)(2 * ch + 2)));
 
-    gt_phase("held stream, call order");
+    t_phase("held stream, call order");
     held_case(MPI_COMM_WORLD, 0, s[0], s[1], dbuf);
 
-    gt_phase("held stream, mpix_acc_match=dynamic");
+    t_phase("held stream, mpix_acc_match=dynamic");
     MPI_Info info;
     MPI_Comm dyn;
-    GT_MPI(MPI_Info_create(&info));
-    GT_MPI(MPI_Info_set(info, MPIX_ACC_INFO_MATCH, "dynamic"));
-    GT_MPI(MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &dyn));
-    GT_MPI(MPI_Info_free(&info));
+    T_MPI(MPI_Info_create(&info));
+    T_MPI(MPI_Info_set(info, MPIX_ACC_INFO_MATCH, "dynamic"));
+    T_MPI(MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &dyn));
+    T_MPI(MPI_Info_free(&info));
     held_case(dyn, 1, s[0], s[1], dbuf);
     MPI_Comm_free(&dyn);
 
-    gt_phase("one channel alternating between streams");
-    if (gt_rank <= 1) {
-        int peer = 1 - gt_rank;
+    t_phase("one channel alternating between streams");
+    if (t_rank <= 1) {
+        int peer = 1 - t_rank;
         int *sv = dbuf, *rv = dbuf + ch;
         int *h = (int *)malloc(sizeof(int) * (size_t)ch);
         for (long k = 0; k < ch; k++)
-            h[k] = gt_rank * 1000000 + (int)k;
+            h[k] = t_rank * 1000000 + (int)k;
         GT_CUDA(cudaMemcpy(sv, h, sizeof(int) * (size_t)ch, cudaMemcpyHostToDevice));
         GT_CUDA(cudaMemset(rv, 0xff, sizeof(int) * (size_t)ch));
         GT_CUDA(cudaDeviceSynchronize());
@@ -86,23 +86,23 @@ int main(int argc, char **argv)
         for (long k = 0; k < ch; k++) {
             if (k % 32 == 0)
                 gt_delay_kernel<<<1, 1, 0, s[0]>>>(2ull * 1000 * 1000);
-            GT_MPI(MPIX_Acc_Irecv(s[(k + 1) % 2], &rv[k], 1, MPI_INT, peer, 9, MPI_COMM_WORLD,
+            T_MPI(MPIX_Acc_Irecv(s[(k + 1) % 2], &rv[k], 1, MPI_INT, peer, 9, MPI_COMM_WORLD,
                                   &req[2 * k]));
-            GT_MPI(MPIX_Acc_Isend(s[k % 2], &sv[k], 1, MPI_INT, peer, 9, MPI_COMM_WORLD,
+            T_MPI(MPIX_Acc_Isend(s[k % 2], &sv[k], 1, MPI_INT, peer, 9, MPI_COMM_WORLD,
                                   &req[2 * k + 1]));
             if (k % 64 == 63) { /* keep the streams' queues short */
-                GT_MPI(MPIX_Acc_Waitall(s[0], 128, &req[2 * (k - 63)], MPI_STATUSES_IGNORE));
+                T_MPI(MPIX_Acc_Waitall(s[0], 128, &req[2 * (k - 63)], MPI_STATUSES_IGNORE));
             }
         }
         long done = (ch / 64) * 64;
         if (done < ch)
-            GT_MPI(MPIX_Acc_Waitall(s[0], (int)(2 * (ch - done)), &req[2 * done],
+            T_MPI(MPIX_Acc_Waitall(s[0], (int)(2 * (ch - done)), &req[2 * done],
                                     MPI_STATUSES_IGNORE));
         GT_CUDA(cudaStreamSynchronize(s[0]));
         GT_CUDA(cudaStreamSynchronize(s[1]));
         GT_CUDA(cudaMemcpy(h, rv, sizeof(int) * (size_t)ch, cudaMemcpyDeviceToHost));
         for (long k = 0; k < ch; k++)
-            GT_CHECK(h[k] == peer * 1000000 + (int)k,
+            T_CHECK(h[k] == peer * 1000000 + (int)k,
                      "alternating streams: receive %ld got %d, expected %d", k, h[k],
                      peer * 1000000 + (int)k);
         free(h);

@@ -17,27 +17,27 @@ static void ring_loop(const char *what, cudaStream_t ks, MPIX_Acc_stream post,
                       MPIX_Acc_stream wait, long iters, int tagbase, gt_checker_t *chk,
                       uint8_t *sbuf, uint8_t *rbuf, size_t n)
 {
-    int next = (gt_rank + 1) % gt_size, prev = (gt_rank - 1 + gt_size) % gt_size;
-    gt_phase(what);
+    int next = (t_rank + 1) % t_size, prev = (t_rank - 1 + t_size) % t_size;
+    t_phase(what);
     for (long it = 0; it < iters; it++) {
         int tag = tagbase + (int)it;
         MPI_Request req[2];
-        gt_fill(GT_DEVICE, sbuf, n, gt_seed(gt_rank, it, tag), ks);
-        GT_MPI(MPIX_Acc_Irecv(post, rbuf, (int)n, MPI_BYTE, prev, tag, MPI_COMM_WORLD, &req[0]));
-        GT_MPI(MPIX_Acc_Isend(post, sbuf, (int)n, MPI_BYTE, next, tag, MPI_COMM_WORLD, &req[1]));
-        GT_MPI(MPIX_Acc_Waitall(wait, 2, req, MPI_STATUSES_IGNORE));
+        gt_fill(GT_DEVICE, sbuf, n, gt_seed(t_rank, it, tag), ks);
+        T_MPI(MPIX_Acc_Irecv(post, rbuf, (int)n, MPI_BYTE, prev, tag, MPI_COMM_WORLD, &req[0]));
+        T_MPI(MPIX_Acc_Isend(post, sbuf, (int)n, MPI_BYTE, next, tag, MPI_COMM_WORLD, &req[1]));
+        T_MPI(MPIX_Acc_Waitall(wait, 2, req, MPI_STATUSES_IGNORE));
         gt_check(chk, GT_DEVICE, rbuf, n, gt_seed(prev, it, tag), it, ks);
     }
     GT_CUDA(cudaStreamSynchronize(ks));
     gt_checker_verify(chk, what);
-    if (gt_rank == 0)
+    if (t_rank == 0)
         printf("[default_streams] ok %s x %ld\n", what, iters);
 }
 
 int main(int argc, char **argv)
 {
     gt_init(&argc, &argv, "default_streams", 180);
-    gt_need_ranks(2);
+    t_need_ranks(2);
     gt_warmup();
     double scale = atof(gt_opt("--scale", "1"));
     long iters = (long)(300 * scale);
@@ -55,22 +55,22 @@ int main(int argc, char **argv)
     ring_loop("C: NULL and cudaStreamLegacy are one stream", cudaStreamLegacy, NULL,
               (MPIX_Acc_stream)cudaStreamLegacy, iters, 200000, &chk, sbuf, rbuf, n);
 
-    gt_phase("D: invalid stream handle");
+    t_phase("D: invalid stream handle");
     {
         MPI_Request req = MPI_REQUEST_NULL;
         MPIX_Acc_stream bad = (MPIX_Acc_stream)(uintptr_t)0x10;
-        int rc = MPIX_Acc_Isend(bad, sbuf, 1, MPI_BYTE, (gt_rank + 1) % gt_size, 1,
+        int rc = MPIX_Acc_Isend(bad, sbuf, 1, MPI_BYTE, (t_rank + 1) % t_size, 1,
                                 MPI_COMM_WORLD, &req);
         int cls = -1;
         MPI_Error_class(rc, &cls);
-        GT_CHECK(rc != MPI_SUCCESS && cls == MPI_ERR_ARG,
+        T_CHECK(rc != MPI_SUCCESS && cls == MPI_ERR_ARG,
                  "MPIX_Acc_Isend with stream %p returned %s, expected class MPI_ERR_ARG", bad,
-                 gt_errstr(rc));
+                 t_errstr(rc));
         rc = MPIX_Acc_Irecv(bad, rbuf, 1, MPI_BYTE, MPI_ANY_SOURCE, 1, MPI_COMM_WORLD, &req);
         MPI_Error_class(rc, &cls);
-        GT_CHECK(rc != MPI_SUCCESS && cls == MPI_ERR_ARG,
+        T_CHECK(rc != MPI_SUCCESS && cls == MPI_ERR_ARG,
                  "MPIX_Acc_Irecv with stream %p returned %s, expected class MPI_ERR_ARG", bad,
-                 gt_errstr(rc));
+                 t_errstr(rc));
         /* nothing was posted: a normal exchange with tag 1 still matches 1:1 */
         ring_loop("D: exchange after refused calls", (cudaStream_t)0, NULL, NULL, 1, 1, &chk, sbuf,
                   rbuf, n);

@@ -20,10 +20,10 @@ static const size_t sizes[] = {1, 4096, 8193, 1 << 20};
 int main(int argc, char **argv)
 {
     gt_init(&argc, &argv, "dtype_attr", 300);
-    gt_need_ranks(2);
+    t_need_ranks(2);
     gt_warmup();
     double scale = atof(gt_opt("--scale", "1"));
-    int next = (gt_rank + 1) % gt_size, prev = (gt_rank - 1 + gt_size) % gt_size;
+    int next = (t_rank + 1) % t_size, prev = (t_rank - 1 + t_size) % t_size;
 
     cudaStream_t s, s2;
     GT_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -34,10 +34,10 @@ int main(int argc, char **argv)
     uint8_t *sbuf = (uint8_t *)gt_alloc(GT_DEVICE, maxn), *rbuf = (uint8_t *)gt_alloc(GT_DEVICE, maxn);
 
     MPI_Datatype tbyte, tint;
-    GT_MPI(MPI_Type_dup(MPI_BYTE, &tbyte));
-    GT_MPI(MPI_Type_set_attr(tbyte, MPIX_ACC_STREAM_KEYVAL, (void *)s));
-    GT_MPI(MPI_Type_dup(MPI_INT, &tint));
-    GT_MPI(MPI_Type_set_attr(tint, MPIX_ACC_STREAM_KEYVAL, (void *)s2));
+    T_MPI(MPI_Type_dup(MPI_BYTE, &tbyte));
+    T_MPI(MPI_Type_set_attr(tbyte, MPIX_ACC_STREAM_KEYVAL, (void *)s));
+    T_MPI(MPI_Type_dup(MPI_INT, &tint));
+    T_MPI(MPI_Type_set_attr(tint, MPIX_ACC_STREAM_KEYVAL, (void *)s2));
 
     for (size_t si = 0; si < NSIZES; si++) {
         size_t n = sizes[si];
@@ -47,23 +47,23 @@ int main(int argc, char **argv)
         int tag = (int)si;
         char what[128];
         snprintf(what, sizeof what, "typed MPI_BYTE size %zu x %ld", n, iters);
-        gt_phase(what);
+        t_phase(what);
         for (long it = 0; it < iters; it++) {
             MPI_Request req[2];
-            gt_fill(GT_DEVICE, sbuf, n, gt_seed(gt_rank, it, tag), s);
-            GT_MPI(MPI_Irecv(rbuf, (int)n, tbyte, prev, tag, MPI_COMM_WORLD, &req[0]));
-            GT_MPI(MPI_Isend(sbuf, (int)n, tbyte, next, tag, MPI_COMM_WORLD, &req[1]));
+            gt_fill(GT_DEVICE, sbuf, n, gt_seed(t_rank, it, tag), s);
+            T_MPI(MPI_Irecv(rbuf, (int)n, tbyte, prev, tag, MPI_COMM_WORLD, &req[0]));
+            T_MPI(MPI_Isend(sbuf, (int)n, tbyte, next, tag, MPI_COMM_WORLD, &req[1]));
             if (it % 2 == 0)
-                GT_MPI(MPI_Waitall(2, req, MPI_STATUSES_IGNORE));
+                T_MPI(MPI_Waitall(2, req, MPI_STATUSES_IGNORE));
             else
-                GT_MPI(MPIX_Acc_Waitall(s, 2, req, MPI_STATUSES_IGNORE));
-            GT_CHECK(req[0] == MPI_REQUEST_NULL && req[1] == MPI_REQUEST_NULL,
+                T_MPI(MPIX_Acc_Waitall(s, 2, req, MPI_STATUSES_IGNORE));
+            T_CHECK(req[0] == MPI_REQUEST_NULL && req[1] == MPI_REQUEST_NULL,
                      "waitall on typed requests left handles set");
             gt_check(&chk, GT_DEVICE, rbuf, n, gt_seed(prev, it, tag), it, s);
         }
         GT_CUDA(cudaStreamSynchronize(s));
         gt_checker_verify(&chk, what);
-        if (gt_rank == 0)
+        if (t_rank == 0)
             printf("[dtype_attr] ok %s\n", what);
     }
 
@@ -75,24 +75,24 @@ int main(int argc, char **argv)
         if (iters < 1)
             iters = 1;
         int tag = 77;
-        gt_phase("typed MPI_INT on a second stream");
+        t_phase("typed MPI_INT on a second stream");
         for (long it = 0; it < iters; it++) {
             MPI_Request req[2];
-            gt_fill(GT_DEVICE, sbuf, n, gt_seed(gt_rank, it, tag), s2);
-            GT_MPI(MPI_Irecv(rbuf, count, tint, prev, tag, MPI_COMM_WORLD, &req[0]));
-            GT_MPI(MPI_Isend(sbuf, count, tint, next, tag, MPI_COMM_WORLD, &req[1]));
-            GT_MPI(MPI_Waitall(2, req, MPI_STATUSES_IGNORE));
+            gt_fill(GT_DEVICE, sbuf, n, gt_seed(t_rank, it, tag), s2);
+            T_MPI(MPI_Irecv(rbuf, count, tint, prev, tag, MPI_COMM_WORLD, &req[0]));
+            T_MPI(MPI_Isend(sbuf, count, tint, next, tag, MPI_COMM_WORLD, &req[1]));
+            T_MPI(MPI_Waitall(2, req, MPI_STATUSES_IGNORE));
             gt_check(&chk, GT_DEVICE, rbuf, n, gt_seed(prev, it, tag), it, s2);
         }
         GT_CUDA(cudaStreamSynchronize(s2));
         gt_checker_verify(&chk, "typed MPI_INT on a second stream");
-        if (gt_rank == 0)
+        if (t_rank == 0)
             printf("[dtype_attr] ok typed MPI_INT count %d x %ld on a second stream\n", count,
                    iters);
     }
 
-    GT_MPI(MPI_Type_free(&tbyte));
-    GT_MPI(MPI_Type_free(&tint));
+    T_MPI(MPI_Type_free(&tbyte));
+    T_MPI(MPI_Type_free(&tint));
     gt_free(GT_DEVICE, sbuf);
     gt_free(GT_DEVICE, rbuf);
     gt_checker_free(&chk);

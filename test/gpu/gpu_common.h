@@ -1,7 +1,9 @@
 /*
  * gpu_common.h - shared helpers of the GPU tests (test/gpu, CUDA C++).
  *
- * Every test program:
+ * The parts shared with the CPU tests (t_fail, T_MPI/T_CHECK, t_phase,
+ * t_now, the time guard, t_rank/t_size, the data pattern t_pat) are in
+ * test/common/t_common.h. Every test program:
  *   - calls gt_init(): picks its GPU (local rank modulo the visible devices)
  *     and creates the context BEFORE MPI_Init, so the library sets that
  *     context up at init (its kernels load eagerly); arms a hard SIGALRM
@@ -11,124 +13,39 @@
  *   - produces data with a kernel on the stream, communicates stream-ordered
  *     and checks the data with a kernel on the stream: mismatches are
  *     counted on the GPU (gt_err_t) and turned into a failure after the loop;
- *   - reports failures with gt_fail() (one line, then MPI_Abort: exit != 0)
- *     and ends with gt_finish() (prints "[name] PASS ...").
+ *   - reports failures with t_fail() (one line naming the GPU, then
+ *     MPI_Abort: exit != 0) and ends with gt_finish() (prints "[name] PASS
+ *     ..."); on a timeout every thread prints its stack (GT_NO_STACKS=1: not).
  *
- * Buffers: gt_alloc() for the memory kinds of api.md §3 (device, pinned
- * host, pageable host, managed). Pageable buffers are filled and checked by
+ * Buffers: gt_alloc() for the memory kinds (device, pinned host, pageable
+ * host, managed). Pageable buffers are filled and checked by
  * host functions on the stream (cudaLaunchHostFunc), the others by kernels.
  */
 #ifndef MPIXACC_GPU_COMMON_H
 #define MPIXACC_GPU_COMMON_H
 
-#include <mpi.h>
-#include <mpix_acc.h>
-
 #include <cuda_runtime.h>
 
-#include <errno.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
+#include "../common/t_common.h"
 #include "stackdump.h"
 
 /* ------------------------------------------------------------------ */
-/* state, failures                                                     */
+/* state, CUDA checks, stacks on timeout                               */
 
-static int gt_rank = -1, gt_size = 0, gt_dev = -1, gt_ndev = 0;
-static const char *gt_name = "gputest";
-static const char *volatile gt_phase_name = "init";
-static int gt_timeout_s = 120;
-
-static inline void gt_phase(const char *p) { gt_phase_name = p; }
-
-static inline double gt_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static void gt_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void gt_fail(const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "[%s] rank %d/%d (GPU %d) FAIL in phase '%s': %s\n", gt_name, gt_rank,
-            gt_size, gt_dev, gt_phase_name, msg);
-    fflush(stderr);
-    fflush(stdout);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-    _exit(1);
-}
-
-static inline const char *gt_errstr(int code)
-{
-    static char buf[MPI_MAX_ERROR_STRING + 64];
-    char s[MPI_MAX_ERROR_STRING];
-    int len = 0, cls = -1;
-    s[0] = 0;
-    if (MPI_Error_string(code, s, &len) != MPI_SUCCESS)
-        snprintf(s, sizeof s, "(MPI_Error_string failed)");
-    MPI_Error_class(code, &cls);
-    snprintf(buf, sizeof buf, "code %d class %d \"%s\"", code, cls, s);
-    return buf;
-}
-
-#define GT_MPI(call)                                                                             \
-    do {                                                                                         \
-        int gt_rc_ = (call);                                                                     \
-        if (gt_rc_ != MPI_SUCCESS)                                                               \
-            gt_fail("%s:%d: %s returned %s", __FILE__, __LINE__, #call, gt_errstr(gt_rc_));      \
-    } while (0)
+static int gt_dev = -1, gt_ndev = 0;
 
 #define GT_CUDA(call)                                                                            \
     do {                                                                                         \
         cudaError_t gt_ce_ = (call);                                                             \
         if (gt_ce_ != cudaSuccess)                                                               \
-            gt_fail("%s:%d: %s: %s (%s)", __FILE__, __LINE__, #call, cudaGetErrorName(gt_ce_),   \
-                    cudaGetErrorString(gt_ce_));                                                 \
-    } while (0)
-
-#define GT_CHECK(cond, ...)                                                                      \
-    do {                                                                                         \
-        if (!(cond))                                                                             \
-            gt_fail(__VA_ARGS__);                                                                \
+            t_fail("%s:%d: %s: %s (%s)", __FILE__, __LINE__, #call, cudaGetErrorName(gt_ce_),    \
+                   cudaGetErrorString(gt_ce_));                                                  \
     } while (0)
 
 /* On a timeout every thread of the process prints its backtrace
  * (tools/stackdump.h): the GPU machine has no debugger that attaches
  * reliably. GT_NO_STACKS=1 turns it off (read in gt_init). */
-static int gt_stacks = 1;
-static void gt_alarm_handler(int sig)
-{
-    (void)sig;
-    char msg[256];
-    int n = snprintf(msg, sizeof msg, "[%s] rank %d/%d FAIL: TIMEOUT after %d s in phase '%s'\n",
-                     gt_name, gt_rank, gt_size, gt_timeout_s, gt_phase_name);
-    if (n > 0) {
-        ssize_t w = write(2, msg, (size_t)n);
-        (void)w;
-    }
-    if (gt_stacks)
-        sd_dump_all_threads();
-    _exit(124);
-}
-
-static inline void gt_guard(int s)
-{
-    gt_timeout_s = s;
-    alarm((unsigned)s);
-}
+static void gt_dump_stacks(void) { sd_dump_all_threads(); }
 
 /* ------------------------------------------------------------------ */
 /* options (each test documents its own)                               */
@@ -169,15 +86,14 @@ static inline int gt_env_int(const char *a, const char *b, const char *c)
 
 static inline void gt_init(int *argc, char ***argv, const char *name, int timeout_s)
 {
-    gt_name = name;
     gt_argc = *argc;
     gt_argv = *argv;
     sd_install(name);
-    gt_stacks = getenv("GT_NO_STACKS") == NULL;
-    signal(SIGALRM, gt_alarm_handler);
-    gt_guard((int)gt_opt_long("--timeout", timeout_s));
+    if (getenv("GT_NO_STACKS") == NULL)
+        t_on_timeout = gt_dump_stacks;
+    t_start(name, (int)gt_opt_long("--timeout", timeout_s));
 
-    gt_phase("device selection");
+    t_phase("device selection");
     /* Local rank before MPI_Init (hydra: MPI_LOCALRANKID; Open MPI; else
      * the global rank), so the context exists when the library starts. */
     int lr = gt_env_int("MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK");
@@ -194,53 +110,34 @@ static inline void gt_init(int *argc, char ***argv, const char *name, int timeou
         exit(2);
     }
 
-    gt_phase("MPI_Init");
-    GT_MPI(MPI_Init(argc, argv));
-    MPI_Comm_rank(MPI_COMM_WORLD, &gt_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &gt_size);
+    snprintf(t_where, sizeof t_where, " (GPU %d)", gt_dev);
+
+    t_phase("MPI_Init");
+    T_MPI(MPI_Init(argc, argv));
+    MPI_Comm_rank(MPI_COMM_WORLD, &t_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &t_size);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    if (gt_rank == 0) {
+    if (t_rank == 0) {
         cudaDeviceProp p;
         cudaGetDeviceProperties(&p, gt_dev);
-        printf("[%s] %d ranks, %d visible GPU(s), rank 0 on GPU %d (%s)\n", name, gt_size, gt_ndev,
+        printf("[%s] %d ranks, %d visible GPU(s), rank 0 on GPU %d (%s)\n", name, t_size, gt_ndev,
                gt_dev, p.name);
         fflush(stdout);
     }
-    gt_phase("start");
-}
-
-static inline void gt_need_ranks(int n)
-{
-    if (gt_size < n)
-        gt_fail("this test needs at least %d ranks, got %d", n, gt_size);
+    t_phase("start");
 }
 
 static inline int gt_finish(void)
 {
-    gt_phase("final barrier");
+    t_phase("final barrier");
     GT_CUDA(cudaDeviceSynchronize());
-    GT_MPI(MPI_Barrier(MPI_COMM_WORLD));
-    if (gt_rank == 0) {
-        printf("[%s] PASS with %d ranks on %d visible GPU(s)\n", gt_name, gt_size, gt_ndev);
-        fflush(stdout);
-    }
-    gt_phase("MPI_Finalize");
-    GT_MPI(MPI_Finalize());
-    alarm(0);
-    return 0;
+    char detail[64];
+    snprintf(detail, sizeof detail, " on %d visible GPU(s)", gt_ndev);
+    return t_end(detail);
 }
 
 /* ------------------------------------------------------------------ */
 /* data patterns and checking                                          */
-
-__host__ __device__ static inline uint8_t gt_pat(uint64_t seed, size_t i)
-{
-    uint64_t x = seed * 0x9E3779B97F4A7C15ull + (uint64_t)i * 0xBF58476D1CE4E5B9ull;
-    x ^= x >> 29;
-    x *= 0x94D049BB133111EBull;
-    x ^= x >> 32;
-    return (uint8_t)x;
-}
 
 __host__ __device__ static inline uint64_t gt_seed(int src, long it, long tag)
 {
@@ -260,7 +157,7 @@ __global__ static void gt_fill_kernel(uint8_t *buf, size_t n, uint64_t seed)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
-        buf[i] = gt_pat(seed, i);
+        buf[i] = t_pat(seed, i);
 }
 
 __global__ static void gt_check_kernel(const uint8_t *buf, size_t n, uint64_t seed, long long iter,
@@ -268,7 +165,7 @@ __global__ static void gt_check_kernel(const uint8_t *buf, size_t n, uint64_t se
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
-        uint8_t e = gt_pat(seed, i);
+        uint8_t e = t_pat(seed, i);
         uint8_t g = buf[i];
         if (g != e) {
             atomicAdd(&err->count, 1ull);
@@ -335,7 +232,7 @@ static inline void *gt_alloc(gt_mem_t k, size_t n)
         break;
     case GT_PAGEABLE:
         p = malloc(n);
-        GT_CHECK(p != NULL, "malloc(%zu)", n);
+        T_CHECK(p != NULL, "malloc(%zu)", n);
         break;
     case GT_MANAGED:
         GT_CUDA(cudaMallocManaged(&p, n, cudaMemAttachGlobal));
@@ -375,15 +272,14 @@ static gt_hostfn_arg_t *gt_hostfn_list;
 static void CUDART_CB gt_fill_hostfn(void *a)
 {
     gt_hostfn_arg_t *x = (gt_hostfn_arg_t *)a;
-    for (size_t i = 0; i < x->n; i++)
-        x->buf[i] = gt_pat(x->seed, i);
+    t_fill(x->buf, x->n, x->seed);
 }
 
 static void CUDART_CB gt_check_hostfn(void *a)
 {
     gt_hostfn_arg_t *x = (gt_hostfn_arg_t *)a;
     for (size_t i = 0; i < x->n; i++) {
-        uint8_t e = gt_pat(x->seed, i), g = x->buf[i];
+        uint8_t e = t_pat(x->seed, i), g = x->buf[i];
         if (g != e) {
             if (x->err->recorded == 0) {
                 x->err->recorded = 1;
@@ -401,7 +297,7 @@ static inline gt_hostfn_arg_t *gt_hostfn_new(void *buf, size_t n, uint64_t seed,
                                              gt_err_t *herr)
 {
     gt_hostfn_arg_t *x = (gt_hostfn_arg_t *)malloc(sizeof(*x));
-    GT_CHECK(x != NULL, "malloc");
+    T_CHECK(x != NULL, "malloc");
     x->buf = (uint8_t *)buf;
     x->n = n;
     x->seed = seed;
@@ -471,7 +367,7 @@ static inline void gt_checker_verify(gt_checker_t *c, const char *what)
     GT_CUDA(cudaMemcpy(&d, c->dev, sizeof d, cudaMemcpyDeviceToHost));
     const gt_err_t *e = d.count ? &d : c->host.count ? &c->host : NULL;
     if (e)
-        gt_fail("%s: %llu bad byte(s); first at byte %llu of iteration %lld: expected 0x%02x got "
+        t_fail("%s: %llu bad byte(s); first at byte %llu of iteration %lld: expected 0x%02x got "
                 "0x%02x",
                 what, e->count, e->first_idx, e->first_iter, e->expected, e->got);
 }
@@ -485,7 +381,7 @@ static inline void gt_checker_clear(gt_checker_t *c)
 /* Load every kernel of this file now (run once each, synchronously). */
 static inline void gt_warmup(void)
 {
-    gt_phase("kernel warm-up");
+    t_phase("kernel warm-up");
     uint8_t *b;
     gt_err_t *e;
     unsigned long long *ctr;
@@ -501,7 +397,7 @@ static inline void gt_warmup(void)
     GT_CUDA(cudaDeviceSynchronize());
     gt_err_t h;
     GT_CUDA(cudaMemcpy(&h, e, sizeof h, cudaMemcpyDeviceToHost));
-    GT_CHECK(h.count == 0, "warm-up check kernel found %llu bad bytes", h.count);
+    T_CHECK(h.count == 0, "warm-up check kernel found %llu bad bytes", h.count);
     GT_CUDA(cudaFree(b));
     GT_CUDA(cudaFree(e));
     GT_CUDA(cudaFree(ctr));

@@ -16,14 +16,14 @@
 int main(int argc, char **argv)
 {
     gt_init(&argc, &argv, "multi_device", 240);
-    gt_need_ranks(2);
+    t_need_ranks(2);
     if (gt_ndev < 2)
-        gt_fail("needs at least 2 visible GPUs, found %d", gt_ndev);
+        t_fail("needs at least 2 visible GPUs, found %d", gt_ndev);
     double scale = atof(gt_opt("--scale", "1"));
     long iters = (long)(500 * scale);
     if (iters < 1)
         iters = 1;
-    int next = (gt_rank + 1) % gt_size, prev = (gt_rank - 1 + gt_size) % gt_size;
+    int next = (t_rank + 1) % t_size, prev = (t_rank - 1 + t_size) % t_size;
     int dev[2] = {gt_dev, (gt_dev + 1) % gt_ndev};
     cudaStream_t st[2];
     gt_checker_t chk[2];
@@ -39,19 +39,19 @@ int main(int argc, char **argv)
     }
     char what[128];
     snprintf(what, sizeof what, "GPUs %d and %d, %zu B x %ld", dev[0], dev[1], n, iters);
-    gt_phase(what);
+    t_phase(what);
     for (long it = 0; it < iters; it++) {
         for (int k = 0; k < 2; k++) {
             int tag = 1 + k;
             MPI_Request req[2];
             GT_CUDA(cudaSetDevice(dev[k]));
-            gt_fill(GT_DEVICE, sbuf[k], n, gt_seed(gt_rank, it, tag), st[k]);
+            gt_fill(GT_DEVICE, sbuf[k], n, gt_seed(t_rank, it, tag), st[k]);
             GT_CUDA(cudaSetDevice(dev[1 - k])); /* the other device is current */
-            GT_MPI(MPIX_Acc_Irecv(st[k], rbuf[k], (int)n, MPI_BYTE, prev, tag, MPI_COMM_WORLD,
+            T_MPI(MPIX_Acc_Irecv(st[k], rbuf[k], (int)n, MPI_BYTE, prev, tag, MPI_COMM_WORLD,
                                   &req[0]));
-            GT_MPI(MPIX_Acc_Isend(st[k], sbuf[k], (int)n, MPI_BYTE, next, tag, MPI_COMM_WORLD,
+            T_MPI(MPIX_Acc_Isend(st[k], sbuf[k], (int)n, MPI_BYTE, next, tag, MPI_COMM_WORLD,
                                   &req[1]));
-            GT_MPI(MPIX_Acc_Waitall(st[k], 2, req, MPI_STATUSES_IGNORE));
+            T_MPI(MPIX_Acc_Waitall(st[k], 2, req, MPI_STATUSES_IGNORE));
             GT_CUDA(cudaSetDevice(dev[k]));
             gt_check(&chk[k], GT_DEVICE, rbuf[k], n, gt_seed(prev, it, tag), it, st[k]);
         }
@@ -61,7 +61,7 @@ int main(int argc, char **argv)
         GT_CUDA(cudaStreamSynchronize(st[k]));
         gt_checker_verify(&chk[k], k == 0 ? "stream A (own GPU)" : "stream B (next GPU)");
     }
-    if (gt_rank == 0)
+    if (t_rank == 0)
         printf("[multi_device] ok %s\n", what);
     for (int k = 0; k < 2; k++) {
         GT_CUDA(cudaSetDevice(dev[k]));

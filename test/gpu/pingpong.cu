@@ -54,7 +54,7 @@ static std::vector<size_t> parse_sizes(const char *s)
 int main(int argc, char **argv)
 {
     gt_init(&argc, &argv, "pingpong", 300);
-    gt_need_ranks(2);
+    t_need_ranks(2);
     gt_warmup();
     std::vector<size_t> lat_sizes = parse_sizes(gt_opt("--lat-sizes", "8,65536,1048576"));
     size_t bw_size = (size_t)gt_opt_long("--bw-size", 64 << 20);
@@ -62,8 +62,8 @@ int main(int argc, char **argv)
     int reps = (int)gt_opt_long("--reps", 7);
     int window = (int)gt_opt_long("--window", 8);
     int bw_iters = (int)gt_opt_long("--bw-iters", 10);
-    int me = gt_rank, peer = 1 - gt_rank;
-    bool active = gt_rank < 2;
+    int me = t_rank, peer = 1 - t_rank;
+    bool active = t_rank < 2;
 
     cudaStream_t s;
     GT_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -82,7 +82,7 @@ int main(int argc, char **argv)
     uint8_t *ack = (uint8_t *)gt_alloc(GT_DEVICE, 1);
     std::vector<double> host_call_ns;
 
-    if (gt_rank == 0) {
+    if (t_rank == 0) {
         printf("[pingpong] stream-ordered, device buffers, GPU %d <-> peer; N=%ld round trips x "
                "%d repetitions (median/min/max)\n",
                gt_dev, iters, reps);
@@ -95,12 +95,12 @@ int main(int argc, char **argv)
         size_t n = lat_sizes[li];
         char what[64];
         snprintf(what, sizeof what, "latency %zu B", n);
-        gt_phase(what);
+        t_phase(what);
         std::vector<double> half;
         for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
             int tag = 1000 + (int)li;
             uint64_t seed = gt_seed(0, r + 10, tag);
-            GT_MPI(MPI_Barrier(MPI_COMM_WORLD));
+            T_MPI(MPI_Barrier(MPI_COMM_WORLD));
             if (!active)
                 continue;
             if (me == 0) {
@@ -108,15 +108,15 @@ int main(int argc, char **argv)
                 GT_CUDA(cudaEventRecord(e0, s));
                 for (long i = 0; i < iters; i++) {
                     MPI_Request req[2];
-                    double t0 = gt_now();
-                    GT_MPI(MPIX_Acc_Isend(s, sbuf, (int)n, MPI_BYTE, peer, tag, MPI_COMM_WORLD,
+                    double t0 = t_now();
+                    T_MPI(MPIX_Acc_Isend(s, sbuf, (int)n, MPI_BYTE, peer, tag, MPI_COMM_WORLD,
                                           &req[0]));
-                    double t1 = gt_now();
-                    GT_MPI(MPIX_Acc_Irecv(s, rbuf, (int)n, MPI_BYTE, peer, tag, MPI_COMM_WORLD,
+                    double t1 = t_now();
+                    T_MPI(MPIX_Acc_Irecv(s, rbuf, (int)n, MPI_BYTE, peer, tag, MPI_COMM_WORLD,
                                           &req[1]));
-                    double t2 = gt_now();
-                    GT_MPI(MPIX_Acc_Waitall(s, 2, req, MPI_STATUSES_IGNORE));
-                    double t3 = gt_now();
+                    double t2 = t_now();
+                    T_MPI(MPIX_Acc_Waitall(s, 2, req, MPI_STATUSES_IGNORE));
+                    double t3 = t_now();
                     /* the first 32 iterations (96 stream points): later ones
                      * wait for the GPU once MPIX_ACC_STREAM_DEPTH (128) points
                      * are ahead, and would time the GPU, not the call */
@@ -137,12 +137,12 @@ int main(int argc, char **argv)
             } else {
                 for (long i = 0; i < iters; i++) {
                     MPI_Request rq, sq;
-                    GT_MPI(MPIX_Acc_Irecv(s, rbuf, (int)n, MPI_BYTE, peer, tag, MPI_COMM_WORLD,
+                    T_MPI(MPIX_Acc_Irecv(s, rbuf, (int)n, MPI_BYTE, peer, tag, MPI_COMM_WORLD,
                                           &rq));
-                    GT_MPI(MPIX_Acc_Wait(s, &rq, MPI_STATUS_IGNORE));
-                    GT_MPI(MPIX_Acc_Isend(s, rbuf, (int)n, MPI_BYTE, peer, tag, MPI_COMM_WORLD,
+                    T_MPI(MPIX_Acc_Wait(s, &rq, MPI_STATUS_IGNORE));
+                    T_MPI(MPIX_Acc_Isend(s, rbuf, (int)n, MPI_BYTE, peer, tag, MPI_COMM_WORLD,
                                           &sq));
-                    GT_MPI(MPIX_Acc_Wait(s, &sq, MPI_STATUS_IGNORE));
+                    T_MPI(MPIX_Acc_Wait(s, &sq, MPI_STATUS_IGNORE));
                 }
                 gt_check(&chk, GT_DEVICE, rbuf, n, seed, r, s);
                 GT_CUDA(cudaStreamSynchronize(s));
@@ -158,12 +158,12 @@ int main(int argc, char **argv)
 
     /* ---- reference: 8 B staged through the host ---- */
     {
-        gt_phase("staged reference 8 B");
+        t_phase("staged reference 8 B");
         const size_t n = 8;
         std::vector<double> half;
         uint8_t hb[8];
         for (int r = -1; r < reps; r++) {
-            GT_MPI(MPI_Barrier(MPI_COMM_WORLD));
+            T_MPI(MPI_Barrier(MPI_COMM_WORLD));
             if (!active)
                 continue;
             long it2 = iters / 2 > 0 ? iters / 2 : 1;
@@ -171,27 +171,27 @@ int main(int argc, char **argv)
             if (me == 0)
                 gt_fill(GT_DEVICE, sbuf, n, seed, s);
             GT_CUDA(cudaStreamSynchronize(s));
-            double t0 = gt_now();
+            double t0 = t_now();
             for (long i = 0; i < it2; i++) {
                 if (me == 0) {
                     GT_CUDA(cudaMemcpyAsync(hb, sbuf, n, cudaMemcpyDeviceToHost, s));
                     GT_CUDA(cudaStreamSynchronize(s));
-                    GT_MPI(MPI_Send(hb, (int)n, MPI_BYTE, peer, 7, MPI_COMM_WORLD));
-                    GT_MPI(MPI_Recv(hb, (int)n, MPI_BYTE, peer, 7, MPI_COMM_WORLD,
+                    T_MPI(MPI_Send(hb, (int)n, MPI_BYTE, peer, 7, MPI_COMM_WORLD));
+                    T_MPI(MPI_Recv(hb, (int)n, MPI_BYTE, peer, 7, MPI_COMM_WORLD,
                                     MPI_STATUS_IGNORE));
                     GT_CUDA(cudaMemcpyAsync(rbuf, hb, n, cudaMemcpyHostToDevice, s));
                     GT_CUDA(cudaStreamSynchronize(s));
                 } else {
-                    GT_MPI(MPI_Recv(hb, (int)n, MPI_BYTE, peer, 7, MPI_COMM_WORLD,
+                    T_MPI(MPI_Recv(hb, (int)n, MPI_BYTE, peer, 7, MPI_COMM_WORLD,
                                     MPI_STATUS_IGNORE));
                     GT_CUDA(cudaMemcpyAsync(rbuf, hb, n, cudaMemcpyHostToDevice, s));
                     GT_CUDA(cudaStreamSynchronize(s));
                     GT_CUDA(cudaMemcpyAsync(hb, rbuf, n, cudaMemcpyDeviceToHost, s));
                     GT_CUDA(cudaStreamSynchronize(s));
-                    GT_MPI(MPI_Send(hb, (int)n, MPI_BYTE, peer, 7, MPI_COMM_WORLD));
+                    T_MPI(MPI_Send(hb, (int)n, MPI_BYTE, peer, 7, MPI_COMM_WORLD));
                 }
             }
-            double dt = gt_now() - t0;
+            double dt = t_now() - t0;
             if (me == 0) {
                 gt_check(&chk, GT_DEVICE, rbuf, n, seed, r, s);
                 GT_CUDA(cudaStreamSynchronize(s));
@@ -212,12 +212,12 @@ int main(int argc, char **argv)
     if (bw_size > 0) {
         char what[64];
         snprintf(what, sizeof what, "bandwidth %zu B", bw_size);
-        gt_phase(what);
+        t_phase(what);
         std::vector<double> gbs;
         for (int r = -1; r < reps; r++) {
             int tag = 2000;
             uint64_t seed = gt_seed(0, r + 50, tag);
-            GT_MPI(MPI_Barrier(MPI_COMM_WORLD));
+            T_MPI(MPI_Barrier(MPI_COMM_WORLD));
             if (!active)
                 continue;
             std::vector<MPI_Request> req((size_t)window);
@@ -226,12 +226,12 @@ int main(int argc, char **argv)
                 GT_CUDA(cudaEventRecord(e0, s));
                 for (int k = 0; k < bw_iters; k++) {
                     for (int w = 0; w < window; w++)
-                        GT_MPI(MPIX_Acc_Isend(s, sbuf, (int)bw_size, MPI_BYTE, peer, tag,
+                        T_MPI(MPIX_Acc_Isend(s, sbuf, (int)bw_size, MPI_BYTE, peer, tag,
                                               MPI_COMM_WORLD, &req[(size_t)w]));
                     MPI_Request ar;
-                    GT_MPI(MPIX_Acc_Irecv(s, ack, 1, MPI_BYTE, peer, tag + 1, MPI_COMM_WORLD, &ar));
-                    GT_MPI(MPIX_Acc_Waitall(s, window, req.data(), MPI_STATUSES_IGNORE));
-                    GT_MPI(MPIX_Acc_Wait(s, &ar, MPI_STATUS_IGNORE));
+                    T_MPI(MPIX_Acc_Irecv(s, ack, 1, MPI_BYTE, peer, tag + 1, MPI_COMM_WORLD, &ar));
+                    T_MPI(MPIX_Acc_Waitall(s, window, req.data(), MPI_STATUSES_IGNORE));
+                    T_MPI(MPIX_Acc_Wait(s, &ar, MPI_STATUS_IGNORE));
                 }
                 GT_CUDA(cudaEventRecord(e1, s));
                 GT_CUDA(cudaStreamSynchronize(s));
@@ -242,13 +242,13 @@ int main(int argc, char **argv)
             } else {
                 for (int k = 0; k < bw_iters; k++) {
                     for (int w = 0; w < window; w++)
-                        GT_MPI(MPIX_Acc_Irecv(s, rbuf + (size_t)w * bw_size, (int)bw_size,
+                        T_MPI(MPIX_Acc_Irecv(s, rbuf + (size_t)w * bw_size, (int)bw_size,
                                               MPI_BYTE, peer, tag, MPI_COMM_WORLD,
                                               &req[(size_t)w]));
-                    GT_MPI(MPIX_Acc_Waitall(s, window, req.data(), MPI_STATUSES_IGNORE));
+                    T_MPI(MPIX_Acc_Waitall(s, window, req.data(), MPI_STATUSES_IGNORE));
                     MPI_Request ar;
-                    GT_MPI(MPIX_Acc_Isend(s, ack, 1, MPI_BYTE, peer, tag + 1, MPI_COMM_WORLD, &ar));
-                    GT_MPI(MPIX_Acc_Wait(s, &ar, MPI_STATUS_IGNORE));
+                    T_MPI(MPIX_Acc_Isend(s, ack, 1, MPI_BYTE, peer, tag + 1, MPI_COMM_WORLD, &ar));
+                    T_MPI(MPIX_Acc_Wait(s, &ar, MPI_STATUS_IGNORE));
                 }
                 for (int w = 0; w < window; w++)
                     gt_check(&chk, GT_DEVICE, rbuf + (size_t)w * bw_size, bw_size, seed, r, s);

@@ -43,12 +43,12 @@ static const size_t sizes[] = {1, 8, 8192, 8193, 65536, 1 << 20, 64 << 20};
 int main(int argc, char **argv)
 {
     gt_init(&argc, &argv, "ring", 300);
-    gt_need_ranks(2);
+    t_need_ranks(2);
     gt_warmup();
     const char *sel = gt_opt("--combos", "dd,dh,hd,mm,pd,dp");
     double scale = atof(gt_opt("--scale", "1"));
     size_t max_size = (size_t)gt_opt_long("--max-size", 64 << 20);
-    int next = (gt_rank + 1) % gt_size, prev = (gt_rank - 1 + gt_size) % gt_size;
+    int next = (t_rank + 1) % t_size, prev = (t_rank - 1 + t_size) % t_size;
 
     cudaStream_t s;
     GT_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -75,31 +75,31 @@ int main(int argc, char **argv)
             char what[160];
             snprintf(what, sizeof what, "%s (%s -> %s) size %zu x %ld iterations", c->name,
                      gt_mem_name[c->s], gt_mem_name[c->r], n, iters);
-            gt_phase(what);
-            double t0 = gt_now();
+            t_phase(what);
+            double t0 = t_now();
             for (long it = 0; it < iters; it++) {
                 MPI_Request req[2];
-                gt_fill(c->s, sbuf, n, gt_seed(gt_rank, it, tag), s);
-                GT_MPI(MPIX_Acc_Irecv(s, rbuf, (int)n, MPI_BYTE, prev, tag, MPI_COMM_WORLD,
+                gt_fill(c->s, sbuf, n, gt_seed(t_rank, it, tag), s);
+                T_MPI(MPIX_Acc_Irecv(s, rbuf, (int)n, MPI_BYTE, prev, tag, MPI_COMM_WORLD,
                                       &req[0]));
-                GT_MPI(MPIX_Acc_Isend(s, sbuf, (int)n, MPI_BYTE, next, tag, MPI_COMM_WORLD,
+                T_MPI(MPIX_Acc_Isend(s, sbuf, (int)n, MPI_BYTE, next, tag, MPI_COMM_WORLD,
                                       &req[1]));
                 if (it % 2 == 0) {
-                    GT_MPI(MPIX_Acc_Waitall(s, 2, req, MPI_STATUSES_IGNORE));
+                    T_MPI(MPIX_Acc_Waitall(s, 2, req, MPI_STATUSES_IGNORE));
                 } else {
-                    GT_MPI(MPIX_Acc_Wait(s, &req[1], MPI_STATUS_IGNORE));
-                    GT_MPI(MPIX_Acc_Wait(s, &req[0], MPI_STATUS_IGNORE));
+                    T_MPI(MPIX_Acc_Wait(s, &req[1], MPI_STATUS_IGNORE));
+                    T_MPI(MPIX_Acc_Wait(s, &req[0], MPI_STATUS_IGNORE));
                 }
-                GT_CHECK(req[0] == MPI_REQUEST_NULL && req[1] == MPI_REQUEST_NULL,
+                T_CHECK(req[0] == MPI_REQUEST_NULL && req[1] == MPI_REQUEST_NULL,
                          "stream wait did not set the handles to MPI_REQUEST_NULL");
                 gt_check(&chk, c->r, rbuf, n, gt_seed(prev, it, tag), it, s);
             }
-            double t_enq = gt_now() - t0;
+            double t_enq = t_now() - t0;
             GT_CUDA(cudaStreamSynchronize(s));
-            double t_all = gt_now() - t0;
+            double t_all = t_now() - t0;
             gt_checker_verify(&chk, what);
             gt_hostfn_reset();
-            if (gt_rank == 0) {
+            if (t_rank == 0) {
                 printf("[ring] ok %-2s %8s -> %-8s %9zu B x %5ld: %8.1f us/iter (enqueue %.2f "
                        "us/iter)\n",
                        c->name, gt_mem_name[c->s], gt_mem_name[c->r], n, iters,

@@ -26,10 +26,10 @@ static const size_t sizes[] = {8, 65536, 4 << 20};
 int main(int argc, char **argv)
 {
     gt_init(&argc, &argv, "two_streams", 300);
-    gt_need_ranks(2);
+    t_need_ranks(2);
     gt_warmup();
     double scale = atof(gt_opt("--scale", "1"));
-    int next = (gt_rank + 1) % gt_size, prev = (gt_rank - 1 + gt_size) % gt_size;
+    int next = (t_rank + 1) % t_size, prev = (t_rank - 1 + t_size) % t_size;
 
     cudaStream_t A, B;
     GT_CUDA(cudaStreamCreateWithFlags(&A, cudaStreamNonBlocking));
@@ -52,27 +52,27 @@ int main(int argc, char **argv)
         int tag = (int)si;
         char what[128];
         snprintf(what, sizeof what, "cross-stream size %zu x %ld", n, iters);
-        gt_phase(what);
+        t_phase(what);
         GT_CUDA(cudaMemset(ctr, 0, sizeof(*ctr)));
         GT_CUDA(cudaDeviceSynchronize());
         for (long it = 0; it < iters; it++) {
             MPI_Request sreq, rreq;
             GT_CUDA(cudaStreamWaitEvent(A, eB, 0));
-            gt_fill(GT_DEVICE, sbuf, n, gt_seed(gt_rank, it, tag), A);
-            GT_MPI(MPIX_Acc_Isend(A, sbuf, (int)n, MPI_BYTE, next, tag, MPI_COMM_WORLD, &sreq));
+            gt_fill(GT_DEVICE, sbuf, n, gt_seed(t_rank, it, tag), A);
+            T_MPI(MPIX_Acc_Isend(A, sbuf, (int)n, MPI_BYTE, next, tag, MPI_COMM_WORLD, &sreq));
             GT_CUDA(cudaStreamWaitEvent(B, eA, 0));
-            GT_MPI(MPIX_Acc_Irecv(B, rbuf, (int)n, MPI_BYTE, prev, tag, MPI_COMM_WORLD, &rreq));
+            T_MPI(MPIX_Acc_Irecv(B, rbuf, (int)n, MPI_BYTE, prev, tag, MPI_COMM_WORLD, &rreq));
             if (it % 2 == 0) {
-                GT_MPI(MPIX_Acc_Wait(A, &rreq, MPI_STATUS_IGNORE));
+                T_MPI(MPIX_Acc_Wait(A, &rreq, MPI_STATUS_IGNORE));
                 gt_check(&chk, GT_DEVICE, rbuf, n, gt_seed(prev, it, tag), it, A);
                 GT_CUDA(cudaEventRecord(eA, A));
-                GT_MPI(MPIX_Acc_Wait(B, &sreq, MPI_STATUS_IGNORE));
+                T_MPI(MPIX_Acc_Wait(B, &sreq, MPI_STATUS_IGNORE));
                 gt_count_kernel<<<1, 1, 0, B>>>(ctr, 1);
                 GT_CUDA(cudaGetLastError());
                 GT_CUDA(cudaEventRecord(eB, B));
             } else {
                 MPI_Request both[2] = {sreq, rreq};
-                GT_MPI(MPIX_Acc_Waitall(A, 2, both, MPI_STATUSES_IGNORE));
+                T_MPI(MPIX_Acc_Waitall(A, 2, both, MPI_STATUSES_IGNORE));
                 gt_check(&chk, GT_DEVICE, rbuf, n, gt_seed(prev, it, tag), it, A);
                 GT_CUDA(cudaEventRecord(eA, A));
             }
@@ -82,9 +82,9 @@ int main(int argc, char **argv)
         gt_checker_verify(&chk, what);
         unsigned long long h = 0;
         GT_CUDA(cudaMemcpy(&h, ctr, sizeof h, cudaMemcpyDeviceToHost));
-        GT_CHECK(h == (unsigned long long)((iters + 1) / 2),
+        T_CHECK(h == (unsigned long long)((iters + 1) / 2),
                  "%s: stream B passed %llu send waits, expected %ld", what, h, (iters + 1) / 2);
-        if (gt_rank == 0)
+        if (t_rank == 0)
             printf("[two_streams] ok %s\n", what);
     }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test/interpose/hangdump.sh - the preloadable watchdog (tools/mpixacc_hangdump.c):
-# a program still running after MPIXACC_HANGDUMP_AFTER seconds prints the
+# a program still running after MPIX_ACC_HANGDUMP_AFTER seconds prints the
 # backtrace of each of its threads and exits 124; without the setting the
 # program runs untouched.
 #
@@ -27,7 +27,7 @@ preload=$lib
 asan=$(ldd "$lib" 2>/dev/null | awk '/libasan/ {print $3; exit}')
 [ -n "$asan" ] && preload="$asan $lib"
 start=$(date +%s)
-LD_PRELOAD=$preload ASAN_OPTIONS=detect_leaks=0 MPIXACC_HANGDUMP_AFTER=1 "$tmp/sleepers" 2>"$tmp/err"
+LD_PRELOAD=$preload ASAN_OPTIONS=detect_leaks=0 MPIX_ACC_HANGDUMP_AFTER=1 "$tmp/sleepers" 2>"$tmp/err"
 rc=$?
 secs=$(($(date +%s) - start))
 [ $rc = 124 ] || fail "exit $rc, expected 124; stderr: $(tail -3 "$tmp/err")"
@@ -37,5 +37,12 @@ n=$(grep -c "backtrace (" "$tmp/err")
 [ "$n" = 4 ] || fail "$n thread backtraces, expected 4 (main, 2 sleepers, the watchdog)"
 grep -q "no backtrace within" "$tmp/err" && fail "a thread did not answer: $(grep 'no backtrace' "$tmp/err")"
 grep -q "sleepers" "$tmp/err" || fail "no frame of the program in the backtraces"
-LD_PRELOAD=$preload ASAN_OPTIONS=detect_leaks=0 true || fail "a program without MPIXACC_HANGDUMP_AFTER failed"
-echo "[hangdump] PASS: 4 thread backtraces after 1 s, exit 124; inactive without the setting"
+LD_PRELOAD=$preload ASAN_OPTIONS=detect_leaks=0 true || fail "a program without MPIX_ACC_HANGDUMP_AFTER failed"
+# the variable is a registry row: listed by mpixacc_info -c, no unknown-setting warning
+info=$builddir/tools/mpixacc_info
+if [ -x "$info" ]; then
+    MPIX_ACC_HANGDUMP_AFTER=7 "$info" -c >"$tmp/info" 2>"$tmp/info.err" || fail "mpixacc_info -c failed"
+    grep -q "^MPIX_ACC_HANGDUMP_AFTER=7 " "$tmp/info" || fail "mpixacc_info -c does not list MPIX_ACC_HANGDUMP_AFTER"
+    grep -q "unknown setting" "$tmp/info.err" && fail "unknown-setting warning: $(cat "$tmp/info.err")"
+fi
+echo "[hangdump] PASS: 4 thread backtraces after 1 s, exit 124; inactive without the setting; a registry row"

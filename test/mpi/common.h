@@ -1,8 +1,10 @@
 /*
  * common.h - shared helpers for the multi-rank tests in test/mpi.
  *
- * Every test:
- *   - calls t_init() (MPI_Init, rank/size, a hard SIGALRM time guard),
+ * The parts shared with the GPU tests (failures, T_MPI/T_CHECK, the time
+ * guard, data patterns) are in test/common/t_common.h. Every test:
+ *   - calls t_init() (MPI_Init, rank/size, a hard SIGALRM time guard, the
+ *     watchdog),
  *   - reports failures with t_fail() (rank, phase, what, expected vs got),
  *     which prints one line to stderr and aborts the whole job (exit != 0),
  *   - ends with t_finish() (barrier, "PASS" line on rank 0, MPI_Finalize).
@@ -29,76 +31,27 @@
 #pragma GCC diagnostic ignored "-Wstringop-overflow"
 #endif
 
-#include <errno.h>
 #include <inttypes.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdatomic.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
 #include <pthread.h>
-#include <unistd.h>
 
-#define T_UNUSED __attribute__((unused))
+/* The MPI call the main thread is in (or last made), for reports from
+ * other threads: a gate that times out names it; T_MPI records it. */
+static const char *_Atomic t_in_call = "";
+static _Atomic int t_in_line;
+static _Atomic double t_in_since; /* 0: not inside a T_MPI call */
+#define T_MPI_ENTER(text)                                                                        \
+    (atomic_store(&t_in_call, (text)), atomic_store(&t_in_line, __LINE__),                       \
+     atomic_store(&t_in_since, t_now()))
+#define T_MPI_LEAVE() atomic_store(&t_in_since, 0.0)
+
+#include "../common/t_common.h"
 
 /* ------------------------------------------------------------------ */
-/* global test state                                                   */
-
-static int t_rank = -1, t_size = 0;
-static const char *t_name = "test";
-static const char *volatile t_phase_name = "init";
-static int t_timeout_s = 60;
-/* MPIXACC_TEST_TIMEOUT_SCALE (set by scripts/run-tests.sh: 3 under
- * sanitizers, 10 under valgrind) stretches every time limit of the tests:
- * the hard guard, the gate timeout and the "must be fast" bounds (T_SLOW). */
-static double t_scale = 1.0;
-#define T_SLOW(seconds) ((seconds) * t_scale)
+/* host-stream failures                                                */
 
 static atomic_int t_async_failed;
 static char t_async_msg[512];
-
-static inline void t_phase(const char *p) { t_phase_name = p; }
-
-static inline double t_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static inline void t_sleep_ms(double ms)
-{
-    struct timespec ts;
-    ts.tv_sec = (time_t)(ms / 1000.0);
-    ts.tv_nsec = (long)((ms - 1000.0 * (double)ts.tv_sec) * 1e6);
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
-
-/* ------------------------------------------------------------------ */
-/* failures                                                            */
-
-static void t_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void t_fail(const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "[%s] rank %d/%d FAIL in phase '%s': %s\n", t_name, t_rank, t_size,
-            t_phase_name, msg);
-    fflush(stderr);
-    fflush(stdout);
-    /* give the launcher time to forward the message before the abort kills
-     * the job (hydra drops output still in flight) */
-    t_sleep_ms(500);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-    _exit(1);
-}
 
 /* Record a failure from a host-stream function (no MPI calls there). */
 T_UNUSED static void t_async_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -120,68 +73,6 @@ static inline void t_check_async(void)
     int n = atomic_load(&t_async_failed);
     if (n)
         t_fail("%d failure(s) recorded on a stream; first: %s", n, t_async_msg);
-}
-
-static inline const char *t_errstr(int code)
-{
-    static char buf[MPI_MAX_ERROR_STRING + 64];
-    char s[MPI_MAX_ERROR_STRING];
-    int len = 0, cls = -1;
-    s[0] = 0;
-    if (MPI_Error_string(code, s, &len) != MPI_SUCCESS)
-        snprintf(s, sizeof s, "(MPI_Error_string failed)");
-    MPI_Error_class(code, &cls);
-    snprintf(buf, sizeof buf, "code %d class %d \"%s\"", code, cls, s);
-    return buf;
-}
-
-/* A call that must succeed. */
-/* The MPI call the main thread is in (or last made), for reports from
- * other threads: a gate that times out names it. */
-T_UNUSED static const char *_Atomic t_in_call = "";
-T_UNUSED static _Atomic int t_in_line;
-T_UNUSED static _Atomic double t_in_since; /* 0: not inside a T_MPI call */
-
-#define T_MPI(call)                                                                              \
-    do {                                                                                         \
-        atomic_store(&t_in_call, #call);                                                         \
-        atomic_store(&t_in_line, __LINE__);                                                      \
-        atomic_store(&t_in_since, t_now());                                                      \
-        int t_rc_ = (call);                                                                      \
-        atomic_store(&t_in_since, 0.0);                                                          \
-        if (t_rc_ != MPI_SUCCESS)                                                                \
-            t_fail("%s:%d: %s returned %s, expected MPI_SUCCESS", __FILE__, __LINE__, #call,      \
-                   t_errstr(t_rc_));                                                             \
-    } while (0)
-
-#define T_CHECK(cond, ...)                                                                       \
-    do {                                                                                         \
-        if (!(cond))                                                                             \
-            t_fail(__VA_ARGS__);                                                                 \
-    } while (0)
-
-/* ------------------------------------------------------------------ */
-/* time guard                                                          */
-
-T_UNUSED static void t_alarm_handler(int sig)
-{
-    (void)sig;
-    char msg[256];
-    int n = snprintf(msg, sizeof msg,
-                     "[%s] rank %d/%d FAIL: TIMEOUT after %d s in phase '%s' (hang?)\n", t_name,
-                     t_rank, t_size, t_timeout_s, t_phase_name);
-    if (n > 0) {
-        ssize_t w = write(2, msg, (size_t)n);
-        (void)w;
-    }
-    _exit(124);
-}
-
-/* Restart the hard time guard: the process dies with a message after s s. */
-static inline void t_guard(int s)
-{
-    t_timeout_s = (int)(s * t_scale);
-    alarm((unsigned)t_timeout_s);
 }
 
 /* Watchdog: names the MPI call the main thread has been inside for more
@@ -209,12 +100,7 @@ static void *t_watchdog(void *arg)
 
 static inline void t_init(int *argc, char ***argv, const char *name, int timeout_s)
 {
-    t_name = name;
-    const char *sc = getenv("MPIXACC_TEST_TIMEOUT_SCALE");
-    if (sc && atof(sc) >= 1.0)
-        t_scale = atof(sc);
-    signal(SIGALRM, t_alarm_handler);
-    t_guard(timeout_s);
+    t_start(name, timeout_s);
     t_phase("MPI_Init");
     T_MPI(MPI_Init(argc, argv));
     MPI_Comm_rank(MPI_COMM_WORLD, &t_rank);
@@ -225,64 +111,11 @@ static inline void t_init(int *argc, char ***argv, const char *name, int timeout
     t_phase("start");
 }
 
-/* Require at least `n` ranks; with fewer, fail (the TESTS table is wrong). */
-static inline void t_need_ranks(int n)
-{
-    if (t_size < n)
-        t_fail("this test needs at least %d ranks, got %d", n, t_size);
-}
-
 static inline int t_finish(void)
 {
     t_phase("final barrier");
     t_check_async();
-    T_MPI(MPI_Barrier(MPI_COMM_WORLD));
-    if (t_rank == 0) {
-        printf("[%s] PASS with %d ranks\n", t_name, t_size);
-        fflush(stdout);
-    }
-    t_phase("MPI_Finalize");
-    T_MPI(MPI_Finalize());
-    alarm(0);
-    return 0;
-}
-
-/* ------------------------------------------------------------------ */
-/* data patterns                                                       */
-
-static inline uint8_t t_pat(uint64_t seed, size_t i)
-{
-    uint64_t x = seed * 0x9E3779B97F4A7C15ull + i * 0xBF58476D1CE4E5B9ull;
-    x ^= x >> 29;
-    x *= 0x94D049BB133111EBull;
-    x ^= x >> 32;
-    return (uint8_t)x;
-}
-
-static inline void t_fill(void *buf, size_t n, uint64_t seed)
-{
-    uint8_t *b = (uint8_t *)buf;
-    for (size_t i = 0; i < n; i++)
-        b[i] = t_pat(seed, i);
-}
-
-/* Returns -1 when buf matches the pattern, else the first bad index. */
-static inline long t_verify(const void *buf, size_t n, uint64_t seed)
-{
-    const uint8_t *b = (const uint8_t *)buf;
-    for (size_t i = 0; i < n; i++)
-        if (b[i] != t_pat(seed, i))
-            return (long)i;
-    return -1;
-}
-
-/* Fail with a clear message when buf does not hold pattern `seed`. */
-static inline void t_expect_pattern(const void *buf, size_t n, uint64_t seed, const char *what)
-{
-    long bad = t_verify(buf, n, seed);
-    if (bad >= 0)
-        t_fail("%s: data mismatch at byte %ld of %zu: expected 0x%02x got 0x%02x", what, bad, n,
-               t_pat(seed, (size_t)bad), ((const uint8_t *)buf)[bad]);
+    return t_end("");
 }
 
 /* ------------------------------------------------------------------ */

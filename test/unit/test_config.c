@@ -23,7 +23,7 @@ static void test_table(void)
 {
     int expected = 0;
 #define COUNT_(name, type, field, def, range, help) expected++;
-    MX_CONFIG_TABLE(COUNT_)
+    MXU_CONFIG_TABLE(COUNT_)
 #undef COUNT_
     CHECK_EQ_LL(mxu_config_count(), expected);
     CHECK(mxu_config_entry(-1) == NULL);
@@ -42,7 +42,7 @@ static void test_table(void)
             double d;
             const char *s;
         } v;
-        CHECK(mxu_config_parse_value(e->type, e->default_value, &v) == MX_OK,
+        CHECK(mxu_config_parse_value(e->type, e->default_value, &v) == MXU_OK,
               "default of %s does not parse: \"%s\"", e->name, e->default_value);
 
         /* every numeric and string row has a range that parses; the default
@@ -61,10 +61,10 @@ static void test_table(void)
             char lo[64], hi[64];
             snprintf(lo, sizeof(lo), "%.*s", (int)(dots - e->range), e->range);
             snprintf(hi, sizeof(hi), "%s", dots + 2);
-            CHECK(mxu_config_parse_setting(i, lo, &v) == MX_OK, "%s: lower bound %s", e->name, lo);
-            CHECK(mxu_config_parse_setting(i, hi, &v) == MX_OK, "%s: upper bound %s", e->name, hi);
+            CHECK(mxu_config_parse_setting(i, lo, &v) == MXU_OK, "%s: lower bound %s", e->name, lo);
+            CHECK(mxu_config_parse_setting(i, hi, &v) == MXU_OK, "%s: upper bound %s", e->name, hi);
         }
-        CHECK(mxu_config_parse_setting(i, e->default_value, &v) == MX_OK,
+        CHECK(mxu_config_parse_setting(i, e->default_value, &v) == MXU_OK,
               "default of %s is outside its range %s: \"%s\"", e->name, e->range,
               e->default_value);
         char accepted[256];
@@ -72,8 +72,8 @@ static void test_table(void)
         CHECK(e->range[0] == '\0' || strstr(accepted, e->range) != NULL, "%s: %s", e->name,
               accepted);
     }
-    CHECK(mxu_config_parse_setting(-1, "1", &(long){0}) != MX_OK);
-    CHECK(mxu_config_parse_setting(expected, "1", &(long){0}) != MX_OK);
+    CHECK(mxu_config_parse_setting(-1, "1", &(long){0}) != MXU_OK);
+    CHECK(mxu_config_parse_setting(expected, "1", &(long){0}) != MXU_OK);
 }
 
 /* The ranges: bounds and the special values the help documents are
@@ -119,8 +119,8 @@ static void test_ranges(void)
         memset(&v, 0x5a, sizeof(v));
         unsigned char before[sizeof(v)];
         memcpy(before, &v, sizeof(v));
-        mx_status_t st = mxu_config_parse_setting(row_of(cases[c].var), cases[c].value, &v);
-        CHECK((st == MX_OK) == cases[c].ok, "%s=\"%s\" %s", cases[c].var, cases[c].value,
+        mxu_status_t st = mxu_config_parse_setting(row_of(cases[c].var), cases[c].value, &v);
+        CHECK((st == MXU_OK) == cases[c].ok, "%s=\"%s\" %s", cases[c].var, cases[c].value,
               cases[c].ok ? "rejected" : "accepted");
         if (!cases[c].ok)
             CHECK(memcmp(before, &v, sizeof(v)) == 0, "%s=\"%s\": output written on failure",
@@ -132,7 +132,7 @@ static void test_defaults(void)
 {
     /* before mxu_config_load(): the defaults of the table */
     CHECK_EQ_LL(mxu_config.disable, 0);
-    CHECK_EQ_LL(mxu_config.log_level, MX_LOG_WARN);
+    CHECK_EQ_LL(mxu_config.log_level, MXU_LOG_WARN);
     CHECK_EQ_LL(mxu_config.progress_cpu, -1);
     CHECK_EQ_LL(mxu_config.progress_spin_us, 100);
     CHECK_EQ_LL(mxu_config.wait_spin_us, 20);
@@ -156,7 +156,7 @@ static void test_parse_size(void)
     };
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
         size_t v = 12345;
-        CHECK(mxu_parse_size(good[i].text, &v) == MX_OK, "\"%s\" rejected", good[i].text);
+        CHECK(mxu_parse_size(good[i].text, &v) == MXU_OK, "\"%s\" rejected", good[i].text);
         CHECK(v == good[i].value, "\"%s\" -> %zu, expected %zu", good[i].text, v,
               good[i].value);
     }
@@ -165,10 +165,10 @@ static void test_parse_size(void)
                                       "18014398509481984g", "+5"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         size_t v = 777;
-        CHECK(mxu_parse_size(bad[i], &v) != MX_OK, "\"%s\" accepted", bad[i]);
+        CHECK(mxu_parse_size(bad[i], &v) != MXU_OK, "\"%s\" accepted", bad[i]);
         CHECK(v == 777, "output written on failure for \"%s\"", bad[i]);
     }
-    CHECK(mxu_parse_size(NULL, &(size_t){0}) != MX_OK);
+    CHECK(mxu_parse_size(NULL, &(size_t){0}) != MXU_OK);
 }
 
 static void test_parse_types(void)
@@ -177,43 +177,43 @@ static void test_parse_types(void)
     static const char *const no[] = {"0", "no", "No", "false", "FALSE", "off", "Off"};
     for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
         int b = -1;
-        CHECK(mxu_config_parse_value(MXU_CFG_BOOL, yes[i], &b) == MX_OK && b == 1, "%s", yes[i]);
+        CHECK(mxu_config_parse_value(MXU_CFG_BOOL, yes[i], &b) == MXU_OK && b == 1, "%s", yes[i]);
     }
     for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
         int b = -1;
-        CHECK(mxu_config_parse_value(MXU_CFG_BOOL, no[i], &b) == MX_OK && b == 0, "%s", no[i]);
+        CHECK(mxu_config_parse_value(MXU_CFG_BOOL, no[i], &b) == MXU_OK && b == 0, "%s", no[i]);
     }
     static const char *const badbool[] = {"2", "maybe", "", "yess", "o"};
     for (size_t i = 0; i < sizeof(badbool) / sizeof(badbool[0]); i++) {
         int b = 5;
-        CHECK(mxu_config_parse_value(MXU_CFG_BOOL, badbool[i], &b) != MX_OK && b == 5, "%s",
+        CHECK(mxu_config_parse_value(MXU_CFG_BOOL, badbool[i], &b) != MXU_OK && b == 5, "%s",
               badbool[i]);
     }
 
     long l = 0;
-    CHECK(mxu_config_parse_value(MXU_CFG_INT, "-2", &l) == MX_OK && l == -2);
-    CHECK(mxu_config_parse_value(MXU_CFG_INT, " 42 ", &l) == MX_OK && l == 42);
-    CHECK(mxu_config_parse_value(MXU_CFG_INT, "4x", &l) != MX_OK);
-    CHECK(mxu_config_parse_value(MXU_CFG_INT, "", &l) != MX_OK);
-    CHECK(mxu_config_parse_value(MXU_CFG_INT, "99999999999999999999999", &l) != MX_OK);
+    CHECK(mxu_config_parse_value(MXU_CFG_INT, "-2", &l) == MXU_OK && l == -2);
+    CHECK(mxu_config_parse_value(MXU_CFG_INT, " 42 ", &l) == MXU_OK && l == 42);
+    CHECK(mxu_config_parse_value(MXU_CFG_INT, "4x", &l) != MXU_OK);
+    CHECK(mxu_config_parse_value(MXU_CFG_INT, "", &l) != MXU_OK);
+    CHECK(mxu_config_parse_value(MXU_CFG_INT, "99999999999999999999999", &l) != MXU_OK);
 
     double d = 0;
-    CHECK(mxu_config_parse_value(MXU_CFG_DOUBLE, "2.5", &d) == MX_OK && d == 2.5);
-    CHECK(mxu_config_parse_value(MXU_CFG_DOUBLE, "1e3", &d) == MX_OK && d == 1000.0);
-    CHECK(mxu_config_parse_value(MXU_CFG_DOUBLE, "nan", &d) != MX_OK);
-    CHECK(mxu_config_parse_value(MXU_CFG_DOUBLE, "1e999", &d) != MX_OK);
-    CHECK(mxu_config_parse_value(MXU_CFG_DOUBLE, "3s", &d) != MX_OK);
+    CHECK(mxu_config_parse_value(MXU_CFG_DOUBLE, "2.5", &d) == MXU_OK && d == 2.5);
+    CHECK(mxu_config_parse_value(MXU_CFG_DOUBLE, "1e3", &d) == MXU_OK && d == 1000.0);
+    CHECK(mxu_config_parse_value(MXU_CFG_DOUBLE, "nan", &d) != MXU_OK);
+    CHECK(mxu_config_parse_value(MXU_CFG_DOUBLE, "1e999", &d) != MXU_OK);
+    CHECK(mxu_config_parse_value(MXU_CFG_DOUBLE, "3s", &d) != MXU_OK);
 
     int lv = -1;
-    CHECK(mxu_config_parse_value(MXU_CFG_LOGLEVEL, "debug", &lv) == MX_OK && lv == MX_LOG_DEBUG);
-    CHECK(mxu_config_parse_value(MXU_CFG_LOGLEVEL, "INFO", &lv) == MX_OK && lv == MX_LOG_INFO);
-    CHECK(mxu_config_parse_value(MXU_CFG_LOGLEVEL, "warning", &lv) == MX_OK && lv == MX_LOG_WARN);
-    CHECK(mxu_config_parse_value(MXU_CFG_LOGLEVEL, "error", &lv) == MX_OK && lv == MX_LOG_ERROR);
-    CHECK(mxu_config_parse_value(MXU_CFG_LOGLEVEL, "verbose", &lv) != MX_OK);
+    CHECK(mxu_config_parse_value(MXU_CFG_LOGLEVEL, "debug", &lv) == MXU_OK && lv == MXU_LOG_DEBUG);
+    CHECK(mxu_config_parse_value(MXU_CFG_LOGLEVEL, "INFO", &lv) == MXU_OK && lv == MXU_LOG_INFO);
+    CHECK(mxu_config_parse_value(MXU_CFG_LOGLEVEL, "warning", &lv) == MXU_OK && lv == MXU_LOG_WARN);
+    CHECK(mxu_config_parse_value(MXU_CFG_LOGLEVEL, "error", &lv) == MXU_OK && lv == MXU_LOG_ERROR);
+    CHECK(mxu_config_parse_value(MXU_CFG_LOGLEVEL, "verbose", &lv) != MXU_OK);
 
     const char *s = NULL;
-    CHECK(mxu_config_parse_value(MXU_CFG_STRING, "early", &s) == MX_OK && strcmp(s, "early") == 0);
-    CHECK(mxu_config_parse_value(MXU_CFG_BOOL, NULL, &lv) != MX_OK);
+    CHECK(mxu_config_parse_value(MXU_CFG_STRING, "early", &s) == MXU_OK && strcmp(s, "early") == 0);
+    CHECK(mxu_config_parse_value(MXU_CFG_BOOL, NULL, &lv) != MXU_OK);
 }
 
 static int row_of(const char *name)
@@ -238,18 +238,20 @@ static void test_load(void)
     setenv("MPIX_ACC_EAGR_LIMIT", "1", 1);      /* typo of a known name */
     setenv("MPIX_ACC_LOG", "info", 1);
     setenv("MPIX_ACC_FINALIZE_TIMEOUT", "", 1); /* empty: unset */
+    setenv("MPIX_ACC_HANGDUMP_AFTER", "30", 1); /* the watchdog's: known, no warning */
 
     capture_begin();
-    CHECK(mxu_config_load() == MX_OK);
+    CHECK(mxu_config_load() == MXU_OK);
     char *out = capture_end();
 
     CHECK_EQ_LL(mxu_config.eager_limit, 65536);
     CHECK_EQ_LL(mxu_config.stats, 1);
     CHECK_EQ_LL(mxu_config.progress_spin_us, 100); /* malformed: default kept */
     CHECK_STR(mxu_config.recv_post, "early");
-    CHECK_EQ_LL(mxu_config.log_level, MX_LOG_INFO);
-    CHECK_EQ_LL(mxu_log_threshold, MX_LOG_INFO);
+    CHECK_EQ_LL(mxu_config.log_level, MXU_LOG_INFO);
+    CHECK_EQ_LL(mxu_log_threshold, MXU_LOG_INFO);
     CHECK(mxu_config.finalize_timeout == 10.0);
+    CHECK(mxu_config.hangdump_after == 30.0);
     CHECK_EQ_LL(mxu_config_entry(row_of("MPIX_ACC_EAGER_LIMIT"))->from_env, 1);
     CHECK_EQ_LL(mxu_config_entry(row_of("MPIX_ACC_PROGRESS_SPIN_US"))->from_env, 0);
     CHECK_EQ_LL(mxu_config_entry(row_of("MPIX_ACC_FINALIZE_TIMEOUT"))->from_env, 0);
@@ -264,7 +266,7 @@ static void test_load(void)
 
     /* idempotent: the same environment warns no more */
     capture_begin();
-    CHECK(mxu_config_load() == MX_OK);
+    CHECK(mxu_config_load() == MXU_OK);
     out = capture_end();
     CHECK(out[0] == '\0', "second load printed:\n%s", out);
     free(out);
@@ -291,7 +293,7 @@ static void test_load(void)
     out = capture_end();
     CHECK(out[0] == '\0', "warnings printed at MPIX_ACC_LOG=error:\n%s", out);
     free(out);
-    CHECK_EQ_LL(mxu_log_threshold, MX_LOG_ERROR);
+    CHECK_EQ_LL(mxu_log_threshold, MXU_LOG_ERROR);
     CHECK_EQ_LL(mxu_config.stats, 0);
 
     /* a malformed log level keeps "warn" and is reported */
@@ -301,7 +303,7 @@ static void test_load(void)
     capture_begin();
     mxu_config_load();
     out = capture_end();
-    CHECK_EQ_LL(mxu_log_threshold, MX_LOG_WARN);
+    CHECK_EQ_LL(mxu_log_threshold, MXU_LOG_WARN);
     CHECK(count_substr(out, "MPIX_ACC_LOG=\"loud\"") == 1, "output:\n%s", out);
     free(out);
 
