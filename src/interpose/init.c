@@ -96,8 +96,8 @@ static void mxi_bring_up(void)
     }
     PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     /* node_peers: set on every rank of a node or on none of them */
-    if (all_ok && mxe_start(blob, offsets, n, node_peers, node_peers ? args.local_size : 0) !=
-                      MXU_OK)
+    if (all_ok &&
+        mxe_start(blob, offsets, n, node_peers, node_peers ? args.local_size : 0) != MXU_OK)
         all_ok = 0;
     free(node_peers);
     free(lens);
@@ -105,9 +105,10 @@ static void mxi_bring_up(void)
     free(offsets);
     free(blob);
     if (!all_ok) {
-        MXU_LOG(MXU_LOG_ERROR, "stream-ordered communication unavailable (setup failed on "
-                                   "%s); MPI calls pass through unchanged",
-                     ok ? "another rank" : "this rank");
+        MXU_LOG(MXU_LOG_ERROR,
+                "stream-ordered communication unavailable (setup failed on "
+                "%s); MPI calls pass through unchanged",
+                ok ? "another rank" : "this rank");
         if (mxe_is_running())
             mxe_finalize(NULL, NULL);
         return;
@@ -116,7 +117,7 @@ static void mxi_bring_up(void)
     mxi.active = 1;
     mxi_comm_register_predefined();
     MXU_LOG(MXU_LOG_INFO, "mpix-acc %d.%d.%d active on %d ranks", MPIX_ACC_VERSION_MAJOR,
-                 MPIX_ACC_VERSION_MINOR, MPIX_ACC_VERSION_PATCH, n);
+            MPIX_ACC_VERSION_MINOR, MPIX_ACC_VERSION_PATCH, n);
 }
 
 static void mxi_before_init(void)
@@ -155,22 +156,21 @@ static void mxi_print_stats(void)
     mxe_stats_t st;
     mxe_get_stats(&st);
     MXU_LOG(MXU_LOG_ERROR < mxu_log_threshold ? MXU_LOG_WARN : MXU_LOG_ERROR,
-                 "stats: ops submitted %llu completed %llu failed %llu; waits %llu released "
-                 "%llu; progress sleeps %llu wake-ups %llu; progress cpu %d",
-                 (unsigned long long)st.ops_submitted, (unsigned long long)st.ops_completed,
-                 (unsigned long long)st.ops_failed, (unsigned long long)st.waits_submitted,
-                 (unsigned long long)st.waits_released, (unsigned long long)st.progress_sleeps,
-                 (unsigned long long)st.progress_wakeups, st.progress_cpu);
+            "stats: ops submitted %llu completed %llu failed %llu; waits %llu released "
+            "%llu; progress sleeps %llu wake-ups %llu; progress cpu %d",
+            (unsigned long long)st.ops_submitted, (unsigned long long)st.ops_completed,
+            (unsigned long long)st.ops_failed, (unsigned long long)st.waits_submitted,
+            (unsigned long long)st.waits_released, (unsigned long long)st.progress_sleeps,
+            (unsigned long long)st.progress_wakeups, st.progress_cpu);
 #define MXI_MEAN_US(sum, n) ((n) ? (double)(sum) / (double)(n) / 1e3 : 0.0)
     MXU_LOG(MXU_LOG_ERROR < mxu_log_threshold ? MXU_LOG_WARN : MXU_LOG_ERROR,
-                 "stats: mean us: stream turnaround (wait released -> next trigger seen) %.2f "
-                 "(%llu); send started -> done %.2f (%llu); receive started -> arrived %.2f "
-                 "(%llu); last op done -> wait released %.2f (%llu)",
-                 MXI_MEAN_US(st.turnaround_ns, st.turnaround_n),
-                 (unsigned long long)st.turnaround_n, MXI_MEAN_US(st.send_ns, st.send_n),
-                 (unsigned long long)st.send_n, MXI_MEAN_US(st.recv_ns, st.recv_n),
-                 (unsigned long long)st.recv_n, MXI_MEAN_US(st.release_ns, st.release_n),
-                 (unsigned long long)st.release_n);
+            "stats: mean us: stream turnaround (wait released -> next trigger seen) %.2f "
+            "(%llu); send started -> done %.2f (%llu); receive started -> arrived %.2f "
+            "(%llu); last op done -> wait released %.2f (%llu)",
+            MXI_MEAN_US(st.turnaround_ns, st.turnaround_n), (unsigned long long)st.turnaround_n,
+            MXI_MEAN_US(st.send_ns, st.send_n), (unsigned long long)st.send_n,
+            MXI_MEAN_US(st.recv_ns, st.recv_n), (unsigned long long)st.recv_n,
+            MXI_MEAN_US(st.release_ns, st.release_n), (unsigned long long)st.release_n);
 #undef MXI_MEAN_US
 }
 
@@ -202,9 +202,10 @@ static int mxi_world_fence(void *arg)
     if (PMPI_Test(&f->req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
         return 1;
     if (!done && (double)(mxu_now_ns() - f->start_ns) * 1e-9 > mxi_peer_timeout()) {
-        MXU_LOG(MXU_LOG_ERROR, "MPI_Finalize: the ranks did not all close their "
-                     "connections within MPIX_ACC_FINALIZE_PEER_TIMEOUT=%gs; going on",
-                     mxi_peer_timeout());
+        MXU_LOG(MXU_LOG_ERROR,
+                "MPI_Finalize: the ranks did not all close their "
+                "connections within MPIX_ACC_FINALIZE_PEER_TIMEOUT=%gs; going on",
+                mxi_peer_timeout());
         return 1;
     }
     return done;
@@ -224,9 +225,10 @@ static int mxi_finalize_barrier(void)
         for (int i = 0; i < nfailed && i < 8 && used < sizeof(list); i++)
             used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%d", i ? ", " : "",
                                      failed[i]);
-        MXU_LOG(MXU_LOG_ERROR, "MPI_Finalize: %d rank(s) failed (%s%s, ranks in "
-                     "MPI_COMM_WORLD): not waiting for the other ranks",
-                     nfailed, list, nfailed > 8 ? ", ..." : "");
+        MXU_LOG(MXU_LOG_ERROR,
+                "MPI_Finalize: %d rank(s) failed (%s%s, ranks in "
+                "MPI_COMM_WORLD): not waiting for the other ranks",
+                nfailed, list, nfailed > 8 ? ", ..." : "");
         return -1;
     }
     /* Once this rank is in the barrier, a peer closing its connection is a
@@ -242,10 +244,10 @@ static int mxi_finalize_barrier(void)
     int rc = mxi_collective_wait(&req, MPI_COMM_WORLD, "MPI_Barrier of MPI_Finalize", limit);
     if (rc == MXI_COLLECTIVE_GAVE_UP) {
         MXU_LOG(MXU_LOG_ERROR,
-                     "MPI_Finalize: not every rank reached MPI_Finalize within "
-                     "MPIX_ACC_FINALIZE_PEER_TIMEOUT=%gs (a rank failed, hangs, or is that "
-                     "much later); giving up",
-                     limit);
+                "MPI_Finalize: not every rank reached MPI_Finalize within "
+                "MPIX_ACC_FINALIZE_PEER_TIMEOUT=%gs (a rank failed, hangs, or is that "
+                "much later); giving up",
+                limit);
         return -1;
     }
     if (rc != MPI_SUCCESS) {
@@ -262,20 +264,20 @@ int MPI_Finalize(void)
         int stuck = mxe_drain(mxu_config.finalize_timeout);
         if (stuck > 0)
             MXU_LOG(MXU_LOG_ERROR,
-                         "MPI_Finalize: %d stream-ordered operation(s) could not complete within "
-                         "MPIX_ACC_FINALIZE_TIMEOUT=%gs and were cancelled (listed above)",
-                         stuck, mxu_config.finalize_timeout);
+                    "MPI_Finalize: %d stream-ordered operation(s) could not complete within "
+                    "MPIX_ACC_FINALIZE_TIMEOUT=%gs and were cancelled (listed above)",
+                    stuck, mxu_config.finalize_timeout);
         mxi_reap(1);
         if (mxi.released_errors > 0)
             MXU_LOG(MXU_LOG_ERROR,
-                         "MPI_Finalize: %ld stream-waited operation(s) ended with an error",
-                         mxi.released_errors);
+                    "MPI_Finalize: %ld stream-waited operation(s) ended with an error",
+                    mxi.released_errors);
         long held = (long)atomic_load(&mxi.requests.count);
         if (held > 0)
             MXU_LOG(MXU_LOG_WARN,
-                         "MPI_Finalize: %ld stream-ordered request(s) never waited or freed by "
-                         "the application",
-                         held);
+                    "MPI_Finalize: %ld stream-ordered request(s) never waited or freed by "
+                    "the application",
+                    held);
         /* Every peer has drained before endpoints close. */
         int complete = mxi_finalize_barrier() == 0;
         if (mxu_config.stats)
@@ -298,7 +300,7 @@ int MPI_Finalize(void)
             /* The MPI library's own finalize waits for every rank (plain
              * MPICH 4.0.2 hangs there when one was killed). */
             MXU_LOG(MXU_LOG_ERROR, "MPI_Finalize: returning an error without finalizing the "
-                         "MPI library, which would wait for the missing rank(s) forever");
+                                   "MPI library, which would wait for the missing rank(s) forever");
             return mxi_status_to_mpi(MXU_ERR_PEER);
         }
     }

@@ -44,9 +44,9 @@ int mxu_log_parse_level(const char *name)
         const char *name;
         int level;
     } names[] = {
-        {"error", MXU_LOG_ERROR}, {"err", MXU_LOG_ERROR},   {"warn", MXU_LOG_WARN},
+        {"error", MXU_LOG_ERROR},  {"err", MXU_LOG_ERROR}, {"warn", MXU_LOG_WARN},
         {"warning", MXU_LOG_WARN}, {"info", MXU_LOG_INFO}, {"debug", MXU_LOG_DEBUG},
-        {"0", MXU_LOG_ERROR},     {"1", MXU_LOG_WARN},     {"2", MXU_LOG_INFO},
+        {"0", MXU_LOG_ERROR},      {"1", MXU_LOG_WARN},    {"2", MXU_LOG_INFO},
         {"3", MXU_LOG_DEBUG},
     };
     if (name == NULL)
@@ -87,18 +87,19 @@ __attribute__((constructor)) static void log_constructor(void)
     pthread_once(&log_once, log_init);
 }
 
-void mxu_log_set_rank(int rank)
-{
-    atomic_store_explicit(&log_rank, rank, memory_order_relaxed);
-}
+void mxu_log_set_rank(int rank) { atomic_store_explicit(&log_rank, rank, memory_order_relaxed); }
 
 static const char *level_name(mxu_log_level_t level)
 {
     switch (level) {
-    case MXU_LOG_ERROR: return "ERROR";
-    case MXU_LOG_WARN: return "WARN";
-    case MXU_LOG_INFO: return "INFO";
-    case MXU_LOG_DEBUG: return "DEBUG";
+    case MXU_LOG_ERROR:
+        return "ERROR";
+    case MXU_LOG_WARN:
+        return "WARN";
+    case MXU_LOG_INFO:
+        return "INFO";
+    case MXU_LOG_DEBUG:
+        return "DEBUG";
     }
     return "LOG";
 }

@@ -25,10 +25,10 @@ void mxu_log_set_rank(int rank);
 /* Parse a level name; returns -1 if unknown. */
 int mxu_log_parse_level(const char *name);
 
-#define MXU_LOG(level, ...)                                                                 \
-    do {                                                                                         \
-        if ((int)(level) <= mxu_log_threshold)                                                   \
-            mxu_log_emit((level), __FILE__, __LINE__, __VA_ARGS__);                              \
+#define MXU_LOG(level, ...)                                                                        \
+    do {                                                                                           \
+        if ((int)(level) <= mxu_log_threshold)                                                     \
+            mxu_log_emit((level), __FILE__, __LINE__, __VA_ARGS__);                                \
     } while (0)
 
 #endif

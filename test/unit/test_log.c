@@ -50,8 +50,8 @@ static void test_format(void)
     capture_begin();
     int line = __LINE__ + 1;
     MXU_LOG(MXU_LOG_WARN, "hello %d %s", 42, "world");
-    MXU_LOG(MXU_LOG_DEBUG, "not shown");          /* above the threshold */
-    MXU_LOG(MXU_LOG_INFO, "with newline\n");      /* one newline only */
+    MXU_LOG(MXU_LOG_DEBUG, "not shown");     /* above the threshold */
+    MXU_LOG(MXU_LOG_INFO, "with newline\n"); /* one newline only */
     mxu_log_set_rank(-1);
     MXU_LOG(MXU_LOG_ERROR, "before rank");
     char *out = capture_end();
@@ -133,8 +133,7 @@ static void test_threads(void)
     static char seen[NTHREADS][NMSG];
     int lines = 0;
     char prefix[128];
-    snprintf(prefix, sizeof(prefix), "[mpix-acc %s:%ld r0] INFO test_log.c:", host,
-             (long)getpid());
+    snprintf(prefix, sizeof(prefix), "[mpix-acc %s:%ld r0] INFO test_log.c:", host, (long)getpid());
     for (char *save, *l = strtok_r(out, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
         CHECK(strncmp(l, prefix, strlen(prefix)) == 0, "interleaved line: %.120s", l);
         const char *msg = strstr(l, ": thread ");
