@@ -202,7 +202,8 @@ if [ ! -x "$ROOT/configure" ]; then
         find . -name Makefile.in -not -path './build*' -exec touch {} +
     elif command -v autoreconf >/dev/null 2>&1; then
         say "    carried configure missing or stale: running ./autogen.sh"
-        ./autogen.sh >>"$BUILDLOG" 2>&1 || abort "autogen.sh failed (build.log)"
+        # a failed run leaves a broken configure that the next call would use
+        ./autogen.sh >>"$BUILDLOG" 2>&1 || { rm -f configure; abort "autogen.sh failed (build.log)"; }
     else
         abort "no configure: configure.ac/Makefile.am changed since gpu-runtime.sh ran and there are no autotools here; re-run scripts/gpu-runtime.sh and carry .gpu-runtime again"
     fi
