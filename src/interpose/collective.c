@@ -44,3 +44,25 @@ int mxi_collective_wait(MPI_Request *req, MPI_Comm comm, const char *what, doubl
             nap_ns *= 2;
     }
 }
+
+int mxi_allreduce_int(const int *in, int *out, MPI_Op op, MPI_Comm comm, const char *what)
+{
+    MPI_Request req;
+    int rc = PMPI_Iallreduce(in, out, 1, MPI_INT, op, comm, &req);
+    return rc == MPI_SUCCESS ? mxi_collective_wait(&req, comm, what, 0) : rc;
+}
+
+int mxi_allgather_int(const int *in, int *out, MPI_Comm comm, const char *what)
+{
+    MPI_Request req;
+    int rc = PMPI_Iallgather(in, 1, MPI_INT, out, 1, MPI_INT, comm, &req);
+    return rc == MPI_SUCCESS ? mxi_collective_wait(&req, comm, what, 0) : rc;
+}
+
+int mxi_allgatherv_bytes(const void *in, int len, void *out, const int *lens, const int *displs,
+                         MPI_Comm comm, const char *what)
+{
+    MPI_Request req;
+    int rc = PMPI_Iallgatherv(in, len, MPI_BYTE, out, lens, displs, MPI_BYTE, comm, &req);
+    return rc == MPI_SUCCESS ? mxi_collective_wait(&req, comm, what, 0) : rc;
+}

@@ -367,11 +367,11 @@ static int mxi_comm_info_agree(mxi_comm_t *c, MPI_Info info, MPI_Comm comm, cons
     int mine = mxi_comm_info(c, info, comm, 1);
     int inter = 0, in = mine == MPI_SUCCESS, all = 0;
     PMPI_Comm_test_inter(comm, &inter);
-    int rc = PMPI_Allreduce(&in, &all, 1, MPI_INT, MPI_MIN, comm);
+    int rc = mxi_allreduce_int(&in, &all, MPI_MIN, comm, call);
     if (rc == MPI_SUCCESS && inter) {
         /* that was the remote group's verdict; this round gives both groups' */
         in = in && all;
-        rc = PMPI_Allreduce(&in, &all, 1, MPI_INT, MPI_MIN, comm);
+        rc = mxi_allreduce_int(&in, &all, MPI_MIN, comm, call);
     }
     if (rc != MPI_SUCCESS)
         return rc;

@@ -31,7 +31,7 @@ static void mxi_bring_up(void)
 
     /* both ends of every UCX endpoint must use the same error mode */
     int pe = mxu_config.peer_errors != 0, pe_all = pe;
-    PMPI_Allreduce(&pe, &pe_all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    mxi_allreduce_int(&pe, &pe_all, MPI_MAX, MPI_COMM_WORLD, "of MPI_Init (error mode)");
     if (pe_all != pe)
         MXU_LOG(MXU_LOG_WARN, "MPIX_ACC_PEER_ERRORS differs between ranks: all use 1");
     mxe_init_args_t args = {
@@ -56,9 +56,9 @@ static void mxi_bring_up(void)
         if (args.local_size > 1 && mine)
             node_peers = malloc(sizeof(int) * (size_t)args.local_size);
         int ready = node_peers != NULL; /* CUDA on and the list allocated, on every one */
-        PMPI_Allreduce(&ready, &cuda_everywhere, 1, MPI_INT, MPI_MIN, node);
+        mxi_allreduce_int(&ready, &cuda_everywhere, MPI_MIN, node, "of MPI_Init (node GPUs)");
         if (cuda_everywhere)
-            PMPI_Allgather(&mxi.world_rank, 1, MPI_INT, node_peers, 1, MPI_INT, node);
+            mxi_allgather_int(&mxi.world_rank, node_peers, node, "of MPI_Init (node ranks)");
         else {
             free(node_peers);
             node_peers = NULL;
@@ -80,7 +80,7 @@ static void mxi_bring_up(void)
         ok = 0; /* still take part below with what we have */
     int all_ok = 0;
     if (lens && displs && offsets) {
-        PMPI_Allgather(&mylen, 1, MPI_INT, lens, 1, MPI_INT, MPI_COMM_WORLD);
+        mxi_allgather_int(&mylen, lens, MPI_COMM_WORLD, "of MPI_Init (address lengths)");
         size_t total = 0;
         for (int r = 0; r < n; r++) {
             displs[r] = (int)total;
@@ -89,12 +89,13 @@ static void mxi_bring_up(void)
         }
         offsets[n] = total;
         blob = malloc(total ? total : 1);
-        PMPI_Allgatherv(addr, mylen, MPI_BYTE, blob, lens, displs, MPI_BYTE, MPI_COMM_WORLD);
+        mxi_allgatherv_bytes(addr, mylen, blob, lens, displs, MPI_COMM_WORLD,
+                             "of MPI_Init (worker addresses)");
         for (int r = 0; r < n; r++)
             if (lens[r] == 0)
                 ok = 0;
     }
-    PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    mxi_allreduce_int(&ok, &all_ok, MPI_MIN, MPI_COMM_WORLD, "of MPI_Init (outcome)");
     /* node_peers: set on every rank of a node or on none of them */
     if (all_ok &&
         mxe_start(blob, offsets, n, node_peers, node_peers ? args.local_size : 0) != MXU_OK)

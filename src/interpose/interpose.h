@@ -130,6 +130,12 @@ int mxi_comm_register(MPI_Comm comm);
  * then still active); else wait for good. Otherwise PMPI_Test's code. */
 #define MXI_COLLECTIVE_GAVE_UP (-1)
 int mxi_collective_wait(MPI_Request *req, MPI_Comm comm, const char *what, double give_up_s);
+/* The library's own collectives, non-blocking and waited for by
+ * mxi_collective_wait (reported, never given up). */
+int mxi_allreduce_int(const int *in, int *out, MPI_Op op, MPI_Comm comm, const char *what);
+int mxi_allgather_int(const int *in, int *out, MPI_Comm comm, const char *what);
+int mxi_allgatherv_bytes(const void *in, int len, void *out, const int *lens, const int *displs,
+                         MPI_Comm comm, const char *what);
 void mxi_comm_register_predefined(void);
 void mxi_comm_forget(MPI_Comm comm);
 void mxi_comm_forget_all(void);

@@ -7,7 +7,8 @@
  *   1. a host MPI_Wait on an MPIX_Acc_Irecv request;
  *   2. a host MPI_Waitall on two of them;
  *   3. MPIX_Acc_Hoststream_synchronize behind a stream-waited receive;
- *   4. the barrier of MPI_Finalize while rank 1 arrives late;
+ *   4. the library's own agreement in MPI_Comm_set_info (rank 1 late);
+ *   5. the barrier of MPI_Finalize while rank 1 arrives late;
  * and every wait ends normally once the message (or the rank) arrives.
  */
 #include "common.h"
@@ -42,13 +43,6 @@ int main(int argc, char **argv)
         T_MPI(MPIX_Acc_Wait(s, &r[0], MPI_STATUS_IGNORE));
         T_MPI(MPIX_Acc_Hoststream_synchronize(s));
         T_CHECK(v[0] == 14, "phase 3: got %d", v[0]);
-        T_MPI(MPIX_Acc_Hoststream_free(&s));
-        printf("[wait_report] PASS with %d ranks\n", t_size);
-        fflush(stdout);
-        fprintf(stderr, "[wait_report] phase 4: MPI_Finalize\n");
-        t_phase("MPI_Finalize");
-        T_MPI(MPI_Finalize());
-        return 0;
     } else if (t_rank == 1) {
         int m[4] = {11, 12, 13, 14};
         t_sleep_ms(delay * 1000);
@@ -59,9 +53,30 @@ int main(int argc, char **argv)
         t_sleep_ms(delay * 1000);
         T_MPI(MPIX_Acc_Send(s, &m[3], 1, MPI_INT, 0, 4, MPI_COMM_WORLD));
         T_MPI(MPIX_Acc_Hoststream_synchronize(s));
+    }
+    /* 4: the library's agreement of MPI_Comm_set_info, rank 1 late */
+    MPI_Comm c;
+    T_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &c));
+    MPI_Info info;
+    T_MPI(MPI_Info_create(&info));
+    T_MPI(MPI_Info_set(info, MPIX_ACC_INFO_RECV_POST, "early"));
+    if (t_rank == 0)
+        fprintf(stderr, "[wait_report] phase 4: MPI_Comm_set_info\n");
+    else
+        t_sleep_ms(delay * 1000);
+    t_phase("MPI_Comm_set_info");
+    T_MPI(MPI_Comm_set_info(c, info));
+    T_MPI(MPI_Info_free(&info));
+    T_MPI(MPI_Comm_free(&c));
+    T_MPI(MPIX_Acc_Hoststream_free(&s));
+    /* 5: the barrier of MPI_Finalize, rank 1 late */
+    if (t_rank == 0) {
+        printf("[wait_report] PASS with %d ranks\n", t_size);
+        fflush(stdout);
+        fprintf(stderr, "[wait_report] phase 5: MPI_Finalize\n");
+    } else {
         t_sleep_ms(delay * 1000);
     }
-    T_MPI(MPIX_Acc_Hoststream_free(&s));
     t_phase("MPI_Finalize");
     T_MPI(MPI_Finalize());
     return 0;
