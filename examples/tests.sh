@@ -180,8 +180,11 @@ fi
 # library must free finished generalized requests while the loop runs
 # (a reaper that kept inspecting the same incomplete entries let them pile
 # up, and MPICH aborted with "req != NULL" near 128k live requests)
+# (sanitizer runs are slower: MPIXACC_TEST_TIMEOUT_SCALE, set by run-tests.sh, stretches the limit)
+tscale=${MPIXACC_TEST_TIMEOUT_SCALE:-1}
+[[ $tscale =~ ^[0-9]+$ ]] || tscale=1
 run "mpixacc_bench 100k iterations enqueued ahead" 2 -- env MPIX_ACC_MAX_PENDING=100000000 \
-    "$bench" --sizes 8 -v acc -t lat -i 100000 -r 1 --timeout 140
+    "$bench" --sizes 8 -v acc -t lat -i 100000 -r 1 --timeout $((140 * tscale))
 if [ $rc -eq 0 ] && grep -qE '^8 B +acc .* ok$' "$log"; then
     pass "mpixacc_bench 100k iterations enqueued ahead (requests freed while it runs)"
 else
