@@ -261,6 +261,14 @@ int mxe_failed_peers(int *ranks, int max);
 void mxe_abandon(void);
 
 /* ---- statistics ---- */
+/* The paths a message can take (today one: UCX tagged messages, eager or
+ * rendezvous as UCX chooses); counted per path. */
+typedef enum { MXE_PATH_UCX = 0, MXE_NPATHS } mxe_path_t;
+const char *mxe_path_name(mxe_path_t path);
+typedef struct {
+    uint64_t sent, sent_bytes;         /* sends completed without error */
+    uint64_t received, received_bytes; /* receives completed with data */
+} mxe_path_stats_t;
 typedef struct {
     uint64_t ops_submitted;
     uint64_t ops_completed;
@@ -279,6 +287,11 @@ typedef struct {
     uint64_t send_ns, send_n;
     uint64_t recv_ns, recv_n;
     uint64_t release_ns, release_n;
+    mxe_path_stats_t path[MXE_NPATHS];
+    /* call-order matching (match.c): envelopes announced by this rank,
+     * receives matched when their envelope arrived (posted first) and
+     * envelopes matched when a receive came (unexpected first) */
+    uint64_t match_announced, match_posted, match_unexpected;
 } mxe_stats_t;
 void mxe_get_stats(mxe_stats_t *out);
 

@@ -63,6 +63,9 @@ typedef struct {
     int timing; /* phase timers on (MPIX_ACC_STATS=1); set before the thread starts */
     _Atomic uint64_t st_turnaround_ns, st_turnaround_n, st_send_ns, st_send_n;
     _Atomic uint64_t st_recv_ns, st_recv_n, st_release_ns, st_release_n;
+    struct {
+        _Atomic uint64_t sent, sent_bytes, received, received_bytes;
+    } st_path[MXE_NPATHS];
 
     /* progress thread only */
     mxe_sstate_t *active_streams; /* streams with pending ops or waits */

@@ -103,8 +103,21 @@ static void mxe_op_complete(mxe_op_t *op, mxu_status_t error)
         else
             mxe_timer_add(&mxe.st_recv_ns, &mxe.st_recv_n, op->t_done_ns - op->t_start_ns);
     }
-    if (error != MXU_OK)
+    if (error != MXU_OK) {
         atomic_fetch_add_explicit(&mxe.st_ops_failed, 1, memory_order_relaxed);
+    } else if (op->peer != MXE_PROC_NULL && !op->result.cancelled) {
+        /* a message that went through a path (today every one: UCX) */
+        if (op->type == MXE_OP_SEND) {
+            atomic_fetch_add_explicit(&mxe.st_path[MXE_PATH_UCX].sent, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&mxe.st_path[MXE_PATH_UCX].sent_bytes, op->result.bytes,
+                                      memory_order_relaxed);
+        } else {
+            atomic_fetch_add_explicit(&mxe.st_path[MXE_PATH_UCX].received, 1,
+                                      memory_order_relaxed);
+            atomic_fetch_add_explicit(&mxe.st_path[MXE_PATH_UCX].received_bytes,
+                                      op->result.bytes, memory_order_relaxed);
+        }
+    }
     mxe_live_unlink(op);
     mxa_stream_t *s = op->stream;
     int engine_ref_free = !op->transport_active;

@@ -102,7 +102,9 @@
     X(SET_NET_DEVICES, BOOL, set_net_devices, "1", "",                                           \
       "Set UCX_NET_DEVICES to the NIC closest to the GPU unless the user set it")                \
     X(STATS, BOOL, stats, "0", "",                                                               \
-      "Print per-process operation counters and engine phase timers at MPI_Finalize")            \
+      "Log per-process operation counters, messages and bytes per path, call-order matching "    \
+      "counters and engine phase timers at MPI_Finalize, at INFO level whatever MPIX_ACC_LOG "   \
+      "says (to stderr or MPIX_ACC_LOG_FILE)")                                                   \
     X(HANGDUMP_AFTER, DOUBLE, hangdump_after, "0", "0..1e9",                                     \
       "Seconds after which the preloadable watchdog tools/mpixacc_hangdump.so (LD_PRELOAD) "      \
       "prints every thread's backtrace and exits with status 124; 0 never. The watchdog is not "  \
