@@ -25,6 +25,7 @@
 #include "transport/transport.h"
 #include "util/settings.h"
 #include "util/log.h"
+#include "util/trace.h"
 
 #ifdef MPIXACC_HAVE_CUDA
 #define HAVE_CUDA_STR "yes"
@@ -80,6 +81,10 @@ static void print_features(void)
     printf("  UCX          %s\n", ucx);
     printf("  hwloc        built: %s\n", HAVE_HWLOC_STR);
     printf("  verbs        built: %s\n", HAVE_VERBS_STR);
+    printf("  NVTX         built: %s%s\n", mxu_trace_built() ? "yes" : "no",
+           mxu_trace_built() ? (mxu_config.nvtx ? " (ranges in domain mpix-acc; MPIX_ACC_NVTX=1)"
+                                                : " (off: MPIX_ACC_NVTX=0)")
+                             : " (needs the CUDA toolkit at configure time)");
     printf("  host streams yes (one library thread per stream)\n");
 
     printf("\nDevices:\n");

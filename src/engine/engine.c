@@ -490,7 +490,7 @@ mxu_status_t mxe_stream_wait(mxa_stream_t *s, mxe_op_t *const *ops, void *const 
         }
         return MXU_OK;
     }
-    mxe_wait_t *w = malloc(sizeof(*w) + (sizeof(mxe_op_t *) + sizeof(void *)) * (size_t)n);
+    mxe_wait_t *w = calloc(1, sizeof(*w) + (sizeof(mxe_op_t *) + sizeof(void *)) * (size_t)n);
     if (!w)
         MXU_FAIL(MXU_ERR_NO_MEMORY, "stream wait allocation failed");
     w->targets = (void **)&w->ops[n];

@@ -28,6 +28,7 @@
 #include "accel/accel.h"
 #include "util/mpsc.h"
 #include "util/status.h"
+#include "util/trace.h"
 
 #define MXE_CTX_BITS  20
 #define MXE_SRC_BITS  20
@@ -141,6 +142,7 @@ struct mxe_op {
     mxe_op_t *next_pending;    /* per-stream pending-trigger list */
     uint64_t t_start_ns;       /* phase timers (mxe.timing): started, completed */
     uint64_t t_done_ns;
+    mxu_trace_range_t trace;   /* NVTX range: started -> completed (progress thread) */
     mxe_op_t *next_active;     /* engine list of all live ops (finalize report) */
     mxe_op_t *prev_active;
     mxe_wait_t *waiter;        /* stream wait depending on this op */

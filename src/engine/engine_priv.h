@@ -18,6 +18,7 @@ struct mxe_wait {
     uint64_t seq;
     int n;
     int checked;       /* ops[0..checked) are known complete */
+    mxu_trace_range_t trace; /* NVTX range: handed to the progress thread -> released */
     mxe_wait_t *next;  /* per-stream list, seq order */
     void **targets;    /* n result targets (points into this allocation) */
     mxe_op_t *ops[];   /* each holds a reference */

@@ -23,6 +23,15 @@
 #include "topo/topo.h"
 #include "transport/transport.h"
 #include "util/settings.h"
+#include "util/trace.h"
+
+/* NVTX ranges of the progress thread (util/trace.h): each transfer from its
+ * start (the stream reached it) to its completion, payload its bytes; each
+ * stream wait from its arrival here to its release, payload its number of
+ * operations. */
+static mxu_trace_name_t mxe_tn_send = MXU_TRACE_NAME("send");
+static mxu_trace_name_t mxe_tn_recv = MXU_TRACE_NAME("recv");
+static mxu_trace_name_t mxe_tn_wait = MXU_TRACE_NAME("stream wait");
 
 /* ------------------------------------------------------------ stream state */
 
@@ -95,6 +104,7 @@ static void mxe_live_unlink(mxe_op_t *op)
 static void mxe_op_complete(mxe_op_t *op, mxu_status_t error)
 {
     mxe_match_forget(op); /* a receive completing unmatched leaves its posted list */
+    mxu_trace_end(&op->trace);
     op->result.error = error;
     if (mxe.timing && op->t_start_ns) {
         op->t_done_ns = mxu_now_ns();
@@ -290,6 +300,7 @@ static void mxe_op_start(mxe_op_t *op)
     atomic_store_explicit(&op->state, MXE_STATE_STARTED, memory_order_relaxed);
     if (mxe.timing)
         op->t_start_ns = mxu_now_ns();
+    op->trace = mxu_trace_start(op->type == MXE_OP_SEND ? &mxe_tn_send : &mxe_tn_recv, op->bytes);
     if (op->peer == MXE_PROC_NULL) {
         op->result.source = MXE_PROC_NULL;
         op->result.tag = MXE_ANY_TAG;
@@ -483,6 +494,7 @@ static void mxe_handle_wait(mxe_wait_t *w)
         atomic_fetch_sub(&mxe.live_waits, 1);
         return;
     }
+    w->trace = mxu_trace_start(&mxe_tn_wait, (uint64_t)w->n);
     mxe_insert_wait(st, w);
     mxe_activate(st);
     mxe.waits_dirty = 1;
@@ -707,6 +719,7 @@ static unsigned mxe_check_waits(void)
                     mxe.result_writer(w->ops[i], w->targets[i]);
                 mxe_op_release(w->ops[i]);
             }
+            mxu_trace_end(&w->trace);
             free(w);
             atomic_fetch_sub_explicit(&mxe.live_waits, 1, memory_order_release);
             atomic_fetch_add_explicit(&mxe.st_waits_released, 1, memory_order_relaxed);

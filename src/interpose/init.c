@@ -26,6 +26,8 @@ static void mxi_bring_up(void)
     PMPI_Comm_rank(MPI_COMM_WORLD, &mxi.world_rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &mxi.world_size);
     mxu_log_set_rank(mxi.world_rank);
+    /* NVTX ranges (MPIX_ACC_NVTX): before any thread of the library starts */
+    mxu_trace_setup(mxu_config.nvtx);
     mxi_errors_init();
     mxi_datatype_init();
 

@@ -101,6 +101,10 @@
       "leaves out its shared-memory transports (messages within a node go over TCP loopback)")  \
     X(SET_NET_DEVICES, BOOL, set_net_devices, "1", "",                                           \
       "Set UCX_NET_DEVICES to the NIC closest to the GPU unless the user set it")                \
+    X(NVTX, BOOL, nvtx, "1", "",                                                                 \
+      "Record NVTX ranges (domain mpix-acc) of every enqueue, transfer and stream wait, "          \
+      "seen when a tool is attached (Nsight Systems or Compute, NVTX_INJECTION64_PATH); 0 makes " \
+      "no NVTX call at all. Builds without CUDA have no NVTX (mpixacc_info -f says)")            \
     X(STATS, BOOL, stats, "0", "",                                                               \
       "Log per-process operation counters, messages and bytes per path, call-order matching "    \
       "counters and engine phase timers at MPI_Finalize, at INFO level whatever MPIX_ACC_LOG "   \
