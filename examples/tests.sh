@@ -136,15 +136,20 @@ expect_fail "ping_kernel_pong detects a wrong reply" 2 '^[0-9]+ (B|KiB) +(staged
 # mpixacc_bench: every variant that runs on host streams, latency and
 # bandwidth, data checked; CSV has one row per size and variant
 csv=$logdir/bench.csv
-run "mpixacc_bench 2 ranks" 2 -- "$bench" -b 1 -e 256K -f 16 -i 50 -r 2 -w 4 --csv "$csv"
+run "mpixacc_bench 2 ranks" 2 -- "$bench" -b 1 -e 256K -f 16 -i 50 -r 2 -w 1 -W 4 --csv "$csv"
 rows=$(grep -cE '^[0-9]+ (B|KiB) +(acc|acc-sync|staged|cuda-aware) .* ok$' "$log")
 crows=$(grep -cE '^[0-9]+,(acc|acc-sync|staged|cuda-aware),host,.*,0,ok$' "$csv" 2>/dev/null)
-skips=$(grep -cE '^variant (nccl|mpich-enqueue) skipped: ' "$log")
-if [ $rc -eq 0 ] && grep -q '^RESULT: OK$' "$log" && [ "$rows" -eq 20 ] && [ "$crows" -eq 20 ] &&
-    [ "$skips" -eq 2 ]; then
+skips=$(grep -cE '^# variant (nccl|mpich-enqueue) skipped: ' "$log")
+# OSU/nccl-tests conventions: every line that is not a result row starts with '#'
+# (the runner's own lines excepted), -w warm-up, -W window, MB/s
+other=$(grep -cvE '^(\+ |# |#$|[0-9]+ (B|KiB) |\[mpix-acc )' "$log")
+if [ $rc -eq 0 ] && grep -q '^# RESULT: OK$' "$log" && [ "$rows" -eq 20 ] && [ "$crows" -eq 20 ] &&
+    [ "$skips" -eq 2 ] && [ "$other" -eq 0 ] &&
+    grep -q 'windows of 4 messages .* MB/s .*2 repetitions after 1 warm-up' "$log" &&
+    grep -qE '^# size +variant .* MB/s ' "$log"; then
     pass "mpixacc_bench 2 ranks (20 validated rows, CSV, 2 GPU-only variants skipped with a reason)"
 else
-    fail "mpixacc_bench 2 ranks" "exit status $rc, $rows/20 rows ok, $crows/20 CSV rows, $skips/2 skips" "$log"
+    fail "mpixacc_bench 2 ranks" "exit status $rc, $rows/20 rows ok, $crows/20 CSV rows, $skips/2 skips, $other unprefixed non-row lines" "$log"
 fi
 # the plot script turns that CSV into Markdown tables (PNGs need matplotlib)
 if command -v python3 >/dev/null 2>&1; then
