@@ -59,6 +59,7 @@
 
 #include <mpix_acc.h>
 
+#include <dlfcn.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -795,6 +796,21 @@ int main(int argc, char **argv)
     if (rank == 0) {
         printf("# mpixacc_bench: ranks 0 <-> 1 of %d; backend %s%s%s\n", size, b.ac->desc,
                note[0] ? "; " : "", note);
+        {
+            /* versions, for the plots (scripts/bench-plot.py reads this line) */
+            char mpi[MPI_MAX_LIBRARY_VERSION_STRING] = "?";
+            int len = 0;
+            MPI_Get_library_version(mpi, &len);
+            mpi[strcspn(mpi, "\n")] = '\0';
+            for (char *t = mpi; *t; t++)
+                if (*t == '\t')
+                    *t = ' ';
+            const char *(*ucx_version)(void) =
+                (const char *(*)(void))dlsym(RTLD_DEFAULT, "ucp_get_version_string");
+            printf("# versions: mpix-acc %d.%d.%d; %s; UCX %s\n", MPIX_ACC_VERSION_MAJOR,
+                   MPIX_ACC_VERSION_MINOR, MPIX_ACC_VERSION_PATCH, mpi,
+                   ucx_version ? ucx_version() : "?");
+        }
         if (o.fault)
             printf("# FAULT INJECTION: bandwidth messages carry a wrong pattern (results must "
                    "FAIL)\n");
