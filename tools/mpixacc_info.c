@@ -140,8 +140,12 @@ static void print_loaded(int cuda_built)
            u.path[0] ? u.path : "(path unknown)");
     printf("  UCX modules  %s: cuda %s, InfiniBand %s\n",
            u.module_dir[0] ? u.module_dir : "(unknown)",
-           u.has_cuda > 0 ? "yes" : u.has_cuda == 0 ? "no" : "?",
-           u.has_ib > 0 ? "yes" : u.has_ib == 0 ? "no" : "?");
+           u.has_cuda > 0    ? "yes"
+           : u.has_cuda == 0 ? "no"
+                             : "?",
+           u.has_ib > 0    ? "yes"
+           : u.has_ib == 0 ? "no"
+                           : "?");
     fflush(stdout);
     if (u.older)
         MXU_LOG(MXU_LOG_WARN,
@@ -225,8 +229,10 @@ int main(int argc, char **argv)
     int settings = 1, features = 1, version_only = 0;
     int opt;
     static const struct option longopts[] = {
-        {"settings", no_argument, NULL, 'c'}, {"features", no_argument, NULL, 'f'},
-        {"version", no_argument, NULL, 'V'},  {"help", no_argument, NULL, 'h'},
+        {"settings", no_argument, NULL, 'c'},
+        {"features", no_argument, NULL, 'f'},
+        {"version", no_argument, NULL, 'V'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     while ((opt = getopt_long(argc, argv, "cfVh", longopts, NULL)) != -1) {

@@ -123,8 +123,13 @@ static void pattern_kernel(bench_t *b, int slot, const unsigned char *check, uin
 {
     pkp_args_t *a = &b->args[slot];
     b->ac->stream_sync(b->S); /* the argument block is reused */
-    *a = (pkp_args_t){.rbuf = check, .rseed = cseed, .sbuf = fill, .sseed = fseed, .n = n,
-                      .busy_ns = 0, .errors = b->errors};
+    *a = (pkp_args_t){.rbuf = check,
+                      .rseed = cseed,
+                      .sbuf = fill,
+                      .sseed = fseed,
+                      .n = n,
+                      .busy_ns = 0,
+                      .errors = b->errors};
     if (b->ac->is_device && b->mine == EX_MEM_PAGEABLE) {
         pkp_host_fn(a); /* no kernel may touch pageable memory; the stream is idle */
         return;
@@ -159,17 +164,13 @@ static void acc_lat(bench_t *b, int iters, int sync_each)
     for (int i = 0; i < iters; i++) {
         MPI_Request rq[2];
         if (b->role == 0) {
-            EX_MPI(MPIX_Acc_Isend(b->S, b->sbuf, (int)b->n, MPI_BYTE, peer, TAG, b->comm,
-                                  &rq[0]));
-            EX_MPI(MPIX_Acc_Irecv(b->S, b->rbuf, (int)b->n, MPI_BYTE, peer, TAG, b->comm,
-                                  &rq[1]));
+            EX_MPI(MPIX_Acc_Isend(b->S, b->sbuf, (int)b->n, MPI_BYTE, peer, TAG, b->comm, &rq[0]));
+            EX_MPI(MPIX_Acc_Irecv(b->S, b->rbuf, (int)b->n, MPI_BYTE, peer, TAG, b->comm, &rq[1]));
             EX_MPI(MPIX_Acc_Waitall(b->S, 2, rq, MPI_STATUSES_IGNORE));
         } else {
-            EX_MPI(MPIX_Acc_Irecv(b->S, b->rbuf, (int)b->n, MPI_BYTE, peer, TAG, b->comm,
-                                  &rq[0]));
+            EX_MPI(MPIX_Acc_Irecv(b->S, b->rbuf, (int)b->n, MPI_BYTE, peer, TAG, b->comm, &rq[0]));
             EX_MPI(MPIX_Acc_Wait(b->S, &rq[0], MPI_STATUS_IGNORE));
-            EX_MPI(MPIX_Acc_Isend(b->S, b->rbuf, (int)b->n, MPI_BYTE, peer, TAG, b->comm,
-                                  &rq[1]));
+            EX_MPI(MPIX_Acc_Isend(b->S, b->rbuf, (int)b->n, MPI_BYTE, peer, TAG, b->comm, &rq[1]));
             EX_MPI(MPIX_Acc_Wait(b->S, &rq[1], MPI_STATUS_IGNORE));
         }
         if (sync_each)
@@ -191,8 +192,8 @@ static void acc_bw(bench_t *b, int windows, int sync_each)
             EX_MPI(MPIX_Acc_Wait(b->S, &ar, MPI_STATUS_IGNORE));
         } else {
             for (int j = 0; j < w; j++)
-                EX_MPI(MPIX_Acc_Irecv(b->S, b->rbuf + (size_t)j * b->n, (int)b->n, MPI_BYTE,
-                                      peer, TAG, b->comm, &b->req[j]));
+                EX_MPI(MPIX_Acc_Irecv(b->S, b->rbuf + (size_t)j * b->n, (int)b->n, MPI_BYTE, peer,
+                                      TAG, b->comm, &b->req[j]));
             EX_MPI(MPIX_Acc_Waitall(b->S, w, b->req, MPI_STATUSES_IGNORE));
             EX_MPI(MPIX_Acc_Isend(b->S, b->ack, 1, MPI_BYTE, peer, TAG_ACK, b->comm, &ar));
             EX_MPI(MPIX_Acc_Wait(b->S, &ar, MPI_STATUS_IGNORE));
@@ -249,8 +250,8 @@ static void run_staged_bw(bench_t *b, int windows)
             MPI_Request ar;
             EX_MPI(MPI_Irecv(dev ? b->hack : b->ack, 1, MPI_BYTE, peer, TAG_ACK, b->comm, &ar));
             for (int j = 0; j < w; j++)
-                EX_MPI(MPI_Isend(hs + (dev ? (size_t)j * b->n : 0), (int)b->n, MPI_BYTE, peer,
-                                 TAG, b->comm, &b->req[j]));
+                EX_MPI(MPI_Isend(hs + (dev ? (size_t)j * b->n : 0), (int)b->n, MPI_BYTE, peer, TAG,
+                                 b->comm, &b->req[j]));
             EX_MPI(MPI_Waitall(w, b->req, MPI_STATUSES_IGNORE));
             EX_MPI(MPI_Wait(&ar, MPI_STATUS_IGNORE));
         } else {
@@ -301,11 +302,9 @@ static void run_cuda_aware_lat(bench_t *b, int iters)
     for (int i = 0; i < iters; i++) {
         if (b->role == 0) {
             EX_MPI(MPI_Send(b->sbuf, (int)b->n, MPI_BYTE, peer, TAG, b->comm));
-            EX_MPI(MPI_Recv(b->rbuf, (int)b->n, MPI_BYTE, peer, TAG, b->comm,
-                            MPI_STATUS_IGNORE));
+            EX_MPI(MPI_Recv(b->rbuf, (int)b->n, MPI_BYTE, peer, TAG, b->comm, MPI_STATUS_IGNORE));
         } else {
-            EX_MPI(MPI_Recv(b->rbuf, (int)b->n, MPI_BYTE, peer, TAG, b->comm,
-                            MPI_STATUS_IGNORE));
+            EX_MPI(MPI_Recv(b->rbuf, (int)b->n, MPI_BYTE, peer, TAG, b->comm, MPI_STATUS_IGNORE));
             EX_MPI(MPI_Send(b->rbuf, (int)b->n, MPI_BYTE, peer, TAG, b->comm));
         }
     }
@@ -416,8 +415,8 @@ static void run_enqueue_bw(bench_t *b, int windows)
                 EX_MPI(MPIX_Isend_enqueue(b->sbuf, (int)b->n, MPI_BYTE, peer, TAG, b->ecomm,
                                           &b->req[j]));
             EX_MPI(MPIX_Waitall_enqueue(w, b->req, MPI_STATUSES_IGNORE));
-            EX_MPI(MPIX_Recv_enqueue(b->ack, 1, MPI_BYTE, peer, TAG_ACK, b->ecomm,
-                                     MPI_STATUS_IGNORE));
+            EX_MPI(
+                MPIX_Recv_enqueue(b->ack, 1, MPI_BYTE, peer, TAG_ACK, b->ecomm, MPI_STATUS_IGNORE));
         } else {
             for (int j = 0; j < w; j++)
                 EX_MPI(MPIX_Irecv_enqueue(b->rbuf + (size_t)j * b->n, (int)b->n, MPI_BYTE, peer,
@@ -478,21 +477,38 @@ typedef struct {
 static int place_of(char c, ex_mem_t *out)
 {
     switch (c) {
-    case 'D': case 'd': *out = EX_MEM_DEVICE; return 1;
-    case 'M': case 'm': *out = EX_MEM_MANAGED; return 1;
-    case 'H': case 'h': *out = EX_MEM_PAGEABLE; return 1;
-    case 'P': case 'p': *out = EX_MEM_PINNED; return 1;
-    default: return 0;
+    case 'D':
+    case 'd':
+        *out = EX_MEM_DEVICE;
+        return 1;
+    case 'M':
+    case 'm':
+        *out = EX_MEM_MANAGED;
+        return 1;
+    case 'H':
+    case 'h':
+        *out = EX_MEM_PAGEABLE;
+        return 1;
+    case 'P':
+    case 'p':
+        *out = EX_MEM_PINNED;
+        return 1;
+    default:
+        return 0;
     }
 }
 
 static const char *place_name(ex_mem_t m)
 {
     switch (m) {
-    case EX_MEM_DEVICE: return "device";
-    case EX_MEM_MANAGED: return "managed";
-    case EX_MEM_PAGEABLE: return "pageable host";
-    case EX_MEM_PINNED: return "pinned host";
+    case EX_MEM_DEVICE:
+        return "device";
+    case EX_MEM_MANAGED:
+        return "managed";
+    case EX_MEM_PAGEABLE:
+        return "pageable host";
+    case EX_MEM_PINNED:
+        return "pinned host";
     }
     return "?";
 }
@@ -517,40 +533,39 @@ static int parse_place(const char *s, opts_t *o)
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: mpiexec -n 2 mpixacc_bench [options]\n"
-            "  -b, --min B          smallest message (default 8; suffixes K, M, G)\n"
-            "  -e, --max B          largest message (default 64M)\n"
-            "  -f, --factor F       size step factor (default 4)\n"
-            "      --sizes LIST     explicit sizes instead, e.g. 8,64K,1M,64M\n"
-            "  -v, --variant LIST   acc,acc-sync,staged,cuda-aware,nccl,mpich-enqueue,floor\n"
-            "                       or all (default: all but floor, not yet run to the end\n"
-            "                       on a GPU)\n"
-            "  -t, --test LIST      lat,bw or both (default both)\n"
-            "  -i, --iters N        latency round trips per repetition (default 1000; fewer\n"
-            "                       for large messages, see --budget)\n"
-            "  -r, --repeats R      timed repetitions, median/min/max over them (default 7)\n"
-            "  -w, --warmup N       untimed warm-up repetitions before them (default 1)\n"
-            "  -W, --window W       messages in flight per bandwidth window (default 8)\n"
-            "  -d, --buffers XY     buffer placement of rank 0 (X) and rank 1 (Y), OSU style:\n"
-            "                       D device, M managed, H pageable host (malloc), P pinned\n"
-            "                       host (cudaMallocHost); e.g. -d DD (default), -d HH, -d DM;\n"
-            "                       OSU's form -d cuda D H works too (and selects --backend\n"
-            "                       cuda). CUDA backend only: host streams use host memory\n"
-            "                       (floor: device memory of its own)\n"
-            "      --budget B       bytes moved per repetition at most (default 1G): large\n"
-            "                       messages get fewer iterations (at least 8 / 2 windows)\n"
-            "      --backend B      auto, host or cuda (default auto)\n"
-            "      --csv FILE       also write the results as CSV\n"
-            "      --timeout S      end the program (exit 124) when it runs longer than S\n"
-            "                       seconds, naming what it was doing (default 0: none)\n"
-            "      --check/--no-check   validate received data (default on)\n"
-            "      --inject-fault   testing: in bandwidth runs rank 0 sends a pattern the\n"
-            "                       receiver does not expect (rows must FAIL, exit status 1)\n"
-            "Output: lines starting with '#' describe the run; the others are result rows:\n"
-            "size, variant, half-RTT latency in us (median, min, max), bandwidth in MB/s\n"
-            "(10^6 bytes per second; median, min, max), latency iterations, CPU us per\n"
-            "iteration, data check.\n");
+    fprintf(f, "usage: mpiexec -n 2 mpixacc_bench [options]\n"
+               "  -b, --min B          smallest message (default 8; suffixes K, M, G)\n"
+               "  -e, --max B          largest message (default 64M)\n"
+               "  -f, --factor F       size step factor (default 4)\n"
+               "      --sizes LIST     explicit sizes instead, e.g. 8,64K,1M,64M\n"
+               "  -v, --variant LIST   acc,acc-sync,staged,cuda-aware,nccl,mpich-enqueue,floor\n"
+               "                       or all (default: all but floor, not yet run to the end\n"
+               "                       on a GPU)\n"
+               "  -t, --test LIST      lat,bw or both (default both)\n"
+               "  -i, --iters N        latency round trips per repetition (default 1000; fewer\n"
+               "                       for large messages, see --budget)\n"
+               "  -r, --repeats R      timed repetitions, median/min/max over them (default 7)\n"
+               "  -w, --warmup N       untimed warm-up repetitions before them (default 1)\n"
+               "  -W, --window W       messages in flight per bandwidth window (default 8)\n"
+               "  -d, --buffers XY     buffer placement of rank 0 (X) and rank 1 (Y), OSU style:\n"
+               "                       D device, M managed, H pageable host (malloc), P pinned\n"
+               "                       host (cudaMallocHost); e.g. -d DD (default), -d HH, -d DM;\n"
+               "                       OSU's form -d cuda D H works too (and selects --backend\n"
+               "                       cuda). CUDA backend only: host streams use host memory\n"
+               "                       (floor: device memory of its own)\n"
+               "      --budget B       bytes moved per repetition at most (default 1G): large\n"
+               "                       messages get fewer iterations (at least 8 / 2 windows)\n"
+               "      --backend B      auto, host or cuda (default auto)\n"
+               "      --csv FILE       also write the results as CSV\n"
+               "      --timeout S      end the program (exit 124) when it runs longer than S\n"
+               "                       seconds, naming what it was doing (default 0: none)\n"
+               "      --check/--no-check   validate received data (default on)\n"
+               "      --inject-fault   testing: in bandwidth runs rank 0 sends a pattern the\n"
+               "                       receiver does not expect (rows must FAIL, exit status 1)\n"
+               "Output: lines starting with '#' describe the run; the others are result rows:\n"
+               "size, variant, half-RTT latency in us (median, min, max), bandwidth in MB/s\n"
+               "(10^6 bytes per second; median, min, max), latency iterations, CPU us per\n"
+               "iteration, data check.\n");
 }
 
 static void parse_opts(int argc, char **argv, opts_t *o)
@@ -565,8 +580,7 @@ static void parse_opts(int argc, char **argv, opts_t *o)
         {"backend", required_argument, 0, 'k'}, {"csv", required_argument, 0, 'c'},
         {"check", no_argument, 0, 'C'},         {"no-check", no_argument, 0, 'N'},
         {"inject-fault", no_argument, 0, 'F'},  {"timeout", required_argument, 0, 'T'},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
     const char *vnames[NVARIANTS], *tnames[2] = {"lat", "bw"};
     for (int v = 0; v < NVARIANTS; v++)
         vnames[v] = variants[v].name;
@@ -595,17 +609,31 @@ static void parse_opts(int argc, char **argv, opts_t *o)
             *(c == 'b' ? &bmin : c == 'e' ? &bmax : &o->budget) = v;
             break;
         }
-        case 'f': factor = ex_parse_long("--factor", optarg, 2, 1024); break;
+        case 'f':
+            factor = ex_parse_long("--factor", optarg, 2, 1024);
+            break;
         case 's':
             o->nsizes = ex_opt_sizes(optarg, o->sizes, MAX_SIZES);
             explicit_sizes = 1;
             break;
-        case 'v': ex_parse_name_list(optarg, vnames, NVARIANTS, o->use, "variant"); break;
-        case 't': ex_parse_name_list(optarg, tnames, 2, o->tests, "test"); break;
-        case 'i': o->iters = (int)ex_parse_long("--iters", optarg, 1, 100000000); break;
-        case 'r': o->repeats = (int)ex_parse_long("--repeats", optarg, 1, 100000); break;
-        case 'w': o->warmup = (int)ex_parse_long("--warmup", optarg, 0, 100000); break;
-        case 'W': o->window = (int)ex_parse_long("--window", optarg, 1, 1024); break;
+        case 'v':
+            ex_parse_name_list(optarg, vnames, NVARIANTS, o->use, "variant");
+            break;
+        case 't':
+            ex_parse_name_list(optarg, tnames, 2, o->tests, "test");
+            break;
+        case 'i':
+            o->iters = (int)ex_parse_long("--iters", optarg, 1, 100000000);
+            break;
+        case 'r':
+            o->repeats = (int)ex_parse_long("--repeats", optarg, 1, 100000);
+            break;
+        case 'w':
+            o->warmup = (int)ex_parse_long("--warmup", optarg, 0, 100000);
+            break;
+        case 'W':
+            o->window = (int)ex_parse_long("--window", optarg, 1, 1024);
+            break;
         case 'd':
             if (strcmp(optarg, "cuda") == 0) { /* OSU: -d cuda X Y, the letters next */
                 char two[8];
@@ -616,8 +644,8 @@ static void parse_opts(int argc, char **argv, opts_t *o)
                 }
                 snprintf(two, sizeof two, "%s%s", argv[optind], argv[optind + 1]);
                 if (!parse_place(two, o)) {
-                    fprintf(stderr, "invalid placements '%s %s': D, M, H or P each\n",
-                            argv[optind], argv[optind + 1]);
+                    fprintf(stderr, "invalid placements '%s %s': D, M, H or P each\n", argv[optind],
+                            argv[optind + 1]);
                     exit(2);
                 }
                 optind += 2;
@@ -628,13 +656,26 @@ static void parse_opts(int argc, char **argv, opts_t *o)
                 exit(2);
             }
             break;
-        case 'k': o->backend = optarg; break;
-        case 'c': o->csv = optarg; break;
-        case 'C': o->check = 1; break;
-        case 'N': o->check = 0; break;
-        case 'F': o->fault = 1; break;
-        case 'T': o->timeout = (int)ex_parse_long("--timeout", optarg, 0, 1000000); break;
-        default: ex_usage_exit(usage, 2);
+        case 'k':
+            o->backend = optarg;
+            break;
+        case 'c':
+            o->csv = optarg;
+            break;
+        case 'C':
+            o->check = 1;
+            break;
+        case 'N':
+            o->check = 0;
+            break;
+        case 'F':
+            o->fault = 1;
+            break;
+        case 'T':
+            o->timeout = (int)ex_parse_long("--timeout", optarg, 0, 1000000);
+            break;
+        default:
+            ex_usage_exit(usage, 2);
         }
     }
     if (!explicit_sizes) {
@@ -667,8 +708,8 @@ static unsigned long long one_rep(bench_t *b, const variant_t *v, test_t t, int 
     if (b->role >= 0) {
         ac->copy(b->errors, &zero, sizeof zero);
         if (b->role == 0) /* --inject-fault: a pattern rank 1 does not expect */
-            pattern_kernel(b, 0, NULL, 0, b->sbuf,
-                           seed ^ (o->fault && t == T_BW ? 0x5a5a5au : 0u), b->n);
+            pattern_kernel(b, 0, NULL, 0, b->sbuf, seed ^ (o->fault && t == T_BW ? 0x5a5a5au : 0u),
+                           b->n);
         ac->stream_sync(b->S);
     }
     EX_MPI(MPI_Barrier(MPI_COMM_WORLD));
@@ -782,8 +823,8 @@ int main(int argc, char **argv)
             snprintf(floor_why, sizeof floor_why, "needs the CUDA backend");
         else if (rank == 0) {
             floor_tried = 1;
-            ok = bench_floor_setup(maxn, floor_desc, sizeof floor_desc, floor_why,
-                                   sizeof floor_why);
+            ok =
+                bench_floor_setup(maxn, floor_desc, sizeof floor_desc, floor_why, sizeof floor_why);
         }
         EX_MPI(MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD));
         floor_ok = ok;
@@ -823,7 +864,8 @@ int main(int argc, char **argv)
                    place_name(o.place[1]), o.place_label);
         else
             printf("# host backend: host memory (-d %s does not apply); staged and cuda-aware "
-                   "are plain MPI on host memory\n", o.place_label);
+                   "are plain MPI on host memory\n",
+                   o.place_label);
         for (int v = 0; v < NVARIANTS; v++) {
             char why[400];
             if (o.use[v] && !variants[v].available(&b, why, sizeof why))
@@ -845,8 +887,7 @@ int main(int argc, char **argv)
     }
 
     int failures = 0;
-    double *tl = calloc((size_t)o.repeats, sizeof *tl), *tb = calloc((size_t)o.repeats,
-                                                                     sizeof *tb);
+    double *tl = calloc((size_t)o.repeats, sizeof *tl), *tb = calloc((size_t)o.repeats, sizeof *tb);
     double *cl = calloc((size_t)o.repeats, sizeof *cl);
     if (!tl || !tb || !cl)
         ex_die("out of memory");
@@ -912,8 +953,8 @@ int main(int argc, char **argv)
                         continue;
                     int count = t == T_LAT ? li : bk;
                     for (int r = -o.warmup; r < o.repeats; r++) { /* r < 0: warm-up */
-                        errors += one_rep(&b, v, (test_t)t, count,
-                                          seed_of(si, vi, t, r + o.warmup), &o, &w, &cp);
+                        errors += one_rep(&b, v, (test_t)t, count, seed_of(si, vi, t, r + o.warmup),
+                                          &o, &w, &cp);
                         if (r < 0)
                             continue;
                         if (t == T_LAT) {

@@ -41,10 +41,7 @@ static mxu_status_t none_enqueue_wait(mxa_stream_t *s, uint64_t seq)
     return MXU_ERR_UNSUPPORTED;
 }
 
-static void none_release(mxa_stream_t *s, uint64_t seq)
-{
-    mxa_store_max(s->release_word, seq);
-}
+static void none_release(mxa_stream_t *s, uint64_t seq) { mxa_store_max(s->release_word, seq); }
 
 static uint64_t none_poll_trigger(mxa_stream_t *s)
 {
@@ -72,17 +69,14 @@ static mxa_stream_t none_stream = {
     .release_word = &none_release_word,
 };
 
-mxa_stream_t *mxa_none_stream(void)
-{
-    return &none_stream;
-}
+mxa_stream_t *mxa_none_stream(void) { return &none_stream; }
 
 /* ---- layer state ---- */
 
 static pthread_mutex_t accel_lock = PTHREAD_MUTEX_INITIALIZER;
 static int accel_initialized;
-static _Atomic int cuda_on;      /* CUDA backend initialised and active */
-static int cuda_tried;           /* mxa_cuda_init() was called */
+static _Atomic int cuda_on; /* CUDA backend initialised and active */
+static int cuda_tried;      /* mxa_cuda_init() was called */
 static _Atomic(mxa_trigger_notify_fn) trigger_notify;
 
 mxu_status_t mxa_init(void)
@@ -105,7 +99,7 @@ mxu_status_t mxa_init(void)
             MXU_LOG(MXU_LOG_INFO, "CUDA backend off: no CUDA driver or device");
         } else {
             MXU_LOG(MXU_LOG_WARN, "CUDA backend off: initialisation failed (%s)",
-                         mxu_status_string(st));
+                    mxu_status_string(st));
         }
     } else {
         MXU_LOG(MXU_LOG_INFO, "CUDA backend off: disabled by MPIX_ACC_CUDA=0");
@@ -196,10 +190,7 @@ void mxa_foreach_stream(void (*fn)(mxa_stream_t *s, void *arg), void *arg)
 #endif
 }
 
-int mxa_device_active(void)
-{
-    return atomic_load_explicit(&cuda_on, memory_order_acquire);
-}
+int mxa_device_active(void) { return atomic_load_explicit(&cuda_on, memory_order_acquire); }
 
 const char *mxa_stream_pci_busid(mxa_stream_t *s)
 {

@@ -164,13 +164,13 @@ void mxa_thread_relax_capture(void);
 
 /* Feature report for mpixacc_info and logs. */
 typedef struct {
-    int cuda_built;        /* compiled with CUDA support */
-    int cuda_active;       /* driver loaded and at least one device */
+    int cuda_built;  /* compiled with CUDA support */
+    int cuda_active; /* driver loaded and at least one device */
     int cuda_device_count;
-    int cuda_memops;       /* stream memory operations in use */
-    char cuda_driver[64];  /* e.g. "13000" */
-    char cuda_mode[64];    /* "memops", "kernel-fallback", "off: <reason>" */
-    char cuda_ipc[96];     /* where peers' buffers are mapped (cuda_ipc.c), "" when off */
+    int cuda_memops;      /* stream memory operations in use */
+    char cuda_driver[64]; /* e.g. "13000" */
+    char cuda_mode[64];   /* "memops", "kernel-fallback", "off: <reason>" */
+    char cuda_ipc[96];    /* where peers' buffers are mapped (cuda_ipc.c), "" when off */
 } mxa_features_t;
 void mxa_get_features(mxa_features_t *out);
 

@@ -77,8 +77,7 @@ static int load_driver(char *why, size_t whylen)
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (lib == NULL) {
         const char *e = dlerror();
-        MXU_LOG(MXU_LOG_INFO, "CUDA backend: cannot load libcuda.so.1 (%s)",
-                     e != NULL ? e : "?");
+        MXU_LOG(MXU_LOG_INFO, "CUDA backend: cannot load libcuda.so.1 (%s)", e != NULL ? e : "?");
         snprintf(why, whylen, "off: no CUDA driver (libcuda.so.1)");
         return -1;
     }
@@ -91,12 +90,12 @@ static int load_driver(char *why, size_t whylen)
         memcpy(&g_gpa1, &p, sizeof(p));
     }
     const char *missing = NULL;
-#define MXA_CU_LOAD_(name, req, since)                                                           \
-    do {                                                                                         \
-        void *fp_ = mxa_cuda_driver_proc(lib, #name, (since), MXA_XSTR(name));                   \
-        if (fp_ == NULL && (req) && missing == NULL)                                             \
-            missing = #name;                                                                     \
-        memcpy(&mxa_cu.f_##name, &fp_, sizeof(fp_));                                             \
+#define MXA_CU_LOAD_(name, req, since)                                                             \
+    do {                                                                                           \
+        void *fp_ = mxa_cuda_driver_proc(lib, #name, (since), MXA_XSTR(name));                     \
+        if (fp_ == NULL && (req) && missing == NULL)                                               \
+            missing = #name;                                                                       \
+        memcpy(&mxa_cu.f_##name, &fp_, sizeof(fp_));                                               \
     } while (0);
     MXA_CU_FUNCS(MXA_CU_LOAD_)
 #undef MXA_CU_LOAD_
@@ -119,9 +118,9 @@ static void set_mode(void)
     int n64 = 0;
     for (int i = 0; i < mxa_cuda_g.ndev; i++)
         n64 += mxa_cuda_g.devs[i].memops64 != 0;
-    mxa_cuda_g.memops_all = !fallback_reason_config && n64 == mxa_cuda_g.ndev &&
-                   MXA_CU(cuStreamWriteValue64) != NULL && MXA_CU(cuStreamWaitValue64) != NULL &&
-                   MXA_CU(cuStreamBatchMemOp) != NULL;
+    mxa_cuda_g.memops_all =
+        !fallback_reason_config && n64 == mxa_cuda_g.ndev && MXA_CU(cuStreamWriteValue64) != NULL &&
+        MXA_CU(cuStreamWaitValue64) != NULL && MXA_CU(cuStreamBatchMemOp) != NULL;
     if (mxa_cuda_g.memops_all)
         snprintf(mxa_cuda_g.mode, sizeof(mxa_cuda_g.mode), "memops");
     else if (fallback_reason_config)
@@ -131,8 +130,8 @@ static void set_mode(void)
                  "kernel-fallback (no 64-bit stream memops)");
     else
         snprintf(mxa_cuda_g.mode, sizeof(mxa_cuda_g.mode),
-                 "memops on %d/%d devices, else kernel-fallback",
-                 n64 % 1000, mxa_cuda_g.ndev % 1000);
+                 "memops on %d/%d devices, else kernel-fallback", n64 % 1000,
+                 mxa_cuda_g.ndev % 1000);
 }
 
 static int dev_attr(CUdevice d, CUdevice_attribute a)
@@ -168,12 +167,12 @@ static int init_device(int i)
     if (!d->uva) {
         snprintf(mxa_cuda_g.mode, sizeof(mxa_cuda_g.mode),
                  "off: device %d lacks unified addressing", i);
-        MXU_LOG(MXU_LOG_WARN, "CUDA backend off: device %d (%s) lacks unified addressing",
-                     i, d->name);
+        MXU_LOG(MXU_LOG_WARN, "CUDA backend off: device %d (%s) lacks unified addressing", i,
+                d->name);
         return -1;
     }
-    MXU_LOG(MXU_LOG_DEBUG, "CUDA backend: device %d %s %s: 64-bit memops %d, flush %d", i,
-                 d->name, d->busid, d->memops64, d->flush);
+    MXU_LOG(MXU_LOG_DEBUG, "CUDA backend: device %d %s %s: 64-bit memops %d, flush %d", i, d->name,
+            d->busid, d->memops64, d->flush);
     return 0;
 }
 
@@ -193,7 +192,7 @@ static int init_devices(void)
     if (r != CUDA_SUCCESS || n <= 0) {
         snprintf(mxa_cuda_g.mode, sizeof(mxa_cuda_g.mode), "off: no CUDA device");
         MXU_LOG(MXU_LOG_INFO, "CUDA backend off: no CUDA device (%s)",
-                     r != CUDA_SUCCESS ? cu_err(r) : "count 0");
+                r != CUDA_SUCCESS ? cu_err(r) : "count 0");
         return -1;
     }
     mxa_cuda_g.devs = calloc((size_t)n, sizeof(*mxa_cuda_g.devs));
@@ -214,9 +213,9 @@ static void log_lazy_loading(void)
         CUmoduleLoadingMode lm;
         if (MXA_CU(cuModuleGetLoadingMode)(&lm) == CUDA_SUCCESS && lm == CU_MODULE_LAZY_LOADING)
             MXU_LOG(MXU_LOG_INFO,
-                         "CUDA lazy module loading is on: the library loads its own kernels "
-                         "eagerly; load application kernels before they are enqueued behind "
-                         "a stream wait (or set CUDA_MODULE_LOADING=EAGER)");
+                    "CUDA lazy module loading is on: the library loads its own kernels "
+                    "eagerly; load application kernels before they are enqueued behind "
+                    "a stream wait (or set CUDA_MODULE_LOADING=EAGER)");
     }
 }
 
@@ -229,7 +228,7 @@ static void setup_current_context(void)
         cuda_ctx_t *cx;
         if (mxa_cuda_ctx_get(cur, &cx) != MXU_OK)
             MXU_LOG(MXU_LOG_WARN, "CUDA backend: set-up of the current context failed; "
-                         "it is retried at its first stream");
+                                  "it is retried at its first stream");
         if (mxa_cuda_tl_new_ctx != NULL) /* warmed up by the engine's start (mxt_warm_up) */
             atomic_store(&mxa_cuda_tl_new_ctx->warm, 1);
         mxa_cuda_tl_new_ctx = NULL;
@@ -267,7 +266,7 @@ mxu_status_t mxa_cuda_init(void)
     mxa_cuda_ipc_ctx_setup();
     atomic_store(&mxa_cuda_g_active, 1);
     MXU_LOG(MXU_LOG_INFO, "CUDA backend active: driver %d, %d device(s), %s",
-                 mxa_cuda_g.driver_version, mxa_cuda_g.ndev, mxa_cuda_g.mode);
+            mxa_cuda_g.driver_version, mxa_cuda_g.ndev, mxa_cuda_g.mode);
     log_lazy_loading();
     setup_current_context();
     pthread_mutex_unlock(&mxa_cuda_g.lock);
@@ -281,10 +280,7 @@ off:
     return MXU_ERR_NO_DEVICE;
 }
 
-int mxa_cuda_active(void)
-{
-    return atomic_load_explicit(&mxa_cuda_g_active, memory_order_acquire);
-}
+int mxa_cuda_active(void) { return atomic_load_explicit(&mxa_cuda_g_active, memory_order_acquire); }
 
 void mxa_cuda_finalize(void)
 {
@@ -307,9 +303,10 @@ void mxa_cuda_finalize(void)
         size_t nslabs = 0;
         for (slab_t *sl = mxa_cuda_g.slabs; sl != NULL; sl = sl->next)
             nslabs++;
-        MXU_LOG(MXU_LOG_DEBUG, "CUDA backend: finalize keeps %zu KiB of pinned sequence "
-                     "words and the kernel modules until the process exits",
-                     nslabs * SLAB_BYTES / 1024);
+        MXU_LOG(MXU_LOG_DEBUG,
+                "CUDA backend: finalize keeps %zu KiB of pinned sequence "
+                "words and the kernel modules until the process exits",
+                nslabs * SLAB_BYTES / 1024);
         if (mxa_cuda_g.primary0_retained)
             MXA_CU(cuDevicePrimaryCtxRelease)(mxa_cuda_g.devs[0].dev);
         for (int i = 0; i < mxa_cuda_g.ndev; i++)
@@ -372,8 +369,10 @@ void mxa_cuda_get_features(mxa_features_t *out)
     else
         out->cuda_driver[0] = '\0';
     if (out->cuda_active && ctxs > 0 && memops_ctx < ctxs && mxa_cuda_g.memops_all)
-        snprintf(out->cuda_mode, sizeof(out->cuda_mode), "kernel-fallback (memops self-test "
-                 "failed: %d/%d ctx)", (ctxs - memops_ctx) % 1000, ctxs % 1000);
+        snprintf(out->cuda_mode, sizeof(out->cuda_mode),
+                 "kernel-fallback (memops self-test "
+                 "failed: %d/%d ctx)",
+                 (ctxs - memops_ctx) % 1000, ctxs % 1000);
     else
         snprintf(out->cuda_mode, sizeof(out->cuda_mode), "%s", mxa_cuda_g.mode);
     out->cuda_ipc[0] = '\0';
@@ -396,7 +395,6 @@ const char *mxa_cuda_current_pci_busid(void)
             return mxa_cuda_g.devs[i].busid[0] ? mxa_cuda_g.devs[i].busid : NULL;
     return NULL;
 }
-
 
 #else /* !MPIXACC_HAVE_CUDA */
 

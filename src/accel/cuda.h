@@ -11,7 +11,7 @@
 #include "accel/accel.h"
 
 #ifdef MPIXACC_HAVE_CUDA
-mxu_status_t mxa_cuda_init(void);     /* dlopen libcuda; MXU_ERR_NO_DEVICE if absent */
+mxu_status_t mxa_cuda_init(void); /* dlopen libcuda; MXU_ERR_NO_DEVICE if absent */
 void mxa_cuda_finalize(void);
 int mxa_cuda_active(void);
 mxu_status_t mxa_cuda_stream_lookup(void *handle, mxa_stream_t **out);

@@ -35,10 +35,9 @@
 #include "util/settings.h"
 #include "util/waiter.h"
 
-#define SELFTEST_NS     (5ull * 1000000000ull)
+#define SELFTEST_NS (5ull * 1000000000ull)
 
 /* ------------------------------------------------------------ contexts */
-
 
 static mxu_status_t launch1(CUfunction f, CUstream st, void **args)
 {
@@ -99,14 +98,13 @@ static void ctx_selftest(cuda_ctx_t *cx, int try_memops)
         if (!cx->kernels_ok) {
             stuck = s3 == MXU_OK && !done;
             MXU_LOG(MXU_LOG_WARN,
-                         "CUDA backend: fallback kernels failed their self-test on device %d "
-                         "(launch %s, completed %d, word %llu, expected 2)",
-                         cx->dev_index, s3 == MXU_OK ? "ok" : "failed", done,
-                         (unsigned long long)v);
+                    "CUDA backend: fallback kernels failed their self-test on device %d "
+                    "(launch %s, completed %d, word %llu, expected 2)",
+                    cx->dev_index, s3 == MXU_OK ? "ok" : "failed", done, (unsigned long long)v);
         }
     }
-    if (try_memops && MXA_CU(cuStreamWriteValue64) != NULL &&
-        MXA_CU(cuStreamWaitValue64) != NULL && MXA_CU(cuStreamBatchMemOp) != NULL) {
+    if (try_memops && MXA_CU(cuStreamWriteValue64) != NULL && MXA_CU(cuStreamWaitValue64) != NULL &&
+        MXA_CU(cuStreamBatchMemOp) != NULL) {
         /* its own word (the release word of the scratch slot): a stuck
          * kernel test may still write the first one */
         _Atomic uint64_t *w = (_Atomic uint64_t *)((unsigned char *)cx->scratch + 64);
@@ -133,19 +131,20 @@ static void ctx_selftest(cuda_ctx_t *cx, int try_memops)
         if (!cx->memops) {
             stuck = stuck || (r3 == CUDA_SUCCESS && !done);
             MXU_LOG(MXU_LOG_WARN,
-                         "CUDA backend: stream memory operations failed their self-test on "
-                         "device %d (%s, completed %d, word %llu, expected 4): using the "
-                         "kernel fallback",
-                         cx->dev_index, r3 == CUDA_SUCCESS ? "enqueued" : cu_err(r3), done,
-                         (unsigned long long)v);
+                    "CUDA backend: stream memory operations failed their self-test on "
+                    "device %d (%s, completed %d, word %llu, expected 4): using the "
+                    "kernel fallback",
+                    cx->dev_index, r3 == CUDA_SUCCESS ? "enqueued" : cu_err(r3), done,
+                    (unsigned long long)v);
         }
     }
     if (stuck) {
         /* Leave the stream (and its stuck work) alone: destroying is
          * deferred by the driver until the work ends, which it may not. */
-        MXU_LOG(MXU_LOG_ERROR, "CUDA backend: self-test work did not finish within %llu s "
-                     "on device %d", (unsigned long long)(SELFTEST_NS / 1000000000ull),
-                     cx->dev_index);
+        MXU_LOG(MXU_LOG_ERROR,
+                "CUDA backend: self-test work did not finish within %llu s "
+                "on device %d",
+                (unsigned long long)(SELFTEST_NS / 1000000000ull), cx->dev_index);
     }
     MXA_CU(cuStreamDestroy)(st);
     MXA_CU(cuStreamDestroy)(st2);
@@ -171,10 +170,12 @@ static void ctx_preset_sync_memops(int dev_index)
         return;
     CUresult r = MXA_CU(cuCtxSetFlags)(CU_CTX_SYNC_MEMOPS);
     int sched_changed = (flags & CU_CTX_SCHED_MASK) != 0;
-    MXU_LOG(r != CUDA_SUCCESS ? MXU_LOG_WARN : sched_changed ? MXU_LOG_INFO : MXU_LOG_DEBUG,
-                 "CUDA backend: context flags of device %d 0x%x -> CU_CTX_SYNC_MEMOPS "
-                 "(what UCX sets at its first memory query): %s",
-                 dev_index, flags, r == CUDA_SUCCESS ? "done" : cu_err(r));
+    MXU_LOG(r != CUDA_SUCCESS ? MXU_LOG_WARN
+            : sched_changed   ? MXU_LOG_INFO
+                              : MXU_LOG_DEBUG,
+            "CUDA backend: context flags of device %d 0x%x -> CU_CTX_SYNC_MEMOPS "
+            "(what UCX sets at its first memory query): %s",
+            dev_index, flags, r == CUDA_SUCCESS ? "done" : cu_err(r));
 }
 
 /* The live record of context c, or NULL in *found; *id is c's cuCtxGetId
@@ -233,7 +234,9 @@ static void ctx_load_kernels(cuda_ctx_t *cx)
             MXA_CU(cuModuleGetFunction)(&cx->fn_wait_set, cx->module, MXA_CUDA_KERNEL_WAIT_SET);
         if (r1 != CUDA_SUCCESS || r2 != CUDA_SUCCESS || r3 != CUDA_SUCCESS) {
             MXU_LOG(MXU_LOG_WARN, "CUDA backend: fallback kernels not found in the module: %s",
-                         cu_err(r1 != CUDA_SUCCESS ? r1 : r2 != CUDA_SUCCESS ? r2 : r3));
+                    cu_err(r1 != CUDA_SUCCESS   ? r1
+                           : r2 != CUDA_SUCCESS ? r2
+                                                : r3));
             MXA_CU(cuModuleUnload)(cx->module);
             cx->module = NULL;
         } else if (MXA_CU(cuFuncLoad) != NULL) {
@@ -245,9 +248,9 @@ static void ctx_load_kernels(cuda_ctx_t *cx)
     } else {
         cx->module = NULL;
         MXU_LOG(MXU_LOG_WARN,
-                     "CUDA backend: cannot load the fallback kernels on device %d (%s): "
-                     "graph capture and MPIX_ACC_MEMOPS=0 will not work there",
-                     cx->dev_index, cu_err(r));
+                "CUDA backend: cannot load the fallback kernels on device %d (%s): "
+                "graph capture and MPIX_ACC_MEMOPS=0 will not work there",
+                cx->dev_index, cu_err(r));
     }
 }
 
@@ -268,16 +271,17 @@ static mxu_status_t ctx_setup(CUcontext c, cuda_ctx_t *cx)
     int try_memops = mxu_config.memops && mxa_cuda_g.devs[cx->dev_index].memops64;
     ctx_selftest(cx, try_memops);
     if (!cx->memops && !cx->kernels_ok) {
-        MXU_LOG(MXU_LOG_ERROR, "CUDA backend: neither stream memory operations nor the "
-                     "fallback kernels work on device %d: its streams cannot be used",
-                     cx->dev_index);
+        MXU_LOG(MXU_LOG_ERROR,
+                "CUDA backend: neither stream memory operations nor the "
+                "fallback kernels work on device %d: its streams cannot be used",
+                cx->dev_index);
         return MXU_ERR_NO_DEVICE;
     }
     MXU_LOG(MXU_LOG_INFO, "CUDA backend: context %p on device %d (%s, %s): %s%s", (void *)c,
-                 cx->dev_index, mxa_cuda_g.devs[cx->dev_index].name,
-                 mxa_cuda_g.devs[cx->dev_index].busid,
-                 cx->memops ? "stream memory operations" : "kernel fallback",
-                 cx->kernels_ok ? "" : " (no fallback kernels)");
+            cx->dev_index, mxa_cuda_g.devs[cx->dev_index].name,
+            mxa_cuda_g.devs[cx->dev_index].busid,
+            cx->memops ? "stream memory operations" : "kernel fallback",
+            cx->kernels_ok ? "" : " (no fallback kernels)");
     return MXU_OK;
 }
 
@@ -366,7 +370,6 @@ void mxa_cuda_thread_relax_capture(void)
     if (MXA_CU(cuThreadExchangeStreamCaptureMode) != NULL)
         MXA_CU(cuThreadExchangeStreamCaptureMode)(&mode);
 }
-
 
 #else /* !MPIXACC_HAVE_CUDA */
 

@@ -32,8 +32,8 @@ mxa_memtype_t mxa_cuda_memtype(const void *buf, size_t len)
     void *data[2] = {&memtype, &managed};
     CUresult r = MXA_CU(cuPointerGetAttributes)(2, attrs, data, (CUdeviceptr)(uintptr_t)buf);
     if (r != CUDA_SUCCESS) {
-        MXU_LOG(MXU_LOG_DEBUG, "CUDA backend: cuPointerGetAttributes(%p): %s: host assumed",
-                     buf, cu_err(r));
+        MXU_LOG(MXU_LOG_DEBUG, "CUDA backend: cuPointerGetAttributes(%p): %s: host assumed", buf,
+                cu_err(r));
         return MXA_MEM_HOST;
     }
     if (managed)
@@ -82,8 +82,10 @@ mxu_status_t mxa_cuda_bind_buffer(const void *buf)
             if (r != CUDA_SUCCESS) {
                 d->primary = NULL;
                 pthread_mutex_unlock(&mxa_cuda_g.lock);
-                MXU_FAIL(MXU_ERR_NO_DEVICE, "CUDA backend: cannot retain the primary context of "
-                        "device %d: %s", ordinal, cu_err(r));
+                MXU_FAIL(MXU_ERR_NO_DEVICE,
+                         "CUDA backend: cannot retain the primary context of "
+                         "device %d: %s",
+                         ordinal, cu_err(r));
             }
         }
         bc = d->primary;
@@ -93,11 +95,10 @@ mxu_status_t mxa_cuda_bind_buffer(const void *buf)
         return MXU_OK;
     r = MXA_CU(cuCtxSetCurrent)(bc);
     if (r != CUDA_SUCCESS)
-        MXU_FAIL(MXU_ERR_NO_DEVICE, "CUDA backend: cannot make the context of buffer %p current: %s",
-                buf, cu_err(r));
+        MXU_FAIL(MXU_ERR_NO_DEVICE,
+                 "CUDA backend: cannot make the context of buffer %p current: %s", buf, cu_err(r));
     return MXU_OK;
 }
-
 
 #else /* !MPIXACC_HAVE_CUDA */
 

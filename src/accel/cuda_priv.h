@@ -21,8 +21,8 @@
 #include "accel/seq_word.h"
 #include "util/hashmap.h"
 
-#define SLAB_BYTES      (64 * 1024)
-#define SLOT_BYTES      128 /* trigger word at +0, release word at +64 */
+#define SLAB_BYTES (64 * 1024)
+#define SLOT_BYTES 128 /* trigger word at +0, release word at +64 */
 
 enum { SPECIAL_NONE = 0, SPECIAL_LEGACY = 1, SPECIAL_PER_THREAD = 2 };
 
@@ -40,8 +40,8 @@ typedef struct cuda_ctx {
     CUcontext ctx;
     unsigned long long ctx_id; /* cuCtxGetId, 0 when unavailable */
     int dev_index;
-    _Atomic int stale;         /* destroyed (its address reused) or set-up failed */
-    _Atomic int warm;          /* the engine's context hook has run (or was not needed) */
+    _Atomic int stale; /* destroyed (its address reused) or set-up failed */
+    _Atomic int warm;  /* the engine's context hook has run (or was not needed) */
     CUmodule module;
     CUfunction fn_set, fn_wait, fn_wait_set;
     int kernels_ok;            /* fallback kernels loaded and self-tested */
@@ -70,10 +70,9 @@ typedef struct slab {
     struct slab *next;
 } slab_t;
 
-
 typedef struct {
     pthread_mutex_t lock;
-    int tried;      /* mxa_cuda_init() ran (finalize undoes it) */
+    int tried; /* mxa_cuda_init() ran (finalize undoes it) */
     void *lib;
     int driver_version;
     int ndev;
@@ -82,12 +81,12 @@ typedef struct {
     char mode[64];
     char why_off[64];
     cuda_ctx_t *ctxs;
-    cuda_stream_t *streams;  /* every record, specials included */
-    mxu_locked_map_t map;    /* handle -> cuda_stream_t (ordinary handles) */
+    cuda_stream_t *streams; /* every record, specials included */
+    mxu_locked_map_t map;   /* handle -> cuda_stream_t (ordinary handles) */
     int map_ok;
     slab_t *slabs;
-    pthread_cond_t warm_cv;  /* a context became warm (cuda_ctx_t.warm) */
-    CUcontext primary0;      /* retained primary context of device 0 (no current ctx) */
+    pthread_cond_t warm_cv; /* a context became warm (cuda_ctx_t.warm) */
+    CUcontext primary0;     /* retained primary context of device 0 (no current ctx) */
     int primary0_retained;
 } mxa_cuda_state_t;
 

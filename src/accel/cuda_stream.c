@@ -80,8 +80,8 @@ mxu_status_t mxa_cuda_slot_alloc(unsigned char **host_out)
         if (r != CUDA_SUCCESS) {
             free(sl);
             MXU_FAIL(MXU_ERR_NO_DEVICE,
-                    "CUDA backend: cuMemHostAlloc(%d bytes, DEVICEMAP|PORTABLE) failed: %s",
-                    SLAB_BYTES, cu_err(r));
+                     "CUDA backend: cuMemHostAlloc(%d bytes, DEVICEMAP|PORTABLE) failed: %s",
+                     SLAB_BYTES, cu_err(r));
         }
         memset(hp, 0, SLAB_BYTES);
         sl->host = hp;
@@ -98,7 +98,7 @@ mxu_status_t mxa_cuda_host_to_dev(void *host, CUdeviceptr *d)
     CUresult r = MXA_CU(cuMemHostGetDevicePointer)(d, host, 0);
     if (r != CUDA_SUCCESS)
         MXU_FAIL(MXU_ERR_NO_DEVICE, "CUDA backend: cuMemHostGetDevicePointer failed: %s",
-                cu_err(r));
+                 cu_err(r));
     return MXU_OK;
 }
 
@@ -128,7 +128,7 @@ out:
 }
 
 static mxu_status_t stream_new(void *handle, CUstream cu, int special, cuda_ctx_t *cx,
-                              cuda_stream_t **out)
+                               cuda_stream_t **out)
 {
     cuda_stream_t *cs = calloc(1, sizeof(*cs));
     if (cs == NULL)
@@ -171,9 +171,9 @@ static mxu_status_t lookup_special(int special, void *handle, mxa_stream_t **out
             if (r != CUDA_SUCCESS) {
                 pthread_mutex_unlock(&mxa_cuda_g.lock);
                 MXU_FAIL(MXU_ERR_NO_DEVICE,
-                        "CUDA backend: default stream without a current context, and device "
-                        "0's primary context cannot be retained: %s",
-                        cu_err(r));
+                         "CUDA backend: default stream without a current context, and device "
+                         "0's primary context cannot be retained: %s",
+                         cu_err(r));
             }
             mxa_cuda_g.primary0_retained = 1;
         }
@@ -204,12 +204,12 @@ out:
 }
 
 /* Identity of a live ordinary stream handle. */
-static mxu_status_t stream_identity(CUstream h, CUcontext *ctx, unsigned long long *id, int *have_id)
+static mxu_status_t stream_identity(CUstream h, CUcontext *ctx, unsigned long long *id,
+                                    int *have_id)
 {
     CUresult r = MXA_CU(cuStreamGetCtx)(h, ctx);
     if (r != CUDA_SUCCESS) {
-        MXU_LOG(MXU_LOG_DEBUG, "CUDA backend: stream %p: cuStreamGetCtx: %s", (void *)h,
-                     cu_err(r));
+        MXU_LOG(MXU_LOG_DEBUG, "CUDA backend: stream %p: cuStreamGetCtx: %s", (void *)h, cu_err(r));
         return MXU_ERR_INVALID_STREAM;
     }
     *have_id = 0;
@@ -242,7 +242,7 @@ mxu_status_t mxa_cuda_stream_lookup(void *handle, mxa_stream_t **out)
             CUresult r = MXA_CU(cuStreamGetId)(cu, &id);
             if (r != CUDA_SUCCESS) {
                 MXU_LOG(MXU_LOG_DEBUG, "CUDA backend: stream %p: cuStreamGetId: %s", handle,
-                             cu_err(r));
+                        cu_err(r));
                 return MXU_ERR_INVALID_STREAM;
             }
             if (id == cs->stream_id && !cs->ctx->stale && atomic_load(&cs->ctx->warm)) {
@@ -283,14 +283,16 @@ mxu_status_t mxa_cuda_stream_lookup(void *handle, mxa_stream_t **out)
         status = mxu_locked_map_put(&mxa_cuda_g.map, (uint64_t)h, cs);
         if (status != MXU_OK)
             goto out; /* the record stays on mxa_cuda_g.streams (freed at finalize) */
-        MXU_LOG(MXU_LOG_DEBUG, "CUDA backend: new stream %p (device %d, %s)", handle,
-                     cx->dev_index, cx->memops ? "memops" : "kernel fallback");
+        MXU_LOG(MXU_LOG_DEBUG, "CUDA backend: new stream %p (device %d, %s)", handle, cx->dev_index,
+                cx->memops ? "memops" : "kernel fallback");
     } else if (cs->ctx != cx || (have_id && cs->stream_id != id)) {
         /* Handle reuse. The record keeps its words and counters (they only
          * grow); points of the destroyed stream that were never reached
          * are lost with it. */
-        MXU_LOG(MXU_LOG_INFO, "CUDA backend: stream handle %p now names a new stream "
-                     "(id %llu -> %llu): re-bound", handle, cs->stream_id, id);
+        MXU_LOG(MXU_LOG_INFO,
+                "CUDA backend: stream handle %p now names a new stream "
+                "(id %llu -> %llu): re-bound",
+                handle, cs->stream_id, id);
         status = stream_bind(cs, cx);
         if (status != MXU_OK)
             goto out;
@@ -313,8 +315,10 @@ static mxu_status_t enqueue_point(cuda_stream_t *cs, int is_wait, uint64_t seq)
     cuda_ctx_t *cx = cs->ctx;
     int entered = ctx_enter(cx->ctx);
     if (entered < 0)
-        MXU_FAIL(MXU_ERR_INVALID_STREAM, "CUDA backend: cannot make the context of stream %p "
-                "current", cs->pub.handle);
+        MXU_FAIL(MXU_ERR_INVALID_STREAM,
+                 "CUDA backend: cannot make the context of stream %p "
+                 "current",
+                 cs->pub.handle);
 
     mxu_status_t status = MXU_OK;
     CUresult r = CUDA_SUCCESS;
@@ -339,10 +343,11 @@ static mxu_status_t enqueue_point(cuda_stream_t *cs, int is_wait, uint64_t seq)
     } else {
         if (!cx->kernels_ok) {
             ctx_leave(entered);
-            MXU_FAIL(MXU_ERR_UNSUPPORTED, "CUDA backend: stream %p needs the fallback kernels "
-                    "(%s), which are not available on device %d", cs->pub.handle,
-                    cx->memops ? "stream capture" : "no stream memory operations",
-                    cx->dev_index);
+            MXU_FAIL(MXU_ERR_UNSUPPORTED,
+                     "CUDA backend: stream %p needs the fallback kernels "
+                     "(%s), which are not available on device %d",
+                     cs->pub.handle, cx->memops ? "stream capture" : "no stream memory operations",
+                     cx->dev_index);
         }
         unsigned long long v = seq;
         if (is_wait) {
@@ -362,9 +367,9 @@ fail:
     ctx_leave(entered);
     if (cu_err_is_bad_handle(r))
         MXU_FAIL(MXU_ERR_INVALID_STREAM, "CUDA backend: enqueue on stream %p failed: %s",
-                cs->pub.handle, cu_err(r));
+                 cs->pub.handle, cu_err(r));
     MXU_FAIL(MXU_ERR_NO_DEVICE, "CUDA backend: enqueue on stream %p failed: %s", cs->pub.handle,
-            cu_err(r));
+             cu_err(r));
 }
 
 static mxu_status_t backend_enqueue_trigger(mxa_stream_t *s, uint64_t seq)
@@ -453,7 +458,6 @@ const char *mxa_cuda_stream_pci_busid(mxa_stream_t *s)
     const char *b = mxa_cuda_g.devs[cs->ctx->dev_index].busid;
     return b[0] ? b : NULL;
 }
-
 
 #else /* !MPIXACC_HAVE_CUDA */
 

@@ -102,10 +102,7 @@ static _Atomic(mxa_stream_free_fn) free_hook;
 
 static const mxa_backend_t host_backend;
 
-static inline host_stream_t *hs_of(mxa_stream_t *s)
-{
-    return (host_stream_t *)s;
-}
+static inline host_stream_t *hs_of(mxa_stream_t *s) { return (host_stream_t *)s; }
 
 static void push_item(host_stream_t *hs, host_item_t *it)
 {
@@ -113,8 +110,8 @@ static void push_item(host_stream_t *hs, host_item_t *it)
     mxu_event_notify(&hs->work_ev);
 }
 
-static mxu_status_t push_new(host_stream_t *hs, item_kind_t kind, uint64_t seq,
-                            void (*fn)(void *), void *arg)
+static mxu_status_t push_new(host_stream_t *hs, item_kind_t kind, uint64_t seq, void (*fn)(void *),
+                             void *arg)
 {
     host_item_t *it = malloc(sizeof(*it));
     if (it == NULL)
@@ -170,10 +167,10 @@ static void wait_released(host_stream_t *hs, uint64_t seq)
             return;
         if (atomic_load_explicit(&hs->aborting, memory_order_acquire)) {
             MXU_LOG(MXU_LOG_WARN,
-                         "host stream %p stopped while waiting for sequence %llu (released "
-                         "up to %llu): the wait is abandoned",
-                         (void *)hs, (unsigned long long)seq,
-                         (unsigned long long)atomic_load(&hs->release_word));
+                    "host stream %p stopped while waiting for sequence %llu (released "
+                    "up to %llu): the wait is abandoned",
+                    (void *)hs, (unsigned long long)seq,
+                    (unsigned long long)atomic_load(&hs->release_word));
             return;
         }
         uint32_t key = mxu_event_prepare(&hs->release_ev);
@@ -244,14 +241,14 @@ static void maybe_warn_slow(host_stream_t *hs, uint64_t start, uint64_t *next_wa
         return;
     *next_warn += slow_wait_report_ns();
     MXU_LOG(MXU_LOG_WARN,
-                 "host stream %p: %s is still waiting after %.0f s (%llu of its operations in flight; "
-                 "triggers reached %llu of %llu; waits released %llu of %llu)",
-                 (void *)hs, what, (double)(now - start) / 1e9,
-                 (unsigned long long)atomic_load(&hs->s.ops_in_flight),
-                 (unsigned long long)atomic_load(&hs->trigger_word),
-                 (unsigned long long)atomic_load(&hs->s.next_trigger_seq),
-                 (unsigned long long)atomic_load(&hs->release_word),
-                 (unsigned long long)atomic_load(&hs->s.next_wait_seq));
+            "host stream %p: %s is still waiting after %.0f s (%llu of its operations in flight; "
+            "triggers reached %llu of %llu; waits released %llu of %llu)",
+            (void *)hs, what, (double)(now - start) / 1e9,
+            (unsigned long long)atomic_load(&hs->s.ops_in_flight),
+            (unsigned long long)atomic_load(&hs->trigger_word),
+            (unsigned long long)atomic_load(&hs->s.next_trigger_seq),
+            (unsigned long long)atomic_load(&hs->release_word),
+            (unsigned long long)atomic_load(&hs->s.next_wait_seq));
 }
 
 /* All items queued before the call have run and ops_in_flight == 0
@@ -485,9 +482,9 @@ static void destroy(host_stream_t *hs)
     }
     if (leftovers != 0)
         MXU_LOG(MXU_LOG_WARN,
-                     "host stream %p: %d items were enqueued while the stream was being freed "
-                     "and are dropped",
-                     (void *)hs, leftovers);
+                "host stream %p: %d items were enqueued while the stream was being freed "
+                "and are dropped",
+                (void *)hs, leftovers);
 
     mxa_stream_free_fn hook = atomic_load_explicit(&free_hook, memory_order_acquire);
     if (hook != NULL)
@@ -517,9 +514,9 @@ mxu_status_t mxa_host_stream_synchronize(void *handle)
         return MXU_ERR_INVALID_STREAM;
     if (pthread_equal(pthread_self(), hs->thread))
         MXU_FAIL(MXU_ERR_INVALID_PARAM,
-                "host stream %p: synchronize called from work running on the same stream "
-                "would deadlock",
-                (void *)hs);
+                 "host stream %p: synchronize called from work running on the same stream "
+                 "would deadlock",
+                 (void *)hs);
     sync_impl(hs, "synchronize");
     return MXU_OK;
 }
@@ -531,9 +528,9 @@ mxu_status_t mxa_host_stream_free(void *handle)
     if (hs != NULL && pthread_equal(pthread_self(), hs->thread)) {
         pthread_mutex_unlock(&list_lock);
         MXU_FAIL(MXU_ERR_INVALID_PARAM,
-                "host stream %p: free called from work running on the same stream would "
-                "deadlock",
-                (void *)hs);
+                 "host stream %p: free called from work running on the same stream would "
+                 "deadlock",
+                 (void *)hs);
     }
     if (hs == NULL || atomic_exchange(&hs->freeing, 1) != 0) {
         pthread_mutex_unlock(&list_lock);
@@ -571,8 +568,10 @@ void mxa_host_shutdown(void)
         }
         pthread_mutex_unlock(&list_lock);
         if (victim != NULL) {
-            MXU_LOG(MXU_LOG_DEBUG, "host stream %p was not freed by the application; "
-                                       "stopping it", (void *)victim);
+            MXU_LOG(MXU_LOG_DEBUG,
+                    "host stream %p was not freed by the application; "
+                    "stopping it",
+                    (void *)victim);
             destroy(victim);
             continue;
         }

@@ -8,11 +8,11 @@
 
 typedef struct {
     unsigned char handle[MXA_IPC_HANDLE_BYTES];
-    uint64_t hkey;       /* by_handle key */
+    uint64_t hkey; /* by_handle key */
     void *ctx;
     uint64_t addr;
-    unsigned long refs;  /* logical opens not yet closed */
-    unsigned long drv;   /* driver opens not yet closed (<= refs) */
+    unsigned long refs; /* logical opens not yet closed */
+    unsigned long drv;  /* driver opens not yet closed (<= refs) */
 } ipc_entry_t;
 
 /* FNV-1a over the handle; 0 is reserved by the hash map */

@@ -69,17 +69,17 @@ mxu_status_t mxe_init(const mxe_init_args_t *args)
     if (gpu_busid && mxu_config.set_net_devices && !getenv("UCX_NET_DEVICES")) {
         nic = mxo_nic_near_gpu(gpu_busid);
         if (nic)
-            MXU_LOG(MXU_LOG_INFO, "UCX network device %s (closest to GPU %s)", nic,
-                         gpu_busid);
+            MXU_LOG(MXU_LOG_INFO, "UCX network device %s (closest to GPU %s)", nic, gpu_busid);
     }
     mxa_features_t feat;
     mxa_get_features(&feat);
-    int shared_gpu = feat.cuda_active && feat.cuda_device_count > 0 &&
-                     args->local_size > feat.cuda_device_count;
+    int shared_gpu =
+        feat.cuda_active && feat.cuda_device_count > 0 && args->local_size > feat.cuda_device_count;
     if (shared_gpu)
-        MXU_LOG(MXU_LOG_INFO, "%d ranks on this node, %d visible GPU(s): ranks share GPUs "
-                     "(UCX's cuda_ipc mapping cache off in the library's context)",
-                     args->local_size, feat.cuda_device_count);
+        MXU_LOG(MXU_LOG_INFO,
+                "%d ranks on this node, %d visible GPU(s): ranks share GPUs "
+                "(UCX's cuda_ipc mapping cache off in the library's context)",
+                args->local_size, feat.cuda_device_count);
     mxt_config_t tcfg = {.world_rank = args->world_rank,
                          .world_size = args->world_size,
                          .enable_wakeup = 1,
@@ -109,12 +109,15 @@ mxu_status_t mxe_init(const mxe_init_args_t *args)
     return MXU_OK;
 }
 
-mxu_status_t mxe_local_address(const void **addr, size_t *len) { return mxt_local_address(addr, len); }
+mxu_status_t mxe_local_address(const void **addr, size_t *len)
+{
+    return mxt_local_address(addr, len);
+}
 
 static void mxe_warm_context(void *ctx);
 
 mxu_status_t mxe_start(const void *blob, const size_t *offsets, int nranks, const int *node_peers,
-                      int npeers)
+                       int npeers)
 {
     MXU_TRY(mxt_set_peer_addresses(blob, offsets, nranks));
     /* UCX's lazy set-up may synchronize the GPU (cuMemFree): do it now,
@@ -123,8 +126,8 @@ mxu_status_t mxe_start(const void *blob, const size_t *offsets, int nranks, cons
     mxa_features_t feat;
     mxa_get_features(&feat);
     int with_cuda = feat.cuda_active;
-    MXU_TRY(mxt_warm_up(with_cuda, with_cuda && nranks <= MXE_EAGER_CONNECT_MAX, node_peers,
-                       npeers));
+    MXU_TRY(
+        mxt_warm_up(with_cuda, with_cuda && nranks <= MXE_EAGER_CONNECT_MAX, node_peers, npeers));
 
     mxe.epoll_fd = epoll_create1(EPOLL_CLOEXEC);
     if (mxe.epoll_fd < 0)
@@ -276,7 +279,7 @@ int mxe_failed_peers(int *ranks, int max)
 /* --------------------------------------------------------------- operations */
 
 static mxu_status_t mxe_op_alloc(mxa_stream_t *s, mxe_op_type_t type, void *buf, size_t bytes,
-                                const mxe_comm_t *comm, int peer, int tag, mxe_op_t **op_out)
+                                 const mxe_comm_t *comm, int peer, int tag, mxe_op_t **op_out)
 {
     if (!atomic_load_explicit(&mxe.running, memory_order_relaxed))
         MXU_FAIL(MXU_ERR_NOT_READY, "the engine is not running");
@@ -319,8 +322,8 @@ static mxu_status_t mxe_op_alloc(mxa_stream_t *s, mxe_op_type_t type, void *buf,
 }
 
 mxu_status_t mxe_op_create_send(mxa_stream_t *s, const void *buf, size_t bytes,
-                               const mxe_comm_t *comm, int dest, int tag, size_t eager_limit,
-                               mxe_op_t **op_out)
+                                const mxe_comm_t *comm, int dest, int tag, size_t eager_limit,
+                                mxe_op_t **op_out)
 {
     MXU_TRY(mxe_op_alloc(s, MXE_OP_SEND, (void *)buf, bytes, comm, dest, tag, op_out));
     (*op_out)->eager_limit = eager_limit;
@@ -328,7 +331,7 @@ mxu_status_t mxe_op_create_send(mxa_stream_t *s, const void *buf, size_t bytes,
 }
 
 mxu_status_t mxe_op_create_recv(mxa_stream_t *s, void *buf, size_t bytes, const mxe_comm_t *comm,
-                               int source, int tag, int post_early, mxe_op_t **op_out)
+                                int source, int tag, int post_early, mxe_op_t **op_out)
 {
     MXU_TRY(mxe_op_alloc(s, MXE_OP_RECV, buf, bytes, comm, source, tag, op_out));
     (*op_out)->post_early = post_early;
@@ -399,13 +402,14 @@ static void mxe_report_host_wait(mxe_op_t *const *ops, int n, double waited_s)
         return;
     int state = atomic_load_explicit(&first->state, memory_order_acquire);
     MXU_LOG(MXU_LOG_WARN,
-                 "still waiting after %.0f s on the host for %d stream-ordered operation%s; "
-                 "first: %s rank %d, tag %d, %zu bytes, %s (MPIX_ACC_WAIT_REPORT=%g)",
-                 waited_s, left, left == 1 ? "" : "s",
-                 first->type == MXE_OP_SEND ? "send to" : "receive from", first->peer, first->tag, first->bytes,
-                 state == MXE_STATE_QUEUED ? "its stream has not reached it"
-                                           : "posted, no matching message yet",
-                 mxu_config.wait_report);
+            "still waiting after %.0f s on the host for %d stream-ordered operation%s; "
+            "first: %s rank %d, tag %d, %zu bytes, %s (MPIX_ACC_WAIT_REPORT=%g)",
+            waited_s, left, left == 1 ? "" : "s",
+            first->type == MXE_OP_SEND ? "send to" : "receive from", first->peer, first->tag,
+            first->bytes,
+            state == MXE_STATE_QUEUED ? "its stream has not reached it"
+                                      : "posted, no matching message yet",
+            mxu_config.wait_report);
 }
 
 mxu_status_t mxe_op_wait_any_host(mxe_op_t *const *ops, int n, int64_t timeout_ns)
@@ -541,10 +545,7 @@ static void mxe_on_stream_free(mxa_stream_t *s)
     mxe_run_sync_command(MXE_CMD_STREAM_FREE, s);
 }
 
-void mxe_peers_finalizing(void)
-{
-    mxt_expect_disconnects();
-}
+void mxe_peers_finalizing(void) { mxt_expect_disconnects(); }
 
 void mxe_get_stats(mxe_stats_t *out)
 {
@@ -576,8 +577,10 @@ void mxe_get_stats(mxe_stats_t *out)
 const char *mxe_path_name(mxe_path_t path)
 {
     switch (path) {
-    case MXE_PATH_UCX: return "ucx";
-    case MXE_NPATHS: break;
+    case MXE_PATH_UCX:
+        return "ucx";
+    case MXE_NPATHS:
+        break;
     }
     return "?";
 }

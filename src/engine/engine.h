@@ -30,18 +30,18 @@
 #include "util/status.h"
 #include "util/trace.h"
 
-#define MXE_CTX_BITS  20
-#define MXE_SRC_BITS  20
-#define MXE_TAG_BITS  24
-#define MXE_CTX_MAX   ((1u << MXE_CTX_BITS) - 1)
-#define MXE_RANK_MAX  ((1 << MXE_SRC_BITS) - 1) /* ranks 0..MXE_RANK_MAX-1 */
-#define MXE_TAG_MAX   ((1 << MXE_TAG_BITS) - 1)
+#define MXE_CTX_BITS 20
+#define MXE_SRC_BITS 20
+#define MXE_TAG_BITS 24
+#define MXE_CTX_MAX ((1u << MXE_CTX_BITS) - 1)
+#define MXE_RANK_MAX ((1 << MXE_SRC_BITS) - 1) /* ranks 0..MXE_RANK_MAX-1 */
+#define MXE_TAG_MAX ((1 << MXE_TAG_BITS) - 1)
 /* With CUDA, jobs up to this size connect all endpoints at MPI_Init. */
 #define MXE_EAGER_CONNECT_MAX 1024
 
 #define MXE_ANY_SOURCE (-1)
-#define MXE_ANY_TAG    (-1)
-#define MXE_PROC_NULL  (-2)
+#define MXE_ANY_TAG (-1)
+#define MXE_PROC_NULL (-2)
 
 static inline uint64_t mxe_tag_make(uint32_t ctx, uint32_t src, uint32_t tag)
 {
@@ -57,8 +57,8 @@ static inline int mxe_tag_user(uint64_t t) { return (int)(t & ((1u << MXE_TAG_BI
 /* A communicator as the engine sees it (owned by the caller; read during
  * the call only). */
 typedef struct {
-    uint32_t ctx_id;        /* matching context, agreed by all members */
-    int rank;               /* this process's rank in it */
+    uint32_t ctx_id; /* matching context, agreed by all members */
+    int rank;        /* this process's rank in it */
     int size;
     const int *world_ranks; /* comm rank -> transport (world) rank; NULL: identity */
     int match_dynamic;      /* mpix_acc_match=dynamic: match in start order, not call order */
@@ -67,9 +67,9 @@ typedef struct {
 typedef enum { MXE_OP_SEND = 0, MXE_OP_RECV = 1 } mxe_op_type_t;
 
 typedef enum {
-    MXE_STATE_QUEUED = 0,    /* handed to the engine, trigger not reached */
-    MXE_STATE_STARTED = 1,   /* posted to the transport */
-    MXE_STATE_COMPLETE = 2,  /* result valid */
+    MXE_STATE_QUEUED = 0,   /* handed to the engine, trigger not reached */
+    MXE_STATE_STARTED = 1,  /* posted to the transport */
+    MXE_STATE_COMPLETE = 2, /* result valid */
 } mxe_op_state_t;
 
 /* Result of an operation, valid once the op is complete. */
@@ -77,7 +77,7 @@ typedef struct {
     int source;         /* recv: sender's rank in the comm; MXE_PROC_NULL for proc-null */
     int tag;            /* recv: the message tag; MXE_ANY_TAG for proc-null */
     size_t bytes;       /* bytes received (recv) or sent */
-    mxu_status_t error;  /* MXU_OK, MXU_ERR_TRUNCATED, MXU_ERR_CANCELED, MXU_ERR_TRANSPORT, ... */
+    mxu_status_t error; /* MXU_OK, MXU_ERR_TRUNCATED, MXU_ERR_CANCELED, MXU_ERR_TRANSPORT, ... */
     int cancelled;
 } mxe_result_t;
 
@@ -96,7 +96,7 @@ typedef enum {
 typedef struct {
     mxu_mpsc_node_t node;
     mxe_cmd_kind_t kind;
-    void *target; /* the op, wait or stream */
+    void *target;     /* the op, wait or stream */
     _Atomic int done; /* synchronous commands: set by the progress thread */
 } mxe_cmd_t;
 
@@ -109,60 +109,60 @@ void mxe_set_result_writer(mxe_result_writer_t fn);
 struct mxe_op {
     /* ---- fixed at creation ---- */
     mxe_op_type_t type;
-    mxa_stream_t *stream;      /* stream whose trigger starts it */
-    uint64_t trigger_seq;      /* 0: start at once (none stream, early recv) */
+    mxa_stream_t *stream; /* stream whose trigger starts it */
+    uint64_t trigger_seq; /* 0: start at once (none stream, early recv) */
     void *buf;
     size_t bytes;
-    int peer;                  /* dest/source comm rank, or MXE_ANY_SOURCE / MXE_PROC_NULL */
-    int peer_world;            /* transport rank of dest (send) */
-    int tag;                   /* user tag or MXE_ANY_TAG */
+    int peer;       /* dest/source comm rank, or MXE_ANY_SOURCE / MXE_PROC_NULL */
+    int peer_world; /* transport rank of dest (send) */
+    int tag;        /* user tag or MXE_ANY_TAG */
     uint32_t ctx_id;
-    int comm_rank;             /* own rank in the comm (send: goes into the tag) */
-    size_t eager_limit;        /* send: copy into a library buffer up to this size */
-    int synchronous;           /* send: completes only once matched (MPI_Ssend) */
-    int post_early;            /* recv: posted at submit time, no trigger */
-    int memtype;               /* mxa_memtype_t */
+    int comm_rank;      /* own rank in the comm (send: goes into the tag) */
+    size_t eager_limit; /* send: copy into a library buffer up to this size */
+    int synchronous;    /* send: completes only once matched (MPI_Ssend) */
+    int post_early;     /* recv: posted at submit time, no trigger */
+    int memtype;        /* mxa_memtype_t */
 
     /* ---- result ---- */
-    _Atomic int state;         /* mxe_op_state_t */
-    mxe_result_t result;       /* written by the progress thread before COMPLETE */
+    _Atomic int state;   /* mxe_op_state_t */
+    mxe_result_t result; /* written by the progress thread before COMPLETE */
 
     /* ---- interposition layer's fields ---- */
-    void *user;                /* free for the interposition layer */
-    uint64_t user_handle;      /* e.g. the MPI_Request handle */
-    uint64_t user_aux;         /* e.g. the MPI_Comm the op was made on */
+    void *user;           /* free for the interposition layer */
+    uint64_t user_handle; /* e.g. the MPI_Request handle */
+    uint64_t user_aux;    /* e.g. the MPI_Comm the op was made on */
     int user_flags;
     int user_origin;
 
     /* ---- engine private ---- */
     _Atomic int refs;
     _Atomic int cancel_requested;
-    mxe_cmd_t cmd;             /* command queue link */
-    int transport_active;      /* posted to UCX, callback pending */
-    mxe_op_t *next_pending;    /* per-stream pending-trigger list */
-    uint64_t t_start_ns;       /* phase timers (mxe.timing): started, completed */
+    mxe_cmd_t cmd;          /* command queue link */
+    int transport_active;   /* posted to UCX, callback pending */
+    mxe_op_t *next_pending; /* per-stream pending-trigger list */
+    uint64_t t_start_ns;    /* phase timers (mxe.timing): started, completed */
     uint64_t t_done_ns;
-    mxu_trace_range_t trace;   /* NVTX range: started -> completed (progress thread) */
-    mxe_op_t *next_active;     /* engine list of all live ops (finalize report) */
+    mxu_trace_range_t trace; /* NVTX range: started -> completed (progress thread) */
+    mxe_op_t *next_active;   /* engine list of all live ops (finalize report) */
     mxe_op_t *prev_active;
-    mxe_wait_t *waiter;        /* stream wait depending on this op */
+    mxe_wait_t *waiter; /* stream wait depending on this op */
     void *transport_handle;
     void *eager_copy;
     uint64_t create_ns;
-    int peer_failed;           /* recv cancelled because its peer failed (MXU_ERR_PEER) */
-    int any_nmembers;          /* MPI_ANY_SOURCE recv with MPIX_ACC_PEER_ERRORS: comm size */
-    int *any_members;          /* its world ranks (copied; NULL: ranks 0..any_nmembers-1) */
+    int peer_failed;  /* recv cancelled because its peer failed (MXU_ERR_PEER) */
+    int any_nmembers; /* MPI_ANY_SOURCE recv with MPIX_ACC_PEER_ERRORS: comm size */
+    int *any_members; /* its world ranks (copied; NULL: ranks 0..any_nmembers-1) */
 
     /* ---- matching (match.c; progress thread) ---- */
-    int match_dynamic;         /* announce/register at start, not at the call */
-    int registered;            /* recv: in its context's posted list, or matched */
-    int matched;               /* recv: bound to a message (msg_* valid) */
-    int recv_ready;            /* recv: its stream reached it: the data may land */
-    uint64_t pseq;             /* send: its pair sequence; recv: the matched message's */
-    int msg_src;               /* recv: the matched message's source (comm rank) */
-    int msg_tag;               /* recv: its tag */
-    size_t msg_bytes;          /* recv: its size */
-    mxe_op_t *next_posted;     /* recv: posted-receive list of its context */
+    int match_dynamic;     /* announce/register at start, not at the call */
+    int registered;        /* recv: in its context's posted list, or matched */
+    int matched;           /* recv: bound to a message (msg_* valid) */
+    int recv_ready;        /* recv: its stream reached it: the data may land */
+    uint64_t pseq;         /* send: its pair sequence; recv: the matched message's */
+    int msg_src;           /* recv: the matched message's source (comm rank) */
+    int msg_tag;           /* recv: its tag */
+    size_t msg_bytes;      /* recv: its size */
+    mxe_op_t *next_posted; /* recv: posted-receive list of its context */
     mxe_op_t *prev_posted;
 };
 
@@ -171,9 +171,9 @@ struct mxe_op {
 typedef struct {
     int world_rank;
     int world_size;
-    int local_rank;        /* rank among the processes of this node */
-    int local_size;        /* processes on this node (0: unknown) */
-    int peer_errors;       /* endpoints report a failed peer (the same on every rank) */
+    int local_rank;  /* rank among the processes of this node */
+    int local_size;  /* processes on this node (0: unknown) */
+    int peer_errors; /* endpoints report a failed peer (the same on every rank) */
 } mxe_init_args_t;
 
 /* The engine owns the lifecycle of the layers below it: mxe_init starts
@@ -189,7 +189,7 @@ mxu_status_t mxe_local_address(const void **addr, size_t *len);
  * has the CUDA backend active (the same list on each; NULL otherwise), for
  * the device-memory warm-up between them (mxt_warm_up). */
 mxu_status_t mxe_start(const void *blob, const size_t *offsets, int nranks, const int *node_peers,
-                      int npeers);
+                       int npeers);
 /* Drain: wait up to timeout_s for every live op; report and cancel the
  * rest (they complete with MXU_ERR_TIMED_OUT, stream waits are released).
  * Returns the number of ops that had to be cancelled. */
@@ -209,10 +209,10 @@ int mxe_is_running(void);
 /* Create an op; the caller may set user/hook fields, then submits it. The
  * op starts with two references: the engine's and the caller's. */
 mxu_status_t mxe_op_create_send(mxa_stream_t *s, const void *buf, size_t bytes,
-                               const mxe_comm_t *comm, int dest, int tag, size_t eager_limit,
-                               mxe_op_t **op_out);
+                                const mxe_comm_t *comm, int dest, int tag, size_t eager_limit,
+                                mxe_op_t **op_out);
 mxu_status_t mxe_op_create_recv(mxa_stream_t *s, void *buf, size_t bytes, const mxe_comm_t *comm,
-                               int source, int tag, int post_early, mxe_op_t **op_out);
+                                int source, int tag, int post_early, mxe_op_t **op_out);
 /* Stream points (triggers and waits) enqueued on s that the stream has not
  * reached yet (triggers) or that are not released yet (waits): how far the
  * application runs ahead of the GPU (or host stream); 0 without a stream.

@@ -38,7 +38,7 @@
  * processes, or a homogeneous cluster). */
 typedef struct {
     uint32_t ctx;
-    int32_t src;   /* sender's rank in the communicator */
+    int32_t src; /* sender's rank in the communicator */
     int32_t tag;
     uint32_t pad;
     uint64_t pseq; /* sender's call sequence number towards this rank, in ctx */
@@ -69,9 +69,9 @@ typedef struct {
 
 /* Per (context, peer) pair. */
 typedef struct {
-    uint64_t next_out;         /* next sequence number to give a send */
-    uint64_t next_in;          /* next sequence number to match from the peer */
-    mxe_env_node_t *held;      /* arrived ahead of next_in, ascending */
+    uint64_t next_out;    /* next sequence number to give a send */
+    uint64_t next_in;     /* next sequence number to match from the peer */
+    mxe_env_node_t *held; /* arrived ahead of next_in, ascending */
 } mxe_pair_t;
 
 /* Envelopes queued for one destination, sent at the next flush. */
@@ -82,10 +82,10 @@ typedef struct {
 } mxe_outbox_t;
 
 static struct {
-    mxu_hashmap_t ctxs;   /* ctx + 1 -> mxe_mctx_t* */
-    mxu_hashmap_t pairs;  /* (ctx << 32 | peer) + 1 -> mxe_pair_t* */
+    mxu_hashmap_t ctxs;    /* ctx + 1 -> mxe_mctx_t* */
+    mxu_hashmap_t pairs;   /* (ctx << 32 | peer) + 1 -> mxe_pair_t* */
     mxe_outbox_t **outbox; /* world rank -> queued envelopes (lazily) */
-    int *dirty;           /* world ranks with queued envelopes */
+    int *dirty;            /* world ranks with queued envelopes */
     int ndirty;
     int nranks;
     /* statistics: read by mxe_match_stats from another thread */
@@ -140,7 +140,7 @@ void mxe_match_destroy(void)
     }
     if (left)
         MXU_LOG(MXU_LOG_INFO, "%llu message(s) announced to this rank were never received",
-                     (unsigned long long)left);
+                (unsigned long long)left);
     mxu_hashmap_destroy(&mm.ctxs);
     mxu_hashmap_destroy(&mm.pairs);
     for (int r = 0; r < mm.nranks; r++)
@@ -195,8 +195,8 @@ void mxe_match_flush(void)
         size_t len = sizeof(mxe_ctrl_hdr_t) + sizeof(mxe_envelope_t) * (size_t)ob->count;
         unsigned char *msg = malloc(len);
         if (!msg) {
-            MXU_LOG(MXU_LOG_ERROR, "out of memory: %d envelope(s) to rank %d lost",
-                         ob->count, dest);
+            MXU_LOG(MXU_LOG_ERROR, "out of memory: %d envelope(s) to rank %d lost", ob->count,
+                    dest);
         } else {
             mxe_ctrl_hdr_t h = {.kind = MXE_CTRL_ENVELOPES, .count = (uint32_t)ob->count};
             memcpy(msg, &h, sizeof(h));
@@ -331,8 +331,7 @@ static void mxe_match_arrived(const mxe_envelope_t *e)
     }
     mxe_env_node_t *n = malloc(sizeof(*n));
     if (!n) {
-        MXU_LOG(MXU_LOG_ERROR, "out of memory: message from %d (tag %d) lost", e->src,
-                     e->tag);
+        MXU_LOG(MXU_LOG_ERROR, "out of memory: message from %d (tag %d) lost", e->src, e->tag);
         return;
     }
     n->e = *e;
@@ -354,13 +353,12 @@ static void mxe_envelope_in(const mxe_envelope_t *e)
     if (e->pseq != p->next_in) {
         if (e->pseq < p->next_in) {
             MXU_LOG(MXU_LOG_ERROR, "duplicate message %llu from %d in context %u ignored",
-                         (unsigned long long)e->pseq, e->src, e->ctx);
+                    (unsigned long long)e->pseq, e->src, e->ctx);
             return;
         }
         mxe_env_node_t *n = malloc(sizeof(*n));
         if (!n) {
-            MXU_LOG(MXU_LOG_ERROR, "out of memory: message from %d (tag %d) lost", e->src,
-                         e->tag);
+            MXU_LOG(MXU_LOG_ERROR, "out of memory: message from %d (tag %d) lost", e->src, e->tag);
             return;
         }
         n->e = *e;
@@ -393,7 +391,7 @@ static void mxe_control_received(const void *data, size_t len)
     if (h.kind != MXE_CTRL_ENVELOPES ||
         len != sizeof(h) + (size_t)h.count * sizeof(mxe_envelope_t)) {
         MXU_LOG(MXU_LOG_ERROR, "control message of %zu bytes, kind %#x: not understood", len,
-                     h.kind);
+                h.kind);
         return;
     }
     const unsigned char *p = (const unsigned char *)data + sizeof(h);

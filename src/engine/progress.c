@@ -122,10 +122,9 @@ static void mxe_op_complete(mxe_op_t *op, mxu_status_t error)
             atomic_fetch_add_explicit(&mxe.st_path[MXE_PATH_UCX].sent_bytes, op->result.bytes,
                                       memory_order_relaxed);
         } else {
-            atomic_fetch_add_explicit(&mxe.st_path[MXE_PATH_UCX].received, 1,
+            atomic_fetch_add_explicit(&mxe.st_path[MXE_PATH_UCX].received, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&mxe.st_path[MXE_PATH_UCX].received_bytes, op->result.bytes,
                                       memory_order_relaxed);
-            atomic_fetch_add_explicit(&mxe.st_path[MXE_PATH_UCX].received_bytes,
-                                      op->result.bytes, memory_order_relaxed);
         }
     }
     mxe_live_unlink(op);
@@ -175,9 +174,9 @@ static void mxe_transport_done(void *user, mxu_status_t status, uint64_t sender_
     if (status != MXU_OK && status != MXU_ERR_TRUNCATED && status != MXU_ERR_CANCELED &&
         !mxe.aborting) /* mxe_handle_abort reports its own */
         MXU_LOG(MXU_LOG_ERROR, "%s of %zu bytes %s rank %d (tag %d) failed: %s",
-                     op->type == MXE_OP_SEND ? "send" : "receive", op->bytes,
-                     op->type == MXE_OP_SEND ? "to" : "from", op->peer, op->tag,
-                     mxu_status_string(status));
+                op->type == MXE_OP_SEND ? "send" : "receive", op->bytes,
+                op->type == MXE_OP_SEND ? "to" : "from", op->peer, op->tag,
+                mxu_status_string(status));
     mxe_op_complete(op, status);
 }
 
@@ -187,7 +186,7 @@ static void mxe_eager_done(void *user, mxu_status_t status, uint64_t sender_tag,
     (void)length;
     if (status != MXU_OK)
         MXU_LOG(MXU_LOG_ERROR, "buffered (eager) send failed after local completion: %s",
-                     mxu_status_string(status));
+                mxu_status_string(status));
     free(user);
 }
 
@@ -287,9 +286,11 @@ void mxe_on_peer_failed(int w)
         }
         op = next;
     }
-    MXU_LOG(MXU_LOG_ERROR, "rank %d (in MPI_COMM_WORLD) failed: %d pending receive(s) and "
-                 "send(s) not yet started that involve it complete with the transport error "
-                 "(sends in flight complete through UCX)", w, count);
+    MXU_LOG(MXU_LOG_ERROR,
+            "rank %d (in MPI_COMM_WORLD) failed: %d pending receive(s) and "
+            "send(s) not yet started that involve it complete with the transport error "
+            "(sends in flight complete through UCX)",
+            w, count);
 }
 
 static void mxe_op_start(mxe_op_t *op)
@@ -348,8 +349,8 @@ static void mxe_op_start(mxe_op_t *op)
             return;
         }
         op->transport_active = 1;
-        status = mxt_tag_send(op->peer_world, op->buf, op->bytes, op->memtype, op->synchronous,
-                              tag, mxe_transport_done, op, &handle);
+        status = mxt_tag_send(op->peer_world, op->buf, op->bytes, op->memtype, op->synchronous, tag,
+                              mxe_transport_done, op, &handle);
     } else {
         if (atomic_load(&op->cancel_requested) && !op->matched) {
             mxe_match_forget(op);
@@ -381,7 +382,7 @@ void mxe_recv_post_data(mxe_op_t *op)
     uint64_t tag = mxe_match_data_tag(op->ctx_id, op->msg_src, op->pseq);
     op->transport_active = 1;
     mxu_status_t status = mxt_tag_recv(op->buf, op->bytes, op->memtype, tag, UINT64_MAX,
-                                      mxe_transport_done, op, &handle);
+                                       mxe_transport_done, op, &handle);
     if (status != MXU_OK) {
         op->transport_active = 0;
         op->result.source = op->msg_src;
@@ -486,7 +487,7 @@ static void mxe_handle_wait(mxe_wait_t *w)
     if (!st) {
         /* Cannot track it: release at once rather than leave the stream stuck. */
         MXU_LOG(MXU_LOG_ERROR, "out of memory for stream state; releasing wait %llu",
-                     (unsigned long long)w->seq);
+                (unsigned long long)w->seq);
         w->stream->backend->release(w->stream, w->seq);
         for (int i = 0; i < w->n; i++)
             mxe_op_release(w->ops[i]);
@@ -535,8 +536,7 @@ static void mxe_handle_stream_free(mxe_cmd_t *cmd)
     mxe_sstate_t *st = s->engine_state;
     if (st) {
         if (st->pending_head || st->wait_head)
-            MXU_LOG(MXU_LOG_WARN, "stream %p freed with operations or waits pending",
-                         s->handle);
+            MXU_LOG(MXU_LOG_WARN, "stream %p freed with operations or waits pending", s->handle);
         for (mxe_sstate_t **pp = &mxe.active_streams; *pp; pp = &(*pp)->next_active) {
             if (*pp == st) {
                 *pp = st->next_active;
@@ -570,25 +570,23 @@ static int mxe_handle_abort(void)
         if (state == MXE_STATE_QUEUED) {
             uint64_t reached = op->stream->backend->poll_trigger(op->stream);
             MXU_LOG(MXU_LOG_ERROR,
-                         "pending at finalize: %s of %zu bytes %s rank %d (tag %d, context %u) "
-                         "on %s %p: the stream never reached it (stream at trigger %llu, "
-                         "operation is %llu); cancelled",
-                         what, op->bytes, op->type == MXE_OP_SEND ? "to" : "from", op->peer,
-                         op->tag, op->ctx_id, mxe_kind_name(op->stream->kind),
-                         op->stream->handle, (unsigned long long)reached,
-                         (unsigned long long)op->trigger_seq);
+                    "pending at finalize: %s of %zu bytes %s rank %d (tag %d, context %u) "
+                    "on %s %p: the stream never reached it (stream at trigger %llu, "
+                    "operation is %llu); cancelled",
+                    what, op->bytes, op->type == MXE_OP_SEND ? "to" : "from", op->peer, op->tag,
+                    op->ctx_id, mxe_kind_name(op->stream->kind), op->stream->handle,
+                    (unsigned long long)reached, (unsigned long long)op->trigger_seq);
             mxe_remove_pending(op);
             mxe_match_forget(op);
         } else {
             mxe_match_forget(op);
             MXU_LOG(MXU_LOG_ERROR,
-                         "pending at finalize: %s of %zu bytes %s rank %d (tag %d, context %u) "
-                         "on %s %p: started but %s; cancelled",
-                         what, op->bytes, op->type == MXE_OP_SEND ? "to" : "from", op->peer,
-                         op->tag, op->ctx_id, mxe_kind_name(op->stream->kind),
-                         op->stream->handle,
-                         op->type == MXE_OP_RECV ? "no matching message arrived"
-                                                 : "the receiver never took the data");
+                    "pending at finalize: %s of %zu bytes %s rank %d (tag %d, context %u) "
+                    "on %s %p: started but %s; cancelled",
+                    what, op->bytes, op->type == MXE_OP_SEND ? "to" : "from", op->peer, op->tag,
+                    op->ctx_id, mxe_kind_name(op->stream->kind), op->stream->handle,
+                    op->type == MXE_OP_RECV ? "no matching message arrived"
+                                            : "the receiver never took the data");
             /* UCX may call the receive's callback from inside the cancel:
              * mxe_transport_done then completes the op (with
              * MXU_ERR_TIMED_OUT, as mxe.aborting is set). */
@@ -612,7 +610,7 @@ static void mxe_handle_warm_context(mxe_cmd_t *cmd)
         mxu_status_t st = mxt_warm_memory(1);
         mxa_context_pop();
         MXU_LOG(st == MXU_OK ? MXU_LOG_DEBUG : MXU_LOG_INFO,
-                     "UCX warm-up for device context %p: %s", cmd->target, mxu_status_string(st));
+                "UCX warm-up for device context %p: %s", cmd->target, mxu_status_string(st));
     }
     mxe_cmd_done(cmd);
 }
@@ -761,7 +759,8 @@ static int mxe_ready_without_sleep(void)
 
 static void mxe_nap(uint64_t ns)
 {
-    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000u), .tv_nsec = (long)(ns % 1000000000u)};
+    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000u),
+                          .tv_nsec = (long)(ns % 1000000000u)};
     nanosleep(&ts, NULL);
 }
 
@@ -771,7 +770,8 @@ static void mxe_sleep(uint64_t *nap_ns)
     int must_poll = mxe.polling_streams > 0 || mxt_event_fd() < 0;
     if (must_poll) {
         /* Accelerator triggers or UCX without wake-up: nap, growing to the cap. */
-        uint64_t cap = (uint64_t)(mxu_config.progress_poll_us > 0 ? mxu_config.progress_poll_us : 1) * 1000u;
+        uint64_t cap =
+            (uint64_t)(mxu_config.progress_poll_us > 0 ? mxu_config.progress_poll_us : 1) * 1000u;
         *nap_ns = *nap_ns ? *nap_ns * 2 : 1000;
         if (*nap_ns > cap)
             *nap_ns = cap;
@@ -804,7 +804,8 @@ void *mxe_progress_main(void *arg)
     mxe.placed_near_gpu = mxe.gpu_busid[0] != '\0';
     mxa_thread_relax_capture();
     mxe_place(mxe.placed_near_gpu ? mxe.gpu_busid : NULL);
-    uint64_t spin_ns = (uint64_t)(mxu_config.progress_spin_us > 0 ? mxu_config.progress_spin_us : 0) * 1000u;
+    uint64_t spin_ns =
+        (uint64_t)(mxu_config.progress_spin_us > 0 ? mxu_config.progress_spin_us : 0) * 1000u;
     uint64_t last_work = mxu_now_ns();
     uint64_t nap_ns = 0;
 

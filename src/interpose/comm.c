@@ -124,11 +124,14 @@ int mxi_comm_register(MPI_Comm comm)
         ctx = agreed;
         /* next free id: above everything this process has seen */
         unsigned int cur = atomic_load(&mxi.next_ctx_id);
-        while (cur < agreed + 1 && !atomic_compare_exchange_weak(&mxi.next_ctx_id, &cur, agreed + 1))
+        while (cur < agreed + 1 &&
+               !atomic_compare_exchange_weak(&mxi.next_ctx_id, &cur, agreed + 1))
             ;
         if (agreed > MXE_CTX_MAX)
-            MXU_LOG(MXU_LOG_WARN, "matching contexts exhausted (%u communicators made); "
-                                      "new communicators are not stream-capable", agreed);
+            MXU_LOG(MXU_LOG_WARN,
+                    "matching contexts exhausted (%u communicators made); "
+                    "new communicators are not stream-capable",
+                    agreed);
     }
     mxi_comm_t *c;
     int rc = mxi_comm_build(comm, ctx, &c);
@@ -163,8 +166,8 @@ void mxi_comm_forget_all(void)
 static int mxi_is_our_key(const char *key)
 {
     return strcmp(key, MPIX_ACC_INFO_STREAM) == 0 || strcmp(key, MPIX_ACC_INFO_STREAM_ALIAS) == 0 ||
-           strcmp(key, MPIX_ACC_INFO_RECV_POST) == 0 || strcmp(key, MPIX_ACC_INFO_EAGER_LIMIT) == 0 ||
-           strcmp(key, MPIX_ACC_INFO_MATCH) == 0;
+           strcmp(key, MPIX_ACC_INFO_RECV_POST) == 0 ||
+           strcmp(key, MPIX_ACC_INFO_EAGER_LIMIT) == 0 || strcmp(key, MPIX_ACC_INFO_MATCH) == 0;
 }
 
 /* "0x<hex>" -> handle; "none" -> *none = 1. Returns 0 if malformed. */
@@ -225,7 +228,7 @@ static void mxi_comm_set_stream_ptr(mxi_comm_t *c, mxa_stream_t *s)
 /* An invalid value: raised through err_comm when applying; when only
  * checking, logged and returned (the caller agrees with the other ranks of
  * its collective call before any rank raises). */
-#define MXI_INFO_BAD(check, err_comm, e, ...)                                                    \
+#define MXI_INFO_BAD(check, err_comm, e, ...)                                                      \
     ((check) ? mxi_error(e, __VA_ARGS__) : mxi_raise(err_comm, e, __VA_ARGS__))
 
 /* Validate our keys in info; unless check, then apply them to c (all or
@@ -306,8 +309,7 @@ static int mxi_comm_info(mxi_comm_t *c, MPI_Info info, MPI_Comm err_comm, int ch
     /* MPI-4 assertions: MPI's keys (passed on to the MPI library too);
      * recorded for the stream-executed path, and checked by the receives */
     int no_any[2] = {c->no_any_source, c->no_any_tag}, have_no_any[2] = {0, 0};
-    static const char *const no_any_key[2] = {"mpi_assert_no_any_source",
-                                              "mpi_assert_no_any_tag"};
+    static const char *const no_any_key[2] = {"mpi_assert_no_any_source", "mpi_assert_no_any_tag"};
     for (int k = 0; k < 2; k++) {
         char av[MPI_MAX_INFO_VAL + 1];
         PMPI_Info_get(info, no_any_key[k], MPI_MAX_INFO_VAL, av, &flag);
@@ -404,13 +406,13 @@ int mxi_info_filter(MPI_Info info, MPI_Info *out)
 /* -------------------------------------------------------------- wrappers */
 
 /* Creation calls: call PMPI, then register the new communicator. */
-#define MXI_WRAP_CREATE(name, params, args, newcomm)                                             \
-    int name params                                                                              \
-    {                                                                                            \
-        int rc = P##name args;                                                                   \
-        if (rc == MPI_SUCCESS && mxi_on())                                                       \
-            rc = mxi_comm_register(*(newcomm));                                                  \
-        return rc;                                                                               \
+#define MXI_WRAP_CREATE(name, params, args, newcomm)                                               \
+    int name params                                                                                \
+    {                                                                                              \
+        int rc = P##name args;                                                                     \
+        if (rc == MPI_SUCCESS && mxi_on())                                                         \
+            rc = mxi_comm_register(*(newcomm));                                                    \
+        return rc;                                                                                 \
     }
 
 MXI_WRAP_CREATE(MPI_Comm_dup, (MPI_Comm comm, MPI_Comm *newcomm), (comm, newcomm), newcomm)
@@ -421,8 +423,7 @@ MXI_WRAP_CREATE(MPI_Comm_split_type,
                 (comm, split_type, key, info, newcomm), newcomm)
 MXI_WRAP_CREATE(MPI_Comm_create, (MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm),
                 (comm, group, newcomm), newcomm)
-MXI_WRAP_CREATE(MPI_Comm_create_group,
-                (MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm),
+MXI_WRAP_CREATE(MPI_Comm_create_group, (MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm),
                 (comm, group, tag, newcomm), newcomm)
 MXI_WRAP_CREATE(MPI_Cart_create,
                 (MPI_Comm comm, int ndims, const int dims[], const int periods[], int reorder,
@@ -438,14 +439,13 @@ MXI_WRAP_CREATE(MPI_Dist_graph_create,
                 (MPI_Comm comm, int n, const int sources[], const int degrees[],
                  const int destinations[], const int weights[], MPI_Info info, int reorder,
                  MPI_Comm *newcomm),
-                (comm, n, sources, degrees, destinations, weights, info, reorder, newcomm),
-                newcomm)
+                (comm, n, sources, degrees, destinations, weights, info, reorder, newcomm), newcomm)
 MXI_WRAP_CREATE(MPI_Dist_graph_create_adjacent,
                 (MPI_Comm comm, int indegree, const int sources[], const int sourceweights[],
-                 int outdegree, const int destinations[], const int destweights[],
-                 MPI_Info info, int reorder, MPI_Comm *newcomm),
-                (comm, indegree, sources, sourceweights, outdegree, destinations, destweights,
-                 info, reorder, newcomm),
+                 int outdegree, const int destinations[], const int destweights[], MPI_Info info,
+                 int reorder, MPI_Comm *newcomm),
+                (comm, indegree, sources, sourceweights, outdegree, destinations, destweights, info,
+                 reorder, newcomm),
                 newcomm)
 MXI_WRAP_CREATE(MPI_Intercomm_merge, (MPI_Comm intercomm, int high, MPI_Comm *newcomm),
                 (intercomm, high, newcomm), newcomm)

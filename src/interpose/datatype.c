@@ -44,8 +44,8 @@ void mxi_datatype_init(void)
         PMPI_Comm_set_errhandler(mxi_check_comm, MPI_ERRORS_RETURN);
     else
         mxi_check_comm = MPI_COMM_NULL;
-    if (PMPI_Type_create_keyval(mxi_type_attr_copy, mxi_type_attr_delete,
-                                &MPIX_ACC_STREAM_KEYVAL, NULL) != MPI_SUCCESS) {
+    if (PMPI_Type_create_keyval(mxi_type_attr_copy, mxi_type_attr_delete, &MPIX_ACC_STREAM_KEYVAL,
+                                NULL) != MPI_SUCCESS) {
         MXU_LOG(MXU_LOG_ERROR, "cannot create MPIX_ACC_STREAM_KEYVAL");
         MPIX_ACC_STREAM_KEYVAL = MPI_KEYVAL_INVALID;
     }
@@ -117,17 +117,18 @@ int mxi_datatype_bytes(MPI_Datatype dt, int count, size_t *bytes)
         return mxi_err_code(MXI_E_TYPE);
     }
     /* Contiguous: the bytes of one element are dense, and elements abut. */
-    if (size > 0 && ((MPI_Aint)size != extent || (MPI_Aint)size != true_extent || true_lb != 0 ||
-                     lb != 0)) {
-        MXU_LOG(MXU_LOG_WARN, "datatype argument: not contiguous (size %d, lower bound %ld, "
-                                  "extent %ld, true lower bound %ld, true extent %ld); "
-                                  "stream-ordered operations take contiguous datatypes only",
-                     size, (long)lb, (long)extent, (long)true_lb, (long)true_extent);
+    if (size > 0 &&
+        ((MPI_Aint)size != extent || (MPI_Aint)size != true_extent || true_lb != 0 || lb != 0)) {
+        MXU_LOG(MXU_LOG_WARN,
+                "datatype argument: not contiguous (size %d, lower bound %ld, "
+                "extent %ld, true lower bound %ld, true extent %ld); "
+                "stream-ordered operations take contiguous datatypes only",
+                size, (long)lb, (long)extent, (long)true_lb, (long)true_extent);
         return mxi_err_code(MXI_E_TYPE);
     }
     if (count > 0 && (size_t)size > SIZE_MAX / (size_t)count) {
-        MXU_LOG(MXU_LOG_WARN, "count %d of a datatype of %d bytes: more than SIZE_MAX bytes",
-                     count, size);
+        MXU_LOG(MXU_LOG_WARN, "count %d of a datatype of %d bytes: more than SIZE_MAX bytes", count,
+                size);
         return mxi_err_code(MXI_E_COUNT);
     }
     *bytes = (size_t)size * (size_t)count;

@@ -18,8 +18,8 @@
 #include <stdio.h>
 
 static struct {
-    int base_class;     /* predefined class, or -1 for a new library class */
-    const char *text;   /* the library class's string; logged for the others */
+    int base_class;   /* predefined class, or -1 for a new library class */
+    const char *text; /* the library class's string; logged for the others */
 } const mxi_err_table[MXI_E_COUNT_OF_ERRORS] = {
     [MXI_E_BAD_STREAM] = {MPI_ERR_ARG, "mpix-acc: invalid stream handle (not a live CUDA stream "
                                        "or host stream)"},
@@ -64,9 +64,10 @@ void mxi_errors_init(void)
         if (cls < 0) {
             if (PMPI_Add_error_class(&cls) != MPI_SUCCESS ||
                 PMPI_Add_error_string(cls, mxi_err_table[e].text) != MPI_SUCCESS) {
-                MXU_LOG(MXU_LOG_WARN, "cannot register the error class \"%s\": "
-                                          "MPI_ERR_OTHER is returned instead",
-                             mxi_err_table[e].text);
+                MXU_LOG(MXU_LOG_WARN,
+                        "cannot register the error class \"%s\": "
+                        "MPI_ERR_OTHER is returned instead",
+                        mxi_err_table[e].text);
                 cls = MPI_ERR_OTHER;
             }
         }
@@ -129,8 +130,10 @@ int mxi_raise_code(MPI_Comm comm, int code)
         return code;
     const char *outside = mxi_outside_mpi();
     if (outside) {
-        MXU_LOG(MXU_LOG_WARN, "error %d %s: no MPI error handler can run then, "
-                                  "MPI_ERR_OTHER returned", code, outside);
+        MXU_LOG(MXU_LOG_WARN,
+                "error %d %s: no MPI error handler can run then, "
+                "MPI_ERR_OTHER returned",
+                code, outside);
         return MPI_ERR_OTHER;
     }
     if (comm == MPI_COMM_NULL || !mxi_comm_find(comm))
@@ -150,8 +153,10 @@ int mxi_raise(MPI_Comm comm, mxi_err_t e, const char *fmt, ...)
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
         if (outside)
-            MXU_LOG(MXU_LOG_WARN, "call %s (%s): no MPI error handler can run then, "
-                                      "MPI_ERR_OTHER returned", outside, msg);
+            MXU_LOG(MXU_LOG_WARN,
+                    "call %s (%s): no MPI error handler can run then, "
+                    "MPI_ERR_OTHER returned",
+                    outside, msg);
         else
             MXU_LOG(MXU_LOG_WARN, "%s: %s", mxi_err_table[e].text, msg);
     }

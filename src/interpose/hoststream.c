@@ -39,8 +39,8 @@ int MPIX_Acc_Hoststream_synchronize(MPIX_Acc_stream stream)
     if (!mxi_on())
         return mxi_raise(MPI_COMM_SELF, MXI_E_NOT_ACTIVE, "MPIX_Acc_Hoststream_synchronize");
     mxi_reap(0);
-    return mxi_host_result(mxa_host_stream_synchronize(stream),
-                           "MPIX_Acc_Hoststream_synchronize", stream);
+    return mxi_host_result(mxa_host_stream_synchronize(stream), "MPIX_Acc_Hoststream_synchronize",
+                           stream);
 }
 
 int MPIX_Acc_Hoststream_free(MPIX_Acc_stream *stream)

@@ -98,8 +98,8 @@ static void mxi_bring_up(void)
     }
     PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     /* node_peers: set on every rank of a node or on none of them */
-    if (all_ok && mxe_start(blob, offsets, n, node_peers, node_peers ? args.local_size : 0) !=
-                      MXU_OK)
+    if (all_ok &&
+        mxe_start(blob, offsets, n, node_peers, node_peers ? args.local_size : 0) != MXU_OK)
         all_ok = 0;
     free(node_peers);
     free(lens);
@@ -107,9 +107,10 @@ static void mxi_bring_up(void)
     free(offsets);
     free(blob);
     if (!all_ok) {
-        MXU_LOG(MXU_LOG_ERROR, "stream-ordered communication unavailable (setup failed on "
-                                   "%s); MPI calls pass through unchanged",
-                     ok ? "another rank" : "this rank");
+        MXU_LOG(MXU_LOG_ERROR,
+                "stream-ordered communication unavailable (setup failed on "
+                "%s); MPI calls pass through unchanged",
+                ok ? "another rank" : "this rank");
         if (mxe_is_running())
             mxe_finalize(NULL, NULL);
         return;
@@ -118,7 +119,7 @@ static void mxi_bring_up(void)
     mxi.active = 1;
     mxi_comm_register_predefined();
     MXU_LOG(MXU_LOG_INFO, "mpix-acc %d.%d.%d active on %d ranks", MPIX_ACC_VERSION_MAJOR,
-                 MPIX_ACC_VERSION_MINOR, MPIX_ACC_VERSION_PATCH, n);
+            MPIX_ACC_VERSION_MINOR, MPIX_ACC_VERSION_PATCH, n);
 }
 
 static void mxi_before_init(void)
@@ -220,9 +221,10 @@ static int mxi_world_fence(void *arg)
     if (PMPI_Test(&f->req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
         return 1;
     if (!done && (double)(mxu_now_ns() - f->start_ns) * 1e-9 > mxi_peer_timeout()) {
-        MXU_LOG(MXU_LOG_ERROR, "MPI_Finalize: the ranks did not all close their "
-                     "connections within MPIX_ACC_FINALIZE_PEER_TIMEOUT=%gs; going on",
-                     mxi_peer_timeout());
+        MXU_LOG(MXU_LOG_ERROR,
+                "MPI_Finalize: the ranks did not all close their "
+                "connections within MPIX_ACC_FINALIZE_PEER_TIMEOUT=%gs; going on",
+                mxi_peer_timeout());
         return 1;
     }
     return done;
@@ -242,9 +244,10 @@ static int mxi_finalize_barrier(void)
         for (int i = 0; i < nfailed && i < 8 && used < sizeof(list); i++)
             used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%d", i ? ", " : "",
                                      failed[i]);
-        MXU_LOG(MXU_LOG_ERROR, "MPI_Finalize: %d rank(s) failed (%s%s, ranks in "
-                     "MPI_COMM_WORLD): not waiting for the other ranks",
-                     nfailed, list, nfailed > 8 ? ", ..." : "");
+        MXU_LOG(MXU_LOG_ERROR,
+                "MPI_Finalize: %d rank(s) failed (%s%s, ranks in "
+                "MPI_COMM_WORLD): not waiting for the other ranks",
+                nfailed, list, nfailed > 8 ? ", ..." : "");
         return -1;
     }
     /* Once this rank is in the barrier, a peer closing its connection is a
@@ -260,10 +263,10 @@ static int mxi_finalize_barrier(void)
     int rc = mxi_collective_wait(&req, MPI_COMM_WORLD, "MPI_Barrier of MPI_Finalize", limit);
     if (rc == MXI_COLLECTIVE_GAVE_UP) {
         MXU_LOG(MXU_LOG_ERROR,
-                     "MPI_Finalize: not every rank reached MPI_Finalize within "
-                     "MPIX_ACC_FINALIZE_PEER_TIMEOUT=%gs (a rank failed, hangs, or is that "
-                     "much later); giving up",
-                     limit);
+                "MPI_Finalize: not every rank reached MPI_Finalize within "
+                "MPIX_ACC_FINALIZE_PEER_TIMEOUT=%gs (a rank failed, hangs, or is that "
+                "much later); giving up",
+                limit);
         return -1;
     }
     if (rc != MPI_SUCCESS) {
@@ -280,20 +283,20 @@ int MPI_Finalize(void)
         int stuck = mxe_drain(mxu_config.finalize_timeout);
         if (stuck > 0)
             MXU_LOG(MXU_LOG_ERROR,
-                         "MPI_Finalize: %d stream-ordered operation(s) could not complete within "
-                         "MPIX_ACC_FINALIZE_TIMEOUT=%gs and were cancelled (listed above)",
-                         stuck, mxu_config.finalize_timeout);
+                    "MPI_Finalize: %d stream-ordered operation(s) could not complete within "
+                    "MPIX_ACC_FINALIZE_TIMEOUT=%gs and were cancelled (listed above)",
+                    stuck, mxu_config.finalize_timeout);
         mxi_reap(1);
         if (mxi.released_errors > 0)
             MXU_LOG(MXU_LOG_ERROR,
-                         "MPI_Finalize: %ld stream-waited operation(s) ended with an error",
-                         mxi.released_errors);
+                    "MPI_Finalize: %ld stream-waited operation(s) ended with an error",
+                    mxi.released_errors);
         long held = (long)atomic_load(&mxi.requests.count);
         if (held > 0)
             MXU_LOG(MXU_LOG_WARN,
-                         "MPI_Finalize: %ld stream-ordered request(s) never waited or freed by "
-                         "the application",
-                         held);
+                    "MPI_Finalize: %ld stream-ordered request(s) never waited or freed by "
+                    "the application",
+                    held);
         /* Every peer has drained before endpoints close. */
         int complete = mxi_finalize_barrier() == 0;
         if (mxu_config.stats)
@@ -316,7 +319,7 @@ int MPI_Finalize(void)
             /* The MPI library's own finalize waits for every rank (plain
              * MPICH 4.0.2 hangs there when one was killed). */
             MXU_LOG(MXU_LOG_ERROR, "MPI_Finalize: returning an error without finalizing the "
-                         "MPI library, which would wait for the missing rank(s) forever");
+                                   "MPI library, which would wait for the missing rank(s) forever");
             return mxi_status_to_mpi(MXU_ERR_PEER);
         }
     }

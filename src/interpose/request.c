@@ -182,17 +182,17 @@ void mxi_reap(int all)
             /* Nobody holds the handle any more: report here. */
             mxi.released_errors++;
             MXU_LOG(MXU_LOG_ERROR, "stream-waited %s (peer %d, tag %d, %zu bytes) failed: %s",
-                         op->type == MXE_OP_SEND ? "send" : "receive", op->peer, op->tag,
-                         op->bytes, mxu_status_string(err));
+                    op->type == MXE_OP_SEND ? "send" : "receive", op->peer, op->tag, op->bytes,
+                    mxu_status_string(err));
         } else if (err == MXU_ERR_TRUNCATED) {
             mxi.released_errors++;
             MXU_LOG(MXU_LOG_WARN, "stream-waited receive from %d (tag %d) was truncated",
-                         op->result.source, op->result.tag);
+                    op->result.source, op->result.tag);
         }
         mxi_greq_sync(op);
         MPI_Request h = mxi_op_handle(op);
         mxu_locked_map_remove(&mxi.requests, MXI_REQ_KEY(h)); /* the taken mark */
-        PMPI_Request_free(&h); /* op may be freed now */
+        PMPI_Request_free(&h);                                /* op may be freed now */
     }
     mxi.reap_cursor = i;
     atomic_store_explicit(&mxi.reap_pending, mxi.nreap, memory_order_relaxed);
@@ -249,8 +249,8 @@ static void mxi_empty_status(MPI_Status *st)
 
 /* ------------------------------------------------------------ stream wait */
 
-static int mxi_stream_waitall_(mxa_stream_t *s, int count, MPI_Request reqs[],
-                               MPI_Status *statuses, MPI_Comm err_comm);
+static int mxi_stream_waitall_(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *statuses,
+                               MPI_Comm err_comm);
 
 int mxi_stream_waitall(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *statuses,
                        MPI_Comm err_comm)
@@ -261,8 +261,8 @@ int mxi_stream_waitall(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Statu
     return rc;
 }
 
-static int mxi_stream_waitall_(mxa_stream_t *s, int count, MPI_Request reqs[],
-                               MPI_Status *statuses, MPI_Comm err_comm)
+static int mxi_stream_waitall_(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *statuses,
+                               MPI_Comm err_comm)
 {
     mxe_op_t *ops_local[16];
     void *targets_local[16];
@@ -345,8 +345,7 @@ int MPI_Wait(MPI_Request *req, MPI_Status *status)
         return mxi_stale_handle(MPI_COMM_SELF, "MPI_Wait");
     mxe_op_t *op = v;
     if (mxi_is_stream_origin(op))
-        return mxi_stream_waitall(op->stream, 1, req,
-                                  status == MPI_STATUS_IGNORE ? NULL : status,
+        return mxi_stream_waitall(op->stream, 1, req, status == MPI_STATUS_IGNORE ? NULL : status,
                                   MPI_COMM_SELF);
     mxe_op_wait_host(op, -1);
     return mxi_request_finish(req, op, status);
@@ -475,8 +474,7 @@ static void mxi_retrack(int count, MPI_Request reqs[], mxe_op_t **ops)
 /* Did the MPI call just complete (and free) our op at index i? */
 static int mxi_freed_here(MPI_Request reqs[], mxe_op_t **ops, int i)
 {
-    return ops[i] && (ops[i]->user_flags & MXI_OPF_GREQ_COMPLETED) &&
-           reqs[i] == MPI_REQUEST_NULL;
+    return ops[i] && (ops[i]->user_flags & MXI_OPF_GREQ_COMPLETED) && reqs[i] == MPI_REQUEST_NULL;
 }
 
 /* Statuses/errors for entries completed by a multiple-completion call.

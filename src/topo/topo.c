@@ -42,7 +42,7 @@
 
 static pthread_mutex_t topo_lock = PTHREAD_MUTEX_INITIALIZER;
 static int test_current_cpu = -1;
-static int app_cpu = -1;       /* the application thread's CPU at init */
+static int app_cpu = -1; /* the application thread's CPU at init */
 static int local_rank, local_size;
 static char nic_buf[96];
 
@@ -100,7 +100,10 @@ static mxu_status_t load_locked(const char *synthetic, const char *xml, int xmll
         rc = hwloc_topology_load(topo);
     if (rc != 0) {
         MXU_LOG(MXU_LOG_WARN, "hwloc: cannot load the %s topology (%s)",
-                     synthetic ? "synthetic" : xml ? "XML" : "machine", strerror(errno));
+                synthetic ? "synthetic"
+                : xml     ? "XML"
+                          : "machine",
+                strerror(errno));
         hwloc_topology_destroy(topo);
         return synthetic != NULL || xml != NULL ? MXU_ERR_INVALID_PARAM : MXU_ERR_SYSTEM;
     }
@@ -216,8 +219,8 @@ static int choose_locked(const char *gpu_busid, char *why, size_t whylen)
     /* Avoid the calling thread's core, else its PU, if anything remains. */
     if (cur >= 0) {
         hwloc_obj_t pu = hwloc_get_pu_obj_by_os_index(topo, (unsigned)cur);
-        hwloc_obj_t core = pu != NULL ? hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_CORE, pu)
-                                      : NULL;
+        hwloc_obj_t core =
+            pu != NULL ? hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_CORE, pu) : NULL;
         if (core != NULL && core->cpuset != NULL) {
             hwloc_bitmap_andnot(tmp, cand, core->cpuset);
             if (!hwloc_bitmap_iszero(tmp))
@@ -262,9 +265,11 @@ int mxo_choose_progress_cpu(int forced, const char *gpu_pci_busid)
         int allowed = hwloc_bitmap_weight(hwloc_topology_get_allowed_cpuset(topo));
         if (allowed > 0 && 2 * local_size > allowed) {
             pthread_mutex_unlock(&topo_lock);
-            MXU_LOG(MXU_LOG_INFO, "progress thread not bound: %d processes on this node "
-                         "share %d CPUs (binding needs 2 per process); "
-                         "MPIX_ACC_PROGRESS_CPU=<cpu> forces a core", local_size, allowed);
+            MXU_LOG(MXU_LOG_INFO,
+                    "progress thread not bound: %d processes on this node "
+                    "share %d CPUs (binding needs 2 per process); "
+                    "MPIX_ACC_PROGRESS_CPU=<cpu> forces a core",
+                    local_size, allowed);
             return -1;
         }
     }
@@ -294,8 +299,7 @@ mxu_status_t mxo_bind_self(int cpu)
     } else {
         hwloc_bitmap_only(set, (unsigned)cpu);
         if (hwloc_set_cpubind(topo, set, HWLOC_CPUBIND_THREAD) != 0) {
-            MXU_LOG(MXU_LOG_WARN, "cannot bind the thread to CPU %d: %s", cpu,
-                         strerror(errno));
+            MXU_LOG(MXU_LOG_WARN, "cannot bind the thread to CPU %d: %s", cpu, strerror(errno));
             st = MXU_ERR_SYSTEM;
         }
         hwloc_bitmap_free(set);
@@ -435,18 +439,15 @@ void mxo_describe(char *buf, unsigned len)
     snprintf(buf, len,
              "hwloc %s: %d package%s, %d core%s, %d PU%s, %d NUMA node%s; %d PCI device%s "
              "(%d GPU%s); network: %s",
-             version, pk, pk == 1 ? "" : "s", co, co == 1 ? "" : "s", pu, pu == 1 ? "" : "s",
-             nu, nu == 1 ? "" : "s", pcidevs, pcidevs == 1 ? "" : "s", gpus,
-             gpus == 1 ? "" : "s", used ? nets : "none");
+             version, pk, pk == 1 ? "" : "s", co, co == 1 ? "" : "s", pu, pu == 1 ? "" : "s", nu,
+             nu == 1 ? "" : "s", pcidevs, pcidevs == 1 ? "" : "s", gpus, gpus == 1 ? "" : "s",
+             used ? nets : "none");
     pthread_mutex_unlock(&topo_lock);
 }
 
 #else /* !MPIXACC_HAVE_HWLOC */
 
-mxu_status_t mxo_init(void)
-{
-    return MXU_OK;
-}
+mxu_status_t mxo_init(void) { return MXU_OK; }
 
 void mxo_finalize(void) {}
 

@@ -22,7 +22,7 @@ typedef void (*mxt_complete_fn)(void *user, mxu_status_t status, uint64_t sender
 typedef struct {
     int world_rank;
     int world_size;
-    int enable_wakeup; /* request UCP_FEATURE_WAKEUP (blocking progress) */
+    int enable_wakeup;       /* request UCP_FEATURE_WAKEUP (blocking progress) */
     const char *net_devices; /* UCX NET_DEVICES for this context, or NULL */
     int peer_errors;         /* endpoints report a failed peer (UCX error mode "peer") */
     int shared_gpu;          /* more ranks on the node than visible GPUs (ucx.c overrides) */
@@ -46,10 +46,10 @@ mxu_status_t mxt_set_peer_addresses(const void *blob, const size_t *offsets, int
  * NULL when the callback already ran. synchronous: complete only once the
  * receiver matched the message (MPI_Ssend). */
 mxu_status_t mxt_tag_send(int world_dest, const void *buf, size_t len, int memtype_hint,
-                         int synchronous, uint64_t tag, mxt_complete_fn cb, void *user,
-                         void **handle);
-mxu_status_t mxt_tag_recv(void *buf, size_t len, int memtype_hint, uint64_t tag,
-                         uint64_t tag_mask, mxt_complete_fn cb, void *user, void **handle);
+                          int synchronous, uint64_t tag, mxt_complete_fn cb, void *user,
+                          void **handle);
+mxu_status_t mxt_tag_recv(void *buf, size_t len, int memtype_hint, uint64_t tag, uint64_t tag_mask,
+                          mxt_complete_fn cb, void *user, void **handle);
 /* Control messages: small host-memory messages (eager, never rendezvous)
  * between the engines of two processes, delivered to one handler, called on
  * the progress thread from mxt_progress() with data valid during the call.
@@ -129,13 +129,13 @@ const char *mxt_ucx_version(void);
  * process: whichever library loaded it first chose it), against the headers
  * the library was built with. Any thread, no initialisation needed. */
 typedef struct {
-    char path[512];          /* libucp file (dladdr of ucp_init); "" unknown */
+    char path[512];                 /* libucp file (dladdr of ucp_init); "" unknown */
     unsigned major, minor, release; /* ucp_get_version() */
     unsigned hdr_major, hdr_minor;  /* UCP_API_MAJOR/MINOR of the headers */
-    int older;               /* 1: loaded major.minor below the headers' */
-    char module_dir[512];    /* where UCX loads its transport modules */
-    int has_cuda;            /* libuct_cuda.so there (cuda_copy, cuda_ipc); -1 unknown */
-    int has_ib;              /* libuct_ib*.so there (rc, ud, dc over verbs); -1 unknown */
+    int older;                      /* 1: loaded major.minor below the headers' */
+    char module_dir[512];           /* where UCX loads its transport modules */
+    int has_cuda;                   /* libuct_cuda.so there (cuda_copy, cuda_ipc); -1 unknown */
+    int has_ib;                     /* libuct_ib*.so there (rc, ud, dc over verbs); -1 unknown */
 } mxt_ucx_loaded_t;
 void mxt_ucx_loaded(mxt_ucx_loaded_t *out);
 

@@ -24,18 +24,18 @@ typedef struct {
     size_t local_addr_len;
     int world_rank;
     int world_size;
-    unsigned char *peer_blob;  /* concatenated peer addresses */
-    size_t *peer_offsets;      /* world_size + 1 */
-    ucp_ep_h *eps;             /* lazily created, world_size entries */
+    unsigned char *peer_blob; /* concatenated peer addresses */
+    size_t *peer_offsets;     /* world_size + 1 */
+    ucp_ep_h *eps;            /* lazily created, world_size entries */
     int efd;
     int wakeup;
-    _Atomic int closing;       /* finalize: peers closing is expected */
-    int peer_errors;           /* endpoints in UCX's "peer" error-handling mode */
-    uint64_t memory_types;     /* UCX-supported memory types (bit mask) */
-    ucp_mem_h ipc_warm_memh;   /* device buffer of the node-peer warm-up (kept) */
-    unsigned char *failed;     /* world_size entries: 1 = endpoint reported the peer failed,
+    _Atomic int closing;     /* finalize: peers closing is expected */
+    int peer_errors;         /* endpoints in UCX's "peer" error-handling mode */
+    uint64_t memory_types;   /* UCX-supported memory types (bit mask) */
+    ucp_mem_h ipc_warm_memh; /* device buffer of the node-peer warm-up (kept) */
+    unsigned char *failed;   /* world_size entries: 1 = endpoint reported the peer failed,
                                 * 2 = and the failure hook was told */
-    int failures_new;          /* failed entries not yet handed to the hook */
+    int failures_new;        /* failed entries not yet handed to the hook */
     mxt_peer_failed_fn on_peer_failed;
     mxt_control_fn on_control; /* control messages (the engine's envelopes) */
 } mxt_state_t;
@@ -98,13 +98,14 @@ static void mxt_apply_overrides(ucp_config_t *config, int shared_gpu, char *what
             st = ucp_config_modify(config, mxt_ucx_overrides[i].name, mxt_ucx_overrides[i].value);
         if (st != UCS_OK)
             MXU_LOG(MXU_LOG_WARN, "cannot set UCX %s=%s in the library's UCX context: %s",
-                         mxt_ucx_overrides[i].name, mxt_ucx_overrides[i].value,
-                         ucs_status_string(st));
+                    mxt_ucx_overrides[i].name, mxt_ucx_overrides[i].value, ucs_status_string(st));
         if (what != NULL && used < len)
             used += (size_t)snprintf(what + used, len - used, "%s%s=%s%s", used ? " " : "",
                                      mxt_ucx_overrides[i].name,
                                      user != NULL ? user : mxt_ucx_overrides[i].value,
-                                     user != NULL ? " (user's)" : st != UCS_OK ? " (failed)" : "");
+                                     user != NULL   ? " (user's)"
+                                     : st != UCS_OK ? " (failed)"
+                                                    : "");
     }
 }
 
@@ -130,8 +131,8 @@ static mxu_status_t mxt_map_status(ucs_status_t st)
 }
 
 /* A control message arrived (progress thread, inside ucp_worker_progress). */
-static ucs_status_t mxt_control_cb(void *arg, const void *header, size_t header_length,
-                                   void *data, size_t length, const ucp_am_recv_param_t *param)
+static ucs_status_t mxt_control_cb(void *arg, const void *header, size_t header_length, void *data,
+                                   size_t length, const ucp_am_recv_param_t *param)
 {
     (void)arg;
     (void)header;
@@ -139,7 +140,7 @@ static ucs_status_t mxt_control_cb(void *arg, const void *header, size_t header_
     if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
         /* never sent so (eager only): a protocol error, not data to lose quietly */
         MXU_LOG(MXU_LOG_ERROR, "control message of %zu bytes arrived as rendezvous; dropped",
-                     length);
+                length);
         return UCS_OK;
     }
     if (mxt.on_control)
@@ -165,7 +166,7 @@ mxu_status_t mxt_create(const mxt_config_t *cfg)
         st = ucp_config_modify(config, "NET_DEVICES", cfg->net_devices);
         if (st != UCS_OK)
             MXU_LOG(MXU_LOG_WARN, "cannot set UCX NET_DEVICES=%s: %s", cfg->net_devices,
-                         ucs_status_string(st));
+                    ucs_status_string(st));
     }
     char overrides[256];
     mxt_apply_overrides(config, cfg->shared_gpu, overrides, sizeof(overrides));
@@ -173,10 +174,10 @@ mxu_status_t mxt_create(const mxt_config_t *cfg)
 
     ucp_params_t params;
     memset(&params, 0, sizeof(params));
-    params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
-                        UCP_PARAM_FIELD_NAME;
-    params.features = UCP_FEATURE_TAG | UCP_FEATURE_AM |
-                      (cfg->enable_wakeup ? UCP_FEATURE_WAKEUP : 0);
+    params.field_mask =
+        UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_NAME;
+    params.features =
+        UCP_FEATURE_TAG | UCP_FEATURE_AM | (cfg->enable_wakeup ? UCP_FEATURE_WAKEUP : 0);
     params.mt_workers_shared = 0;
     params.name = "mpix-acc";
     st = ucp_init(&params, config, &mxt.context);
@@ -213,7 +214,7 @@ mxu_status_t mxt_create(const mxt_config_t *cfg)
     if (st != UCS_OK) {
         mxt_destroy();
         MXU_FAIL(MXU_ERR_TRANSPORT, "ucp_worker_set_am_recv_handler failed: %s",
-                ucs_status_string(st));
+                 ucs_status_string(st));
     }
 
     st = ucp_worker_get_address(mxt.worker, &mxt.local_addr, &mxt.local_addr_len);
@@ -229,11 +230,11 @@ mxu_status_t mxt_create(const mxt_config_t *cfg)
         } else {
             mxt.efd = -1;
             MXU_LOG(MXU_LOG_INFO, "UCX worker wake-up unavailable (%s); progress will poll",
-                         ucs_status_string(st));
+                    ucs_status_string(st));
         }
     }
-    MXU_LOG(MXU_LOG_DEBUG, "UCX %s worker created, address %zu bytes",
-                 ucp_get_version_string(), mxt.local_addr_len);
+    MXU_LOG(MXU_LOG_DEBUG, "UCX %s worker created, address %zu bytes", ucp_get_version_string(),
+            mxt.local_addr_len);
     return MXU_OK;
 }
 
@@ -281,7 +282,7 @@ mxu_status_t mxt_set_peer_addresses(const void *blob, const size_t *offsets, int
 {
     if (nranks != mxt.world_size)
         MXU_FAIL(MXU_ERR_INVALID_PARAM, "address table has %d ranks, expected %d", nranks,
-                mxt.world_size);
+                 mxt.world_size);
     size_t total = offsets[nranks];
     mxt.peer_blob = malloc(total ? total : 1);
     mxt.peer_offsets = malloc(sizeof(size_t) * ((size_t)nranks + 1));
@@ -299,8 +300,8 @@ static void mxt_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
     (void)ep;
     int rank = (int)(intptr_t)arg;
     int closing = atomic_load(&mxt.closing);
-    MXU_LOG(closing ? MXU_LOG_DEBUG : MXU_LOG_ERROR, "connection to rank %d failed: %s",
-                 rank, ucs_status_string(status));
+    MXU_LOG(closing ? MXU_LOG_DEBUG : MXU_LOG_ERROR, "connection to rank %d failed: %s", rank,
+            ucs_status_string(status));
     /* The peer is gone: no new operation with it is posted from now on,
      * and the engine is told after this progress call (mxt_progress), not
      * from inside UCX's callback. The endpoint stays in eps[] (failed) and
@@ -336,7 +337,7 @@ static mxu_status_t mxt_get_ep(int rank, ucp_ep_h *ep_out)
 {
     if (rank < 0 || rank >= mxt.world_size)
         MXU_FAIL(MXU_ERR_INVALID_PARAM, "transport rank %d out of range [0,%d)", rank,
-                mxt.world_size);
+                 mxt.world_size);
     if (mxt.failed[rank]) {
         /* reported once, when it failed; operations say it in their status */
         MXU_LOG(MXU_LOG_DEBUG, "rank %d failed earlier: not connecting", rank);
@@ -357,7 +358,8 @@ static mxu_status_t mxt_get_ep(int rank, ucp_ep_h *ep_out)
      * (MPIX_ACC_PEER_ERRORS); by default a failed peer ends the job, as in
      * MPI. */
     if (mxt.peer_errors) {
-        ep_params.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+        ep_params.field_mask |=
+            UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
         ep_params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
         ep_params.err_handler.cb = mxt_ep_error_cb;
         ep_params.err_handler.arg = (void *)(intptr_t)rank;
@@ -365,8 +367,7 @@ static mxu_status_t mxt_get_ep(int rank, ucp_ep_h *ep_out)
     ucs_status_t st = ucp_ep_create(mxt.worker, &ep_params, &mxt.eps[rank]);
     if (st != UCS_OK) {
         mxt.eps[rank] = NULL;
-        MXU_FAIL(mxt_map_status(st), "cannot connect to rank %d: %s", rank,
-                ucs_status_string(st));
+        MXU_FAIL(mxt_map_status(st), "cannot connect to rank %d: %s", rank, ucs_status_string(st));
     }
     *ep_out = mxt.eps[rank];
     return MXU_OK;
@@ -460,8 +461,8 @@ static ucs_memory_type_t mxt_memtype(int hint)
 }
 
 mxu_status_t mxt_tag_send(int world_dest, const void *buf, size_t len, int memtype_hint,
-                         int synchronous, uint64_t tag, mxt_complete_fn cb, void *user,
-                         void **handle)
+                          int synchronous, uint64_t tag, mxt_complete_fn cb, void *user,
+                          void **handle)
 {
     ucp_ep_h ep;
     MXU_TRY(mxt_get_ep(world_dest, &ep));
@@ -474,8 +475,8 @@ mxu_status_t mxt_tag_send(int world_dest, const void *buf, size_t len, int memty
 
     ucp_request_param_t param;
     memset(&param, 0, sizeof(param));
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                         UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    param.op_attr_mask =
+        UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
     param.cb.send = mxt_send_cb;
     param.user_data = ctx;
     param.memory_type = mxt_memtype(memtype_hint);
@@ -495,14 +496,14 @@ mxu_status_t mxt_tag_send(int world_dest, const void *buf, size_t len, int memty
         free(ctx);
         ucs_status_t st = UCS_PTR_STATUS(req);
         MXU_FAIL(mxt_map_status(st), "send of %zu bytes to rank %d failed: %s", len, world_dest,
-                ucs_status_string(st));
+                 ucs_status_string(st));
     }
     *handle = req;
     return MXU_OK;
 }
 
-mxu_status_t mxt_tag_recv(void *buf, size_t len, int memtype_hint, uint64_t tag,
-                         uint64_t tag_mask, mxt_complete_fn cb, void *user, void **handle)
+mxu_status_t mxt_tag_recv(void *buf, size_t len, int memtype_hint, uint64_t tag, uint64_t tag_mask,
+                          mxt_complete_fn cb, void *user, void **handle)
 {
     mxt_cb_ctx_t *ctx = malloc(sizeof(*ctx));
     if (!ctx)
@@ -532,8 +533,7 @@ mxu_status_t mxt_tag_recv(void *buf, size_t len, int memtype_hint, uint64_t tag,
         mxt_live_remove(ctx);
         free(ctx);
         ucs_status_t st = UCS_PTR_STATUS(req);
-        MXU_FAIL(mxt_map_status(st), "receive of %zu bytes failed: %s", len,
-                ucs_status_string(st));
+        MXU_FAIL(mxt_map_status(st), "receive of %zu bytes failed: %s", len, ucs_status_string(st));
     }
     if (!ran_inline) {
         ctx->ran_inline = NULL;
@@ -577,7 +577,7 @@ mxu_status_t mxt_control_send(int world_dest, void *buf, size_t len)
         free(buf);
         ucs_status_t st = UCS_PTR_STATUS(req);
         MXU_FAIL(mxt_map_status(st), "control message of %zu bytes to rank %d failed: %s", len,
-                world_dest, ucs_status_string(st));
+                 world_dest, ucs_status_string(st));
     }
     return MXU_OK;
 }
@@ -668,7 +668,7 @@ static void *mxt_warm_alloc(ucs_memory_type_t mt, size_t len, ucp_mem_h *memh)
     ucs_status_t st = ucp_mem_map(mxt.context, &mp, memh);
     if (st != UCS_OK) {
         MXU_LOG(MXU_LOG_INFO, "UCX warm-up: cannot allocate %s memory: %s",
-                     ucs_memory_type_names[mt], ucs_status_string(st));
+                ucs_memory_type_names[mt], ucs_status_string(st));
         return NULL;
     }
     ucp_mem_attr_t ma;
@@ -708,7 +708,7 @@ static void mxt_warm_node_peers(const int *peers, int npeers)
         if (!buf)
             return;
         MXU_LOG(MXU_LOG_INFO, "UCX warm-up with node peers uses host memory (no device "
-                     "memory through UCX here)");
+                              "memory through UCX here)");
     }
     int done = 0;
     for (int k = 1; k < npeers; k++) {
@@ -724,8 +724,8 @@ static void mxt_warm_node_peers(const int *peers, int npeers)
         memset(&param, 0, sizeof(param));
         param.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE;
         param.memory_type = mt;
-        ucs_status_ptr_t r = ucp_tag_recv_nbx(mxt.worker, buf + MXT_IPC_WARM_LEN,
-                                              MXT_IPC_WARM_LEN, rtag, UINT64_MAX, &param);
+        ucs_status_ptr_t r = ucp_tag_recv_nbx(mxt.worker, buf + MXT_IPC_WARM_LEN, MXT_IPC_WARM_LEN,
+                                              rtag, UINT64_MAX, &param);
         if (UCS_PTR_IS_ERR(r))
             break;
         ucs_status_ptr_t s = ucp_tag_send_nbx(ep, buf, MXT_IPC_WARM_LEN, stag, &param);
@@ -735,7 +735,7 @@ static void mxt_warm_node_peers(const int *peers, int npeers)
         for (;;) {
             ucp_worker_progress(mxt.worker);
             if (ss == UCS_INPROGRESS)
-                ss = s == NULL ? UCS_OK
+                ss = s == NULL           ? UCS_OK
                      : UCS_PTR_IS_ERR(s) ? UCS_PTR_STATUS(s)
                                          : ucp_request_check_status(s);
             if (rs == UCS_INPROGRESS)
@@ -744,20 +744,22 @@ static void mxt_warm_node_peers(const int *peers, int npeers)
                 break;
             clock_gettime(CLOCK_MONOTONIC, &t);
             if (t.tv_sec - t0.tv_sec > 30) {
-                MXU_LOG(MXU_LOG_WARN, "UCX warm-up with node peer %d (send) / %d (receive) "
-                             "did not finish in 30 s; continuing without it", dst, src);
+                MXU_LOG(MXU_LOG_WARN,
+                        "UCX warm-up with node peer %d (send) / %d (receive) "
+                        "did not finish in 30 s; continuing without it",
+                        dst, src);
                 if (rs == UCS_INPROGRESS && r)
                     ucp_request_cancel(mxt.worker, r);
                 /* give the cancel (and the send) a moment, free what ended */
-                for (int i = 0; i < 100000 && ((r && ucp_request_check_status(r) ==
-                                                             UCS_INPROGRESS) ||
-                                               (s && !UCS_PTR_IS_ERR(s) &&
-                                                ucp_request_check_status(s) == UCS_INPROGRESS));
+                for (int i = 0;
+                     i < 100000 &&
+                     ((r && ucp_request_check_status(r) == UCS_INPROGRESS) ||
+                      (s && !UCS_PTR_IS_ERR(s) && ucp_request_check_status(s) == UCS_INPROGRESS));
                      i++)
                     ucp_worker_progress(mxt.worker);
                 int r_busy = r && ucp_request_check_status(r) == UCS_INPROGRESS;
-                int s_busy = s && !UCS_PTR_IS_ERR(s) &&
-                             ucp_request_check_status(s) == UCS_INPROGRESS;
+                int s_busy =
+                    s && !UCS_PTR_IS_ERR(s) && ucp_request_check_status(s) == UCS_INPROGRESS;
                 if (r && !r_busy)
                     ucp_request_free(r);
                 if (s && !UCS_PTR_IS_ERR(s) && !s_busy)
@@ -773,7 +775,7 @@ static void mxt_warm_node_peers(const int *peers, int npeers)
             ucp_request_free(r);
         if (ss != UCS_OK || rs != UCS_OK) {
             MXU_LOG(MXU_LOG_INFO, "UCX warm-up with node peers %d / %d: %s", dst, src,
-                         ucs_status_string(ss != UCS_OK ? ss : rs));
+                    ucs_status_string(ss != UCS_OK ? ss : rs));
             break;
         }
         done++;
@@ -795,8 +797,7 @@ mxu_status_t mxt_warm_memory(int with_cuda)
     const size_t lens[] = {8, 256 * 1024};
     for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
         ucs_memory_type_t mt = types[t];
-        if (mt != UCS_MEMORY_TYPE_HOST &&
-            (!with_cuda || !(mxt.memory_types & UCS_BIT(mt))))
+        if (mt != UCS_MEMORY_TYPE_HOST && (!with_cuda || !(mxt.memory_types & UCS_BIT(mt))))
             continue;
         ucp_mem_h memh;
         char *addr = mxt_warm_alloc(mt, 2 * lens[1], &memh);
@@ -806,8 +807,8 @@ mxu_status_t mxt_warm_memory(int with_cuda)
         for (size_t i = 0; st == UCS_OK && i < sizeof(lens) / sizeof(lens[0]); i++)
             st = mxt_warm_loopback(self, addr, addr + lens[1], lens[i], mt);
         if (st != UCS_OK)
-            MXU_LOG(MXU_LOG_INFO, "UCX warm-up with %s memory: %s",
-                         ucs_memory_type_names[mt], ucs_status_string(st));
+            MXU_LOG(MXU_LOG_INFO, "UCX warm-up with %s memory: %s", ucs_memory_type_names[mt],
+                    ucs_status_string(st));
         ucp_mem_unmap(mxt.context, memh);
     }
     return MXU_OK;
@@ -828,10 +829,7 @@ mxu_status_t mxt_warm_up(int with_cuda, int connect_all, const int *node_peers, 
     return MXU_OK;
 }
 
-void mxt_expect_disconnects(void)
-{
-    atomic_store(&mxt.closing, 1);
-}
+void mxt_expect_disconnects(void) { atomic_store(&mxt.closing, 1); }
 
 mxu_status_t mxt_flush_and_close(int (*fence)(void *arg), void *arg)
 {
@@ -868,7 +866,7 @@ mxu_status_t mxt_flush_and_close(int (*fence)(void *arg), void *arg)
             (void)mxt_wait_request(req); /* no memory for the list: one at a time */
         else if (UCS_PTR_IS_ERR(req))
             MXU_LOG(MXU_LOG_DEBUG, "closing endpoint to rank %d: %s", r,
-                         ucs_status_string(UCS_PTR_STATUS(req)));
+                    ucs_status_string(UCS_PTR_STATUS(req)));
     }
     int fenced = fence == NULL;
     for (;;) {
@@ -884,8 +882,7 @@ mxu_status_t mxt_flush_and_close(int (*fence)(void *arg), void *arg)
             }
             if (st != UCS_OK && st != UCS_ERR_CANCELED && st != UCS_ERR_CONNECTION_RESET &&
                 st != UCS_ERR_ENDPOINT_TIMEOUT)
-                MXU_LOG(MXU_LOG_DEBUG, "closing endpoint to rank %d: %s", r,
-                             ucs_status_string(st));
+                MXU_LOG(MXU_LOG_DEBUG, "closing endpoint to rank %d: %s", r, ucs_status_string(st));
             ucp_request_free(reqs[r]);
             reqs[r] = NULL;
         }
@@ -992,8 +989,9 @@ void mxt_describe(char *buf, size_t len)
         {UCS_MEMORY_TYPE_CUDA_MANAGED, "cuda-managed"},
         {UCS_MEMORY_TYPE_ROCM, "rocm"},
     };
-    size_t used = (size_t)snprintf(buf, len, "UCX %s (header %d.%d), memory types:",
-                                   ucp_get_version_string(), UCP_API_MAJOR, UCP_API_MINOR);
+    size_t used =
+        (size_t)snprintf(buf, len, "UCX %s (header %d.%d), memory types:", ucp_get_version_string(),
+                         UCP_API_MAJOR, UCP_API_MINOR);
     uint64_t types = mxt.memory_types;
     if (!mxt.context) {
         /* Not initialised (mpixacc_info): make a throw-away context to ask. */

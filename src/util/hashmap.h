@@ -23,8 +23,8 @@ typedef struct {
 mxu_status_t mxu_hashmap_init(mxu_hashmap_t *m, size_t initial_capacity);
 void mxu_hashmap_destroy(mxu_hashmap_t *m);
 mxu_status_t mxu_hashmap_put(mxu_hashmap_t *m, uint64_t key, void *value); /* replaces */
-void *mxu_hashmap_get(const mxu_hashmap_t *m, uint64_t key);           /* NULL if absent */
-void *mxu_hashmap_remove(mxu_hashmap_t *m, uint64_t key);              /* returns old value */
+void *mxu_hashmap_get(const mxu_hashmap_t *m, uint64_t key);               /* NULL if absent */
+void *mxu_hashmap_remove(mxu_hashmap_t *m, uint64_t key);                  /* returns old value */
 /* Iterate: returns next index >= *pos holding an entry, or -1. */
 long mxu_hashmap_next(const mxu_hashmap_t *m, size_t *pos, uint64_t *key, void **value);
 

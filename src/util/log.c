@@ -65,9 +65,9 @@ int mxu_log_parse_level(const char *name)
         const char *name;
         int level;
     } names[] = {
-        {"error", MXU_LOG_ERROR}, {"err", MXU_LOG_ERROR},   {"warn", MXU_LOG_WARN},
+        {"error", MXU_LOG_ERROR},  {"err", MXU_LOG_ERROR}, {"warn", MXU_LOG_WARN},
         {"warning", MXU_LOG_WARN}, {"info", MXU_LOG_INFO}, {"debug", MXU_LOG_DEBUG},
-        {"0", MXU_LOG_ERROR},     {"1", MXU_LOG_WARN},     {"2", MXU_LOG_INFO},
+        {"0", MXU_LOG_ERROR},      {"1", MXU_LOG_WARN},    {"2", MXU_LOG_INFO},
         {"3", MXU_LOG_DEBUG},
     };
     if (name == NULL)
@@ -186,18 +186,19 @@ __attribute__((constructor)) static void log_constructor(void)
     pthread_once(&log_once, log_init);
 }
 
-void mxu_log_set_rank(int rank)
-{
-    atomic_store_explicit(&log_rank, rank, memory_order_relaxed);
-}
+void mxu_log_set_rank(int rank) { atomic_store_explicit(&log_rank, rank, memory_order_relaxed); }
 
 static const char *level_name(mxu_log_level_t level)
 {
     switch (level) {
-    case MXU_LOG_ERROR: return "ERROR";
-    case MXU_LOG_WARN: return "WARN";
-    case MXU_LOG_INFO: return "INFO";
-    case MXU_LOG_DEBUG: return "DEBUG";
+    case MXU_LOG_ERROR:
+        return "ERROR";
+    case MXU_LOG_WARN:
+        return "WARN";
+    case MXU_LOG_INFO:
+        return "INFO";
+    case MXU_LOG_DEBUG:
+        return "DEBUG";
     }
     return "LOG";
 }
@@ -241,8 +242,7 @@ void mxu_log_emit(mxu_log_level_t level, const char *file, int line, const char 
     va_end(ap);
 }
 
-void mxu_log_emit_forced(mxu_log_level_t level, const char *file, int line, const char *fmt,
-                         ...)
+void mxu_log_emit_forced(mxu_log_level_t level, const char *file, int line, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -276,10 +276,10 @@ static void log_vemit(mxu_log_level_t level, const char *file, int line, int for
     time_t secs = tv.tv_sec;
     if (localtime_r(&secs, &tm) == NULL)
         memset(&tm, 0, sizeof(tm));
-    int prefix = snprintf(buf, cap, "[mpix-acc %s:%ld r%s t%ld %02d:%02d:%02d.%06ld] %s %s:%d: ",
-                          log_host, (long)getpid(), rank, log_tid(), tm.tm_hour, tm.tm_min,
-                          tm.tm_sec, (long)tv.tv_usec, level_name(level),
-                          short_file(file ? file : "?"), line);
+    int prefix =
+        snprintf(buf, cap, "[mpix-acc %s:%ld r%s t%ld %02d:%02d:%02d.%06ld] %s %s:%d: ", log_host,
+                 (long)getpid(), rank, log_tid(), tm.tm_hour, tm.tm_min, tm.tm_sec,
+                 (long)tv.tv_usec, level_name(level), short_file(file ? file : "?"), line);
     if (prefix < 0 || (size_t)prefix >= cap) {
         errno = saved_errno;
         return;

@@ -25,8 +25,8 @@ void mxu_log_emit(mxu_log_level_t level, const char *file, int line, const char 
     __attribute__((format(printf, 4, 5)));
 /* The same, printed whatever the threshold: output the user asked for with a
  * setting (MPIX_ACC_STATS), labelled with its level. */
-void mxu_log_emit_forced(mxu_log_level_t level, const char *file, int line, const char *fmt,
-                         ...) __attribute__((format(printf, 4, 5)));
+void mxu_log_emit_forced(mxu_log_level_t level, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* Set the rank shown in the prefix (-1 before MPI_Init). */
 void mxu_log_set_rank(int rank);
 /* Parse a level name; returns -1 if unknown. */
@@ -38,10 +38,10 @@ void mxu_log_set_file(const char *pattern);
 /* `pattern` with %h, %p and %% replaced, into out; -1 when it does not fit. */
 int mxu_log_expand_path(const char *pattern, char *out, size_t len);
 
-#define MXU_LOG(level, ...)                                                                 \
-    do {                                                                                         \
-        if ((int)(level) <= mxu_log_threshold)                                                   \
-            mxu_log_emit((level), __FILE__, __LINE__, __VA_ARGS__);                              \
+#define MXU_LOG(level, ...)                                                                        \
+    do {                                                                                           \
+        if ((int)(level) <= mxu_log_threshold)                                                     \
+            mxu_log_emit((level), __FILE__, __LINE__, __VA_ARGS__);                                \
     } while (0)
 
 /* MXU_LOG whatever the threshold (see mxu_log_emit_forced). */

@@ -73,6 +73,6 @@ static inline int mxu_mpsc_empty(mxu_mpsc_t *q)
            atomic_load_explicit(&q->head, memory_order_acquire) == &q->stub;
 }
 
-#define MXU_CONTAINER_OF(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+#define MXU_CONTAINER_OF(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 #endif

@@ -35,7 +35,7 @@ extern char **environ;
 mxu_config_t mxu_config;
 
 static mxu_config_entry_t rows[] = {
-#define MXU_CFG_ROW_(name, type, field, def, range, help)                                        \
+#define MXU_CFG_ROW_(name, type, field, def, range, help)                                          \
     {MXU_ENV_PREFIX #name, MXU_CFG_##type, def, range, help, 0},
     MXU_CONFIG_TABLE(MXU_CFG_ROW_)
 #undef MXU_CFG_ROW_
@@ -151,10 +151,23 @@ mxu_status_t mxu_parse_size(const char *value, size_t *out)
         end++;
     unsigned shift = 0;
     switch (*end) {
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    default: break;
+    case 'k':
+    case 'K':
+        shift = 10;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        shift = 20;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        shift = 30;
+        end++;
+        break;
+    default:
+        break;
     }
     /* optional unit: "b", "B", and after a multiplier also "iB"/"ib" */
     if (shift != 0 && (end[0] == 'i' || end[0] == 'I') && (end[1] == 'b' || end[1] == 'B'))
@@ -190,10 +203,14 @@ mxu_status_t mxu_config_parse_value(mxu_config_type_t type, const char *value, v
     if (value == NULL || out == NULL)
         return MXU_ERR_INVALID_PARAM;
     switch (type) {
-    case MXU_CFG_BOOL: return parse_bool(value, (int *)out);
-    case MXU_CFG_INT: return parse_long(value, (long *)out);
-    case MXU_CFG_SIZE: return mxu_parse_size(value, (size_t *)out);
-    case MXU_CFG_DOUBLE: return parse_double(value, (double *)out);
+    case MXU_CFG_BOOL:
+        return parse_bool(value, (int *)out);
+    case MXU_CFG_INT:
+        return parse_long(value, (long *)out);
+    case MXU_CFG_SIZE:
+        return mxu_parse_size(value, (size_t *)out);
+    case MXU_CFG_DOUBLE:
+        return parse_double(value, (double *)out);
     case MXU_CFG_STRING:
         /* the pointer is stored as is: the caller keeps `value` alive */
         *(const char **)out = value;
@@ -212,12 +229,18 @@ mxu_status_t mxu_config_parse_value(mxu_config_type_t type, const char *value, v
 static const char *type_description(mxu_config_type_t type)
 {
     switch (type) {
-    case MXU_CFG_BOOL: return "bool: 1/0, yes/no, true/false, on/off";
-    case MXU_CFG_INT: return "integer";
-    case MXU_CFG_SIZE: return "size in bytes, k/m/g suffixes allowed";
-    case MXU_CFG_DOUBLE: return "number";
-    case MXU_CFG_STRING: return "string";
-    case MXU_CFG_LOGLEVEL: return "log level: error, warn, info, debug";
+    case MXU_CFG_BOOL:
+        return "bool: 1/0, yes/no, true/false, on/off";
+    case MXU_CFG_INT:
+        return "integer";
+    case MXU_CFG_SIZE:
+        return "size in bytes, k/m/g suffixes allowed";
+    case MXU_CFG_DOUBLE:
+        return "number";
+    case MXU_CFG_STRING:
+        return "string";
+    case MXU_CFG_LOGLEVEL:
+        return "log level: error, warn, info, debug";
     }
     return "?";
 }
@@ -284,7 +307,8 @@ static int in_range(int i, const cfg_value_t *v)
         return trim_copy(v->s, word, sizeof(word)) && word_in(rows[i].range, word);
     }
     case MXU_CFG_BOOL:
-    case MXU_CFG_LOGLEVEL: return 1;
+    case MXU_CFG_LOGLEVEL:
+        return 1;
     }
     return 1;
 }
@@ -324,10 +348,7 @@ void mxu_config_describe(int i, char *buf, size_t len)
 
 /* ---- defaults and loading ---- */
 
-static void *field_ptr(mxu_config_t *cfg, int i)
-{
-    return (char *)cfg + row_offset[i];
-}
+static void *field_ptr(mxu_config_t *cfg, int i) { return (char *)cfg + row_offset[i]; }
 
 static void apply_defaults(mxu_config_t *cfg)
 {
@@ -360,7 +381,8 @@ static size_t edit_distance(const char *a, const char *b)
     for (size_t i = 1; i <= la; i++) {
         cur[0] = i;
         for (size_t j = 1; j <= lb; j++) {
-            size_t cost = toupper((unsigned char)a[i - 1]) == toupper((unsigned char)b[j - 1]) ? 0 : 1;
+            size_t cost =
+                toupper((unsigned char)a[i - 1]) == toupper((unsigned char)b[j - 1]) ? 0 : 1;
             size_t best = prev[j - 1] + cost;
             if (prev[j] + 1 < best)
                 best = prev[j] + 1;
@@ -433,9 +455,9 @@ static void warn_unknown_variables(void)
             }
         }
         MXU_LOG(MXU_LOG_WARN,
-                     "unknown setting %s is ignored (closest known setting: %s; "
-                     "`mpixacc_info -c` lists all settings)",
-                     name, rows[best].name);
+                "unknown setting %s is ignored (closest known setting: %s; "
+                "`mpixacc_info -c` lists all settings)",
+                name, rows[best].name);
     }
 }
 
@@ -501,8 +523,8 @@ mxu_status_t mxu_config_load(void)
         warned_value[i] = strdup(envval[i]);
         char accepted[256];
         mxu_config_describe(i, accepted, sizeof(accepted));
-        MXU_LOG(MXU_LOG_WARN, "%s=\"%s\" is not valid (%s); using the default %s",
-                     rows[i].name, envval[i], accepted, rows[i].default_value);
+        MXU_LOG(MXU_LOG_WARN, "%s=\"%s\" is not valid (%s); using the default %s", rows[i].name,
+                envval[i], accepted, rows[i].default_value);
     }
     warn_unknown_variables();
 
@@ -512,10 +534,7 @@ mxu_status_t mxu_config_load(void)
 
 /* ---- access and printing ---- */
 
-int mxu_config_count(void)
-{
-    return NROWS;
-}
+int mxu_config_count(void) { return NROWS; }
 
 const mxu_config_entry_t *mxu_config_entry(int i)
 {
@@ -534,10 +553,18 @@ void mxu_config_value_string(int i, char *buf, size_t len)
     }
     const void *p = field_ptr(&mxu_config, i);
     switch (rows[i].type) {
-    case MXU_CFG_BOOL: snprintf(buf, len, "%d", *(const int *)p ? 1 : 0); break;
-    case MXU_CFG_INT: snprintf(buf, len, "%ld", *(const long *)p); break;
-    case MXU_CFG_SIZE: snprintf(buf, len, "%zu", *(const size_t *)p); break;
-    case MXU_CFG_DOUBLE: snprintf(buf, len, "%g", *(const double *)p); break;
+    case MXU_CFG_BOOL:
+        snprintf(buf, len, "%d", *(const int *)p ? 1 : 0);
+        break;
+    case MXU_CFG_INT:
+        snprintf(buf, len, "%ld", *(const long *)p);
+        break;
+    case MXU_CFG_SIZE:
+        snprintf(buf, len, "%zu", *(const size_t *)p);
+        break;
+    case MXU_CFG_DOUBLE:
+        snprintf(buf, len, "%g", *(const double *)p);
+        break;
     case MXU_CFG_STRING: {
         const char *s = *(const char *const *)p;
         snprintf(buf, len, "%s", s != NULL ? s : "");
@@ -589,8 +616,8 @@ void mxu_config_print(FILE *out, int with_help)
             int has_dot = hl > 0 && rows[i].help[hl - 1] == '.';
             char accepted[256];
             mxu_config_describe(i, accepted, sizeof(accepted));
-            snprintf(help, sizeof(help), "%s%s [%s; default: %s]", rows[i].help,
-                     has_dot ? "" : ".", accepted, rows[i].default_value);
+            snprintf(help, sizeof(help), "%s%s [%s; default: %s]", rows[i].help, has_dot ? "" : ".",
+                     accepted, rows[i].default_value);
             print_wrapped(out, help);
         }
     }

@@ -141,12 +141,12 @@ typedef struct {
 
 /* One row of the registry, as printed and tested. */
 typedef struct {
-    const char *name;          /* full variable name, MPIX_ACC_... */
+    const char *name; /* full variable name, MPIX_ACC_... */
     mxu_config_type_t type;
     const char *default_value; /* literal, parsed like an environment value */
     const char *range;         /* "lo..hi", "w1|w2" or "" (see above) */
     const char *help;
-    int from_env;              /* set by the last mxu_config_load() */
+    int from_env; /* set by the last mxu_config_load() */
 } mxu_config_entry_t;
 
 /* The settings in effect. */

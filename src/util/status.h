@@ -32,26 +32,26 @@ typedef enum {
 const char *mxu_status_string(mxu_status_t status);
 
 /* Log an error at the point of detection and return it from the function. */
-#define MXU_FAIL(status, ...)                                                                     \
-    do {                                                                                         \
-        MXU_LOG(MXU_LOG_ERROR, __VA_ARGS__);                                                 \
-        return (status);                                                                         \
+#define MXU_FAIL(status, ...)                                                                      \
+    do {                                                                                           \
+        MXU_LOG(MXU_LOG_ERROR, __VA_ARGS__);                                                       \
+        return (status);                                                                           \
     } while (0)
 
 /* Propagate a failure quietly (it was logged where it was detected). */
-#define MXU_TRY(expr)                                                                             \
-    do {                                                                                         \
+#define MXU_TRY(expr)                                                                              \
+    do {                                                                                           \
         mxu_status_t mxu_try_status_ = (expr);                                                     \
         if (mxu_try_status_ != MXU_OK)                                                             \
-            return mxu_try_status_;                                                               \
+            return mxu_try_status_;                                                                \
     } while (0)
 
 /* Propagate to a cleanup label: the caller declares `mxu_status_t status`. */
-#define MXU_TRY_GOTO(expr, label)                                                                 \
-    do {                                                                                         \
-        status = (expr);                                                                         \
-        if (status != MXU_OK)                                                                     \
-            goto label;                                                                          \
+#define MXU_TRY_GOTO(expr, label)                                                                  \
+    do {                                                                                           \
+        status = (expr);                                                                           \
+        if (status != MXU_OK)                                                                      \
+            goto label;                                                                            \
     } while (0)
 
 #endif

@@ -32,7 +32,10 @@ typedef struct {
     const char *text;
     _Atomic(void *) handle; /* registered string, set at first use */
 } mxu_trace_name_t;
-#define MXU_TRACE_NAME(text) {(text), NULL}
+#define MXU_TRACE_NAME(text)                                                                       \
+    {                                                                                              \
+        (text), NULL                                                                               \
+    }
 
 typedef struct {
     uint64_t id; /* the tool's range id */

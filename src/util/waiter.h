@@ -27,7 +27,7 @@ uint32_t mxu_event_prepare(mxu_event_t *e);
 void mxu_event_wait(mxu_event_t *e, uint32_t key, int64_t timeout_ns);
 /* End a prepared wait without sleeping. */
 void mxu_event_cancel(mxu_event_t *e);
-void mxu_event_notify(mxu_event_t *e);       /* wake all */
+void mxu_event_notify(mxu_event_t *e); /* wake all */
 
 /* Monotonic clock in nanoseconds. */
 uint64_t mxu_now_ns(void);

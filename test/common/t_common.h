@@ -52,7 +52,7 @@ static const char *t_name = "test";
 static const char *volatile t_phase_name = "init";
 static int t_timeout_s = 60;
 static double t_scale = 1.0;
-#define T_SLOW(seconds) ((seconds) * t_scale)
+#define T_SLOW(seconds) ((seconds)*t_scale)
 /* Printed after "rank r/n" in failure lines (GPU tests: " (GPU d)"). */
 T_UNUSED static char t_where[32];
 /* Called by the time guard after its message (GPU tests: every thread's stack). */
@@ -118,20 +118,20 @@ static inline const char *t_errstr(int code)
 #define T_MPI_ENTER(text) ((void)0)
 #define T_MPI_LEAVE() ((void)0)
 #endif
-#define T_MPI(call)                                                                              \
-    do {                                                                                         \
-        T_MPI_ENTER(#call);                                                                      \
-        int t_rc_ = (call);                                                                      \
-        T_MPI_LEAVE();                                                                           \
-        if (t_rc_ != MPI_SUCCESS)                                                                \
-            t_fail("%s:%d: %s returned %s, expected MPI_SUCCESS", __FILE__, __LINE__, #call,      \
-                   t_errstr(t_rc_));                                                             \
+#define T_MPI(call)                                                                                \
+    do {                                                                                           \
+        T_MPI_ENTER(#call);                                                                        \
+        int t_rc_ = (call);                                                                        \
+        T_MPI_LEAVE();                                                                             \
+        if (t_rc_ != MPI_SUCCESS)                                                                  \
+            t_fail("%s:%d: %s returned %s, expected MPI_SUCCESS", __FILE__, __LINE__, #call,       \
+                   t_errstr(t_rc_));                                                               \
     } while (0)
 
-#define T_CHECK(cond, ...)                                                                       \
-    do {                                                                                         \
-        if (!(cond))                                                                             \
-            t_fail(__VA_ARGS__);                                                                 \
+#define T_CHECK(cond, ...)                                                                         \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            t_fail(__VA_ARGS__);                                                                   \
     } while (0)
 
 /* ------------------------------------------------------------------ */

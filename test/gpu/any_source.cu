@@ -94,16 +94,15 @@ int main(int argc, char **argv)
             gt_fill(GT_DEVICE, sbuf, n, gt_seed(t_rank, it, 9), s);
             for (int j = 0; j < peers; j++)
                 T_MPI(MPIX_Acc_Irecv(s, rbuf + (size_t)j * n, (int)n, MPI_BYTE, MPI_ANY_SOURCE,
-                                      MPI_ANY_TAG, MPI_COMM_WORLD, &req[j]));
+                                     MPI_ANY_TAG, MPI_COMM_WORLD, &req[j]));
             for (int j = 0, k = 0; j < t_size; j++)
                 if (j != t_rank)
                     T_MPI(MPIX_Acc_Isend(s, sbuf, (int)n, MPI_BYTE, j, (int)it, MPI_COMM_WORLD,
-                                          &req[peers + k++]));
+                                         &req[peers + k++]));
             T_MPI(MPIX_Acc_Waitall(s, 2 * peers, req, ist));
             for (int j = 0; j < peers; j++) {
                 status_check_kernel<<<gt_blocks(n), 256, 0, s>>>(rbuf + (size_t)j * n, n, &ist[j],
-                                                                  t_rank, t_size, iters,
-                                                                  chk.dev);
+                                                                 t_rank, t_size, iters, chk.dev);
                 GT_CUDA(cudaGetLastError());
             }
         }
@@ -115,24 +114,24 @@ int main(int argc, char **argv)
             for (int j = 0; j < peers; j++) {
                 const MPI_Status *x = &st[(size_t)it * (size_t)(2 * peers) + (size_t)j];
                 T_CHECK(x->MPI_SOURCE >= 0 && x->MPI_SOURCE < t_size && x->MPI_TAG >= 0 &&
-                             x->MPI_TAG < iters,
-                         "%s: iteration %ld receive %d: bad status (%s)", what, it, j,
-                         gt_status_str(x));
+                            x->MPI_TAG < iters,
+                        "%s: iteration %ld receive %d: bad status (%s)", what, it, j,
+                        gt_status_str(x));
                 T_CHECK(x->MPI_ERROR == MPI_SUCCESS, "%s: receive status error %d", what,
-                         x->MPI_ERROR);
+                        x->MPI_ERROR);
                 int cnt = -1;
                 MPI_Get_count(x, MPI_BYTE, &cnt);
                 T_CHECK(cnt == (int)n, "%s: status count %d, expected %zu", what, cnt, n);
                 char *p = &seen[(size_t)x->MPI_SOURCE * (size_t)iters + (size_t)x->MPI_TAG];
                 T_CHECK(*p == 0, "%s: message (source %d, tag %d) received twice", what,
-                         x->MPI_SOURCE, x->MPI_TAG);
+                        x->MPI_SOURCE, x->MPI_TAG);
                 *p = 1;
             }
         }
         for (int r = 0; r < t_size; r++)
             for (long it = 0; it < iters; it++)
                 T_CHECK(r == t_rank || seen[(size_t)r * (size_t)iters + (size_t)it],
-                         "%s: message (source %d, tag %ld) never received", what, r, it);
+                        "%s: message (source %d, tag %ld) never received", what, r, it);
         free(seen);
         free(req);
         GT_CUDA(cudaFreeHost(st));

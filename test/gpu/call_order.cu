@@ -38,8 +38,8 @@ static void held_case(MPI_Comm comm, int dynamic, cudaStream_t s1, cudaStream_t 
         GT_CUDA(cudaMemcpy(host, dbuf, sizeof host, cudaMemcpyDeviceToHost));
         int first = dynamic ? 'B' : 'A', second = dynamic ? 'A' : 'B';
         T_CHECK(host[0] == first && host[1] == second,
-                 "%s: first receive got '%c', second '%c'; expected '%c', '%c'", mode, host[0],
-                 host[1], first, second);
+                "%s: first receive got '%c', second '%c'; expected '%c', '%c'", mode, host[0],
+                host[1], first, second);
     }
     T_MPI(MPI_Barrier(comm));
 }
@@ -87,9 +87,9 @@ int main(int argc, char **argv)
             if (k % 32 == 0)
                 gt_delay_kernel<<<1, 1, 0, s[0]>>>(2ull * 1000 * 1000);
             T_MPI(MPIX_Acc_Irecv(s[(k + 1) % 2], &rv[k], 1, MPI_INT, peer, 9, MPI_COMM_WORLD,
-                                  &req[2 * k]));
+                                 &req[2 * k]));
             T_MPI(MPIX_Acc_Isend(s[k % 2], &sv[k], 1, MPI_INT, peer, 9, MPI_COMM_WORLD,
-                                  &req[2 * k + 1]));
+                                 &req[2 * k + 1]));
             if (k % 64 == 63) { /* keep the streams' queues short */
                 T_MPI(MPIX_Acc_Waitall(s[0], 128, &req[2 * (k - 63)], MPI_STATUSES_IGNORE));
             }
@@ -97,14 +97,14 @@ int main(int argc, char **argv)
         long done = (ch / 64) * 64;
         if (done < ch)
             T_MPI(MPIX_Acc_Waitall(s[0], (int)(2 * (ch - done)), &req[2 * done],
-                                    MPI_STATUSES_IGNORE));
+                                   MPI_STATUSES_IGNORE));
         GT_CUDA(cudaStreamSynchronize(s[0]));
         GT_CUDA(cudaStreamSynchronize(s[1]));
         GT_CUDA(cudaMemcpy(h, rv, sizeof(int) * (size_t)ch, cudaMemcpyDeviceToHost));
         for (long k = 0; k < ch; k++)
             T_CHECK(h[k] == peer * 1000000 + (int)k,
-                     "alternating streams: receive %ld got %d, expected %d", k, h[k],
-                     peer * 1000000 + (int)k);
+                    "alternating streams: receive %ld got %d, expected %d", k, h[k],
+                    peer * 1000000 + (int)k);
         free(h);
         free(req);
     }

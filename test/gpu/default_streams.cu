@@ -13,9 +13,9 @@
  */
 #include "gpu_common.h"
 
-static void ring_loop(const char *what, cudaStream_t ks, MPIX_Acc_stream post,
-                      MPIX_Acc_stream wait, long iters, int tagbase, gt_checker_t *chk,
-                      uint8_t *sbuf, uint8_t *rbuf, size_t n)
+static void ring_loop(const char *what, cudaStream_t ks, MPIX_Acc_stream post, MPIX_Acc_stream wait,
+                      long iters, int tagbase, gt_checker_t *chk, uint8_t *sbuf, uint8_t *rbuf,
+                      size_t n)
 {
     int next = (t_rank + 1) % t_size, prev = (t_rank - 1 + t_size) % t_size;
     t_phase(what);
@@ -48,8 +48,8 @@ int main(int argc, char **argv)
     const size_t n = 16384;
     uint8_t *sbuf = (uint8_t *)gt_alloc(GT_DEVICE, n), *rbuf = (uint8_t *)gt_alloc(GT_DEVICE, n);
 
-    ring_loop("A: NULL (legacy default stream)", (cudaStream_t)0, NULL, NULL, iters, 0, &chk,
-              sbuf, rbuf, n);
+    ring_loop("A: NULL (legacy default stream)", (cudaStream_t)0, NULL, NULL, iters, 0, &chk, sbuf,
+              rbuf, n);
     ring_loop("B: cudaStreamPerThread", cudaStreamPerThread, (MPIX_Acc_stream)cudaStreamPerThread,
               (MPIX_Acc_stream)cudaStreamPerThread, iters, 100000, &chk, sbuf, rbuf, n);
     ring_loop("C: NULL and cudaStreamLegacy are one stream", cudaStreamLegacy, NULL,
@@ -59,18 +59,18 @@ int main(int argc, char **argv)
     {
         MPI_Request req = MPI_REQUEST_NULL;
         MPIX_Acc_stream bad = (MPIX_Acc_stream)(uintptr_t)0x10;
-        int rc = MPIX_Acc_Isend(bad, sbuf, 1, MPI_BYTE, (t_rank + 1) % t_size, 1,
-                                MPI_COMM_WORLD, &req);
+        int rc =
+            MPIX_Acc_Isend(bad, sbuf, 1, MPI_BYTE, (t_rank + 1) % t_size, 1, MPI_COMM_WORLD, &req);
         int cls = -1;
         MPI_Error_class(rc, &cls);
         T_CHECK(rc != MPI_SUCCESS && cls == MPI_ERR_ARG,
-                 "MPIX_Acc_Isend with stream %p returned %s, expected class MPI_ERR_ARG", bad,
-                 t_errstr(rc));
+                "MPIX_Acc_Isend with stream %p returned %s, expected class MPI_ERR_ARG", bad,
+                t_errstr(rc));
         rc = MPIX_Acc_Irecv(bad, rbuf, 1, MPI_BYTE, MPI_ANY_SOURCE, 1, MPI_COMM_WORLD, &req);
         MPI_Error_class(rc, &cls);
         T_CHECK(rc != MPI_SUCCESS && cls == MPI_ERR_ARG,
-                 "MPIX_Acc_Irecv with stream %p returned %s, expected class MPI_ERR_ARG", bad,
-                 t_errstr(rc));
+                "MPIX_Acc_Irecv with stream %p returned %s, expected class MPI_ERR_ARG", bad,
+                t_errstr(rc));
         /* nothing was posted: a normal exchange with tag 1 still matches 1:1 */
         ring_loop("D: exchange after refused calls", (cudaStream_t)0, NULL, NULL, 1, 1, &chk, sbuf,
                   rbuf, n);

@@ -31,7 +31,8 @@ int main(int argc, char **argv)
     gt_checker_t chk;
     gt_checker_init(&chk);
     size_t maxn = sizes[NSIZES - 1];
-    uint8_t *sbuf = (uint8_t *)gt_alloc(GT_DEVICE, maxn), *rbuf = (uint8_t *)gt_alloc(GT_DEVICE, maxn);
+    uint8_t *sbuf = (uint8_t *)gt_alloc(GT_DEVICE, maxn),
+            *rbuf = (uint8_t *)gt_alloc(GT_DEVICE, maxn);
 
     MPI_Datatype tbyte, tint;
     T_MPI(MPI_Type_dup(MPI_BYTE, &tbyte));
@@ -58,7 +59,7 @@ int main(int argc, char **argv)
             else
                 T_MPI(MPIX_Acc_Waitall(s, 2, req, MPI_STATUSES_IGNORE));
             T_CHECK(req[0] == MPI_REQUEST_NULL && req[1] == MPI_REQUEST_NULL,
-                     "waitall on typed requests left handles set");
+                    "waitall on typed requests left handles set");
             gt_check(&chk, GT_DEVICE, rbuf, n, gt_seed(prev, it, tag), it, s);
         }
         GT_CUDA(cudaStreamSynchronize(s));

@@ -34,12 +34,12 @@
 
 static int gt_dev = -1, gt_ndev = 0;
 
-#define GT_CUDA(call)                                                                            \
-    do {                                                                                         \
-        cudaError_t gt_ce_ = (call);                                                             \
-        if (gt_ce_ != cudaSuccess)                                                               \
-            t_fail("%s:%d: %s: %s (%s)", __FILE__, __LINE__, #call, cudaGetErrorName(gt_ce_),    \
-                   cudaGetErrorString(gt_ce_));                                                  \
+#define GT_CUDA(call)                                                                              \
+    do {                                                                                           \
+        cudaError_t gt_ce_ = (call);                                                               \
+        if (gt_ce_ != cudaSuccess)                                                                 \
+            t_fail("%s:%d: %s: %s (%s)", __FILE__, __LINE__, #call, cudaGetErrorName(gt_ce_),      \
+                   cudaGetErrorString(gt_ce_));                                                    \
     } while (0)
 
 /* On a timeout every thread of the process prints its backtrace
@@ -368,8 +368,8 @@ static inline void gt_checker_verify(gt_checker_t *c, const char *what)
     const gt_err_t *e = d.count ? &d : c->host.count ? &c->host : NULL;
     if (e)
         t_fail("%s: %llu bad byte(s); first at byte %llu of iteration %lld: expected 0x%02x got "
-                "0x%02x",
-                what, e->count, e->first_idx, e->first_iter, e->expected, e->got);
+               "0x%02x",
+               what, e->count, e->first_idx, e->first_iter, e->expected, e->got);
 }
 
 static inline void gt_checker_clear(gt_checker_t *c)

@@ -67,9 +67,11 @@ int main(int argc, char **argv)
                 }
             }
             T_CHECK(rreq == MPI_REQUEST_NULL && sreq == MPI_REQUEST_NULL,
-                     "completed requests not set to MPI_REQUEST_NULL");
-            T_CHECK(st.MPI_SOURCE == prev && st.MPI_TAG == tag, "status %s, expected source %d "
-                     "tag %d", gt_status_str(&st), prev, tag);
+                    "completed requests not set to MPI_REQUEST_NULL");
+            T_CHECK(st.MPI_SOURCE == prev && st.MPI_TAG == tag,
+                    "status %s, expected source %d "
+                    "tag %d",
+                    gt_status_str(&st), prev, tag);
             gt_check(&chk, GT_DEVICE, rbuf, n, gt_seed(prev, it, tag), it, s);
         }
         GT_CUDA(cudaStreamSynchronize(s));
@@ -119,8 +121,10 @@ int main(int argc, char **argv)
         T_MPI(MPI_Wait(&sreq, MPI_STATUS_IGNORE));
         double dt = t_now() - t0;
         T_MPI(MPI_Wait(&rreq, MPI_STATUS_IGNORE));
-        T_CHECK(dt >= 0.9 * delay_s, "MPI_Wait on the send returned after %.1f ms, before the "
-                 "stream reached the send (delay %.0f ms)", dt * 1e3, delay_s * 1e3);
+        T_CHECK(dt >= 0.9 * delay_s,
+                "MPI_Wait on the send returned after %.1f ms, before the "
+                "stream reached the send (delay %.0f ms)",
+                dt * 1e3, delay_s * 1e3);
         gt_check(&chk, GT_DEVICE, rbuf, n, gt_seed(prev, 0, tag), 0, s);
         GT_CUDA(cudaStreamSynchronize(s));
         gt_checker_verify(&chk, what);
@@ -161,8 +165,7 @@ int main(int argc, char **argv)
                     T_CHECK(t_now() - t0 < 30.0, "MPI_Testall never true");
                 }
             }
-            T_CHECK(req[0] == MPI_REQUEST_NULL && req[1] == MPI_REQUEST_NULL,
-                     "requests not freed");
+            T_CHECK(req[0] == MPI_REQUEST_NULL && req[1] == MPI_REQUEST_NULL, "requests not freed");
             gt_check(&chk, GT_DEVICE, rbuf, n, gt_seed(prev, it, tag), it, s);
         }
         GT_CUDA(cudaStreamSynchronize(s));

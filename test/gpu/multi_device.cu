@@ -48,9 +48,9 @@ int main(int argc, char **argv)
             gt_fill(GT_DEVICE, sbuf[k], n, gt_seed(t_rank, it, tag), st[k]);
             GT_CUDA(cudaSetDevice(dev[1 - k])); /* the other device is current */
             T_MPI(MPIX_Acc_Irecv(st[k], rbuf[k], (int)n, MPI_BYTE, prev, tag, MPI_COMM_WORLD,
-                                  &req[0]));
+                                 &req[0]));
             T_MPI(MPIX_Acc_Isend(st[k], sbuf[k], (int)n, MPI_BYTE, next, tag, MPI_COMM_WORLD,
-                                  &req[1]));
+                                 &req[1]));
             T_MPI(MPIX_Acc_Waitall(st[k], 2, req, MPI_STATUSES_IGNORE));
             GT_CUDA(cudaSetDevice(dev[k]));
             gt_check(&chk[k], GT_DEVICE, rbuf[k], n, gt_seed(prev, it, tag), it, st[k]);

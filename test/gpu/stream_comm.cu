@@ -41,7 +41,8 @@ int main(int argc, char **argv)
     gt_checker_t chk;
     gt_checker_init(&chk);
     size_t maxn = sizes[NSIZES - 1];
-    uint8_t *sbuf = (uint8_t *)gt_alloc(GT_DEVICE, maxn), *rbuf = (uint8_t *)gt_alloc(GT_DEVICE, maxn);
+    uint8_t *sbuf = (uint8_t *)gt_alloc(GT_DEVICE, maxn),
+            *rbuf = (uint8_t *)gt_alloc(GT_DEVICE, maxn);
 
     t_phase("A: dup_with_info");
     MPI_Info info;
@@ -69,7 +70,7 @@ int main(int argc, char **argv)
             T_MPI(MPI_Isend(sbuf, (int)n, MPI_BYTE, next, tag, scomm, &req[1]));
             T_MPI(MPI_Waitall(2, req, MPI_STATUSES_IGNORE));
             T_CHECK(req[0] == MPI_REQUEST_NULL && req[1] == MPI_REQUEST_NULL,
-                     "MPI_Waitall on a stream communicator left handles set");
+                    "MPI_Waitall on a stream communicator left handles set");
             gt_check(&chk, GT_DEVICE, rbuf, n, gt_seed(prev, it, tag), it, s);
         }
         GT_CUDA(cudaStreamSynchronize(s));
@@ -102,8 +103,8 @@ int main(int argc, char **argv)
             gt_check(&chk, GT_DEVICE, rbuf, n, gt_seed(prev, it, tag), it, s);
             /* the same with MPI_Sendrecv, the other direction */
             gt_fill(GT_DEVICE, sbuf, n, gt_seed(t_rank, it, tag + 50), s);
-            T_MPI(MPI_Sendrecv(sbuf, (int)n, MPI_BYTE, prev, tag + 50, rbuf, (int)n, MPI_BYTE,
-                                next, tag + 50, scomm, MPI_STATUS_IGNORE));
+            T_MPI(MPI_Sendrecv(sbuf, (int)n, MPI_BYTE, prev, tag + 50, rbuf, (int)n, MPI_BYTE, next,
+                               tag + 50, scomm, MPI_STATUS_IGNORE));
             gt_check(&chk, GT_DEVICE, rbuf, n, gt_seed(next, it, tag + 50), it, s);
         }
         GT_CUDA(cudaStreamSynchronize(s));
@@ -124,9 +125,9 @@ int main(int argc, char **argv)
     int flag = 0;
     T_MPI(MPI_Info_get(got, MPIX_ACC_INFO_STREAM, MPI_MAX_INFO_VAL, val, &flag));
     T_CHECK(flag, "MPI_Comm_get_info lacks %s after MPIX_Acc_Comm_set_stream",
-             MPIX_ACC_INFO_STREAM);
+            MPIX_ACC_INFO_STREAM);
     T_CHECK(strtoull(val, NULL, 16) == (unsigned long long)(uintptr_t)s2,
-             "MPI_Comm_get_info: %s = '%s', expected %p", MPIX_ACC_INFO_STREAM, val, (void *)s2);
+            "MPI_Comm_get_info: %s = '%s', expected %p", MPIX_ACC_INFO_STREAM, val, (void *)s2);
     T_MPI(MPI_Info_free(&got));
     {
         size_t n = 65536 <= max_size ? 65536 : max_size;

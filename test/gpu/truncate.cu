@@ -36,7 +36,8 @@ int main(int argc, char **argv)
     static const size_t msg[] = {1024, 1 << 20};
     for (int k = 0; k < 2; k++) {
         size_t n = msg[k], rn = n / 2;
-        uint8_t *sbuf = (uint8_t *)gt_alloc(GT_DEVICE, n), *rbuf = (uint8_t *)gt_alloc(GT_DEVICE, n);
+        uint8_t *sbuf = (uint8_t *)gt_alloc(GT_DEVICE, n),
+                *rbuf = (uint8_t *)gt_alloc(GT_DEVICE, n);
         long iters = (long)(50 * scale);
         if (iters < 1)
             iters = 1;
@@ -61,33 +62,33 @@ int main(int argc, char **argv)
             GT_CUDA(cudaGetLastError());
             /* bytes [rn, n) of rbuf must still hold the canary */
             gt_check_kernel<<<gt_blocks(n - rn), 256, 0, s>>>(rbuf + rn, n - rn, canary, it,
-                                                             chk.dev);
+                                                              chk.dev);
         }
         GT_CUDA(cudaStreamSynchronize(s));
         gt_checker_verify(&chk, "canary behind the receive buffer (checked on the stream)");
         unsigned long long h = 0;
         GT_CUDA(cudaMemcpy(&h, ctr, sizeof h, cudaMemcpyDeviceToHost));
         T_CHECK(h == (unsigned long long)iters, "%s: stream passed %llu of %ld waits", what, h,
-                 iters);
+                iters);
         for (long it = 0; it < iters; it++) {
             int cls = -1;
             MPI_Error_class(st[2 * it + 1].MPI_ERROR, &cls);
             T_CHECK(cls == MPI_ERR_TRUNCATE,
-                     "%s: iteration %ld: receive status error %d (class %d), expected "
-                     "MPI_ERR_TRUNCATE (%d); status %s",
-                     what, it, st[2 * it + 1].MPI_ERROR, cls, MPI_ERR_TRUNCATE,
-                     gt_status_str(&st[2 * it + 1]));
+                    "%s: iteration %ld: receive status error %d (class %d), expected "
+                    "MPI_ERR_TRUNCATE (%d); status %s",
+                    what, it, st[2 * it + 1].MPI_ERROR, cls, MPI_ERR_TRUNCATE,
+                    gt_status_str(&st[2 * it + 1]));
             T_CHECK(st[2 * it].MPI_ERROR == MPI_SUCCESS,
-                     "%s: iteration %ld: send status error %d, expected MPI_SUCCESS", what, it,
-                     st[2 * it].MPI_ERROR);
+                    "%s: iteration %ld: send status error %d, expected MPI_SUCCESS", what, it,
+                    st[2 * it].MPI_ERROR);
         }
         /* canary once more from the host, after everything */
         uint8_t *tail = (uint8_t *)malloc(n - rn);
         GT_CUDA(cudaMemcpy(tail, rbuf + rn, n - rn, cudaMemcpyDeviceToHost));
         for (size_t i = 0; i < n - rn; i++)
             T_CHECK(tail[i] == t_pat(canary, i),
-                     "%s: byte %zu behind the %zu-byte receive buffer was overwritten", what,
-                     rn + i, rn);
+                    "%s: byte %zu behind the %zu-byte receive buffer was overwritten", what, rn + i,
+                    rn);
         free(tail);
         GT_CUDA(cudaFreeHost(st));
         if (t_rank == 0)
@@ -105,8 +106,10 @@ int main(int argc, char **argv)
             int rc = MPI_Wait(&rreq, &rst);
             int cls = -1;
             MPI_Error_class(rc, &cls);
-            T_CHECK(cls == MPI_ERR_TRUNCATE, "%s: MPI_Wait returned %s, expected class "
-                     "MPI_ERR_TRUNCATE", what, t_errstr(rc));
+            T_CHECK(cls == MPI_ERR_TRUNCATE,
+                    "%s: MPI_Wait returned %s, expected class "
+                    "MPI_ERR_TRUNCATE",
+                    what, t_errstr(rc));
             T_MPI(MPI_Wait(&sreq, MPI_STATUS_IGNORE));
             GT_CUDA(cudaStreamSynchronize(s));
         }

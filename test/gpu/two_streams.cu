@@ -83,7 +83,7 @@ int main(int argc, char **argv)
         unsigned long long h = 0;
         GT_CUDA(cudaMemcpy(&h, ctr, sizeof h, cudaMemcpyDeviceToHost));
         T_CHECK(h == (unsigned long long)((iters + 1) / 2),
-                 "%s: stream B passed %llu send waits, expected %ld", what, h, (iters + 1) / 2);
+                "%s: stream B passed %llu send waits, expected %ld", what, h, (iters + 1) / 2);
         if (t_rank == 0)
             printf("[two_streams] ok %s\n", what);
     }

@@ -40,8 +40,8 @@
 static const char *_Atomic t_in_call = "";
 static _Atomic int t_in_line;
 static _Atomic double t_in_since; /* 0: not inside a T_MPI call */
-#define T_MPI_ENTER(text)                                                                        \
-    (atomic_store(&t_in_call, (text)), atomic_store(&t_in_line, __LINE__),                       \
+#define T_MPI_ENTER(text)                                                                          \
+    (atomic_store(&t_in_call, (text)), atomic_store(&t_in_line, __LINE__),                         \
      atomic_store(&t_in_since, t_now()))
 #define T_MPI_LEAVE() atomic_store(&t_in_since, 0.0)
 
@@ -136,8 +136,8 @@ T_UNUSED static void t_gate_fn(void *arg)
         if (t_now() - t0 > T_SLOW(30.0)) {
             t_async_fail("gate was never opened (%.0f s); main thread in or after line %d: %s",
                          T_SLOW(30.0), atomic_load(&t_in_line), atomic_load(&t_in_call));
-            fprintf(stderr, "[rank %d] gate timeout: main thread in or after line %d: %s\n",
-                    t_rank, atomic_load(&t_in_line), atomic_load(&t_in_call));
+            fprintf(stderr, "[rank %d] gate timeout: main thread in or after line %d: %s\n", t_rank,
+                    atomic_load(&t_in_line), atomic_load(&t_in_call));
             return;
         }
         t_sleep_ms(0.2);

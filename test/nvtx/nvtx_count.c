@@ -188,8 +188,8 @@ __attribute__((destructor)) static void report(void)
         fprintf(out,
                 "nvtx-count pid=%ld injected=%d domain=%s push=%ld pop=%ld start=%ld end=%ld "
                 "mark=%ld unbalanced=%ld names=",
-                (long)getpid(), (int)injected, d->name, (long)d->push, (long)d->pop,
-                (long)d->start, (long)d->end, (long)d->mark, (long)d->unbalanced);
+                (long)getpid(), (int)injected, d->name, (long)d->push, (long)d->pop, (long)d->start,
+                (long)d->end, (long)d->mark, (long)d->unbalanced);
         for (int k = 0; k < d->nnames; k++)
             fprintf(out, "%s%s:%ld", k ? "," : "", d->names[k].text, (long)d->names[k].n);
         fprintf(out, "\n");

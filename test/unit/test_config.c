@@ -65,8 +65,7 @@ static void test_table(void)
             CHECK(mxu_config_parse_setting(i, hi, &v) == MXU_OK, "%s: upper bound %s", e->name, hi);
         }
         CHECK(mxu_config_parse_setting(i, e->default_value, &v) == MXU_OK,
-              "default of %s is outside its range %s: \"%s\"", e->name, e->range,
-              e->default_value);
+              "default of %s is outside its range %s: \"%s\"", e->name, e->range, e->default_value);
         char accepted[256];
         mxu_config_describe(i, accepted, sizeof(accepted));
         CHECK(e->range[0] == '\0' || strstr(accepted, e->range) != NULL, "%s: %s", e->name,
@@ -84,29 +83,48 @@ static void test_ranges(void)
         const char *var, *value;
         int ok;
     } cases[] = {
-        {"MPIX_ACC_PROGRESS_CPU", "-2", 1},        {"MPIX_ACC_PROGRESS_CPU", "-1", 1},
-        {"MPIX_ACC_PROGRESS_CPU", "0", 1},         {"MPIX_ACC_PROGRESS_CPU", "8191", 1},
-        {"MPIX_ACC_PROGRESS_CPU", "-3", 0},        {"MPIX_ACC_PROGRESS_CPU", "8192", 0},
-        {"MPIX_ACC_PROGRESS_SPIN_US", "0", 1},     {"MPIX_ACC_PROGRESS_SPIN_US", "-1", 0},
+        {"MPIX_ACC_PROGRESS_CPU", "-2", 1},
+        {"MPIX_ACC_PROGRESS_CPU", "-1", 1},
+        {"MPIX_ACC_PROGRESS_CPU", "0", 1},
+        {"MPIX_ACC_PROGRESS_CPU", "8191", 1},
+        {"MPIX_ACC_PROGRESS_CPU", "-3", 0},
+        {"MPIX_ACC_PROGRESS_CPU", "8192", 0},
+        {"MPIX_ACC_PROGRESS_SPIN_US", "0", 1},
+        {"MPIX_ACC_PROGRESS_SPIN_US", "-1", 0},
         {"MPIX_ACC_PROGRESS_SPIN_US", "1000001", 0},
-        {"MPIX_ACC_PROGRESS_POLL_US", "1", 1},     {"MPIX_ACC_PROGRESS_POLL_US", "0", 0},
-        {"MPIX_ACC_WAIT_SPIN_US", "0", 1},         {"MPIX_ACC_WAIT_SPIN_US", "1000000", 1},
+        {"MPIX_ACC_PROGRESS_POLL_US", "1", 1},
+        {"MPIX_ACC_PROGRESS_POLL_US", "0", 0},
+        {"MPIX_ACC_WAIT_SPIN_US", "0", 1},
+        {"MPIX_ACC_WAIT_SPIN_US", "1000000", 1},
         {"MPIX_ACC_WAIT_SPIN_US", "-1", 0},
-        {"MPIX_ACC_EAGER_LIMIT", "0", 1},          {"MPIX_ACC_EAGER_LIMIT", "1g", 1},
-        {"MPIX_ACC_EAGER_LIMIT", "1073741825", 0}, {"MPIX_ACC_EAGER_LIMIT", "-1", 0},
-        {"MPIX_ACC_RECV_POST", "early", 1},        {"MPIX_ACC_RECV_POST", " ordered ", 1},
-        {"MPIX_ACC_RECV_POST", "earl", 0},         {"MPIX_ACC_RECV_POST", "early|ordered", 0},
-        {"MPIX_ACC_RECV_POST", "", 0},             {"MPIX_ACC_RECV_POST", "EARLY", 0},
-        {"MPIX_ACC_MAX_PENDING", "1", 1},          {"MPIX_ACC_MAX_PENDING", "100000000", 1},
-        {"MPIX_ACC_MAX_PENDING", "0", 0},          {"MPIX_ACC_MAX_PENDING", "-1", 0},
+        {"MPIX_ACC_EAGER_LIMIT", "0", 1},
+        {"MPIX_ACC_EAGER_LIMIT", "1g", 1},
+        {"MPIX_ACC_EAGER_LIMIT", "1073741825", 0},
+        {"MPIX_ACC_EAGER_LIMIT", "-1", 0},
+        {"MPIX_ACC_RECV_POST", "early", 1},
+        {"MPIX_ACC_RECV_POST", " ordered ", 1},
+        {"MPIX_ACC_RECV_POST", "earl", 0},
+        {"MPIX_ACC_RECV_POST", "early|ordered", 0},
+        {"MPIX_ACC_RECV_POST", "", 0},
+        {"MPIX_ACC_RECV_POST", "EARLY", 0},
+        {"MPIX_ACC_MAX_PENDING", "1", 1},
+        {"MPIX_ACC_MAX_PENDING", "100000000", 1},
+        {"MPIX_ACC_MAX_PENDING", "0", 0},
+        {"MPIX_ACC_MAX_PENDING", "-1", 0},
         {"MPIX_ACC_MAX_PENDING", "1000000001", 0},
-        {"MPIX_ACC_STREAM_DEPTH", "0", 1},         {"MPIX_ACC_STREAM_DEPTH", "1000000000", 1},
-        {"MPIX_ACC_STREAM_DEPTH", "-1", 0},        {"MPIX_ACC_STREAM_DEPTH", "1000000001", 0},
-        {"MPIX_ACC_FINALIZE_TIMEOUT", "0", 1},     {"MPIX_ACC_FINALIZE_TIMEOUT", "0.5", 1},
-        {"MPIX_ACC_FINALIZE_TIMEOUT", "86400", 1}, {"MPIX_ACC_FINALIZE_TIMEOUT", "-0.1", 0},
+        {"MPIX_ACC_STREAM_DEPTH", "0", 1},
+        {"MPIX_ACC_STREAM_DEPTH", "1000000000", 1},
+        {"MPIX_ACC_STREAM_DEPTH", "-1", 0},
+        {"MPIX_ACC_STREAM_DEPTH", "1000000001", 0},
+        {"MPIX_ACC_FINALIZE_TIMEOUT", "0", 1},
+        {"MPIX_ACC_FINALIZE_TIMEOUT", "0.5", 1},
+        {"MPIX_ACC_FINALIZE_TIMEOUT", "86400", 1},
+        {"MPIX_ACC_FINALIZE_TIMEOUT", "-0.1", 0},
         {"MPIX_ACC_FINALIZE_TIMEOUT", "1e6", 0},
-        {"MPIX_ACC_STATS", "on", 1},               {"MPIX_ACC_STATS", "2", 0},
-        {"MPIX_ACC_LOG", "debug", 1},              {"MPIX_ACC_LOG", "loud", 0},
+        {"MPIX_ACC_STATS", "on", 1},
+        {"MPIX_ACC_STATS", "2", 0},
+        {"MPIX_ACC_LOG", "debug", 1},
+        {"MPIX_ACC_LOG", "loud", 0},
     };
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         union {
@@ -149,20 +167,28 @@ static void test_parse_size(void)
         const char *text;
         size_t value;
     } good[] = {
-        {"0", 0},          {"8192", 8192},       {"8k", 8192},          {"8K", 8192},
-        {"1m", 1u << 20},  {"3M", 3u << 20},     {"2g", 2ull << 30},    {"2G", 2ull << 30},
-        {"4kb", 4096},     {"4KB", 4096},        {"1MiB", 1u << 20},    {"  16 ", 16},
-        {"64 k", 65536},   {"100b", 100},
+        {"0", 0},           {"8192", 8192},     {"8k", 8192},       {"8K", 8192},  {"1m", 1u << 20},
+        {"3M", 3u << 20},   {"2g", 2ull << 30}, {"2G", 2ull << 30}, {"4kb", 4096}, {"4KB", 4096},
+        {"1MiB", 1u << 20}, {"  16 ", 16},      {"64 k", 65536},    {"100b", 100},
     };
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
         size_t v = 12345;
         CHECK(mxu_parse_size(good[i].text, &v) == MXU_OK, "\"%s\" rejected", good[i].text);
-        CHECK(v == good[i].value, "\"%s\" -> %zu, expected %zu", good[i].text, v,
-              good[i].value);
+        CHECK(v == good[i].value, "\"%s\" -> %zu, expected %zu", good[i].text, v, good[i].value);
     }
-    static const char *const bad[] = {"",    " ",   "abc", "-1",  "1.5k", "8x", "k",
-                                      "8kk", "8 k b", "0x10", "99999999999999999999",
-                                      "18014398509481984g", "+5"};
+    static const char *const bad[] = {"",
+                                      " ",
+                                      "abc",
+                                      "-1",
+                                      "1.5k",
+                                      "8x",
+                                      "k",
+                                      "8kk",
+                                      "8 k b",
+                                      "0x10",
+                                      "99999999999999999999",
+                                      "18014398509481984g",
+                                      "+5"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         size_t v = 777;
         CHECK(mxu_parse_size(bad[i], &v) != MXU_OK, "\"%s\" accepted", bad[i]);
@@ -235,7 +261,7 @@ static void test_load(void)
     setenv("MPIX_ACC_STATS", "yes", 1);
     setenv("MPIX_ACC_PROGRESS_SPIN_US", "abc", 1);
     setenv("MPIX_ACC_RECV_POST", "early", 1);
-    setenv("MPIX_ACC_EAGR_LIMIT", "1", 1);      /* typo of a known name */
+    setenv("MPIX_ACC_EAGR_LIMIT", "1", 1); /* typo of a known name */
     setenv("MPIX_ACC_LOG", "info", 1);
     setenv("MPIX_ACC_FINALIZE_TIMEOUT", "", 1); /* empty: unset */
     setenv("MPIX_ACC_HANGDUMP_AFTER", "30", 1); /* the watchdog's: known, no warning */
@@ -331,16 +357,13 @@ static void test_out_of_range(void)
     static const struct {
         const char *var, *value, *default_text;
     } cases[] = {
-        {"MPIX_ACC_STREAM_DEPTH", "-5", "128"},      /* turned the limit off */
-        {"MPIX_ACC_MAX_PENDING", "0", "32768"},      /* every exchange failed after 11 s */
-        {"MPIX_ACC_WAIT_SPIN_US", "-1", "20"},       /* host waits busy-spun */
-        {"MPIX_ACC_RECV_POST", "bogus", "ordered"},
-        {"MPIX_ACC_FINALIZE_TIMEOUT", "-1", "10"},
-        {"MPIX_ACC_PROGRESS_CPU", "-7", "-1"},
-        {"MPIX_ACC_PROGRESS_SPIN_US", "-5", "100"},
-        {"MPIX_ACC_STREAM_DEPTH", "12abc", "128"},   /* does not parse */
-        {"MPIX_ACC_MAX_PENDING", " 7 x", "32768"},
-        {"MPIX_ACC_FINALIZE_TIMEOUT", "soon", "10"},
+        {"MPIX_ACC_STREAM_DEPTH", "-5", "128"}, /* turned the limit off */
+        {"MPIX_ACC_MAX_PENDING", "0", "32768"}, /* every exchange failed after 11 s */
+        {"MPIX_ACC_WAIT_SPIN_US", "-1", "20"},  /* host waits busy-spun */
+        {"MPIX_ACC_RECV_POST", "bogus", "ordered"}, {"MPIX_ACC_FINALIZE_TIMEOUT", "-1", "10"},
+        {"MPIX_ACC_PROGRESS_CPU", "-7", "-1"},      {"MPIX_ACC_PROGRESS_SPIN_US", "-5", "100"},
+        {"MPIX_ACC_STREAM_DEPTH", "12abc", "128"}, /* does not parse */
+        {"MPIX_ACC_MAX_PENDING", " 7 x", "32768"},  {"MPIX_ACC_FINALIZE_TIMEOUT", "soon", "10"},
     };
     int failed = 0;
     for (int i = 0; i < mxu_config_count(); i++)
@@ -403,8 +426,8 @@ static void test_print(void)
     CHECK(f != NULL);
     mxu_config_print(f, 1);
     fclose(f);
-    CHECK(strstr(text, "MPIX_ACC_EAGER_LIMIT=1048576    # set in the environment\n") != NULL,
-          "%s", text);
+    CHECK(strstr(text, "MPIX_ACC_EAGER_LIMIT=1048576    # set in the environment\n") != NULL, "%s",
+          text);
     CHECK(strstr(text, "MPIX_ACC_DISABLE=0\n    # Make every MPI wrapper") != NULL, "%s", text);
     CHECK(strstr(text, "default: 8192]") != NULL, "%s", text);
     /* what each setting accepts, its range or its words (help unwrapped) */
@@ -417,8 +440,7 @@ static void test_print(void)
     CHECK(strstr(flat, "[number 0..86400; default: 10]") != NULL, "%s", flat);
     CHECK(strstr(flat, "[size 0..1g, in bytes, k/m/g suffixes allowed; default: 8192]") != NULL,
           "%s", flat);
-    CHECK(strstr(flat, "[log level: error, warn, info, debug; default: warn]") != NULL, "%s",
-          flat);
+    CHECK(strstr(flat, "[log level: error, warn, info, debug; default: warn]") != NULL, "%s", flat);
     for (int i = 0; i < mxu_config_count(); i++) {
         char accepted[256], tail[320];
         mxu_config_describe(i, accepted, sizeof(accepted));

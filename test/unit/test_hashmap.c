@@ -30,8 +30,7 @@ static uint64_t next_rand(void)
 
 static void check_load(const mxu_hashmap_t *m)
 {
-    CHECK((m->capacity & (m->capacity - 1)) == 0, "capacity %zu not a power of two",
-          m->capacity);
+    CHECK((m->capacity & (m->capacity - 1)) == 0, "capacity %zu not a power of two", m->capacity);
     CHECK((m->count + m->tombstones) * 10 <= m->capacity * 7, "load %zu+%zu / %zu over 70%%",
           m->count, m->tombstones, m->capacity);
 }
@@ -100,8 +99,7 @@ static void test_model(void)
             present[k] = 0;
         } else {
             void *v = mxu_hashmap_get(&m, k * 0x9e3779b97f4a7c15ull);
-            CHECK(v == (present[k] ? model[k] : NULL), "op %d key %llu", op,
-                  (unsigned long long)k);
+            CHECK(v == (present[k] ? model[k] : NULL), "op %d key %llu", op, (unsigned long long)k);
         }
         CHECK(m.count == live);
     }

@@ -127,10 +127,7 @@ static void test_triggers(void)
 /* ---- waits and release ---- */
 
 static _Atomic int flag_a, flag_b, flag_c;
-static void set_flag(void *arg)
-{
-    atomic_store((_Atomic int *)arg, 1);
-}
+static void set_flag(void *arg) { atomic_store((_Atomic int *)arg, 1); }
 
 typedef struct {
     mxa_stream_t *s;
@@ -172,8 +169,8 @@ static void test_wait_release(void)
     sleep_ms(300);
     double used = cpu_seconds() - c0;
     double wall = (double)(mxu_now_ns() - t0) / 1e9;
-    CHECK(atomic_load(&flag_a) == 1 && atomic_load(&flag_b) == 0, "a=%d b=%d",
-          atomic_load(&flag_a), atomic_load(&flag_b));
+    CHECK(atomic_load(&flag_a) == 1 && atomic_load(&flag_b) == 0, "a=%d b=%d", atomic_load(&flag_a),
+          atomic_load(&flag_b));
     CHECK(used < 0.3 * wall, "blocked stream used %.3f s CPU in %.3f s", used, wall);
 
     s->backend->release(s, 1);
@@ -311,8 +308,8 @@ static void test_free_and_invalid(void)
      * would report it) */
     char *heap = malloc(16);
     int local;
-    void *bogus[] = {(void *)0x1, (void *)-1, (void *)0xdeadbeef, heap, &local,
-                     (void *)test_free_and_invalid};
+    void *bogus[] = {(void *)0x1, (void *)-1, (void *)0xdeadbeef,
+                     heap,        &local,     (void *)test_free_and_invalid};
     free(heap); /* a freed block too */
     for (size_t i = 0; i < sizeof(bogus) / sizeof(bogus[0]); i++) {
         CHECK(mxa_host_stream_find(bogus[i]) == NULL);
@@ -334,10 +331,7 @@ static void test_free_and_invalid(void)
 
 #define NSTREAMS 48
 static _Atomic int per_stream[NSTREAMS];
-static void bump(void *arg)
-{
-    atomic_fetch_add((_Atomic int *)arg, 1);
-}
+static void bump(void *arg) { atomic_fetch_add((_Atomic int *)arg, 1); }
 
 static int visit_count;
 static void visit(mxa_stream_t *s, void *arg)

@@ -61,7 +61,8 @@ static char *strip_tid_time(const char *out, long *tids, int max, int *nlines)
         CHECK(strchr(line, ']') == line + m[0].rm_eo - 2, "fields not at the end of the prefix: %s",
               line);
         long tid = strtol(line + m[1].rm_so, NULL, 10);
-        int hh = atoi(line + m[2].rm_so), mm = atoi(line + m[3].rm_so), ss = atoi(line + m[4].rm_so);
+        int hh = atoi(line + m[2].rm_so), mm = atoi(line + m[3].rm_so),
+            ss = atoi(line + m[4].rm_so);
         CHECK(hh < 24 && mm < 60 && ss < 61, "time %02d:%02d:%02d", hh, mm, ss);
         time_t now = time(NULL); /* within a minute of now (local time) */
         struct tm tm;
@@ -107,8 +108,8 @@ static void test_format(void)
     capture_begin();
     int line = __LINE__ + 1;
     MXU_LOG(MXU_LOG_WARN, "hello %d %s", 42, "world");
-    MXU_LOG(MXU_LOG_DEBUG, "not shown");          /* above the threshold */
-    MXU_LOG(MXU_LOG_INFO, "with newline\n");      /* one newline only */
+    MXU_LOG(MXU_LOG_DEBUG, "not shown");     /* above the threshold */
+    MXU_LOG(MXU_LOG_INFO, "with newline\n"); /* one newline only */
     mxu_log_set_rank(-1);
     MXU_LOG(MXU_LOG_ERROR, "before rank");
     char *raw = capture_end();
@@ -179,10 +180,10 @@ static void test_forced(void)
     char *raw = capture_end();
     char *out = strip_tid_time(raw, NULL, 0, NULL);
     char expect[256];
-    snprintf(expect, sizeof(expect), "[mpix-acc %s:%ld r1] INFO test_log.c:", host,
-             (long)getpid());
+    snprintf(expect, sizeof(expect), "[mpix-acc %s:%ld r1] INFO test_log.c:", host, (long)getpid());
     CHECK(strncmp(out, expect, strlen(expect)) == 0 && strstr(out, ": stats: 7\n") != NULL &&
-              strstr(out, "quiet") == NULL, "got: %s", out);
+              strstr(out, "quiet") == NULL,
+          "got: %s", out);
     free(raw);
     free(out);
 }
@@ -241,8 +242,9 @@ static void test_file(void)
     int nl = 0;
     char *out = strip_tid_time(raw, NULL, 0, &nl);
     CHECK_EQ_LL(nl, 3);
-    CHECK(count_substr(out, "] WARN test_log.c:") == 1 && count_substr(out, ": to the file ") == 3 &&
-              strstr(out, "r2]") != NULL, "%s", out);
+    CHECK(count_substr(out, "] WARN test_log.c:") == 1 &&
+              count_substr(out, ": to the file ") == 3 && strstr(out, "r2]") != NULL,
+          "%s", out);
     free(raw);
     free(out);
     unlink(path);
@@ -254,7 +256,8 @@ static void test_file(void)
     MXU_LOG(MXU_LOG_INFO, "fallback two");
     err = capture_end();
     CHECK(count_substr(err, "MPIX_ACC_LOG_FILE=/nonexistent-dir/x-%p.log: cannot open") == 1 &&
-              count_substr(err, "fallback") == 2, "%s", err);
+              count_substr(err, "fallback") == 2,
+          "%s", err);
     free(err);
 
     /* back to stderr */
@@ -303,8 +306,7 @@ static void test_threads(void)
     static char seen[NTHREADS][NMSG];
     int lines = 0;
     char prefix[128];
-    snprintf(prefix, sizeof(prefix), "[mpix-acc %s:%ld r0] INFO test_log.c:", host,
-             (long)getpid());
+    snprintf(prefix, sizeof(prefix), "[mpix-acc %s:%ld r0] INFO test_log.c:", host, (long)getpid());
     for (char *save, *l = strtok_r(out, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
         CHECK(strncmp(l, prefix, strlen(prefix)) == 0, "interleaved line: %.120s", l);
         const char *msg = strstr(l, ": thread ");
