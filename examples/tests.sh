@@ -101,7 +101,7 @@ expect_fail() {
         fail "$name" "exit status 0 with an injected fault" "$log"
     elif [ $rc -ge 124 ]; then
         fail "$name" "exit status $rc (timeout or signal), not a detected fault" "$log"
-    elif ! grep -q '^RESULT: FAIL$' "$log" || [ "$rows" -eq 0 ] || [ "$rows" -ne "$frows" ]; then
+    elif ! grep -qE '^(# )?RESULT: FAIL$' "$log" || [ "$rows" -eq 0 ] || [ "$rows" -ne "$frows" ]; then
         fail "$name" "fault not reported on every row ($frows of $rows FAIL)" "$log"
     else
         pass "$name (injected fault detected in $frows of $rows rows, exit status $rc)"
@@ -136,39 +136,56 @@ expect_fail "ping_kernel_pong detects a wrong reply" 2 '^[0-9]+ (B|KiB) +(staged
 # mpixacc_bench: every variant that runs on host streams, latency and
 # bandwidth, data checked; CSV has one row per size and variant
 csv=$logdir/bench.csv
-run "mpixacc_bench 2 ranks" 2 -- "$bench" -b 1 -e 256K -f 16 -i 50 -r 2 -w 4 --csv "$csv"
+run "mpixacc_bench 2 ranks" 2 -- "$bench" -b 1 -e 256K -f 16 -i 50 -r 2 -w 1 -W 4 --csv "$csv"
 rows=$(grep -cE '^[0-9]+ (B|KiB) +(acc|acc-sync|staged|cuda-aware) .* ok$' "$log")
 crows=$(grep -cE '^[0-9]+,(acc|acc-sync|staged|cuda-aware),host,.*,0,ok$' "$csv" 2>/dev/null)
-skips=$(grep -cE '^variant (nccl|mpich-enqueue) skipped: ' "$log")
-if [ $rc -eq 0 ] && grep -q '^RESULT: OK$' "$log" && [ "$rows" -eq 20 ] && [ "$crows" -eq 20 ] &&
-    [ "$skips" -eq 2 ]; then
+skips=$(grep -cE '^# variant (nccl|mpich-enqueue) skipped: ' "$log")
+# OSU/nccl-tests conventions: every line that is not a result row starts with '#'
+# (the runner's own lines excepted), -w warm-up, -W window, MB/s
+other=$(grep -cvE '^(\+ |# |#$|[0-9]+ (B|KiB) |\[mpix-acc )' "$log")
+if [ $rc -eq 0 ] && grep -q '^# RESULT: OK$' "$log" && [ "$rows" -eq 20 ] && [ "$crows" -eq 20 ] &&
+    [ "$skips" -eq 2 ] && [ "$other" -eq 0 ] &&
+    grep -q 'windows of 4 messages .* MB/s .*2 repetitions after 1 warm-up' "$log" &&
+    grep -qE '^# size +variant .* MB/s ' "$log"; then
     pass "mpixacc_bench 2 ranks (20 validated rows, CSV, 2 GPU-only variants skipped with a reason)"
 else
-    fail "mpixacc_bench 2 ranks" "exit status $rc, $rows/20 rows ok, $crows/20 CSV rows, $skips/2 skips" "$log"
+    fail "mpixacc_bench 2 ranks" "exit status $rc, $rows/20 rows ok, $crows/20 CSV rows, $skips/2 skips, $other unprefixed non-row lines" "$log"
 fi
-# the plot script turns that CSV into Markdown tables (PNGs need matplotlib)
+# the plot script turns that CSV, and a second one of the same run, into
+# Markdown tables and (with matplotlib) one set of PNGs per CSV plus the
+# chart of every variant of the run: no CSV overwrites another's plots
 if command -v python3 >/dev/null 2>&1; then
     n=$((n + 1))
     log=$logdir/$(printf '%02d' $n)-bench-plot.log
-    python3 "$root/scripts/bench-plot.py" --out "$logdir/plots" --tag ci "$csv" >"$log" 2>&1
+    cp "$csv" "$logdir/bench-second.csv"
+    rm -rf "$logdir/plots"
+    python3 "$root/scripts/bench-plot.py" --out "$logdir/plots" --tag ci "$csv" \
+        "$logdir/bench-second.csv" >"$log" 2>&1
     rc=$?
     trows=$(grep -cE '^\| [0-9]+ (B|KiB) \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$' "$log")
-    if [ $rc -eq 0 ] && [ "$trows" -eq 15 ]; then
-        pass "bench-plot.py: latency, CPU and bandwidth tables from the CSV (15 rows)"
+    pngs=ok
+    if python3 -c 'import matplotlib' 2>/dev/null; then
+        for f in ci-bench-latency ci-bench-bandwidth ci-bench-second-latency \
+            ci-bench-second-bandwidth ci-bench-all-latency ci-bench-all-bandwidth; do
+            [ -s "$logdir/plots/$f.png" ] || pngs="no $f.png"
+        done
+    fi
+    if [ $rc -eq 0 ] && [ "$trows" -eq 30 ] && [ "$pngs" = ok ]; then
+        pass "bench-plot.py: tables of two CSVs (30 rows), one set of PNGs each and the run's chart"
     else
-        fail "bench-plot.py" "exit status $rc, $trows of 15 table rows" "$log"
+        fail "bench-plot.py" "exit status $rc, $trows of 30 table rows, PNGs: $pngs" "$log"
     fi
 fi
 run "mpixacc_bench 3 ranks (rank 2 idle), --no-check" 3 -- "$bench" --sizes 8,64K -v acc,staged,floor \
     -t lat -i 20 -r 1 --no-check --timeout 100
 rows=$(grep -cE '^[0-9]+ (B|KiB) +(acc|staged) .* unchecked$' "$log")
-if [ $rc -eq 0 ] && [ "$rows" -eq 4 ] && grep -q '^variant floor skipped: needs the CUDA backend' "$log"; then
+if [ $rc -eq 0 ] && [ "$rows" -eq 4 ] && grep -q '^# variant floor skipped: needs the CUDA backend' "$log"; then
     pass "mpixacc_bench 3 ranks, --no-check (4 rows marked unchecked, floor skipped with its reason)"
 else
     fail "mpixacc_bench 3 ranks, --no-check" "exit status $rc, $rows of 4 rows" "$log"
 fi
 expect_fail "mpixacc_bench detects wrong data" 2 '^[0-9]+ (B|KiB) +(acc|acc-sync|staged|cuda-aware) ' \
-    "$bench" --sizes 1,4K -t bw -i 16 -r 1 -w 2 --inject-fault
+    "$bench" --sizes 1,4K -t bw -i 16 -r 1 -W 2 --inject-fault
 run "mpixacc_bench --timeout names what it was doing" 2 -- "$bench" --sizes 8 -v acc -t lat \
     -i 10000000 -r 1 --timeout 3
 if [ $rc -ne 0 ] && grep -q "TIMEOUT after 3 s in 'acc latency 8 B'" "$log"; then

@@ -23,9 +23,12 @@
  * Latency: ping-pong, rank 0 sends and gets the message echoed by rank 1;
  * half-RTT = rank 0's wall time of the repetition (from a barrier to the end
  * of its last synchronize) / (2 x iterations). Bandwidth: rank 0 sends
- * windows of --window messages, rank 1 receives them into distinct buffers
- * and answers each window with a 1-byte ack; GB/s = bytes / wall time.
- * Median, min and max over --repeats repetitions after a warm-up one. CPU:
+ * windows of -W messages, rank 1 receives them into distinct buffers and
+ * answers each window with a 1-byte ack; MB/s = 10^6 bytes / wall second.
+ * Median, min and max over -r repetitions after -w warm-up ones (the
+ * conventions of the OSU micro-benchmarks and nccl-tests: -w warm-up, -W
+ * window, -d buffer placement per side, '#' before every line that is not
+ * a result row). CPU:
  * the calling thread's CPU time per latency iteration on rank 0, without
  * the one synchronize that drains the stream at the end of a repetition
  * (a spinning cudaStreamSynchronize would count the GPU's time as CPU).
@@ -34,6 +37,14 @@
  * it, the receiver validates the last message (echo on rank 0, every
  * buffer of the last window on rank 1) with a kernel on the stream. A wrong
  * byte makes the row FAIL and the exit status 1.
+ *
+ * Buffers (-d, CUDA backend): each rank's send, receive and ack buffers are
+ * device (D), managed (M), pageable host (H, malloc, as OSU's H) or pinned
+ * host (P, cudaMallocHost) memory; "-d DH" puts rank 0's in device memory
+ * and rank 1's in pageable host memory; OSU's "-d cuda D H" is accepted too.
+ * Fill and check run as kernels on the stream, or on the host (after a
+ * synchronize) for pageable buffers, which no kernel may touch. nccl needs
+ * device buffers on both sides, floor device buffers on rank 0.
  *
  * Without a GPU (or --backend host) the same program runs on host streams
  * and host memory; staged and cuda-aware are then plain MPI on host memory,
@@ -48,6 +59,7 @@
 
 #include <mpix_acc.h>
 
+#include <dlfcn.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -70,6 +82,8 @@ typedef struct {
     size_t n;
     int window;
     unsigned char *sbuf, *rbuf, *ack; /* backend memory; rbuf holds a window */
+    ex_mem_t place[2];                /* -d: buffer kind of ranks 0 and 1 */
+    ex_mem_t mine;                    /* this rank's (place[role]) */
     unsigned char *hs, *hr, *hack;    /* pinned staging (device backend only) */
     unsigned int *errors;             /* backend memory */
     pkp_args_t args[2];
@@ -116,6 +130,10 @@ static void pattern_kernel(bench_t *b, int slot, const unsigned char *check, uin
                       .n = n,
                       .busy_ns = 0,
                       .errors = b->errors};
+    if (b->ac->is_device && b->mine == EX_MEM_PAGEABLE) {
+        pkp_host_fn(a); /* no kernel may touch pageable memory; the stream is idle */
+        return;
+    }
     ex_kernel_t k = {pkp_host_fn, NULL, a};
 #ifdef EX_HAVE_CUDA
     k.cuda_fn = pkp_cuda_fn;
@@ -320,7 +338,11 @@ static int nccl_ok;
 
 static int avail_nccl(const bench_t *b, char *why, size_t len)
 {
-    (void)b;
+    if (nccl_ok && b->ac->is_device &&
+        (b->place[0] != EX_MEM_DEVICE || b->place[1] != EX_MEM_DEVICE)) {
+        snprintf(why, len, "needs device buffers on both sides (-d DD)");
+        return 0;
+    }
     if (!nccl_ok)
         snprintf(why, len, "%s", nccl_why);
     return nccl_ok;
@@ -444,10 +466,70 @@ typedef struct {
     int tests[2];
     long long sizes[MAX_SIZES];
     int nsizes;
-    int iters, repeats, window, check, fault, timeout;
+    int iters, repeats, warmup, window, check, fault, timeout;
     long long budget;
     const char *backend, *csv;
+    ex_mem_t place[2]; /* -d: ranks 0 and 1 */
+    char place_label[3];
 } opts_t;
+
+/* -d letters (OSU's D, M, H, plus P for pinned host memory) */
+static int place_of(char c, ex_mem_t *out)
+{
+    switch (c) {
+    case 'D':
+    case 'd':
+        *out = EX_MEM_DEVICE;
+        return 1;
+    case 'M':
+    case 'm':
+        *out = EX_MEM_MANAGED;
+        return 1;
+    case 'H':
+    case 'h':
+        *out = EX_MEM_PAGEABLE;
+        return 1;
+    case 'P':
+    case 'p':
+        *out = EX_MEM_PINNED;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static const char *place_name(ex_mem_t m)
+{
+    switch (m) {
+    case EX_MEM_DEVICE:
+        return "device";
+    case EX_MEM_MANAGED:
+        return "managed";
+    case EX_MEM_PAGEABLE:
+        return "pageable host";
+    case EX_MEM_PINNED:
+        return "pinned host";
+    }
+    return "?";
+}
+
+/* "DH", "D,H", "D H" (two letters, ranks 0 and 1) */
+static int parse_place(const char *s, opts_t *o)
+{
+    char l[2];
+    int n = 0;
+    for (; *s != '\0'; s++) {
+        if (*s == ',' || *s == ' ')
+            continue;
+        if (n == 2 || !place_of(*s, &o->place[n]))
+            return 0;
+        l[n++] = (char)(*s & ~0x20); /* upper case */
+    }
+    if (n != 2)
+        return 0;
+    o->place_label[0] = l[0], o->place_label[1] = l[1], o->place_label[2] = '\0';
+    return 1;
+}
 
 static void usage(FILE *f)
 {
@@ -463,7 +545,14 @@ static void usage(FILE *f)
                "  -i, --iters N        latency round trips per repetition (default 1000; fewer\n"
                "                       for large messages, see --budget)\n"
                "  -r, --repeats R      timed repetitions, median/min/max over them (default 7)\n"
-               "  -w, --window W       messages in flight per bandwidth window (default 8)\n"
+               "  -w, --warmup N       untimed warm-up repetitions before them (default 1)\n"
+               "  -W, --window W       messages in flight per bandwidth window (default 8)\n"
+               "  -d, --buffers XY     buffer placement of rank 0 (X) and rank 1 (Y), OSU style:\n"
+               "                       D device, M managed, H pageable host (malloc), P pinned\n"
+               "                       host (cudaMallocHost); e.g. -d DD (default), -d HH, -d DM;\n"
+               "                       OSU's form -d cuda D H works too (and selects --backend\n"
+               "                       cuda). CUDA backend only: host streams use host memory\n"
+               "                       (floor: device memory of its own)\n"
                "      --budget B       bytes moved per repetition at most (default 1G): large\n"
                "                       messages get fewer iterations (at least 8 / 2 windows)\n"
                "      --backend B      auto, host or cuda (default auto)\n"
@@ -472,7 +561,11 @@ static void usage(FILE *f)
                "                       seconds, naming what it was doing (default 0: none)\n"
                "      --check/--no-check   validate received data (default on)\n"
                "      --inject-fault   testing: in bandwidth runs rank 0 sends a pattern the\n"
-               "                       receiver does not expect (rows must FAIL, exit status 1)\n");
+               "                       receiver does not expect (rows must FAIL, exit status 1)\n"
+               "Output: lines starting with '#' describe the run; the others are result rows:\n"
+               "size, variant, half-RTT latency in us (median, min, max), bandwidth in MB/s\n"
+               "(10^6 bytes per second; median, min, max), latency iterations, CPU us per\n"
+               "iteration, data check.\n");
 }
 
 static void parse_opts(int argc, char **argv, opts_t *o)
@@ -482,7 +575,8 @@ static void parse_opts(int argc, char **argv, opts_t *o)
         {"factor", required_argument, 0, 'f'},  {"sizes", required_argument, 0, 's'},
         {"variant", required_argument, 0, 'v'}, {"test", required_argument, 0, 't'},
         {"iters", required_argument, 0, 'i'},   {"repeats", required_argument, 0, 'r'},
-        {"window", required_argument, 0, 'w'},  {"budget", required_argument, 0, 'B'},
+        {"window", required_argument, 0, 'W'},  {"budget", required_argument, 0, 'B'},
+        {"warmup", required_argument, 0, 'w'},  {"buffers", required_argument, 0, 'd'},
         {"backend", required_argument, 0, 'k'}, {"csv", required_argument, 0, 'c'},
         {"check", no_argument, 0, 'C'},         {"no-check", no_argument, 0, 'N'},
         {"inject-fault", no_argument, 0, 'F'},  {"timeout", required_argument, 0, 'T'},
@@ -496,11 +590,13 @@ static void parse_opts(int argc, char **argv, opts_t *o)
     for (int v = 0; v < NVARIANTS; v++) /* floor only when asked for (see usage) */
         o->use[v] = v != FLOOR_INDEX;
     o->tests[T_LAT] = o->tests[T_BW] = 1;
-    o->iters = 1000, o->repeats = 7, o->window = 8, o->check = 1;
+    o->iters = 1000, o->repeats = 7, o->warmup = 1, o->window = 8, o->check = 1;
+    o->place[0] = o->place[1] = EX_MEM_DEVICE;
+    strcpy(o->place_label, "DD");
     o->budget = 1LL << 30;
     o->backend = "auto";
     int c;
-    while ((c = ex_getopt(argc, argv, "b:e:f:v:t:i:r:w:h", lo, usage)) != -1) {
+    while ((c = ex_getopt(argc, argv, "b:e:f:v:t:i:r:w:W:d:h", lo, usage)) != -1) {
         switch (c) {
         case 'b':
         case 'e':
@@ -533,7 +629,32 @@ static void parse_opts(int argc, char **argv, opts_t *o)
             o->repeats = (int)ex_parse_long("--repeats", optarg, 1, 100000);
             break;
         case 'w':
+            o->warmup = (int)ex_parse_long("--warmup", optarg, 0, 100000);
+            break;
+        case 'W':
             o->window = (int)ex_parse_long("--window", optarg, 1, 1024);
+            break;
+        case 'd':
+            if (strcmp(optarg, "cuda") == 0) { /* OSU: -d cuda X Y, the letters next */
+                char two[8];
+                if (optind + 2 > argc || strlen(argv[optind]) != 1 ||
+                    strlen(argv[optind + 1]) != 1) {
+                    fprintf(stderr, "-d cuda needs two placements, e.g. -d cuda D D\n");
+                    exit(2);
+                }
+                snprintf(two, sizeof two, "%s%s", argv[optind], argv[optind + 1]);
+                if (!parse_place(two, o)) {
+                    fprintf(stderr, "invalid placements '%s %s': D, M, H or P each\n", argv[optind],
+                            argv[optind + 1]);
+                    exit(2);
+                }
+                optind += 2;
+                o->backend = "cuda";
+            } else if (!parse_place(optarg, o)) {
+                fprintf(stderr, "invalid --buffers '%s': two of D, M, H, P (e.g. DD, HH, DM)\n",
+                        optarg);
+                exit(2);
+            }
             break;
         case 'k':
             o->backend = optarg;
@@ -671,10 +792,15 @@ int main(int argc, char **argv)
     b.rank = rank;
     b.role = rank < 2 ? rank : -1;
     b.window = o.window;
+    b.place[0] = o.place[0];
+    b.place[1] = o.place[1];
+    b.mine = b.ac->is_device && b.role >= 0 ? o.place[b.role] : EX_MEM_DEVICE;
     b.ecomm = MPI_COMM_NULL;
     EX_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &b.comm));
     b.S = b.ac->stream_create();
-    b.errors = b.ac->alloc(sizeof(unsigned int), EX_MEM_DEVICE);
+    /* pinned: written by the check kernels and by the host check of
+     * pageable buffers alike */
+    b.errors = b.ac->alloc(sizeof(unsigned int), EX_MEM_PINNED);
     b.req = calloc((size_t)o.window, sizeof *b.req);
     if (!b.req)
         ex_die("out of memory");
@@ -709,33 +835,53 @@ int main(int argc, char **argv)
 
     FILE *csv = NULL;
     if (rank == 0) {
-        printf("mpixacc_bench: ranks 0 <-> 1 of %d; backend %s%s%s\n", size, b.ac->desc,
+        printf("# mpixacc_bench: ranks 0 <-> 1 of %d; backend %s%s%s\n", size, b.ac->desc,
                note[0] ? "; " : "", note);
+        {
+            /* versions, for the plots (scripts/bench-plot.py reads this line) */
+            char mpi[MPI_MAX_LIBRARY_VERSION_STRING] = "?";
+            int len = 0;
+            MPI_Get_library_version(mpi, &len);
+            mpi[strcspn(mpi, "\n")] = '\0';
+            for (char *t = mpi; *t; t++)
+                if (*t == '\t')
+                    *t = ' ';
+            const char *(*ucx_version)(void) =
+                (const char *(*)(void))dlsym(RTLD_DEFAULT, "ucp_get_version_string");
+            printf("# versions: mpix-acc %d.%d.%d; %s; UCX %s\n", MPIX_ACC_VERSION_MAJOR,
+                   MPIX_ACC_VERSION_MINOR, MPIX_ACC_VERSION_PATCH, mpi,
+                   ucx_version ? ucx_version() : "?");
+        }
         if (o.fault)
-            printf("FAULT INJECTION: bandwidth messages carry a wrong pattern (results must "
+            printf("# FAULT INJECTION: bandwidth messages carry a wrong pattern (results must "
                    "FAIL)\n");
-        printf("latency: ping-pong half-RTT (rank 0 wall time / 2 per round trip), up to %d "
-               "round trips per repetition; bandwidth: windows of %d messages + 1-byte ack; "
-               "%d repetitions after a warm-up; data check %s\n",
-               o.iters, o.window, o.repeats, o.check ? "on" : "OFF");
-        if (!b.ac->is_device)
-            printf("host backend: staged and cuda-aware are plain MPI on host memory\n");
+        printf("# latency: ping-pong half-RTT (rank 0 wall time / 2 per round trip), up to %d "
+               "round trips per repetition; bandwidth: windows of %d messages + 1-byte ack, "
+               "MB/s = 10^6 B/s; %d repetitions after %d warm-up; data check %s\n",
+               o.iters, o.window, o.repeats, o.warmup, o.check ? "on" : "OFF");
+        if (b.ac->is_device)
+            printf("# buffers: rank 0 %s, rank 1 %s (-d %s)\n", place_name(o.place[0]),
+                   place_name(o.place[1]), o.place_label);
+        else
+            printf("# host backend: host memory (-d %s does not apply); staged and cuda-aware "
+                   "are plain MPI on host memory\n",
+                   o.place_label);
         for (int v = 0; v < NVARIANTS; v++) {
             char why[400];
             if (o.use[v] && !variants[v].available(&b, why, sizeof why))
-                printf("variant %s skipped: %s\n", variants[v].name, why);
+                printf("# variant %s skipped: %s\n", variants[v].name, why);
         }
         if (floor_ok)
-            printf("floor: %s\n", floor_desc);
-        printf("\n%-9s %-14s %9s %9s %9s %9s %9s %9s %8s %9s  %s\n", "size", "variant", "lat us",
-               "min", "max", "GB/s", "min", "max", "lat it", "cpu us/it", "check");
+            printf("# floor: %s\n", floor_desc);
+        printf("#\n# %-7s %-14s %9s %9s %9s %10s %10s %10s %8s %9s  %s\n", "size", "variant",
+               "lat us", "min", "max", "MB/s", "min", "max", "lat it", "cpu us/it", "check");
         if (o.csv) {
             csv = fopen(o.csv, "w");
             if (!csv)
                 ex_die("cannot open %s: %s", o.csv, strerror(errno));
-            fprintf(csv, "bytes,variant,backend,lat_iters,bw_windows,window,repeats,"
-                         "lat_us_med,lat_us_min,lat_us_max,bw_GBs_med,bw_GBs_min,bw_GBs_max,"
-                         "cpu_us_per_iter,errors,check\n");
+            fprintf(csv, "bytes,variant,backend,lat_iters,bw_windows,window,repeats,warmup,"
+                         "buffers,lat_us_med,lat_us_min,lat_us_max,bw_MBs_med,bw_MBs_min,"
+                         "bw_MBs_max,cpu_us_per_iter,errors,check\n");
         }
         fflush(stdout);
     }
@@ -751,9 +897,9 @@ int main(int argc, char **argv)
      * stall behind a stream waiting on that thread (2 x H200). */
     size_t win_max = (size_t)o.window * maxn;
     if (b.role >= 0) {
-        b.sbuf = b.ac->alloc(maxn, EX_MEM_DEVICE);
-        b.rbuf = b.ac->alloc(win_max, EX_MEM_DEVICE);
-        b.ack = b.ac->alloc(1, EX_MEM_DEVICE);
+        b.sbuf = b.ac->alloc(maxn, b.mine);
+        b.rbuf = b.ac->alloc(win_max, b.mine);
+        b.ack = b.ac->alloc(1, b.mine);
         if (b.ac->is_device) {
             b.hs = b.ac->alloc(win_max, EX_MEM_PINNED);
             b.hr = b.ac->alloc(win_max, EX_MEM_PINNED);
@@ -778,8 +924,8 @@ int main(int argc, char **argv)
                     unsigned long long e = 0;
                     double x;
                     bench_phase_set("floor", 0, b.n);
-                    for (int r = -1; r < o.repeats && !bad; r++) {
-                        uint32_t sd = seed_of(si, vi, T_LAT, r + 1);
+                    for (int r = -o.warmup; r < o.repeats && !bad; r++) {
+                        uint32_t sd = seed_of(si, vi, T_LAT, r + o.warmup);
                         if (o.tests[T_LAT]) {
                             bad |= bench_floor_latency(b.n, li, sd, &x, &e, why, sizeof why);
                             errors += o.check ? e : 0;
@@ -806,16 +952,16 @@ int main(int argc, char **argv)
                     if (!o.tests[t])
                         continue;
                     int count = t == T_LAT ? li : bk;
-                    for (int r = -1; r < o.repeats; r++) { /* r = -1: warm-up */
-                        errors += one_rep(&b, v, (test_t)t, count, seed_of(si, vi, t, r + 1), &o,
-                                          &w, &cp);
+                    for (int r = -o.warmup; r < o.repeats; r++) { /* r < 0: warm-up */
+                        errors += one_rep(&b, v, (test_t)t, count, seed_of(si, vi, t, r + o.warmup),
+                                          &o, &w, &cp);
                         if (r < 0)
                             continue;
                         if (t == T_LAT) {
                             tl[r] = w / (2.0 * count) * 1e6;
                             cl[r] = cp / count * 1e6;
                         } else {
-                            tb[r] = (double)b.n * o.window * count / w / 1e9;
+                            tb[r] = (double)b.n * o.window * count / w / 1e6; /* MB/s */
                         }
                     }
                 }
@@ -830,17 +976,19 @@ int main(int argc, char **argv)
                 char lab[32];
                 ex_size_label((long long)b.n, lab, sizeof lab);
                 const char *chk = !o.check ? "unchecked" : errors ? "FAIL" : "ok";
-                printf("%-9s %-14s %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %8d %9.2f  %s", lab, v->name,
-                       L.med, L.mn, L.mx, W.med, W.mn, W.mx, li, C.med, chk);
+                printf("%-9s %-14s %9.2f %9.2f %9.2f %10.2f %10.2f %10.2f %8d %9.2f  %s", lab,
+                       v->name, L.med, L.mn, L.mx, W.med, W.mn, W.mx, li, C.med, chk);
                 if (errors)
                     printf(" (%llu wrong bytes received)", errors);
                 printf("\n");
                 fflush(stdout);
                 if (csv)
                     fprintf(csv,
-                            "%zu,%s,%s,%d,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%llu,%s\n",
+                            "%zu,%s,%s,%d,%d,%d,%d,%d,%s,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%llu,"
+                            "%s\n",
                             b.n, v->name, b.ac->name, o.tests[T_LAT] ? li : 0,
-                            o.tests[T_BW] ? bk : 0, o.window, o.repeats, L.med, L.mn, L.mx, W.med,
+                            o.tests[T_BW] ? bk : 0, o.window, o.repeats, o.warmup,
+                            b.ac->is_device ? o.place_label : "host", L.med, L.mn, L.mx, W.med,
                             W.mn, W.mx, C.med, errors, chk);
             }
             if (errors)
@@ -848,9 +996,9 @@ int main(int argc, char **argv)
         }
     }
     if (b.role >= 0) {
-        b.ac->free(b.sbuf, EX_MEM_DEVICE);
-        b.ac->free(b.rbuf, EX_MEM_DEVICE);
-        b.ac->free(b.ack, EX_MEM_DEVICE);
+        b.ac->free(b.sbuf, b.mine);
+        b.ac->free(b.rbuf, b.mine);
+        b.ac->free(b.ack, b.mine);
         if (b.ac->is_device) {
             b.ac->free(b.hs, EX_MEM_PINNED);
             b.ac->free(b.hr, EX_MEM_PINNED);
@@ -858,7 +1006,7 @@ int main(int argc, char **argv)
         }
     }
     if (rank == 0) {
-        printf("%s\n", failures ? "RESULT: FAIL" : "RESULT: OK");
+        printf("# %s\n", failures ? "RESULT: FAIL" : "RESULT: OK");
         if (csv)
             fclose(csv);
     }
@@ -873,7 +1021,7 @@ int main(int argc, char **argv)
     free(tb);
     free(cl);
     free(b.req);
-    b.ac->free(b.errors, EX_MEM_DEVICE);
+    b.ac->free(b.errors, EX_MEM_PINNED);
     b.ac->stream_destroy(b.S);
     b.ac->finalize();
     MPI_Comm_free(&b.comm);

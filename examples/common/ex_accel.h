@@ -39,8 +39,10 @@ typedef void *ex_stream_t;
 typedef struct ex_event ex_event_t;
 
 typedef enum {
-    EX_MEM_DEVICE = 0, /* where kernels compute (device memory; host memory on "host") */
-    EX_MEM_PINNED = 1, /* host memory a kernel can also access (pinned; plain host on "host") */
+    EX_MEM_DEVICE = 0,   /* where kernels compute (device memory; host memory on "host") */
+    EX_MEM_PINNED = 1,   /* host memory a kernel can also access (pinned; plain host on "host") */
+    EX_MEM_MANAGED = 2,  /* managed (unified) memory; plain host on "host" */
+    EX_MEM_PAGEABLE = 3, /* plain malloc'ed host memory: no kernel may touch it */
 } ex_mem_t;
 
 typedef struct {

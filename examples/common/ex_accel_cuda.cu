@@ -27,10 +27,17 @@ static void *cu_alloc(size_t bytes, ex_mem_t kind)
     void *p = NULL;
     if (bytes == 0)
         bytes = 64;
-    if (kind == EX_MEM_DEVICE)
+    if (kind == EX_MEM_DEVICE) {
         EXC(cudaMalloc(&p, bytes));
-    else
+    } else if (kind == EX_MEM_MANAGED) {
+        EXC(cudaMallocManaged(&p, bytes, cudaMemAttachGlobal));
+    } else if (kind == EX_MEM_PAGEABLE) {
+        p = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+        if (!p)
+            ex_fatal("out of host memory");
+    } else {
         EXC(cudaMallocHost(&p, bytes));
+    }
     return p;
 }
 
@@ -38,8 +45,10 @@ static void cu_free(void *p, ex_mem_t kind)
 {
     if (!p)
         return;
-    if (kind == EX_MEM_DEVICE)
+    if (kind == EX_MEM_DEVICE || kind == EX_MEM_MANAGED)
         EXC(cudaFree(p));
+    else if (kind == EX_MEM_PAGEABLE)
+        free(p);
     else
         EXC(cudaFreeHost(p));
 }

@@ -494,7 +494,7 @@ mxu_status_t mxe_stream_wait(mxa_stream_t *s, mxe_op_t *const *ops, void *const 
         }
         return MXU_OK;
     }
-    mxe_wait_t *w = malloc(sizeof(*w) + (sizeof(mxe_op_t *) + sizeof(void *)) * (size_t)n);
+    mxe_wait_t *w = calloc(1, sizeof(*w) + (sizeof(mxe_op_t *) + sizeof(void *)) * (size_t)n);
     if (!w)
         MXU_FAIL(MXU_ERR_NO_MEMORY, "stream wait allocation failed");
     w->targets = (void **)&w->ops[n];
@@ -565,4 +565,22 @@ void mxe_get_stats(mxe_stats_t *out)
     out->release_ns = atomic_load(&mxe.st_release_ns);
     out->release_n = atomic_load(&mxe.st_release_n);
     out->progress_cpu = atomic_load(&mxe.progress_cpu);
+    for (int p = 0; p < MXE_NPATHS; p++) {
+        out->path[p].sent = atomic_load(&mxe.st_path[p].sent);
+        out->path[p].sent_bytes = atomic_load(&mxe.st_path[p].sent_bytes);
+        out->path[p].received = atomic_load(&mxe.st_path[p].received);
+        out->path[p].received_bytes = atomic_load(&mxe.st_path[p].received_bytes);
+    }
+    mxe_match_stats(&out->match_announced, &out->match_posted, &out->match_unexpected);
+}
+
+const char *mxe_path_name(mxe_path_t path)
+{
+    switch (path) {
+    case MXE_PATH_UCX:
+        return "ucx";
+    case MXE_NPATHS:
+        break;
+    }
+    return "?";
 }

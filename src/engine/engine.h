@@ -28,6 +28,7 @@
 #include "accel/accel.h"
 #include "util/mpsc.h"
 #include "util/status.h"
+#include "util/trace.h"
 
 #define MXE_CTX_BITS 20
 #define MXE_SRC_BITS 20
@@ -141,7 +142,8 @@ struct mxe_op {
     mxe_op_t *next_pending; /* per-stream pending-trigger list */
     uint64_t t_start_ns;    /* phase timers (mxe.timing): started, completed */
     uint64_t t_done_ns;
-    mxe_op_t *next_active; /* engine list of all live ops (finalize report) */
+    mxu_trace_range_t trace; /* NVTX range: started -> completed (progress thread) */
+    mxe_op_t *next_active;   /* engine list of all live ops (finalize report) */
     mxe_op_t *prev_active;
     mxe_wait_t *waiter; /* stream wait depending on this op */
     void *transport_handle;
@@ -261,6 +263,14 @@ int mxe_failed_peers(int *ranks, int max);
 void mxe_abandon(void);
 
 /* ---- statistics ---- */
+/* The paths a message can take (today one: UCX tagged messages, eager or
+ * rendezvous as UCX chooses); counted per path. */
+typedef enum { MXE_PATH_UCX = 0, MXE_NPATHS } mxe_path_t;
+const char *mxe_path_name(mxe_path_t path);
+typedef struct {
+    uint64_t sent, sent_bytes;         /* sends completed without error */
+    uint64_t received, received_bytes; /* receives completed with data */
+} mxe_path_stats_t;
 typedef struct {
     uint64_t ops_submitted;
     uint64_t ops_completed;
@@ -279,6 +289,11 @@ typedef struct {
     uint64_t send_ns, send_n;
     uint64_t recv_ns, recv_n;
     uint64_t release_ns, release_n;
+    mxe_path_stats_t path[MXE_NPATHS];
+    /* call-order matching (match.c): envelopes announced by this rank,
+     * receives matched when their envelope arrived (posted first) and
+     * envelopes matched when a receive came (unexpected first) */
+    uint64_t match_announced, match_posted, match_unexpected;
 } mxe_stats_t;
 void mxe_get_stats(mxe_stats_t *out);
 

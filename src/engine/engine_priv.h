@@ -17,10 +17,11 @@ struct mxe_wait {
     mxa_stream_t *stream;
     uint64_t seq;
     int n;
-    int checked;      /* ops[0..checked) are known complete */
-    mxe_wait_t *next; /* per-stream list, seq order */
-    void **targets;   /* n result targets (points into this allocation) */
-    mxe_op_t *ops[];  /* each holds a reference */
+    int checked;             /* ops[0..checked) are known complete */
+    mxu_trace_range_t trace; /* NVTX range: handed to the progress thread -> released */
+    mxe_wait_t *next;        /* per-stream list, seq order */
+    void **targets;          /* n result targets (points into this allocation) */
+    mxe_op_t *ops[];         /* each holds a reference */
 };
 
 /* Per-stream engine state, created and owned by the progress thread. */
@@ -63,6 +64,9 @@ typedef struct {
     int timing; /* phase timers on (MPIX_ACC_STATS=1); set before the thread starts */
     _Atomic uint64_t st_turnaround_ns, st_turnaround_n, st_send_ns, st_send_n;
     _Atomic uint64_t st_recv_ns, st_recv_n, st_release_ns, st_release_n;
+    struct {
+        _Atomic uint64_t sent, sent_bytes, received, received_bytes;
+    } st_path[MXE_NPATHS];
 
     /* progress thread only */
     mxe_sstate_t *active_streams; /* streams with pending ops or waits */

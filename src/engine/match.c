@@ -88,7 +88,8 @@ static struct {
     int *dirty;            /* world ranks with queued envelopes */
     int ndirty;
     int nranks;
-    uint64_t announced, matched_unexpected, matched_posted;
+    /* statistics: read by mxe_match_stats from another thread */
+    _Atomic uint64_t announced, matched_unexpected, matched_posted;
 } mm;
 
 static void mxe_match_arrived(const mxe_envelope_t *e);
@@ -236,7 +237,7 @@ void mxe_match_send_called(mxe_op_t *op)
     e->pad = 0;
     e->pseq = op->pseq;
     e->bytes = op->bytes;
-    mm.announced++;
+    atomic_fetch_add_explicit(&mm.announced, 1, memory_order_relaxed);
 }
 
 /* --------------------------------------------------------------- receives */
@@ -287,7 +288,7 @@ void mxe_match_recv_called(mxe_op_t *op)
             c->unexp_head = n->next;
         if (c->unexp_tail == n)
             c->unexp_tail = prev;
-        mm.matched_unexpected++;
+        atomic_fetch_add_explicit(&mm.matched_unexpected, 1, memory_order_relaxed);
         mxe_bind(op, &n->e);
         free(n);
         return;
@@ -324,7 +325,7 @@ static void mxe_match_arrived(const mxe_envelope_t *e)
         if (!mxe_envelope_fits(op, e))
             continue;
         mxe_posted_unlink(c, op);
-        mm.matched_posted++;
+        atomic_fetch_add_explicit(&mm.matched_posted, 1, memory_order_relaxed);
         mxe_bind(op, e);
         return;
     }
@@ -403,7 +404,7 @@ static void mxe_control_received(const void *data, size_t len)
 
 void mxe_match_stats(uint64_t *announced, uint64_t *matched_posted, uint64_t *matched_unexpected)
 {
-    *announced = mm.announced;
-    *matched_posted = mm.matched_posted;
-    *matched_unexpected = mm.matched_unexpected;
+    *announced = atomic_load_explicit(&mm.announced, memory_order_relaxed);
+    *matched_posted = atomic_load_explicit(&mm.matched_posted, memory_order_relaxed);
+    *matched_unexpected = atomic_load_explicit(&mm.matched_unexpected, memory_order_relaxed);
 }

@@ -23,6 +23,15 @@
 #include "topo/topo.h"
 #include "transport/transport.h"
 #include "util/settings.h"
+#include "util/trace.h"
+
+/* NVTX ranges of the progress thread (util/trace.h): each transfer from its
+ * start (the stream reached it) to its completion, payload its bytes; each
+ * stream wait from its arrival here to its release, payload its number of
+ * operations. */
+static mxu_trace_name_t mxe_tn_send = MXU_TRACE_NAME("send");
+static mxu_trace_name_t mxe_tn_recv = MXU_TRACE_NAME("recv");
+static mxu_trace_name_t mxe_tn_wait = MXU_TRACE_NAME("stream wait");
 
 /* ------------------------------------------------------------ stream state */
 
@@ -95,6 +104,7 @@ static void mxe_live_unlink(mxe_op_t *op)
 static void mxe_op_complete(mxe_op_t *op, mxu_status_t error)
 {
     mxe_match_forget(op); /* a receive completing unmatched leaves its posted list */
+    mxu_trace_end(&op->trace);
     op->result.error = error;
     if (mxe.timing && op->t_start_ns) {
         op->t_done_ns = mxu_now_ns();
@@ -103,8 +113,20 @@ static void mxe_op_complete(mxe_op_t *op, mxu_status_t error)
         else
             mxe_timer_add(&mxe.st_recv_ns, &mxe.st_recv_n, op->t_done_ns - op->t_start_ns);
     }
-    if (error != MXU_OK)
+    if (error != MXU_OK) {
         atomic_fetch_add_explicit(&mxe.st_ops_failed, 1, memory_order_relaxed);
+    } else if (op->peer != MXE_PROC_NULL && !op->result.cancelled) {
+        /* a message that went through a path (today every one: UCX) */
+        if (op->type == MXE_OP_SEND) {
+            atomic_fetch_add_explicit(&mxe.st_path[MXE_PATH_UCX].sent, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&mxe.st_path[MXE_PATH_UCX].sent_bytes, op->result.bytes,
+                                      memory_order_relaxed);
+        } else {
+            atomic_fetch_add_explicit(&mxe.st_path[MXE_PATH_UCX].received, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&mxe.st_path[MXE_PATH_UCX].received_bytes, op->result.bytes,
+                                      memory_order_relaxed);
+        }
+    }
     mxe_live_unlink(op);
     mxa_stream_t *s = op->stream;
     int engine_ref_free = !op->transport_active;
@@ -279,6 +301,7 @@ static void mxe_op_start(mxe_op_t *op)
     atomic_store_explicit(&op->state, MXE_STATE_STARTED, memory_order_relaxed);
     if (mxe.timing)
         op->t_start_ns = mxu_now_ns();
+    op->trace = mxu_trace_start(op->type == MXE_OP_SEND ? &mxe_tn_send : &mxe_tn_recv, op->bytes);
     if (op->peer == MXE_PROC_NULL) {
         op->result.source = MXE_PROC_NULL;
         op->result.tag = MXE_ANY_TAG;
@@ -472,6 +495,7 @@ static void mxe_handle_wait(mxe_wait_t *w)
         atomic_fetch_sub(&mxe.live_waits, 1);
         return;
     }
+    w->trace = mxu_trace_start(&mxe_tn_wait, (uint64_t)w->n);
     mxe_insert_wait(st, w);
     mxe_activate(st);
     mxe.waits_dirty = 1;
@@ -693,6 +717,7 @@ static unsigned mxe_check_waits(void)
                     mxe.result_writer(w->ops[i], w->targets[i]);
                 mxe_op_release(w->ops[i]);
             }
+            mxu_trace_end(&w->trace);
             free(w);
             atomic_fetch_sub_explicit(&mxe.live_waits, 1, memory_order_release);
             atomic_fetch_add_explicit(&mxe.st_waits_released, 1, memory_order_relaxed);

@@ -26,6 +26,8 @@ static void mxi_bring_up(void)
     PMPI_Comm_rank(MPI_COMM_WORLD, &mxi.world_rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &mxi.world_size);
     mxu_log_set_rank(mxi.world_rank);
+    /* NVTX ranges (MPIX_ACC_NVTX): before any thread of the library starts */
+    mxu_trace_setup(mxu_config.nvtx);
     mxi_errors_init();
     mxi_datatype_init();
 
@@ -152,26 +154,43 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
     return rc;
 }
 
+/* MPIX_ACC_STATS=1: the counters at INFO level, printed whatever
+ * MPIX_ACC_LOG says (the user asked for them), into the log (stderr or
+ * MPIX_ACC_LOG_FILE). */
 static void mxi_print_stats(void)
 {
     mxe_stats_t st;
     mxe_get_stats(&st);
-    MXU_LOG(MXU_LOG_ERROR < mxu_log_threshold ? MXU_LOG_WARN : MXU_LOG_ERROR,
-            "stats: ops submitted %llu completed %llu failed %llu; waits %llu released "
-            "%llu; progress sleeps %llu wake-ups %llu; progress cpu %d",
-            (unsigned long long)st.ops_submitted, (unsigned long long)st.ops_completed,
-            (unsigned long long)st.ops_failed, (unsigned long long)st.waits_submitted,
-            (unsigned long long)st.waits_released, (unsigned long long)st.progress_sleeps,
-            (unsigned long long)st.progress_wakeups, st.progress_cpu);
+    MXU_LOG_FORCED(MXU_LOG_INFO,
+                   "stats: ops submitted %llu completed %llu failed %llu; waits %llu released "
+                   "%llu; progress sleeps %llu wake-ups %llu; progress cpu %d",
+                   (unsigned long long)st.ops_submitted, (unsigned long long)st.ops_completed,
+                   (unsigned long long)st.ops_failed, (unsigned long long)st.waits_submitted,
+                   (unsigned long long)st.waits_released, (unsigned long long)st.progress_sleeps,
+                   (unsigned long long)st.progress_wakeups, st.progress_cpu);
+    for (int p = 0; p < MXE_NPATHS; p++)
+        MXU_LOG_FORCED(MXU_LOG_INFO,
+                       "stats: path %s: sent %llu messages %llu bytes; received %llu messages "
+                       "%llu bytes",
+                       mxe_path_name((mxe_path_t)p), (unsigned long long)st.path[p].sent,
+                       (unsigned long long)st.path[p].sent_bytes,
+                       (unsigned long long)st.path[p].received,
+                       (unsigned long long)st.path[p].received_bytes);
+    MXU_LOG_FORCED(MXU_LOG_INFO,
+                   "stats: call-order matching: announced %llu; matched posted %llu; matched "
+                   "unexpected %llu",
+                   (unsigned long long)st.match_announced, (unsigned long long)st.match_posted,
+                   (unsigned long long)st.match_unexpected);
 #define MXI_MEAN_US(sum, n) ((n) ? (double)(sum) / (double)(n) / 1e3 : 0.0)
-    MXU_LOG(MXU_LOG_ERROR < mxu_log_threshold ? MXU_LOG_WARN : MXU_LOG_ERROR,
-            "stats: mean us: stream turnaround (wait released -> next trigger seen) %.2f "
-            "(%llu); send started -> done %.2f (%llu); receive started -> arrived %.2f "
-            "(%llu); last op done -> wait released %.2f (%llu)",
-            MXI_MEAN_US(st.turnaround_ns, st.turnaround_n), (unsigned long long)st.turnaround_n,
-            MXI_MEAN_US(st.send_ns, st.send_n), (unsigned long long)st.send_n,
-            MXI_MEAN_US(st.recv_ns, st.recv_n), (unsigned long long)st.recv_n,
-            MXI_MEAN_US(st.release_ns, st.release_n), (unsigned long long)st.release_n);
+    MXU_LOG_FORCED(MXU_LOG_INFO,
+                   "stats: mean us: stream turnaround (wait released -> next trigger seen) %.2f "
+                   "(%llu); send started -> done %.2f (%llu); receive started -> arrived %.2f "
+                   "(%llu); last op done -> wait released %.2f (%llu)",
+                   MXI_MEAN_US(st.turnaround_ns, st.turnaround_n),
+                   (unsigned long long)st.turnaround_n, MXI_MEAN_US(st.send_ns, st.send_n),
+                   (unsigned long long)st.send_n, MXI_MEAN_US(st.recv_ns, st.recv_n),
+                   (unsigned long long)st.recv_n, MXI_MEAN_US(st.release_ns, st.release_n),
+                   (unsigned long long)st.release_n);
 #undef MXI_MEAN_US
 }
 

@@ -18,6 +18,7 @@
 #include "mpix_acc.h"
 #include "util/settings.h"
 #include "util/hashmap.h"
+#include "util/trace.h"
 
 /* How an operation was opted in: decides what MPI_Wait does with it. */
 typedef enum {
@@ -166,6 +167,8 @@ mxe_op_t *mxi_request_op(MPI_Request req);
 void mxi_request_track(MPI_Request req, mxe_op_t *op);
 /* Stream wait on requests: handles set to MPI_REQUEST_NULL, library owns
  * them. statuses: NULL to ignore (never MPI_STATUSES_IGNORE). */
+/* NVTX name of the stream-wait enqueue range (p2p.c; util/trace.h) */
+extern mxu_trace_name_t mxi_tn_wait;
 int mxi_stream_waitall(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *statuses,
                        MPI_Comm err_comm);
 /* Complete and free library-owned handles whose ops are done. */

@@ -9,6 +9,14 @@
 #include <string.h>
 #include <time.h>
 
+/* NVTX ranges of the enqueue calls (util/trace.h), on the calling thread:
+ * every path (MPIX_Acc_*, stream communicators, stream datatypes) goes
+ * through mxi_isend, mxi_irecv and the stream waits of request.c
+ * (mxi_tn_wait); payload: the element count, or the number of requests. */
+static mxu_trace_name_t mxi_tn_send = MXU_TRACE_NAME("enqueue send");
+static mxu_trace_name_t mxi_tn_recv = MXU_TRACE_NAME("enqueue recv");
+mxu_trace_name_t mxi_tn_wait = MXU_TRACE_NAME("enqueue stream wait");
+
 int mxi_stream_resolve(void *handle, MPI_Comm comm, mxa_stream_t **out)
 {
     if (!mxi_on())
@@ -196,8 +204,33 @@ static int mxi_check_buffer(MPI_Comm comm, const void *buf, int count, MPI_Datat
     return mxi_raise(comm, MXI_E_BUFFER, "%s buffer is NULL with count %d", what, count);
 }
 
+static int mxi_isend_(mxa_stream_t *s, mxi_origin_t origin, const void *buf, int count,
+                      MPI_Datatype dt, int dest, int tag, MPI_Comm comm, int synchronous,
+                      MPI_Request *req);
+static int mxi_irecv_(mxa_stream_t *s, mxi_origin_t origin, void *buf, int count, MPI_Datatype dt,
+                      int source, int tag, MPI_Comm comm, MPI_Request *req);
+
 int mxi_isend(mxa_stream_t *s, mxi_origin_t origin, const void *buf, int count, MPI_Datatype dt,
               int dest, int tag, MPI_Comm comm, int synchronous, MPI_Request *req)
+{
+    mxu_trace_push(&mxi_tn_send, count > 0 ? (uint64_t)count : 0);
+    int rc = mxi_isend_(s, origin, buf, count, dt, dest, tag, comm, synchronous, req);
+    mxu_trace_pop();
+    return rc;
+}
+
+int mxi_irecv(mxa_stream_t *s, mxi_origin_t origin, void *buf, int count, MPI_Datatype dt,
+              int source, int tag, MPI_Comm comm, MPI_Request *req)
+{
+    mxu_trace_push(&mxi_tn_recv, count > 0 ? (uint64_t)count : 0);
+    int rc = mxi_irecv_(s, origin, buf, count, dt, source, tag, comm, req);
+    mxu_trace_pop();
+    return rc;
+}
+
+static int mxi_isend_(mxa_stream_t *s, mxi_origin_t origin, const void *buf, int count,
+                      MPI_Datatype dt, int dest, int tag, MPI_Comm comm, int synchronous,
+                      MPI_Request *req)
 {
     mxi_comm_t *c;
     size_t bytes;
@@ -222,8 +255,8 @@ int mxi_isend(mxa_stream_t *s, mxi_origin_t origin, const void *buf, int count, 
     return mxi_submit(op, origin, comm, req);
 }
 
-int mxi_irecv(mxa_stream_t *s, mxi_origin_t origin, void *buf, int count, MPI_Datatype dt,
-              int source, int tag, MPI_Comm comm, MPI_Request *req)
+static int mxi_irecv_(mxa_stream_t *s, mxi_origin_t origin, void *buf, int count, MPI_Datatype dt,
+                      int source, int tag, MPI_Comm comm, MPI_Request *req)
 {
     mxi_comm_t *c;
     size_t bytes;

@@ -249,8 +249,20 @@ static void mxi_empty_status(MPI_Status *st)
 
 /* ------------------------------------------------------------ stream wait */
 
+static int mxi_stream_waitall_(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *statuses,
+                               MPI_Comm err_comm);
+
 int mxi_stream_waitall(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *statuses,
                        MPI_Comm err_comm)
+{
+    mxu_trace_push(&mxi_tn_wait, count > 0 ? (uint64_t)count : 0);
+    int rc = mxi_stream_waitall_(s, count, reqs, statuses, err_comm);
+    mxu_trace_pop();
+    return rc;
+}
+
+static int mxi_stream_waitall_(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *statuses,
+                               MPI_Comm err_comm)
 {
     mxe_op_t *ops_local[16];
     void *targets_local[16];
@@ -588,10 +600,12 @@ static int mxi_waitall_stream_part(int count, MPI_Request reqs[], MPI_Status sta
                 at[m++] = j;
             }
         }
+        mxu_trace_push(&mxi_tn_wait, (uint64_t)m);
         int trc = mxi_throttle(MPI_COMM_SELF, s, 0);
+        mxu_status_t est = trc == MPI_SUCCESS ? mxe_stream_wait(s, sub, targets, m) : MXU_OK;
+        mxu_trace_pop();
         if (trc != MPI_SUCCESS)
             return trc;
-        mxu_status_t est = mxe_stream_wait(s, sub, targets, m);
         if (est != MXU_OK)
             return mxi_raise_code(MPI_COMM_SELF, mxi_status_to_mpi(est));
         for (int k = 0; k < m; k++) {

@@ -125,5 +125,18 @@ void mxt_abandon(void);
 /* Versions and transports for mpixacc_info. */
 void mxt_describe(char *buf, size_t len);
 const char *mxt_ucx_version(void);
+/* The UCX this process actually loaded (one libucp.so.0 serves the whole
+ * process: whichever library loaded it first chose it), against the headers
+ * the library was built with. Any thread, no initialisation needed. */
+typedef struct {
+    char path[512];                 /* libucp file (dladdr of ucp_init); "" unknown */
+    unsigned major, minor, release; /* ucp_get_version() */
+    unsigned hdr_major, hdr_minor;  /* UCP_API_MAJOR/MINOR of the headers */
+    int older;                      /* 1: loaded major.minor below the headers' */
+    char module_dir[512];           /* where UCX loads its transport modules */
+    int has_cuda;                   /* libuct_cuda.so there (cuda_copy, cuda_ipc); -1 unknown */
+    int has_ib;                     /* libuct_ib*.so there (rc, ud, dc over verbs); -1 unknown */
+} mxt_ucx_loaded_t;
+void mxt_ucx_loaded(mxt_ucx_loaded_t *out);
 
 #endif

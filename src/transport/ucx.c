@@ -13,6 +13,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <dirent.h>
+#include <dlfcn.h>
 #include <ucp/api/ucp.h>
 
 typedef struct {
@@ -929,6 +931,52 @@ void mxt_abandon(void)
 }
 
 const char *mxt_ucx_version(void) { return ucp_get_version_string(); }
+
+/* 1 when `dir` holds a shared object (".so" in the name) whose name starts
+ * with `prefix`; -1 when the directory cannot be read. */
+static int mxt_dir_has(const char *dir, const char *prefix)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return -1;
+    int found = 0;
+    size_t n = strlen(prefix);
+    for (struct dirent *e; !found && (e = readdir(d)) != NULL;)
+        found = strncmp(e->d_name, prefix, n) == 0 && strstr(e->d_name, ".so") != NULL;
+    closedir(d);
+    return found;
+}
+
+void mxt_ucx_loaded(mxt_ucx_loaded_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    ucp_get_version(&out->major, &out->minor, &out->release);
+    out->hdr_major = UCP_API_MAJOR;
+    out->hdr_minor = UCP_API_MINOR;
+    out->older = out->major < out->hdr_major ||
+                 (out->major == out->hdr_major && out->minor < out->hdr_minor);
+    Dl_info info;
+    if (dladdr((void *)ucp_init_version, &info) != 0 && info.dli_fname != NULL) {
+        char *real = realpath(info.dli_fname, NULL);
+        snprintf(out->path, sizeof(out->path), "%s", real != NULL ? real : info.dli_fname);
+        free(real);
+    }
+    /* UCX loads its modules from UCX_MODULE_DIR, else <dir of libucs>/ucx
+     * (libucs and libucp sit side by side in every UCX installation) */
+    const char *env = getenv("UCX_MODULE_DIR");
+    if (env != NULL && env[0] != '\0') {
+        snprintf(out->module_dir, sizeof(out->module_dir), "%s", env);
+    } else if (out->path[0] != '\0') {
+        const char *slash = strrchr(out->path, '/');
+        int len = slash != NULL ? (int)(slash - out->path) : 0;
+        snprintf(out->module_dir, sizeof(out->module_dir), "%.*s/ucx", len, out->path);
+    }
+    out->has_cuda = out->has_ib = -1;
+    if (out->module_dir[0] != '\0') {
+        out->has_cuda = mxt_dir_has(out->module_dir, "libuct_cuda.so");
+        out->has_ib = mxt_dir_has(out->module_dir, "libuct_ib");
+    }
+}
 
 void mxt_describe(char *buf, size_t len)
 {

@@ -301,6 +301,8 @@ static int in_range(int i, const cfg_value_t *v)
     case MXU_CFG_DOUBLE:
         return !range_bounds(i, &lo, &hi) || (v->d >= lo.d && v->d <= hi.d);
     case MXU_CFG_STRING: {
+        if (strcmp(rows[i].range, "*") == 0)
+            return 1; /* any text */
         char word[256];
         return trim_copy(v->s, word, sizeof(word)) && word_in(rows[i].range, word);
     }
@@ -334,6 +336,8 @@ void mxu_config_describe(int i, char *buf, size_t len)
     const char *range = rows[i].range;
     if (range[0] == '\0')
         snprintf(buf, len, "%s", type_description(rows[i].type));
+    else if (rows[i].type == MXU_CFG_STRING && strcmp(range, "*") == 0)
+        snprintf(buf, len, "any text (*)");
     else if (rows[i].type == MXU_CFG_STRING)
         snprintf(buf, len, "one of %s", range);
     else if (rows[i].type == MXU_CFG_SIZE)
@@ -507,6 +511,7 @@ mxu_status_t mxu_config_load(void)
     }
     if (mxu_log_threshold != mxu_config.log_level)
         mxu_log_threshold = mxu_config.log_level;
+    mxu_log_set_file(mxu_config.log_file);
 
     /* Warnings after the threshold is set, so MPIX_ACC_LOG=error silences them. */
     for (int i = 0; i < NROWS; i++) {

@@ -21,6 +21,7 @@
  *   "lo..hi"     INT, SIZE, DOUBLE: lo <= value <= hi, both bounds written
  *                like a value of the type ("0..1g", "-2..8191")
  *   "w1|w2|..."  STRING: exactly one of these words
+ *   "*"          STRING: any text (a file name, a pattern)
  * mxu_config_parse_setting() is the one check (type, then range); a value of
  * the environment that fails it is reported, naming the variable, the value
  * and the default, and the default is used. The help text says what the
@@ -47,6 +48,10 @@
       "nothing; MPIX_Acc_* calls return MPI_ERR_OTHER)")                                         \
     X(LOG, LOGLEVEL, log_level, "warn", "",                                                      \
       "Log threshold: error, warn, info or debug")                                               \
+    X(LOG_FILE, STRING, log_file, "", "*",                                                       \
+      "File the log goes to instead of stderr (appended to; created at the first message): "     \
+      "%h is replaced by the host name, %p by the process id, %% by %, so that each process "    \
+      "can have its own (for example mpixacc-%h-%p.log)")                                        \
     X(PROGRESS_CPU, INT, progress_cpu, "-1", "-2..8191",                                         \
       "Core to bind the progress thread to; -1 chooses one with hwloc (near the GPU, else on "    \
       "the calling thread's NUMA node; one core per rank of the node; unbound when the node "     \
@@ -96,8 +101,14 @@
       "leaves out its shared-memory transports (messages within a node go over TCP loopback)")  \
     X(SET_NET_DEVICES, BOOL, set_net_devices, "1", "",                                           \
       "Set UCX_NET_DEVICES to the NIC closest to the GPU unless the user set it")                \
+    X(NVTX, BOOL, nvtx, "1", "",                                                                 \
+      "Record NVTX ranges (domain mpix-acc) of every enqueue, transfer and stream wait, "          \
+      "seen when a tool is attached (Nsight Systems or Compute, NVTX_INJECTION64_PATH); 0 makes " \
+      "no NVTX call at all. Builds without CUDA have no NVTX (mpixacc_info -f says)")            \
     X(STATS, BOOL, stats, "0", "",                                                               \
-      "Print per-process operation counters and engine phase timers at MPI_Finalize")            \
+      "Log per-process operation counters, messages and bytes per path, call-order matching "    \
+      "counters and engine phase timers at MPI_Finalize, at INFO level whatever MPIX_ACC_LOG "   \
+      "says (to stderr or MPIX_ACC_LOG_FILE)")                                                   \
     X(HANGDUMP_AFTER, DOUBLE, hangdump_after, "0", "0..1e9",                                     \
       "Seconds after which the preloadable watchdog tools/mpixacc_hangdump.so (LD_PRELOAD) "      \
       "prints every thread's backtrace and exits with status 124; 0 never. The watchdog is not "  \

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# test/mpi/stats.sh - MPIX_ACC_STATS=1: every rank prints its counters and
-# the engine's phase timers at MPI_Finalize, and finalize logs no error.
+# test/mpi/stats.sh - MPIX_ACC_STATS=1: every rank prints its counters, its
+# per-path message and byte counts, the call-order matching counters and the
+# engine's phase timers at MPI_Finalize, at INFO level (whatever
+# MPIX_ACC_LOG says), and finalize logs no error.
 #
 #   test/mpi/stats.sh [BUILDDIR]     (default: $MPIXACC_BUILDDIR, else <repo>/build)
 #
@@ -8,8 +10,14 @@
 # finalize race it guards against showed up about once in 10 runs: a rank
 # still printing its statistics saw its peer close the connection and
 # logged "connection to rank N failed"). Each run must exit 0, print PASS,
-# and on both ranks a counter line and a timer line with non-zero counts for
-# the stream turnaround and send timers; no line may say ERROR.
+# and on both ranks a counter line, a timer line with non-zero counts for
+# the stream turnaround and send timers, the UCX path line with exactly the
+# messages and bytes pingpong moves (8 sizes x 30 round trips each way:
+# 240 messages, 11479020 bytes sent and received by each rank) and a
+# matching line (240 announced, posted + unexpected = 240); every stats
+# line is INFO; no line may say ERROR. One more run sets
+# MPIX_ACC_LOG_FILE=<dir>/log-%p.log: the stats lines are in one file per
+# rank and none on stderr.
 set -u
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 if [[ ${1:-} =~ ^[0-9]+$ ]]; then shift; fi
@@ -30,6 +38,14 @@ for i in $(seq "$runs"); do
     t=$(grep -cE 'stats: mean us: stream turnaround .*[0-9.]+ \([1-9][0-9]*\); send started -> done [0-9.]+ \([1-9][0-9]*\)' "$log")
     [ "$c" -eq 2 ] || why="${why:+$why, }$c of 2 counter lines"
     [ "$t" -eq 2 ] || why="${why:+$why, }$t of 2 timer lines with counts"
+    pl=$(grep -c 'stats: path ucx: sent 240 messages 11479020 bytes; received 240 messages 11479020 bytes' "$log")
+    [ "$pl" -eq 2 ] || why="${why:+$why, }$pl of 2 path lines with 240 messages, 11479020 bytes each way"
+    m=$(grep -oE 'stats: call-order matching: announced 240; matched posted [0-9]+; matched unexpected [0-9]+' "$log" |
+        awk -F '[ ;]+' '{ if ($8 + $11 == 240) n++ } END { print n + 0 }')
+    [ "$m" -eq 2 ] || why="${why:+$why, }$m of 2 matching lines (announced 240, matched 240)"
+    ni=$(grep -c '\] INFO init\.c:[0-9]*: stats: ' "$log")
+    na=$(grep -c 'stats: ' "$log")
+    [ "$ni" -eq 8 ] && [ "$na" -eq 8 ] || why="${why:+$why, }$ni INFO of $na stats lines (8 expected)"
     if grep -q 'ERROR' "$log"; then why="${why:+$why, }an ERROR line: $(grep -m1 ERROR "$log")"; fi
     if [ -n "$why" ]; then
         echo "[stats] run $i FAIL: $why"
@@ -37,9 +53,22 @@ for i in $(seq "$runs"); do
         fails=$((fails + 1))
     fi
 done
+# into MPIX_ACC_LOG_FILE: one file per rank (%p), nothing on stderr
+dir=$(mktemp -d /tmp/mpixacc-stats-files.XXXXXX)
+MPIX_ACC_STATS=1 MPIX_ACC_LOG_FILE="$dir/log-%p.log" timeout 120 mpiexec -n 2 "$prog" >"$log" 2>&1
+rc=$?
+nfiles=$(ls "$dir" | grep -c '^log-[0-9]*\.log$')
+nin=$(cat "$dir"/log-*.log 2>/dev/null | grep -c '\] INFO init\.c:[0-9]*: stats: ')
+nout=$(grep -c 'stats: ' "$log")
+if [ $rc -ne 0 ] || [ "$nfiles" -ne 2 ] || [ "$nin" -ne 8 ] || [ "$nout" -ne 0 ]; then
+    echo "[stats] MPIX_ACC_LOG_FILE run FAIL: exit $rc, $nfiles files, $nin stats lines in them (8 expected), $nout on stderr"
+    sed 's/^/    | /' "$log" | tail -20
+    fails=$((fails + 1))
+fi
+rm -rf "$dir"
 rm -f "$log"
 if [ $fails -eq 0 ]; then
-    echo "[stats] PASS: $runs runs, counters and phase timers on both ranks, no error at finalize"
+    echo "[stats] PASS: $runs runs, counters, paths, matching and phase timers on both ranks at INFO, no error at finalize; one file per rank with MPIX_ACC_LOG_FILE"
     exit 0
 fi
 echo "[stats] FAIL: $fails of $runs runs"
