@@ -39,6 +39,9 @@ timeout "$TMO" "$MPIEXEC" -n 2 "$good" >"$tmp/good.out" 2>"$tmp/good.err" || no 
 grep -q "$fix" "$tmp/good.err" && no "good: unexpected warning: $(grep "$fix" "$tmp/good.err" | head -n 1)"
 [ "$(grep -c 'create rc=OK' "$tmp/good.out")" -eq 6 ] || no "good: expected 6 successful calls"
 lib=${MPIXACC_LIB:-$b/src/.libs/libmpixacc.so}
+# a sanitizer build of the library can only be preloaded after its runtime
+asan=$(ldd "$lib" 2>/dev/null | awk '/libasan\.so/ {print $3; exit}')
+[ -n "$asan" ] && lib="$asan:$lib"
 timeout "$TMO" "$MPIEXEC" -n 2 env LD_PRELOAD="$lib" "$bad" >"$tmp/pre.out" 2>"$tmp/pre.err" ||
     no "preloaded exited $?"
 grep -q "$fix" "$tmp/pre.err" && no "preloaded: unexpected warning"
