@@ -10,136 +10,163 @@
 
 double hg_now(void) { return MPI_Wtime(); }
 
-void hg_zero(hg_mg_t *mg, hg_level_t *L, int v) {
-  (void)mg;
-  if (!L->nb) return;
-  double t = hg_now();
-  hg_args_zero_t a = {L->geom, L->vec[v]};
-  hg_exec_launch(L->exec, HG_K_ZERO, &a, sizeof(a));
-  L->t.blas1 += hg_now() - t;
+void hg_zero(hg_mg_t *mg, hg_level_t *L, int v)
+{
+    (void)mg;
+    if (!L->nb)
+        return;
+    double t = hg_now();
+    hg_args_zero_t a = {L->geom, L->vec[v]};
+    hg_exec_launch(L->exec, HG_K_ZERO, &a, sizeof(a));
+    L->t.blas1 += hg_now() - t;
 }
 
-void hg_axpby(hg_mg_t *mg, hg_level_t *L, int c, double alpha, int a, double beta, int b) {
-  (void)mg;
-  if (!L->nb) return;
-  double t = hg_now();
-  hg_args_axpby_t x = {L->geom, L->vec[c], L->vec[a], b >= 0 ? L->vec[b] : NULL, alpha, beta};
-  hg_exec_launch(L->exec, HG_K_AXPBY, &x, sizeof(x));
-  L->t.blas1 += hg_now() - t;
+void hg_axpby(hg_mg_t *mg, hg_level_t *L, int c, double alpha, int a, double beta, int b)
+{
+    (void)mg;
+    if (!L->nb)
+        return;
+    double t = hg_now();
+    hg_args_axpby_t x = {L->geom, L->vec[c], L->vec[a], b >= 0 ? L->vec[b] : NULL, alpha, beta};
+    hg_exec_launch(L->exec, HG_K_AXPBY, &x, sizeof(x));
+    L->t.blas1 += hg_now() - t;
 }
 
-void hg_mul(hg_mg_t *mg, hg_level_t *L, int c, double scale, int a, int b) {
-  (void)mg;
-  if (!L->nb) return;
-  double t = hg_now();
-  hg_args_mul_t x = {L->geom, L->vec[c], L->vec[a], L->vec[b], scale};
-  hg_exec_launch(L->exec, HG_K_MUL, &x, sizeof(x));
-  L->t.blas1 += hg_now() - t;
+void hg_mul(hg_mg_t *mg, hg_level_t *L, int c, double scale, int a, int b)
+{
+    (void)mg;
+    if (!L->nb)
+        return;
+    double t = hg_now();
+    hg_args_mul_t x = {L->geom, L->vec[c], L->vec[a], L->vec[b], scale};
+    hg_exec_launch(L->exec, HG_K_MUL, &x, sizeof(x));
+    L->t.blas1 += hg_now() - t;
 }
 
 /* per-box partials on the level's context, then wait for it */
-static void partials(hg_level_t *L, int kind, int a, int b) {
-  if (!L->nb) return;
-  hg_args_red_t x = {L->geom, L->vec[a], b >= 0 ? L->vec[b] : NULL, L->partial};
-  hg_exec_launch(L->exec, kind, &x, sizeof(x));
-  hg_exec_sync(L->exec);
+static void partials(hg_level_t *L, int kind, int a, int b)
+{
+    if (!L->nb)
+        return;
+    hg_args_red_t x = {L->geom, L->vec[a], b >= 0 ? L->vec[b] : NULL, L->partial};
+    hg_exec_launch(L->exec, kind, &x, sizeof(x));
+    hg_exec_sync(L->exec);
 }
 
-double hg_dot(hg_mg_t *mg, hg_level_t *L, int a, int b) {
-  (void)mg;
-  if (L->comm == MPI_COMM_NULL) return 0.0;
-  double t = hg_now();
-  partials(L, HG_K_DOT, a, b);
-  /* Each box's partial sum lands in its own slot (one contributor per slot,
+double hg_dot(hg_mg_t *mg, hg_level_t *L, int a, int b)
+{
+    (void)mg;
+    if (L->comm == MPI_COMM_NULL)
+        return 0.0;
+    double t = hg_now();
+    partials(L, HG_K_DOT, a, b);
+    /* Each box's partial sum lands in its own slot (one contributor per slot,
    * so the MPI sum is exact) and the slots are added in box-id order: the
    * result is the same bits for any number of ranks and any reduction tree. */
-  memset(L->gpartial, 0, sizeof(double) * L->num_boxes);
-  for (int i = 0; i < L->nb; i++) L->gpartial[L->my_id[i]] = L->partial[i];
-  double t1 = hg_now();
-  L->t.blas1 += t1 - t;
-  MPI_Allreduce(MPI_IN_PLACE, L->gpartial, L->num_boxes, MPI_DOUBLE, MPI_SUM, L->comm);
-  double s = 0.0;
-  for (int i = 0; i < L->num_boxes; i++) s += L->gpartial[i];
-  L->t.collectives += hg_now() - t1;
-  return s;
+    memset(L->gpartial, 0, sizeof(double) * L->num_boxes);
+    for (int i = 0; i < L->nb; i++)
+        L->gpartial[L->my_id[i]] = L->partial[i];
+    double t1 = hg_now();
+    L->t.blas1 += t1 - t;
+    MPI_Allreduce(MPI_IN_PLACE, L->gpartial, L->num_boxes, MPI_DOUBLE, MPI_SUM, L->comm);
+    double s = 0.0;
+    for (int i = 0; i < L->num_boxes; i++)
+        s += L->gpartial[i];
+    L->t.collectives += hg_now() - t1;
+    return s;
 }
 
-double hg_norm(hg_mg_t *mg, hg_level_t *L, int a) {
-  (void)mg;
-  if (L->comm == MPI_COMM_NULL) return 0.0;
-  double t = hg_now();
-  partials(L, HG_K_NORM, a, -1);
-  double m = 0.0;
-  for (int i = 0; i < L->nb; i++)
-    if (L->partial[i] > m) m = L->partial[i];
-  double t1 = hg_now();
-  L->t.blas1 += t1 - t;
-  double g;
-  MPI_Allreduce(&m, &g, 1, MPI_DOUBLE, MPI_MAX, L->comm);
-  L->t.collectives += hg_now() - t1;
-  return g;
+double hg_norm(hg_mg_t *mg, hg_level_t *L, int a)
+{
+    (void)mg;
+    if (L->comm == MPI_COMM_NULL)
+        return 0.0;
+    double t = hg_now();
+    partials(L, HG_K_NORM, a, -1);
+    double m = 0.0;
+    for (int i = 0; i < L->nb; i++)
+        if (L->partial[i] > m)
+            m = L->partial[i];
+    double t1 = hg_now();
+    L->t.blas1 += t1 - t;
+    double g;
+    MPI_Allreduce(&m, &g, 1, MPI_DOUBLE, MPI_MAX, L->comm);
+    L->t.collectives += hg_now() - t1;
+    return g;
 }
 
-void hg_exchange(hg_mg_t *mg, hg_level_t *L, int v, int shape) {
-  hg_prog_run(mg, &L->exchange[shape], v, v, HG_T_COPY, HG_T_COPY, HG_T_COPY, 0.0, &L->t.ghost);
+void hg_exchange(hg_mg_t *mg, hg_level_t *L, int v, int shape)
+{
+    hg_prog_run(mg, &L->exchange[shape], v, v, HG_T_COPY, HG_T_COPY, HG_T_COPY, 0.0, &L->t.ghost);
 }
 
-void hg_apply_bc(hg_mg_t *mg, hg_level_t *L, int v, int shape, int order) {
-  (void)mg;
-  if (!L->nbc[shape]) return;
-  double t = hg_now();
-  const int *list = L->exec->kind == HG_EXEC_CUDA ? L->bc_dev[shape] : L->bc[shape];
-  hg_args_bc_t a = {L->geom, L->vec[v], list, L->nbc[shape], order};
-  hg_exec_launch(L->exec, HG_K_BC, &a, sizeof(a));
-  L->t.bc += hg_now() - t;
+void hg_apply_bc(hg_mg_t *mg, hg_level_t *L, int v, int shape, int order)
+{
+    (void)mg;
+    if (!L->nbc[shape])
+        return;
+    double t = hg_now();
+    const int *list = L->exec->kind == HG_EXEC_CUDA ? L->bc_dev[shape] : L->bc[shape];
+    hg_args_bc_t a = {L->geom, L->vec[v], list, L->nbc[shape], order};
+    hg_exec_launch(L->exec, HG_K_BC, &a, sizeof(a));
+    L->t.bc += hg_now() - t;
 }
 
-int hg_op_shape(const hg_mg_t *mg) { return mg->op == HG_OP_FV4 ? HG_SHAPE_NO_CORNERS : HG_SHAPE_STAR; }
+int hg_op_shape(const hg_mg_t *mg)
+{
+    return mg->op == HG_OP_FV4 ? HG_SHAPE_NO_CORNERS : HG_SHAPE_STAR;
+}
 
 /* fv4: quartic boundary extrapolation, dropping to quadratic / linear on
  * boxes too small for it (as HPGMG does); 7-point: linear */
-int hg_op_bc_order(const hg_mg_t *mg, const hg_level_t *L) {
-  if (mg->op != HG_OP_FV4) return 1;
-  return L->box_dim >= 4 ? 4 : L->box_dim >= 2 ? 2 : 1;
+int hg_op_bc_order(const hg_mg_t *mg, const hg_level_t *L)
+{
+    if (mg->op != HG_OP_FV4)
+        return 1;
+    return L->box_dim >= 4 ? 4 : L->box_dim >= 2 ? 2 : 1;
 }
 
-void hg_stencil(hg_mg_t *mg, hg_level_t *L, int variant, int x, int xnm1, int out, int rhs, int sweep,
-                int copy_other, double c1, double c2) {
-  if (!L->nb) return;
-  hg_args_stencil_t a;
-  memset(&a, 0, sizeof(a));
-  a.g = L->geom;
-  a.op = mg->op;
-  a.variant = variant;
-  a.sweep = sweep;
-  a.copy_other = copy_other;
-  a.h2inv = 1.0 / (L->h * L->h);
-  a.b = 1.0;
-  a.c1 = c1;
-  a.c2 = c2;
-  a.x = L->vec[x];
-  a.xnm1 = xnm1 >= 0 ? L->vec[xnm1] : NULL;
-  a.out = L->vec[out];
-  a.rhs = rhs >= 0 ? L->vec[rhs] : NULL;
-  a.beta_i = L->vec[HG_VEC_BETA_I];
-  a.beta_j = L->vec[HG_VEC_BETA_J];
-  a.beta_k = L->vec[HG_VEC_BETA_K];
-  a.dinv = L->vec[HG_VEC_DINV];
-  hg_exec_launch(L->exec, HG_K_STENCIL, &a, sizeof(a));
+void hg_stencil(hg_mg_t *mg, hg_level_t *L, int variant, int x, int xnm1, int out, int rhs,
+                int sweep, int copy_other, double c1, double c2)
+{
+    if (!L->nb)
+        return;
+    hg_args_stencil_t a;
+    memset(&a, 0, sizeof(a));
+    a.g = L->geom;
+    a.op = mg->op;
+    a.variant = variant;
+    a.sweep = sweep;
+    a.copy_other = copy_other;
+    a.h2inv = 1.0 / (L->h * L->h);
+    a.b = 1.0;
+    a.c1 = c1;
+    a.c2 = c2;
+    a.x = L->vec[x];
+    a.xnm1 = xnm1 >= 0 ? L->vec[xnm1] : NULL;
+    a.out = L->vec[out];
+    a.rhs = rhs >= 0 ? L->vec[rhs] : NULL;
+    a.beta_i = L->vec[HG_VEC_BETA_I];
+    a.beta_j = L->vec[HG_VEC_BETA_J];
+    a.beta_k = L->vec[HG_VEC_BETA_K];
+    a.dinv = L->vec[HG_VEC_DINV];
+    hg_exec_launch(L->exec, HG_K_STENCIL, &a, sizeof(a));
 }
 
-void hg_apply_op(hg_mg_t *mg, hg_level_t *L, int ax, int x) {
-  hg_exchange(mg, L, x, hg_op_shape(mg));
-  hg_apply_bc(mg, L, x, hg_op_shape(mg), hg_op_bc_order(mg, L));
-  double t = hg_now();
-  hg_stencil(mg, L, HG_S_APPLY, x, -1, ax, -1, 0, 0, 0.0, 0.0);
-  L->t.apply_op += hg_now() - t;
+void hg_apply_op(hg_mg_t *mg, hg_level_t *L, int ax, int x)
+{
+    hg_exchange(mg, L, x, hg_op_shape(mg));
+    hg_apply_bc(mg, L, x, hg_op_shape(mg), hg_op_bc_order(mg, L));
+    double t = hg_now();
+    hg_stencil(mg, L, HG_S_APPLY, x, -1, ax, -1, 0, 0, 0.0, 0.0);
+    L->t.apply_op += hg_now() - t;
 }
 
-void hg_residual(hg_mg_t *mg, hg_level_t *L, int r, int x, int rhs) {
-  hg_exchange(mg, L, x, hg_op_shape(mg));
-  hg_apply_bc(mg, L, x, hg_op_shape(mg), hg_op_bc_order(mg, L));
-  double t = hg_now();
-  hg_stencil(mg, L, HG_S_RESIDUAL, x, -1, r, rhs, 0, 0, 0.0, 0.0);
-  L->t.residual += hg_now() - t;
+void hg_residual(hg_mg_t *mg, hg_level_t *L, int r, int x, int rhs)
+{
+    hg_exchange(mg, L, x, hg_op_shape(mg));
+    hg_apply_bc(mg, L, x, hg_op_shape(mg), hg_op_bc_order(mg, L));
+    double t = hg_now();
+    hg_stencil(mg, L, HG_S_RESIDUAL, x, -1, r, rhs, 0, 0, 0.0, 0.0);
+    L->t.residual += hg_now() - t;
 }

@@ -19,428 +19,516 @@
 #define TAG_INTERP 30
 
 typedef struct {
-  int peer;       /* world rank */
-  int key1, key2; /* canonical order inside a message */
-  int size;       /* doubles */
-  hg_tile_t t;
+    int peer;       /* world rank */
+    int key1, key2; /* canonical order inside a message */
+    int size;       /* doubles */
+    hg_tile_t t;
 } entry_t;
 
 typedef struct {
-  entry_t *e;
-  int n, cap;
+    entry_t *e;
+    int n, cap;
 } elist_t;
 
-static void push(elist_t *l, int peer, int key1, int key2, int size, const hg_tile_t *t) {
-  if (l->n == l->cap) {
-    l->cap = l->cap ? 2 * l->cap : 64;
-    l->e = realloc(l->e, sizeof(entry_t) * l->cap);
-  }
-  entry_t *e = &l->e[l->n++];
-  e->peer = peer;
-  e->key1 = key1;
-  e->key2 = key2;
-  e->size = size;
-  e->t = *t;
+static void push(elist_t *l, int peer, int key1, int key2, int size, const hg_tile_t *t)
+{
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 64;
+        l->e = realloc(l->e, sizeof(entry_t) * l->cap);
+    }
+    entry_t *e = &l->e[l->n++];
+    e->peer = peer;
+    e->key1 = key1;
+    e->key2 = key2;
+    e->size = size;
+    e->t = *t;
 }
 
-static int cmp_entry(const void *a, const void *b) {
-  const entry_t *x = a, *y = b;
-  if (x->peer != y->peer) return x->peer < y->peer ? -1 : 1;
-  if (x->key1 != y->key1) return x->key1 < y->key1 ? -1 : 1;
-  if (x->key2 != y->key2) return x->key2 < y->key2 ? -1 : 1;
-  return 0;
+static int cmp_entry(const void *a, const void *b)
+{
+    const entry_t *x = a, *y = b;
+    if (x->peer != y->peer)
+        return x->peer < y->peer ? -1 : 1;
+    if (x->key1 != y->key1)
+        return x->key1 < y->key1 ? -1 : 1;
+    if (x->key2 != y->key2)
+        return x->key2 < y->key2 ? -1 : 1;
+    return 0;
 }
 
-static hg_tile_t *tiles_to_mem(const hg_tile_t *t, int n, hg_mem_t mem) {
-  hg_tile_t *p = hg_alloc(sizeof(hg_tile_t) * (size_t)(n ? n : 1), mem);
-  if (n) memcpy(p, t, sizeof(hg_tile_t) * n);
-  return p;
+static hg_tile_t *tiles_to_mem(const hg_tile_t *t, int n, hg_mem_t mem)
+{
+    hg_tile_t *p = hg_alloc(sizeof(hg_tile_t) * (size_t)(n ? n : 1), mem);
+    if (n)
+        memcpy(p, t, sizeof(hg_tile_t) * n);
+    return p;
 }
 
 /* group sorted entries by peer; assign buffer offsets; *tiles gets the tiles */
 static int group(hg_level_t *owner, elist_t *l, int is_send, int **rank, int **count, int **off,
-                 size_t *total, hg_tile_t **tiles) {
-  if (l->n > 1) qsort(l->e, (size_t)l->n, sizeof(entry_t), cmp_entry); /* l->e may be NULL */
-  *rank = malloc(sizeof(int) * (l->n ? l->n : 1));
-  *count = malloc(sizeof(int) * (l->n ? l->n : 1));
-  *off = malloc(sizeof(int) * (l->n ? l->n : 1));
-  hg_tile_t *t = malloc(sizeof(hg_tile_t) * (l->n ? l->n : 1));
-  int np = 0;
-  size_t o = 0;
-  for (int i = 0; i < l->n; i++) {
-    entry_t *e = &l->e[i];
-    if (i == 0 || e->peer != l->e[i - 1].peer) {
-      (*rank)[np] = owner->comm_rank[e->peer];
-      (*off)[np] = (int)o;
-      (*count)[np] = 0;
-      np++;
+                 size_t *total, hg_tile_t **tiles)
+{
+    if (l->n > 1)
+        qsort(l->e, (size_t)l->n, sizeof(entry_t), cmp_entry); /* l->e may be NULL */
+    *rank = malloc(sizeof(int) * (l->n ? l->n : 1));
+    *count = malloc(sizeof(int) * (l->n ? l->n : 1));
+    *off = malloc(sizeof(int) * (l->n ? l->n : 1));
+    hg_tile_t *t = malloc(sizeof(hg_tile_t) * (l->n ? l->n : 1));
+    int np = 0;
+    size_t o = 0;
+    for (int i = 0; i < l->n; i++) {
+        entry_t *e = &l->e[i];
+        if (i == 0 || e->peer != l->e[i - 1].peer) {
+            (*rank)[np] = owner->comm_rank[e->peer];
+            (*off)[np] = (int)o;
+            (*count)[np] = 0;
+            np++;
+        }
+        t[i] = e->t;
+        if (is_send)
+            t[i].doff = (int)o;
+        else
+            t[i].soff = (int)o;
+        (*count)[np - 1] += e->size;
+        o += e->size;
     }
-    t[i] = e->t;
-    if (is_send) t[i].doff = (int)o;
-    else t[i].soff = (int)o;
-    (*count)[np - 1] += e->size;
-    o += e->size;
-  }
-  *total = o;
-  *tiles = t;
-  return np;
+    *total = o;
+    *tiles = t;
+    return np;
 }
 
-static int max_blk(const hg_tile_t *t, int n) {
-  int m = 0;
-  for (int i = 0; i < n; i++)
-    if (t[i].bi * t[i].bj * t[i].bk > m) m = t[i].bi * t[i].bj * t[i].bk;
-  return m;
+static int max_blk(const hg_tile_t *t, int n)
+{
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (t[i].bi * t[i].bj * t[i].bk > m)
+            m = t[i].bi * t[i].bj * t[i].bk;
+    return m;
 }
 
 static void finalize(hg_prog_t *P, hg_level_t *owner, hg_level_t *src, hg_level_t *dst, int tag,
-                     elist_t *send, elist_t *recv, const hg_tile_t *local, int nlocal) {
-  memset(P, 0, sizeof(*P));
-  P->built = 1;
-  P->tag = tag;
-  P->owner = owner;
-  P->src = src;
-  P->dst = dst;
-  hg_tile_t *ts, *tr;
-  P->n_send = group(owner, send, 1, &P->send_rank, &P->send_count, &P->send_off, &P->send_total, &ts);
-  P->n_recv = group(owner, recv, 0, &P->recv_rank, &P->recv_count, &P->recv_off, &P->recv_total, &tr);
-  P->n_pack = send->n;
-  P->n_unpack = recv->n;
-  P->n_local = nlocal;
-  P->pack = tiles_to_mem(ts, send->n, HG_MEM_HOST);
-  P->unpack = tiles_to_mem(tr, recv->n, HG_MEM_HOST);
-  P->local = tiles_to_mem(local, nlocal, HG_MEM_HOST);
-  P->max_pack = max_blk(ts, send->n);
-  P->max_unpack = max_blk(tr, recv->n);
-  P->max_local = max_blk(local, nlocal);
-  free(ts);
-  free(tr);
-  P->send_host = hg_alloc(sizeof(double) * (P->send_total ? P->send_total : 1), HG_MEM_HOST);
-  P->recv_host = hg_alloc(sizeof(double) * (P->recv_total ? P->recv_total : 1), HG_MEM_HOST);
-  P->req = malloc(sizeof(MPI_Request) * (size_t)(P->n_send + P->n_recv + 1));
-  P->stat = malloc(sizeof(MPI_Status) * (size_t)(P->n_send + P->n_recv + 1));
-  for (int i = 0; i < P->n_send + P->n_recv; i++) P->req[i] = MPI_REQUEST_NULL;
-  free(send->e);
-  free(recv->e);
+                     elist_t *send, elist_t *recv, const hg_tile_t *local, int nlocal)
+{
+    memset(P, 0, sizeof(*P));
+    P->built = 1;
+    P->tag = tag;
+    P->owner = owner;
+    P->src = src;
+    P->dst = dst;
+    hg_tile_t *ts, *tr;
+    P->n_send =
+        group(owner, send, 1, &P->send_rank, &P->send_count, &P->send_off, &P->send_total, &ts);
+    P->n_recv =
+        group(owner, recv, 0, &P->recv_rank, &P->recv_count, &P->recv_off, &P->recv_total, &tr);
+    P->n_pack = send->n;
+    P->n_unpack = recv->n;
+    P->n_local = nlocal;
+    P->pack = tiles_to_mem(ts, send->n, HG_MEM_HOST);
+    P->unpack = tiles_to_mem(tr, recv->n, HG_MEM_HOST);
+    P->local = tiles_to_mem(local, nlocal, HG_MEM_HOST);
+    P->max_pack = max_blk(ts, send->n);
+    P->max_unpack = max_blk(tr, recv->n);
+    P->max_local = max_blk(local, nlocal);
+    free(ts);
+    free(tr);
+    P->send_host = hg_alloc(sizeof(double) * (P->send_total ? P->send_total : 1), HG_MEM_HOST);
+    P->recv_host = hg_alloc(sizeof(double) * (P->recv_total ? P->recv_total : 1), HG_MEM_HOST);
+    P->req = malloc(sizeof(MPI_Request) * (size_t)(P->n_send + P->n_recv + 1));
+    P->stat = malloc(sizeof(MPI_Status) * (size_t)(P->n_send + P->n_recv + 1));
+    for (int i = 0; i < P->n_send + P->n_recv; i++)
+        P->req[i] = MPI_REQUEST_NULL;
+    free(send->e);
+    free(recv->e);
 }
 
 /* cells [lo, lo+len) of the ghost region of direction d on the receiving box,
  * and of the matching interior region on the sending box */
-static void recv_range(int d, int n, int g, int *lo, int *len) {
-  if (d < 0) { *lo = -g; *len = g; }
-  else if (d > 0) { *lo = n; *len = g; }
-  else { *lo = 0; *len = n; }
+static void recv_range(int d, int n, int g, int *lo, int *len)
+{
+    if (d < 0) {
+        *lo = -g;
+        *len = g;
+    } else if (d > 0) {
+        *lo = n;
+        *len = g;
+    } else {
+        *lo = 0;
+        *len = n;
+    }
 }
-static void send_range(int d, int n, int g, int *lo, int *len) {
-  if (d < 0) { *lo = n - g; *len = g; }
-  else if (d > 0) { *lo = 0; *len = g; }
-  else { *lo = 0; *len = n; }
+static void send_range(int d, int n, int g, int *lo, int *len)
+{
+    if (d < 0) {
+        *lo = n - g;
+        *len = g;
+    } else if (d > 0) {
+        *lo = 0;
+        *len = g;
+    } else {
+        *lo = 0;
+        *len = n;
+    }
 }
 
-void hg_build_exchange(hg_mg_t *mg, hg_level_t *L, int shape) {
-  hg_prog_t *P = &L->exchange[shape];
-  if (L->comm == MPI_COMM_NULL) return;
-  elist_t send = {0}, recv = {0};
-  hg_tile_t *local = malloc(sizeof(hg_tile_t) * 26 * (size_t)(L->nb ? L->nb : 1));
-  int nlocal = 0;
-  const int n = L->box_dim, g = L->ghosts, B = L->boxes_in;
-  for (int b = 0; b < L->nb; b++) {
-    const int bi = L->low[3 * b] / n, bj = L->low[3 * b + 1] / n, bk = L->low[3 * b + 2] / n;
-    for (int d = 0; d < 27; d++) {
-      const int di = hg_dir_di(d), dj = hg_dir_dj(d), dk = hg_dir_dk(d);
-      if (!hg_shape_has(shape, di, dj, dk)) continue;
-      hg_tile_t t;
-      memset(&t, 0, sizeof(t));
-      /* receive: ghost region d of my box b comes from the box at b+d */
-      int ni = bi + di, nj = bj + dj, nk = bk + dk;
-      if (ni >= 0 && nj >= 0 && nk >= 0 && ni < B && nj < B && nk < B) {
-        int nid = ni + B * (nj + B * nk);
-        int lo_i, lo_j, lo_k;
-        recv_range(di, n, g, &t.ti, &t.bi);
-        recv_range(dj, n, g, &t.tj, &t.bj);
-        recv_range(dk, n, g, &t.tk, &t.bk);
-        send_range(di, n, g, &lo_i, &t.bi);
-        send_range(dj, n, g, &lo_j, &t.bj);
-        send_range(dk, n, g, &lo_k, &t.bk);
-        t.dbox = b;
-        if (L->rank_of_box[nid] == mg->my_rank) {
-          t.sbox = L->local_of_box[nid];
-          t.si = lo_i; t.sj = lo_j; t.sk = lo_k;
-          local[nlocal++] = t;
-        } else {
-          t.sbox = -1;
-          push(&recv, L->rank_of_box[nid], L->my_id[b], d, t.bi * t.bj * t.bk, &t);
+void hg_build_exchange(hg_mg_t *mg, hg_level_t *L, int shape)
+{
+    hg_prog_t *P = &L->exchange[shape];
+    if (L->comm == MPI_COMM_NULL)
+        return;
+    elist_t send = {0}, recv = {0};
+    hg_tile_t *local = malloc(sizeof(hg_tile_t) * 26 * (size_t)(L->nb ? L->nb : 1));
+    int nlocal = 0;
+    const int n = L->box_dim, g = L->ghosts, B = L->boxes_in;
+    for (int b = 0; b < L->nb; b++) {
+        const int bi = L->low[3 * b] / n, bj = L->low[3 * b + 1] / n, bk = L->low[3 * b + 2] / n;
+        for (int d = 0; d < 27; d++) {
+            const int di = hg_dir_di(d), dj = hg_dir_dj(d), dk = hg_dir_dk(d);
+            if (!hg_shape_has(shape, di, dj, dk))
+                continue;
+            hg_tile_t t;
+            memset(&t, 0, sizeof(t));
+            /* receive: ghost region d of my box b comes from the box at b+d */
+            int ni = bi + di, nj = bj + dj, nk = bk + dk;
+            if (ni >= 0 && nj >= 0 && nk >= 0 && ni < B && nj < B && nk < B) {
+                int nid = ni + B * (nj + B * nk);
+                int lo_i, lo_j, lo_k;
+                recv_range(di, n, g, &t.ti, &t.bi);
+                recv_range(dj, n, g, &t.tj, &t.bj);
+                recv_range(dk, n, g, &t.tk, &t.bk);
+                send_range(di, n, g, &lo_i, &t.bi);
+                send_range(dj, n, g, &lo_j, &t.bj);
+                send_range(dk, n, g, &lo_k, &t.bk);
+                t.dbox = b;
+                if (L->rank_of_box[nid] == mg->my_rank) {
+                    t.sbox = L->local_of_box[nid];
+                    t.si = lo_i;
+                    t.sj = lo_j;
+                    t.sk = lo_k;
+                    local[nlocal++] = t;
+                } else {
+                    t.sbox = -1;
+                    push(&recv, L->rank_of_box[nid], L->my_id[b], d, t.bi * t.bj * t.bk, &t);
+                }
+            }
+            /* send: my box b is the neighbour in direction d of the box at b-d */
+            int ri = bi - di, rj = bj - dj, rk = bk - dk;
+            if (ri >= 0 && rj >= 0 && rk >= 0 && ri < B && rj < B && rk < B) {
+                int rid = ri + B * (rj + B * rk);
+                if (L->rank_of_box[rid] != mg->my_rank) {
+                    memset(&t, 0, sizeof(t));
+                    send_range(di, n, g, &t.si, &t.bi);
+                    send_range(dj, n, g, &t.sj, &t.bj);
+                    send_range(dk, n, g, &t.sk, &t.bk);
+                    t.sbox = b;
+                    t.dbox = -1;
+                    push(&send, L->rank_of_box[rid], rid, d, t.bi * t.bj * t.bk, &t);
+                }
+            }
         }
-      }
-      /* send: my box b is the neighbour in direction d of the box at b-d */
-      int ri = bi - di, rj = bj - dj, rk = bk - dk;
-      if (ri >= 0 && rj >= 0 && rk >= 0 && ri < B && rj < B && rk < B) {
-        int rid = ri + B * (rj + B * rk);
-        if (L->rank_of_box[rid] != mg->my_rank) {
-          memset(&t, 0, sizeof(t));
-          send_range(di, n, g, &t.si, &t.bi);
-          send_range(dj, n, g, &t.sj, &t.bj);
-          send_range(dk, n, g, &t.sk, &t.bk);
-          t.sbox = b;
-          t.dbox = -1;
-          push(&send, L->rank_of_box[rid], rid, d, t.bi * t.bj * t.bk, &t);
-        }
-      }
     }
-  }
-  finalize(P, L, L, L, TAG_EXCHANGE + shape, &send, &recv, local, nlocal);
-  free(local);
+    finalize(P, L, L, L, TAG_EXCHANGE + shape, &send, &recv, local, nlocal);
+    free(local);
 }
 
 /* the fine box fid lies in coarse box *cid at coarse cell offset (oi,oj,ok) */
-static void fine_to_coarse(const hg_level_t *F, const hg_level_t *C, int fid, int *cid, int *oi, int *oj,
-                           int *ok) {
-  const int B = F->boxes_in, r = F->boxes_in / C->boxes_in, c = F->box_dim / 2;
-  const int fi = fid % B, fj = (fid / B) % B, fk = fid / (B * B);
-  *cid = fi / r + C->boxes_in * (fj / r + C->boxes_in * (fk / r));
-  *oi = (fi % r) * c;
-  *oj = (fj % r) * c;
-  *ok = (fk % r) * c;
+static void fine_to_coarse(const hg_level_t *F, const hg_level_t *C, int fid, int *cid, int *oi,
+                           int *oj, int *ok)
+{
+    const int B = F->boxes_in, r = F->boxes_in / C->boxes_in, c = F->box_dim / 2;
+    const int fi = fid % B, fj = (fid / B) % B, fk = fid / (B * B);
+    *cid = fi / r + C->boxes_in * (fj / r + C->boxes_in * (fk / r));
+    *oi = (fi % r) * c;
+    *oj = (fj % r) * c;
+    *ok = (fk % r) * c;
 }
 
-void hg_build_restriction(hg_mg_t *mg, hg_level_t *F, hg_level_t *C, int kind) {
-  hg_prog_t *P = &F->restriction[kind - HG_T_RESTRICT_CELL];
-  if (F->comm == MPI_COMM_NULL) return;
-  const int c = F->box_dim / 2;
-  const int bi = c + (kind == HG_T_RESTRICT_FACE_I), bj = c + (kind == HG_T_RESTRICT_FACE_J),
-            bk = c + (kind == HG_T_RESTRICT_FACE_K);
-  elist_t send = {0}, recv = {0};
-  hg_tile_t *local = malloc(sizeof(hg_tile_t) * (size_t)(F->nb ? F->nb : 1));
-  int nlocal = 0;
-  /* fine boxes I own: restrict locally or pack for the coarse owner */
-  for (int b = 0; b < F->nb; b++) {
-    int cid, oi, oj, ok;
-    fine_to_coarse(F, C, F->my_id[b], &cid, &oi, &oj, &ok);
-    hg_tile_t t;
-    memset(&t, 0, sizeof(t));
-    t.bi = bi; t.bj = bj; t.bk = bk;
-    t.sbox = b;
-    if (C->rank_of_box[cid] == mg->my_rank) {
-      t.dbox = C->local_of_box[cid];
-      t.ti = oi; t.tj = oj; t.tk = ok;
-      local[nlocal++] = t;
-    } else {
-      t.dbox = -1;
-      push(&send, C->rank_of_box[cid], F->my_id[b], 0, bi * bj * bk, &t);
+void hg_build_restriction(hg_mg_t *mg, hg_level_t *F, hg_level_t *C, int kind)
+{
+    hg_prog_t *P = &F->restriction[kind - HG_T_RESTRICT_CELL];
+    if (F->comm == MPI_COMM_NULL)
+        return;
+    const int c = F->box_dim / 2;
+    const int bi = c + (kind == HG_T_RESTRICT_FACE_I), bj = c + (kind == HG_T_RESTRICT_FACE_J),
+              bk = c + (kind == HG_T_RESTRICT_FACE_K);
+    elist_t send = {0}, recv = {0};
+    hg_tile_t *local = malloc(sizeof(hg_tile_t) * (size_t)(F->nb ? F->nb : 1));
+    int nlocal = 0;
+    /* fine boxes I own: restrict locally or pack for the coarse owner */
+    for (int b = 0; b < F->nb; b++) {
+        int cid, oi, oj, ok;
+        fine_to_coarse(F, C, F->my_id[b], &cid, &oi, &oj, &ok);
+        hg_tile_t t;
+        memset(&t, 0, sizeof(t));
+        t.bi = bi;
+        t.bj = bj;
+        t.bk = bk;
+        t.sbox = b;
+        if (C->rank_of_box[cid] == mg->my_rank) {
+            t.dbox = C->local_of_box[cid];
+            t.ti = oi;
+            t.tj = oj;
+            t.tk = ok;
+            local[nlocal++] = t;
+        } else {
+            t.dbox = -1;
+            push(&send, C->rank_of_box[cid], F->my_id[b], 0, bi * bj * bk, &t);
+        }
     }
-  }
-  /* coarse boxes I own: receive the pieces restricted by other ranks */
-  for (int fid = 0; fid < F->num_boxes; fid++) {
-    if (F->rank_of_box[fid] == mg->my_rank) continue;
-    int cid, oi, oj, ok;
-    fine_to_coarse(F, C, fid, &cid, &oi, &oj, &ok);
-    if (C->rank_of_box[cid] != mg->my_rank) continue;
-    hg_tile_t t;
-    memset(&t, 0, sizeof(t));
-    t.bi = bi; t.bj = bj; t.bk = bk;
-    t.sbox = -1;
-    t.dbox = C->local_of_box[cid];
-    t.ti = oi; t.tj = oj; t.tk = ok;
-    push(&recv, F->rank_of_box[fid], fid, 0, bi * bj * bk, &t);
-  }
-  finalize(P, F, F, C, TAG_RESTRICT + (kind - HG_T_RESTRICT_CELL), &send, &recv, local, nlocal);
-  free(local);
-}
-
-void hg_build_interpolation(hg_mg_t *mg, hg_level_t *F, hg_level_t *C) {
-  hg_prog_t *P = &F->interpolation;
-  if (F->comm == MPI_COMM_NULL) return;
-  const int c = F->box_dim / 2;
-  elist_t send = {0}, recv = {0};
-  hg_tile_t *local = malloc(sizeof(hg_tile_t) * (size_t)(F->nb ? F->nb : 1));
-  int nlocal = 0;
-  for (int fid = 0; fid < F->num_boxes; fid++) {
-    int cid, oi, oj, ok;
-    fine_to_coarse(F, C, fid, &cid, &oi, &oj, &ok);
-    const int fown = F->rank_of_box[fid], cown = C->rank_of_box[cid];
-    hg_tile_t t;
-    memset(&t, 0, sizeof(t));
-    if (cown == mg->my_rank) { /* I interpolate: into my fine box, or into a buffer */
-      t.bi = c; t.bj = c; t.bk = c;
-      t.sbox = C->local_of_box[cid];
-      t.si = oi; t.sj = oj; t.sk = ok;
-      if (fown == mg->my_rank) {
-        t.dbox = F->local_of_box[fid];
-        local[nlocal++] = t;
-      } else {
-        t.dbox = -1;
-        push(&send, fown, fid, 0, 8 * c * c * c, &t);
-      }
-    } else if (fown == mg->my_rank) { /* I receive the interpolated fine box */
-      t.bi = 2 * c; t.bj = 2 * c; t.bk = 2 * c;
-      t.sbox = -1;
-      t.dbox = F->local_of_box[fid];
-      push(&recv, cown, fid, 0, 8 * c * c * c, &t);
+    /* coarse boxes I own: receive the pieces restricted by other ranks */
+    for (int fid = 0; fid < F->num_boxes; fid++) {
+        if (F->rank_of_box[fid] == mg->my_rank)
+            continue;
+        int cid, oi, oj, ok;
+        fine_to_coarse(F, C, fid, &cid, &oi, &oj, &ok);
+        if (C->rank_of_box[cid] != mg->my_rank)
+            continue;
+        hg_tile_t t;
+        memset(&t, 0, sizeof(t));
+        t.bi = bi;
+        t.bj = bj;
+        t.bk = bk;
+        t.sbox = -1;
+        t.dbox = C->local_of_box[cid];
+        t.ti = oi;
+        t.tj = oj;
+        t.tk = ok;
+        push(&recv, F->rank_of_box[fid], fid, 0, bi * bj * bk, &t);
     }
-  }
-  finalize(P, F, C, F, TAG_INTERP, &send, &recv, local, nlocal);
-  free(local);
+    finalize(P, F, F, C, TAG_RESTRICT + (kind - HG_T_RESTRICT_CELL), &send, &recv, local, nlocal);
+    free(local);
 }
 
-static hg_tile_t *tiles_to_dev(const hg_tile_t *t, int n) {
-  hg_tile_t *d = hg_alloc(sizeof(hg_tile_t) * (size_t)(n ? n : 1), HG_MEM_DEVICE);
-  if (n) hg_copy(d, t, sizeof(hg_tile_t) * n);
-  return d;
+void hg_build_interpolation(hg_mg_t *mg, hg_level_t *F, hg_level_t *C)
+{
+    hg_prog_t *P = &F->interpolation;
+    if (F->comm == MPI_COMM_NULL)
+        return;
+    const int c = F->box_dim / 2;
+    elist_t send = {0}, recv = {0};
+    hg_tile_t *local = malloc(sizeof(hg_tile_t) * (size_t)(F->nb ? F->nb : 1));
+    int nlocal = 0;
+    for (int fid = 0; fid < F->num_boxes; fid++) {
+        int cid, oi, oj, ok;
+        fine_to_coarse(F, C, fid, &cid, &oi, &oj, &ok);
+        const int fown = F->rank_of_box[fid], cown = C->rank_of_box[cid];
+        hg_tile_t t;
+        memset(&t, 0, sizeof(t));
+        if (cown == mg->my_rank) { /* I interpolate: into my fine box, or into a buffer */
+            t.bi = c;
+            t.bj = c;
+            t.bk = c;
+            t.sbox = C->local_of_box[cid];
+            t.si = oi;
+            t.sj = oj;
+            t.sk = ok;
+            if (fown == mg->my_rank) {
+                t.dbox = F->local_of_box[fid];
+                local[nlocal++] = t;
+            } else {
+                t.dbox = -1;
+                push(&send, fown, fid, 0, 8 * c * c * c, &t);
+            }
+        } else if (fown == mg->my_rank) { /* I receive the interpolated fine box */
+            t.bi = 2 * c;
+            t.bj = 2 * c;
+            t.bk = 2 * c;
+            t.sbox = -1;
+            t.dbox = F->local_of_box[fid];
+            push(&recv, cown, fid, 0, 8 * c * c * c, &t);
+        }
+    }
+    finalize(P, F, C, F, TAG_INTERP, &send, &recv, local, nlocal);
+    free(local);
 }
 
-static void prepare(hg_mg_t *mg, hg_prog_t *P) {
-  if (!P->built || P->send_gpu) return;
-  P->gpu_mem = mg->backend == HG_BACKEND_MPI ? HG_MEM_PINNED : HG_MEM_DEVICE;
-  P->send_gpu = hg_alloc(sizeof(double) * (P->send_total ? P->send_total : 1), P->gpu_mem);
-  P->recv_gpu[0] = hg_alloc(sizeof(double) * (P->recv_total ? P->recv_total : 1), P->gpu_mem);
-  if (mg->backend == HG_BACKEND_MPI)
-    P->recv_gpu[1] = hg_alloc(sizeof(double) * (P->recv_total ? P->recv_total : 1), P->gpu_mem);
-  P->pack_dev = tiles_to_dev(P->pack, P->n_pack);
-  P->local_dev = tiles_to_dev(P->local, P->n_local);
-  P->unpack_dev = tiles_to_dev(P->unpack, P->n_unpack);
+static hg_tile_t *tiles_to_dev(const hg_tile_t *t, int n)
+{
+    hg_tile_t *d = hg_alloc(sizeof(hg_tile_t) * (size_t)(n ? n : 1), HG_MEM_DEVICE);
+    if (n)
+        hg_copy(d, t, sizeof(hg_tile_t) * n);
+    return d;
 }
 
-void hg_prog_prepare_gpu(hg_mg_t *mg, hg_level_t *L) {
-  for (int s = 0; s < HG_NUM_SHAPES; s++) prepare(mg, &L->exchange[s]);
-  for (int r = 0; r < 4; r++) prepare(mg, &L->restriction[r]);
-  prepare(mg, &L->interpolation);
+static void prepare(hg_mg_t *mg, hg_prog_t *P)
+{
+    if (!P->built || P->send_gpu)
+        return;
+    P->gpu_mem = mg->backend == HG_BACKEND_MPI ? HG_MEM_PINNED : HG_MEM_DEVICE;
+    P->send_gpu = hg_alloc(sizeof(double) * (P->send_total ? P->send_total : 1), P->gpu_mem);
+    P->recv_gpu[0] = hg_alloc(sizeof(double) * (P->recv_total ? P->recv_total : 1), P->gpu_mem);
+    if (mg->backend == HG_BACKEND_MPI)
+        P->recv_gpu[1] = hg_alloc(sizeof(double) * (P->recv_total ? P->recv_total : 1), P->gpu_mem);
+    P->pack_dev = tiles_to_dev(P->pack, P->n_pack);
+    P->local_dev = tiles_to_dev(P->local, P->n_local);
+    P->unpack_dev = tiles_to_dev(P->unpack, P->n_unpack);
 }
 
-static void launch_tiles(hg_exec_t *E, int kind, const hg_tile_t *t, int nt, int max_blk, const hg_level_t *S,
-                         int vs, const double *sbuf, hg_level_t *D, int vd, double *dbuf, double prescale) {
-  hg_args_tiles_t a;
-  a.max_blk = max_blk;
-  a.kind = kind;
-  a.t = t;
-  a.nt = nt;
-  a.src = S->vec[vs];
-  a.sbuf = sbuf;
-  a.s_js = S->js; a.s_ks = S->ks; a.s_vol = S->vol; a.s_g = S->ghosts;
-  a.dst = D->vec[vd];
-  a.dbuf = dbuf;
-  a.d_js = D->js; a.d_ks = D->ks; a.d_vol = D->vol; a.d_g = D->ghosts;
-  a.prescale = prescale;
-  hg_exec_launch(E, HG_K_TILES, &a, sizeof(a));
+void hg_prog_prepare_gpu(hg_mg_t *mg, hg_level_t *L)
+{
+    for (int s = 0; s < HG_NUM_SHAPES; s++)
+        prepare(mg, &L->exchange[s]);
+    for (int r = 0; r < 4; r++)
+        prepare(mg, &L->restriction[r]);
+    prepare(mg, &L->interpolation);
 }
 
-static void check(int rc, const char *what) {
-  if (rc != MPI_SUCCESS) {
-    char s[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    MPI_Error_string(rc, s, &len);
-    fprintf(stderr, "hpgmg-fv: %s failed: %s\n", what, s);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
+static void launch_tiles(hg_exec_t *E, int kind, const hg_tile_t *t, int nt, int max_blk,
+                         const hg_level_t *S, int vs, const double *sbuf, hg_level_t *D, int vd,
+                         double *dbuf, double prescale)
+{
+    hg_args_tiles_t a;
+    a.max_blk = max_blk;
+    a.kind = kind;
+    a.t = t;
+    a.nt = nt;
+    a.src = S->vec[vs];
+    a.sbuf = sbuf;
+    a.s_js = S->js;
+    a.s_ks = S->ks;
+    a.s_vol = S->vol;
+    a.s_g = S->ghosts;
+    a.dst = D->vec[vd];
+    a.dbuf = dbuf;
+    a.d_js = D->js;
+    a.d_ks = D->ks;
+    a.d_vol = D->vol;
+    a.d_g = D->ghosts;
+    a.prescale = prescale;
+    hg_exec_launch(E, HG_K_TILES, &a, sizeof(a));
 }
 
-void hg_prog_run(hg_mg_t *mg, hg_prog_t *P, int vsrc, int vdst, int k_pack, int k_local, int k_unpack,
-                 double prescale, hg_commtimer_t *T) {
-  if (!P->built) return;
-  hg_level_t *O = P->owner;
-  hg_exec_t *E = O->exec;
-  /* the setup phase always runs with plain MPI on the host */
-  const hg_backend_t be = mg->setup_done ? O->backend : HG_BACKEND_MPI;
-  const int gpu = E->kind == HG_EXEC_CUDA;
-  double *sbuf = gpu ? P->send_gpu : P->send_host;
-  double *rbuf = gpu ? P->recv_gpu[P->parity] : P->recv_host;
-  if (gpu && P->recv_gpu[1]) P->parity ^= 1;
-  const MPI_Comm comm = O->comm;
-  int nreq = 0;
-  double t0 = MPI_Wtime(), t;
-  hg_exec_use(E);
+static void check(int rc, const char *what)
+{
+    if (rc != MPI_SUCCESS) {
+        char s[MPI_MAX_ERROR_STRING];
+        int len = 0;
+        MPI_Error_string(rc, s, &len);
+        fprintf(stderr, "hpgmg-fv: %s failed: %s\n", what, s);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+}
 
-  if (P->n_recv) {
-    t = MPI_Wtime();
-    for (int n = 0; n < P->n_recv; n++) {
+void hg_prog_run(hg_mg_t *mg, hg_prog_t *P, int vsrc, int vdst, int k_pack, int k_local,
+                 int k_unpack, double prescale, hg_commtimer_t *T)
+{
+    if (!P->built)
+        return;
+    hg_level_t *O = P->owner;
+    hg_exec_t *E = O->exec;
+    /* the setup phase always runs with plain MPI on the host */
+    const hg_backend_t be = mg->setup_done ? O->backend : HG_BACKEND_MPI;
+    const int gpu = E->kind == HG_EXEC_CUDA;
+    double *sbuf = gpu ? P->send_gpu : P->send_host;
+    double *rbuf = gpu ? P->recv_gpu[P->parity] : P->recv_host;
+    if (gpu && P->recv_gpu[1])
+        P->parity ^= 1;
+    const MPI_Comm comm = O->comm;
+    int nreq = 0;
+    double t0 = MPI_Wtime(), t;
+    hg_exec_use(E);
+
+    if (P->n_recv) {
+        t = MPI_Wtime();
+        for (int n = 0; n < P->n_recv; n++) {
 #ifndef HPGMG_NO_MPIX
-      if (be == HG_BACKEND_ACC)
-        check(MPIX_Acc_Irecv(E->stream, rbuf + P->recv_off[n], P->recv_count[n], MPI_DOUBLE, P->recv_rank[n],
-                             P->tag, comm, &P->req[nreq++]), "MPIX_Acc_Irecv");
-      else
+            if (be == HG_BACKEND_ACC)
+                check(MPIX_Acc_Irecv(E->stream, rbuf + P->recv_off[n], P->recv_count[n], MPI_DOUBLE,
+                                     P->recv_rank[n], P->tag, comm, &P->req[nreq++]),
+                      "MPIX_Acc_Irecv");
+            else
 #endif
-        check(MPI_Irecv(rbuf + P->recv_off[n], P->recv_count[n], MPI_DOUBLE, P->recv_rank[n], P->tag, comm,
-                        &P->req[nreq++]), "MPI_Irecv");
+                check(MPI_Irecv(rbuf + P->recv_off[n], P->recv_count[n], MPI_DOUBLE,
+                                P->recv_rank[n], P->tag, comm, &P->req[nreq++]),
+                      "MPI_Irecv");
+        }
+        T->recv += MPI_Wtime() - t;
     }
-    T->recv += MPI_Wtime() - t;
-  }
-  if (P->n_pack) {
-    t = MPI_Wtime();
-    launch_tiles(E, k_pack, gpu ? P->pack_dev : P->pack, P->n_pack, P->max_pack, P->src, vsrc, NULL, P->dst, vdst, sbuf, 0.0);
-    /* mpi backend: the host must see the packed data before MPI_Isend */
-    if (be == HG_BACKEND_MPI) hg_exec_sync(E);
-    T->pack += MPI_Wtime() - t;
-  }
-  if (P->n_send) {
-    t = MPI_Wtime();
-    for (int n = 0; n < P->n_send; n++) {
+    if (P->n_pack) {
+        t = MPI_Wtime();
+        launch_tiles(E, k_pack, gpu ? P->pack_dev : P->pack, P->n_pack, P->max_pack, P->src, vsrc,
+                     NULL, P->dst, vdst, sbuf, 0.0);
+        /* mpi backend: the host must see the packed data before MPI_Isend */
+        if (be == HG_BACKEND_MPI)
+            hg_exec_sync(E);
+        T->pack += MPI_Wtime() - t;
+    }
+    if (P->n_send) {
+        t = MPI_Wtime();
+        for (int n = 0; n < P->n_send; n++) {
 #ifndef HPGMG_NO_MPIX
-      if (be == HG_BACKEND_ACC)
-        check(MPIX_Acc_Isend(E->stream, sbuf + P->send_off[n], P->send_count[n], MPI_DOUBLE, P->send_rank[n],
-                             P->tag, comm, &P->req[nreq++]), "MPIX_Acc_Isend");
-      else
+            if (be == HG_BACKEND_ACC)
+                check(MPIX_Acc_Isend(E->stream, sbuf + P->send_off[n], P->send_count[n], MPI_DOUBLE,
+                                     P->send_rank[n], P->tag, comm, &P->req[nreq++]),
+                      "MPIX_Acc_Isend");
+            else
 #endif
-        check(MPI_Isend(sbuf + P->send_off[n], P->send_count[n], MPI_DOUBLE, P->send_rank[n], P->tag, comm,
-                        &P->req[nreq++]), "MPI_Isend");
+                check(MPI_Isend(sbuf + P->send_off[n], P->send_count[n], MPI_DOUBLE,
+                                P->send_rank[n], P->tag, comm, &P->req[nreq++]),
+                      "MPI_Isend");
+        }
+        T->send += MPI_Wtime() - t;
     }
-    T->send += MPI_Wtime() - t;
-  }
-  if (P->n_local) {
-    t = MPI_Wtime();
-    launch_tiles(E, k_local, gpu ? P->local_dev : P->local, P->n_local, P->max_local, P->src, vsrc, NULL, P->dst, vdst, NULL, prescale);
-    T->local += MPI_Wtime() - t;
-  }
-  if (nreq) {
-    t = MPI_Wtime();
+    if (P->n_local) {
+        t = MPI_Wtime();
+        launch_tiles(E, k_local, gpu ? P->local_dev : P->local, P->n_local, P->max_local, P->src,
+                     vsrc, NULL, P->dst, vdst, NULL, prescale);
+        T->local += MPI_Wtime() - t;
+    }
+    if (nreq) {
+        t = MPI_Wtime();
 #ifndef HPGMG_NO_MPIX
-    if (be == HG_BACKEND_ACC)
-    {
-      /* statuses ignored: several runs of this program may be pending on the
+        if (be == HG_BACKEND_ACC) {
+            /* statuses ignored: several runs of this program may be pending on the
        * stream.  (gcc 12 misreads MPI_STATUSES_IGNORE as a 0-byte array.) */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wstringop-overflow"
-      check(MPIX_Acc_Waitall(E->stream, nreq, P->req, MPI_STATUSES_IGNORE), "MPIX_Acc_Waitall");
+            check(MPIX_Acc_Waitall(E->stream, nreq, P->req, MPI_STATUSES_IGNORE),
+                  "MPIX_Acc_Waitall");
 #pragma GCC diagnostic pop
-    }
-    else
+        } else
 #endif
-      check(MPI_Waitall(nreq, P->req, P->stat), "MPI_Waitall");
-    T->wait += MPI_Wtime() - t;
-  }
-  if (P->n_unpack) {
-    t = MPI_Wtime();
-    launch_tiles(E, k_unpack, gpu ? P->unpack_dev : P->unpack, P->n_unpack, P->max_unpack, P->src, vsrc, rbuf, P->dst, vdst, NULL, prescale);
-    T->unpack += MPI_Wtime() - t;
-  }
-  T->total += MPI_Wtime() - t0;
+            check(MPI_Waitall(nreq, P->req, P->stat), "MPI_Waitall");
+        T->wait += MPI_Wtime() - t;
+    }
+    if (P->n_unpack) {
+        t = MPI_Wtime();
+        launch_tiles(E, k_unpack, gpu ? P->unpack_dev : P->unpack, P->n_unpack, P->max_unpack,
+                     P->src, vsrc, rbuf, P->dst, vdst, NULL, prescale);
+        T->unpack += MPI_Wtime() - t;
+    }
+    T->total += MPI_Wtime() - t0;
 }
 
-void hg_comm_attach_streams(hg_mg_t *mg) {
+void hg_comm_attach_streams(hg_mg_t *mg)
+{
 #ifndef HPGMG_NO_MPIX
-  for (int l = 0; l < mg->nlevels; l++) {
-    hg_level_t *L = mg->levels[l];
-    if (L->comm == MPI_COMM_NULL || L->exec->kind == HG_EXEC_HOST) continue;
-    char val[64];
-    snprintf(val, sizeof(val), "0x%" PRIxPTR, (uintptr_t)L->exec->stream);
-    MPI_Info info;
-    MPI_Info_create(&info);
-    MPI_Info_set(info, MPIX_ACC_INFO_STREAM, val);
-    check(MPI_Comm_set_info(L->comm, info), "MPI_Comm_set_info(mpix_acc_stream)");
-    MPI_Info_free(&info);
-    /* the communicator must now report the hint: without it the MPI calls of
+    for (int l = 0; l < mg->nlevels; l++) {
+        hg_level_t *L = mg->levels[l];
+        if (L->comm == MPI_COMM_NULL || L->exec->kind == HG_EXEC_HOST)
+            continue;
+        char val[64];
+        snprintf(val, sizeof(val), "0x%" PRIxPTR, (uintptr_t)L->exec->stream);
+        MPI_Info info;
+        MPI_Info_create(&info);
+        MPI_Info_set(info, MPIX_ACC_INFO_STREAM, val);
+        check(MPI_Comm_set_info(L->comm, info), "MPI_Comm_set_info(mpix_acc_stream)");
+        MPI_Info_free(&info);
+        /* the communicator must now report the hint: without it the MPI calls of
      * the mpi code path would run at once while pack/unpack are queued */
-    MPI_Info got;
-    char back[64] = "";
-    int flag = 0;
-    check(MPI_Comm_get_info(L->comm, &got), "MPI_Comm_get_info");
-    MPI_Info_get(got, MPIX_ACC_INFO_STREAM, (int)sizeof(back) - 1, back, &flag);
-    MPI_Info_free(&got);
-    if (!flag || strtoull(back, NULL, 16) != (unsigned long long)(uintptr_t)L->exec->stream) {
-      fprintf(stderr, "hpgmg-fv: level %d: communicator is not a stream communicator (%s=%s)\n", l,
-              MPIX_ACC_INFO_STREAM, flag ? back : "<unset>");
-      MPI_Abort(MPI_COMM_WORLD, 1);
+        MPI_Info got;
+        char back[64] = "";
+        int flag = 0;
+        check(MPI_Comm_get_info(L->comm, &got), "MPI_Comm_get_info");
+        MPI_Info_get(got, MPIX_ACC_INFO_STREAM, (int)sizeof(back) - 1, back, &flag);
+        MPI_Info_free(&got);
+        if (!flag || strtoull(back, NULL, 16) != (unsigned long long)(uintptr_t)L->exec->stream) {
+            fprintf(stderr,
+                    "hpgmg-fv: level %d: communicator is not a stream communicator (%s=%s)\n", l,
+                    MPIX_ACC_INFO_STREAM, flag ? back : "<unset>");
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
     }
-  }
 #else
-  (void)mg;
+    (void)mg;
 #endif
 }

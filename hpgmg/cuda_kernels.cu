@@ -22,313 +22,374 @@ extern "C" {
 }
 #include "stencil.h"
 
-#define CK(call)                                                                             \
-  do {                                                                                       \
-    cudaError_t e_ = (call);                                                                 \
-    if (e_ != cudaSuccess) {                                                                 \
-      fprintf(stderr, "hpgmg-fv: %s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      abort();                                                                               \
-    }                                                                                        \
-  } while (0)
+#define CK(call)                                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "hpgmg-fv: %s:%d: %s: %s\n", __FILE__, __LINE__, #call,                \
+                    cudaGetErrorString(e_));                                                       \
+            abort();                                                                               \
+        }                                                                                          \
+    } while (0)
 
 static const int NT = 256;
 
 /* cell idx (interior cells of all boxes, i fastest) -> box and offset */
-__device__ __forceinline__ void cell_of(const hg_geom_t &g, long long idx, int &b, int &i, int &j, int &k) {
-  const long long n = g.n;
-  i = (int)(idx % n);
-  j = (int)((idx / n) % n);
-  k = (int)((idx / (n * n)) % n);
-  b = (int)(idx / (n * n * n));
+__device__ __forceinline__ void cell_of(const hg_geom_t &g, long long idx, int &b, int &i, int &j,
+                                        int &k)
+{
+    const long long n = g.n;
+    i = (int)(idx % n);
+    j = (int)((idx / n) % n);
+    k = (int)((idx / (n * n)) % n);
+    b = (int)(idx / (n * n * n));
 }
-__device__ __forceinline__ long long origin(const hg_geom_t &g, int b) {
-  return (long long)b * g.vol + (long long)g.g * (1 + g.js + g.ks);
-}
-
-__global__ void k_axpby(hg_args_axpby_t a) {
-  long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  const long long total = (long long)a.g.nb * a.g.n * a.g.n * a.g.n;
-  if (idx >= total) return;
-  int b, i, j, k;
-  cell_of(a.g, idx, b, i, j, k);
-  const long long c = origin(a.g, b) + i + (long long)j * a.g.js + (long long)k * a.g.ks;
-  if (a.b) a.c[c] = a.alpha * a.a[c] + a.beta * a.b[c];
-  else a.c[c] = a.alpha * a.a[c];
+__device__ __forceinline__ long long origin(const hg_geom_t &g, int b)
+{
+    return (long long)b * g.vol + (long long)g.g * (1 + g.js + g.ks);
 }
 
-__global__ void k_mul(hg_args_mul_t a) {
-  long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  const long long total = (long long)a.g.nb * a.g.n * a.g.n * a.g.n;
-  if (idx >= total) return;
-  int b, i, j, k;
-  cell_of(a.g, idx, b, i, j, k);
-  const long long c = origin(a.g, b) + i + (long long)j * a.g.js + (long long)k * a.g.ks;
-  a.c[c] = a.scale * a.a[c] * a.b[c];
+__global__ void k_axpby(hg_args_axpby_t a)
+{
+    long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long total = (long long)a.g.nb * a.g.n * a.g.n * a.g.n;
+    if (idx >= total)
+        return;
+    int b, i, j, k;
+    cell_of(a.g, idx, b, i, j, k);
+    const long long c = origin(a.g, b) + i + (long long)j * a.g.js + (long long)k * a.g.ks;
+    if (a.b)
+        a.c[c] = a.alpha * a.a[c] + a.beta * a.b[c];
+    else
+        a.c[c] = a.alpha * a.a[c];
+}
+
+__global__ void k_mul(hg_args_mul_t a)
+{
+    long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long total = (long long)a.g.nb * a.g.n * a.g.n * a.g.n;
+    if (idx >= total)
+        return;
+    int b, i, j, k;
+    cell_of(a.g, idx, b, i, j, k);
+    const long long c = origin(a.g, b) + i + (long long)j * a.g.js + (long long)k * a.g.ks;
+    a.c[c] = a.scale * a.a[c] * a.b[c];
 }
 
 /* one block per box; fixed per-thread strides and a fixed tree: deterministic */
-__global__ void k_reduce(hg_args_red_t a, int is_dot) {
-  __shared__ double sh[NT];
-  const int b = blockIdx.x, n = a.g.n;
-  const long long o = origin(a.g, b);
-  const int cells = n * n * n;
-  double acc = 0.0;
-  for (int c = threadIdx.x; c < cells; c += blockDim.x) {
-    const int i = c % n, j = (c / n) % n, k = c / (n * n);
-    const long long q = o + i + (long long)j * a.g.js + (long long)k * a.g.ks;
-    if (is_dot) acc += a.a[q] * a.b[q];
-    else {
-      const double v = fabs(a.a[q]);
-      if (v > acc) acc = v;
+__global__ void k_reduce(hg_args_red_t a, int is_dot)
+{
+    __shared__ double sh[NT];
+    const int b = blockIdx.x, n = a.g.n;
+    const long long o = origin(a.g, b);
+    const int cells = n * n * n;
+    double acc = 0.0;
+    for (int c = threadIdx.x; c < cells; c += blockDim.x) {
+        const int i = c % n, j = (c / n) % n, k = c / (n * n);
+        const long long q = o + i + (long long)j * a.g.js + (long long)k * a.g.ks;
+        if (is_dot)
+            acc += a.a[q] * a.b[q];
+        else {
+            const double v = fabs(a.a[q]);
+            if (v > acc)
+                acc = v;
+        }
     }
-  }
-  sh[threadIdx.x] = acc;
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s) {
-      if (is_dot) sh[threadIdx.x] += sh[threadIdx.x + s];
-      else if (sh[threadIdx.x + s] > sh[threadIdx.x]) sh[threadIdx.x] = sh[threadIdx.x + s];
-    }
+    sh[threadIdx.x] = acc;
     __syncthreads();
-  }
-  if (threadIdx.x == 0) a.partial[b] = sh[0];
-}
-
-__global__ void k_stencil(hg_args_stencil_t a) {
-  long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  const long long total = (long long)a.g.nb * a.g.n * a.g.n * a.g.n;
-  if (idx >= total) return;
-  int b, i, j, k;
-  cell_of(a.g, idx, b, i, j, k);
-  const int js = a.g.js, ks = a.g.ks;
-  const long long o = origin(a.g, b);
-  const int c = i + j * js + k * ks;
-  const double *x = a.x + o, *bi = a.beta_i + o, *bj = a.beta_j + o, *bk = a.beta_k + o;
-  double *out = a.out + o;
-  const double bh2 = a.b * a.h2inv;
-  switch (a.variant) {
-  case HG_S_APPLY: out[c] = hg_apply(a.op, x + c, bi + c, bj + c, bk + c, js, ks, bh2); break;
-  case HG_S_RESIDUAL:
-    out[c] = a.rhs[o + c] - hg_apply(a.op, x + c, bi + c, bj + c, bk + c, js, ks, bh2);
-    break;
-  case HG_S_GSRB: {
-    const int *lo = a.g.low + 3 * b;
-    const int p0 = (lo[0] + lo[1] + lo[2] + a.sweep) & 1;
-    if (((i + j + k + p0) & 1) == 0) {
-      const double ax = hg_apply(a.op, x + c, bi + c, bj + c, bk + c, js, ks, bh2);
-      out[c] = x[c] + a.dinv[o + c] * (a.rhs[o + c] - ax);
-    } else if (a.copy_other) {
-      out[c] = x[c];
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (threadIdx.x < s) {
+            if (is_dot)
+                sh[threadIdx.x] += sh[threadIdx.x + s];
+            else if (sh[threadIdx.x + s] > sh[threadIdx.x])
+                sh[threadIdx.x] = sh[threadIdx.x + s];
+        }
+        __syncthreads();
     }
-    break;
-  }
-  case HG_S_CHEBY: {
-    const double ax = hg_apply(a.op, x + c, bi + c, bj + c, bk + c, js, ks, bh2);
-    out[c] = x[c] + a.c1 * (x[c] - a.xnm1[o + c]) + a.c2 * a.dinv[o + c] * (a.rhs[o + c] - ax);
-    break;
-  }
-  }
+    if (threadIdx.x == 0)
+        a.partial[b] = sh[0];
 }
 
-__device__ __forceinline__ void region(int d, int n, int g, int &lo, int &len) {
-  if (d < 0) { lo = -g; len = g; }
-  else if (d > 0) { lo = n; len = g; }
-  else { lo = 0; len = n; }
+__global__ void k_stencil(hg_args_stencil_t a)
+{
+    long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long total = (long long)a.g.nb * a.g.n * a.g.n * a.g.n;
+    if (idx >= total)
+        return;
+    int b, i, j, k;
+    cell_of(a.g, idx, b, i, j, k);
+    const int js = a.g.js, ks = a.g.ks;
+    const long long o = origin(a.g, b);
+    const int c = i + j * js + k * ks;
+    const double *x = a.x + o, *bi = a.beta_i + o, *bj = a.beta_j + o, *bk = a.beta_k + o;
+    double *out = a.out + o;
+    const double bh2 = a.b * a.h2inv;
+    switch (a.variant) {
+    case HG_S_APPLY:
+        out[c] = hg_apply(a.op, x + c, bi + c, bj + c, bk + c, js, ks, bh2);
+        break;
+    case HG_S_RESIDUAL:
+        out[c] = a.rhs[o + c] - hg_apply(a.op, x + c, bi + c, bj + c, bk + c, js, ks, bh2);
+        break;
+    case HG_S_GSRB: {
+        const int *lo = a.g.low + 3 * b;
+        const int p0 = (lo[0] + lo[1] + lo[2] + a.sweep) & 1;
+        if (((i + j + k + p0) & 1) == 0) {
+            const double ax = hg_apply(a.op, x + c, bi + c, bj + c, bk + c, js, ks, bh2);
+            out[c] = x[c] + a.dinv[o + c] * (a.rhs[o + c] - ax);
+        } else if (a.copy_other) {
+            out[c] = x[c];
+        }
+        break;
+    }
+    case HG_S_CHEBY: {
+        const double ax = hg_apply(a.op, x + c, bi + c, bj + c, bk + c, js, ks, bh2);
+        out[c] = x[c] + a.c1 * (x[c] - a.xnm1[o + c]) + a.c2 * a.dinv[o + c] * (a.rhs[o + c] - ax);
+        break;
+    }
+    }
+}
+
+__device__ __forceinline__ void region(int d, int n, int g, int &lo, int &len)
+{
+    if (d < 0) {
+        lo = -g;
+        len = g;
+    } else if (d > 0) {
+        lo = n;
+        len = g;
+    } else {
+        lo = 0;
+        len = n;
+    }
 }
 
 /* grid (ghost regions, chunks): a block covers a chunk of one region */
-__global__ void k_bc(hg_args_bc_t a) {
-  const int t = blockIdx.x;
-  const int b = a.bc[2 * t], d = a.bc[2 * t + 1];
-  const hg_geom_t &g = a.g;
-  const int n = g.n, js = g.js, ks = g.ks;
-  const int *lo = g.low + 3 * b;
-  const int di = hg_dir_di(d), dj = hg_dir_dj(d), dk = hg_dir_dk(d);
-  const int si = (di < 0 && lo[0] == 0) ? -1 : (di > 0 && lo[0] + n == g.dim) ? 1 : 0;
-  const int sj = (dj < 0 && lo[1] == 0) ? -1 : (dj > 0 && lo[1] + n == g.dim) ? 1 : 0;
-  const int sk = (dk < 0 && lo[2] == 0) ? -1 : (dk > 0 && lo[2] + n == g.dim) ? 1 : 0;
-  int il, ni, jl, nj, kl, nk;
-  region(di, n, g.g, il, ni);
-  region(dj, n, g.g, jl, nj);
-  region(dk, n, g.g, kl, nk);
-  double *x0 = a.x + origin(g, b);
-  const int cells = ni * nj * nk;
-  for (int c = blockIdx.y * blockDim.x + threadIdx.x; c < cells; c += gridDim.y * blockDim.x) {
-    const int i = il + c % ni, j = jl + (c / ni) % nj, k = kl + c / (ni * nj);
-    x0[i + j * js + k * ks] = hg_bc_value(x0, js, ks, n, i, j, k, si, sj, sk, a.order);
-  }
+__global__ void k_bc(hg_args_bc_t a)
+{
+    const int t = blockIdx.x;
+    const int b = a.bc[2 * t], d = a.bc[2 * t + 1];
+    const hg_geom_t &g = a.g;
+    const int n = g.n, js = g.js, ks = g.ks;
+    const int *lo = g.low + 3 * b;
+    const int di = hg_dir_di(d), dj = hg_dir_dj(d), dk = hg_dir_dk(d);
+    const int si = (di < 0 && lo[0] == 0) ? -1 : (di > 0 && lo[0] + n == g.dim) ? 1 : 0;
+    const int sj = (dj < 0 && lo[1] == 0) ? -1 : (dj > 0 && lo[1] + n == g.dim) ? 1 : 0;
+    const int sk = (dk < 0 && lo[2] == 0) ? -1 : (dk > 0 && lo[2] + n == g.dim) ? 1 : 0;
+    int il, ni, jl, nj, kl, nk;
+    region(di, n, g.g, il, ni);
+    region(dj, n, g.g, jl, nj);
+    region(dk, n, g.g, kl, nk);
+    double *x0 = a.x + origin(g, b);
+    const int cells = ni * nj * nk;
+    for (int c = blockIdx.y * blockDim.x + threadIdx.x; c < cells; c += gridDim.y * blockDim.x) {
+        const int i = il + c % ni, j = jl + (c / ni) % nj, k = kl + c / (ni * nj);
+        x0[i + j * js + k * ks] = hg_bc_value(x0, js, ks, n, i, j, k, si, sj, sk, a.order);
+    }
 }
 
 /* grid (tiles, chunks): a block covers a chunk of the destination cells of one tile */
-__global__ void k_tiles(hg_args_tiles_t a) {
-  const hg_tile_t T = a.t[blockIdx.x];
-  const int kind = a.kind;
-  const int fine = kind >= HG_T_INTERP_P0;
-  const double *s;
-  int sjs, sks;
-  if (T.sbox >= 0) {
-    s = a.src + (long long)T.sbox * a.s_vol + a.s_g * (1 + a.s_js + a.s_ks) + T.si + T.sj * a.s_js + T.sk * a.s_ks;
-    sjs = a.s_js; sks = a.s_ks;
-  } else {
-    s = a.sbuf + T.soff;
-    sjs = T.bi; sks = T.bi * T.bj;
-  }
-  double *d;
-  int djs, dks;
-  if (T.dbox >= 0) {
-    d = a.dst + (long long)T.dbox * a.d_vol + a.d_g * (1 + a.d_js + a.d_ks) + T.ti + T.tj * a.d_js + T.tk * a.d_ks;
-    djs = a.d_js; dks = a.d_ks;
-  } else {
-    d = a.dbuf + T.doff;
-    djs = fine ? 2 * T.bi : T.bi;
-    dks = fine ? 4 * T.bi * T.bj : T.bi * T.bj;
-  }
-  const int ni = fine ? 2 * T.bi : T.bi, nj = fine ? 2 * T.bj : T.bj, nk = fine ? 2 * T.bk : T.bk;
-  const int cells = ni * nj * nk;
-  const double p = a.prescale;
-  for (int c = blockIdx.y * blockDim.x + threadIdx.x; c < cells; c += gridDim.y * blockDim.x) {
-    const int i = c % ni, j = (c / ni) % nj, k = c / (ni * nj);
-    double *o = d + i + j * djs + k * dks;
-    if (kind == HG_T_COPY) {
-      *o = s[i + j * sjs + k * sks];
-    } else if (kind == HG_T_INCREMENT) {
-      *o = p * *o + s[i + j * sjs + k * sks];
-    } else if (kind <= HG_T_RESTRICT_FACE_K) {
-      *o = hg_restrict_value(kind, s + 2 * i + 2 * j * sjs + 2 * k * sks, sjs, sks);
+__global__ void k_tiles(hg_args_tiles_t a)
+{
+    const hg_tile_t T = a.t[blockIdx.x];
+    const int kind = a.kind;
+    const int fine = kind >= HG_T_INTERP_P0;
+    const double *s;
+    int sjs, sks;
+    if (T.sbox >= 0) {
+        s = a.src + (long long)T.sbox * a.s_vol + a.s_g * (1 + a.s_js + a.s_ks) + T.si +
+            T.sj * a.s_js + T.sk * a.s_ks;
+        sjs = a.s_js;
+        sks = a.s_ks;
     } else {
-      const double v = hg_interp_value(kind, s + (i >> 1) + (j >> 1) * sjs + (k >> 1) * sks, sjs, sks, i & 1, j & 1,
-                                       k & 1);
-      *o = (p == 0.0) ? v : p * *o + v;
+        s = a.sbuf + T.soff;
+        sjs = T.bi;
+        sks = T.bi * T.bj;
     }
-  }
+    double *d;
+    int djs, dks;
+    if (T.dbox >= 0) {
+        d = a.dst + (long long)T.dbox * a.d_vol + a.d_g * (1 + a.d_js + a.d_ks) + T.ti +
+            T.tj * a.d_js + T.tk * a.d_ks;
+        djs = a.d_js;
+        dks = a.d_ks;
+    } else {
+        d = a.dbuf + T.doff;
+        djs = fine ? 2 * T.bi : T.bi;
+        dks = fine ? 4 * T.bi * T.bj : T.bi * T.bj;
+    }
+    const int ni = fine ? 2 * T.bi : T.bi, nj = fine ? 2 * T.bj : T.bj, nk = fine ? 2 * T.bk : T.bk;
+    const int cells = ni * nj * nk;
+    const double p = a.prescale;
+    for (int c = blockIdx.y * blockDim.x + threadIdx.x; c < cells; c += gridDim.y * blockDim.x) {
+        const int i = c % ni, j = (c / ni) % nj, k = c / (ni * nj);
+        double *o = d + i + j * djs + k * dks;
+        if (kind == HG_T_COPY) {
+            *o = s[i + j * sjs + k * sks];
+        } else if (kind == HG_T_INCREMENT) {
+            *o = p * *o + s[i + j * sjs + k * sks];
+        } else if (kind <= HG_T_RESTRICT_FACE_K) {
+            *o = hg_restrict_value(kind, s + 2 * i + 2 * j * sjs + 2 * k * sks, sjs, sks);
+        } else {
+            const double v = hg_interp_value(kind, s + (i >> 1) + (j >> 1) * sjs + (k >> 1) * sks,
+                                             sjs, sks, i & 1, j & 1, k & 1);
+            *o = (p == 0.0) ? v : p * *o + v;
+        }
+    }
 }
 
 static unsigned blocks_for(long long total) { return (unsigned)((total + NT - 1) / NT); }
-static unsigned chunks_for(long long cells) {
-  long long c = (cells + 4LL * NT - 1) / (4LL * NT); /* about 4 cells per thread */
-  if (c < 1) c = 1;
-  if (c > 65535) c = 65535;
-  return (unsigned)c;
+static unsigned chunks_for(long long cells)
+{
+    long long c = (cells + 4LL * NT - 1) / (4LL * NT); /* about 4 cells per thread */
+    if (c < 1)
+        c = 1;
+    if (c > 65535)
+        c = 65535;
+    return (unsigned)c;
 }
 
-extern "C" void hg_cuda_run(void *stream, int kind, const void *args) {
-  cudaStream_t st = (cudaStream_t)stream;
-  switch (kind) {
-  case HG_K_ZERO: {
-    const hg_args_zero_t *a = (const hg_args_zero_t *)args;
-    CK(cudaMemsetAsync(a->x, 0, sizeof(double) * (size_t)a->g.nb * a->g.vol, st));
-    return;
-  }
-  case HG_K_AXPBY: {
-    const hg_args_axpby_t *a = (const hg_args_axpby_t *)args;
-    long long total = (long long)a->g.nb * a->g.n * a->g.n * a->g.n;
-    if (total) k_axpby<<<blocks_for(total), NT, 0, st>>>(*a);
-    break;
-  }
-  case HG_K_MUL: {
-    const hg_args_mul_t *a = (const hg_args_mul_t *)args;
-    long long total = (long long)a->g.nb * a->g.n * a->g.n * a->g.n;
-    if (total) k_mul<<<blocks_for(total), NT, 0, st>>>(*a);
-    break;
-  }
-  case HG_K_DOT:
-  case HG_K_NORM: {
-    const hg_args_red_t *a = (const hg_args_red_t *)args;
-    if (a->g.nb) k_reduce<<<a->g.nb, NT, 0, st>>>(*a, kind == HG_K_DOT);
-    break;
-  }
-  case HG_K_STENCIL: {
-    const hg_args_stencil_t *a = (const hg_args_stencil_t *)args;
-    long long total = (long long)a->g.nb * a->g.n * a->g.n * a->g.n;
-    if (total) k_stencil<<<blocks_for(total), NT, 0, st>>>(*a);
-    break;
-  }
-  case HG_K_BC: {
-    const hg_args_bc_t *a = (const hg_args_bc_t *)args;
-    if (a->nbc) {
-      dim3 grid((unsigned)a->nbc, chunks_for((long long)a->g.n * a->g.n * a->g.g));
-      k_bc<<<grid, NT, 0, st>>>(*a);
+extern "C" void hg_cuda_run(void *stream, int kind, const void *args)
+{
+    cudaStream_t st = (cudaStream_t)stream;
+    switch (kind) {
+    case HG_K_ZERO: {
+        const hg_args_zero_t *a = (const hg_args_zero_t *)args;
+        CK(cudaMemsetAsync(a->x, 0, sizeof(double) * (size_t)a->g.nb * a->g.vol, st));
+        return;
     }
-    break;
-  }
-  case HG_K_TILES: {
-    const hg_args_tiles_t *a = (const hg_args_tiles_t *)args;
-    if (a->nt) {
-      long long cells = (long long)a->max_blk * (a->kind >= HG_T_INTERP_P0 ? 8 : 1);
-      dim3 grid((unsigned)a->nt, chunks_for(cells));
-      k_tiles<<<grid, NT, 0, st>>>(*a);
+    case HG_K_AXPBY: {
+        const hg_args_axpby_t *a = (const hg_args_axpby_t *)args;
+        long long total = (long long)a->g.nb * a->g.n * a->g.n * a->g.n;
+        if (total)
+            k_axpby<<<blocks_for(total), NT, 0, st>>>(*a);
+        break;
     }
-    break;
-  }
-  default:
-    fprintf(stderr, "hpgmg-fv: unknown GPU operation %d\n", kind);
-    abort();
-  }
-  CK(cudaGetLastError());
+    case HG_K_MUL: {
+        const hg_args_mul_t *a = (const hg_args_mul_t *)args;
+        long long total = (long long)a->g.nb * a->g.n * a->g.n * a->g.n;
+        if (total)
+            k_mul<<<blocks_for(total), NT, 0, st>>>(*a);
+        break;
+    }
+    case HG_K_DOT:
+    case HG_K_NORM: {
+        const hg_args_red_t *a = (const hg_args_red_t *)args;
+        if (a->g.nb)
+            k_reduce<<<a->g.nb, NT, 0, st>>>(*a, kind == HG_K_DOT);
+        break;
+    }
+    case HG_K_STENCIL: {
+        const hg_args_stencil_t *a = (const hg_args_stencil_t *)args;
+        long long total = (long long)a->g.nb * a->g.n * a->g.n * a->g.n;
+        if (total)
+            k_stencil<<<blocks_for(total), NT, 0, st>>>(*a);
+        break;
+    }
+    case HG_K_BC: {
+        const hg_args_bc_t *a = (const hg_args_bc_t *)args;
+        if (a->nbc) {
+            dim3 grid((unsigned)a->nbc, chunks_for((long long)a->g.n * a->g.n * a->g.g));
+            k_bc<<<grid, NT, 0, st>>>(*a);
+        }
+        break;
+    }
+    case HG_K_TILES: {
+        const hg_args_tiles_t *a = (const hg_args_tiles_t *)args;
+        if (a->nt) {
+            long long cells = (long long)a->max_blk * (a->kind >= HG_T_INTERP_P0 ? 8 : 1);
+            dim3 grid((unsigned)a->nt, chunks_for(cells));
+            k_tiles<<<grid, NT, 0, st>>>(*a);
+        }
+        break;
+    }
+    default:
+        fprintf(stderr, "hpgmg-fv: unknown GPU operation %d\n", kind);
+        abort();
+    }
+    CK(cudaGetLastError());
 }
 
-extern "C" int hg_cuda_init(int local_rank, char *name, size_t name_len) {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n <= 0) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  const int dev = local_rank % n;
-  CK(cudaSetDevice(dev));
-  /* Load every kernel now.  With CUDA's lazy module loading (the default) the
+extern "C" int hg_cuda_init(int local_rank, char *name, size_t name_len)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n <= 0) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    const int dev = local_rank % n;
+    CK(cudaSetDevice(dev));
+    /* Load every kernel now.  With CUDA's lazy module loading (the default) the
    * first launch of a kernel loads its module, and that can wait for work
    * already queued in the context - e.g. a stream-ordered receive that waits
    * for the peer, whose own first launch waits likewise: a deadlock seen with
    * 2 ranks sharing a GPU (mpix-acc logs the same advice at info level). */
-  cudaFuncAttributes fa;
-  CK(cudaFuncGetAttributes(&fa, (const void *)k_axpby));
-  CK(cudaFuncGetAttributes(&fa, (const void *)k_mul));
-  CK(cudaFuncGetAttributes(&fa, (const void *)k_reduce));
-  CK(cudaFuncGetAttributes(&fa, (const void *)k_stencil));
-  CK(cudaFuncGetAttributes(&fa, (const void *)k_bc));
-  CK(cudaFuncGetAttributes(&fa, (const void *)k_tiles));
-  cudaDeviceProp p;
-  CK(cudaGetDeviceProperties(&p, dev));
-  if (name && name_len) snprintf(name, name_len, "device %d (%s)", dev, p.name);
-  return n;
+    cudaFuncAttributes fa;
+    CK(cudaFuncGetAttributes(&fa, (const void *)k_axpby));
+    CK(cudaFuncGetAttributes(&fa, (const void *)k_mul));
+    CK(cudaFuncGetAttributes(&fa, (const void *)k_reduce));
+    CK(cudaFuncGetAttributes(&fa, (const void *)k_stencil));
+    CK(cudaFuncGetAttributes(&fa, (const void *)k_bc));
+    CK(cudaFuncGetAttributes(&fa, (const void *)k_tiles));
+    cudaDeviceProp p;
+    CK(cudaGetDeviceProperties(&p, dev));
+    if (name && name_len)
+        snprintf(name, name_len, "device %d (%s)", dev, p.name);
+    return n;
 }
 
-extern "C" void *hg_cuda_stream_create(void) {
-  cudaStream_t s = nullptr;
-  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  return (void *)s;
+extern "C" void *hg_cuda_stream_create(void)
+{
+    cudaStream_t s = nullptr;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    return (void *)s;
 }
 
-extern "C" void hg_cuda_stream_destroy(void *stream) { CK(cudaStreamDestroy((cudaStream_t)stream)); }
-
-extern "C" void hg_cuda_stream_sync(void *stream) { CK(cudaStreamSynchronize((cudaStream_t)stream)); }
-
-extern "C" void *hg_cuda_alloc(size_t bytes, int mem_kind) {
-  void *p = nullptr;
-  switch (mem_kind) {
-  case HG_MEM_DEVICE:
-    CK(cudaMalloc(&p, bytes));
-    CK(cudaMemset(p, 0, bytes));
-    break;
-  case HG_MEM_PINNED:
-    CK(cudaHostAlloc(&p, bytes, cudaHostAllocMapped | cudaHostAllocPortable));
-    memset(p, 0, bytes);
-    break;
-  default:
-    p = calloc(1, bytes);
-  }
-  return p;
+extern "C" void hg_cuda_stream_destroy(void *stream)
+{
+    CK(cudaStreamDestroy((cudaStream_t)stream));
 }
 
-extern "C" void hg_cuda_free(void *p, int mem_kind) {
-  if (!p) return;
-  switch (mem_kind) {
-  case HG_MEM_DEVICE: CK(cudaFree(p)); break;
-  case HG_MEM_PINNED: CK(cudaFreeHost(p)); break;
-  default: free(p);
-  }
+extern "C" void hg_cuda_stream_sync(void *stream)
+{
+    CK(cudaStreamSynchronize((cudaStream_t)stream));
 }
 
-extern "C" void hg_cuda_copy(void *dst, const void *src, size_t bytes) {
-  CK(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
+extern "C" void *hg_cuda_alloc(size_t bytes, int mem_kind)
+{
+    void *p = nullptr;
+    switch (mem_kind) {
+    case HG_MEM_DEVICE:
+        CK(cudaMalloc(&p, bytes));
+        CK(cudaMemset(p, 0, bytes));
+        break;
+    case HG_MEM_PINNED:
+        CK(cudaHostAlloc(&p, bytes, cudaHostAllocMapped | cudaHostAllocPortable));
+        memset(p, 0, bytes);
+        break;
+    default:
+        p = calloc(1, bytes);
+    }
+    return p;
+}
+
+extern "C" void hg_cuda_free(void *p, int mem_kind)
+{
+    if (!p)
+        return;
+    switch (mem_kind) {
+    case HG_MEM_DEVICE:
+        CK(cudaFree(p));
+        break;
+    case HG_MEM_PINNED:
+        CK(cudaFreeHost(p));
+        break;
+    default:
+        free(p);
+    }
+}
+
+extern "C" void hg_cuda_copy(void *dst, const void *src, size_t bytes)
+{
+    CK(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
 }

@@ -23,18 +23,18 @@
 /* ---- vector ids (every level stores these, the coarsest level adds the
  *      BiCGStab work vectors after HG_VEC_RESERVED) ---------------------- */
 enum {
-  HG_VEC_U = 0,      /* solution / correction                              */
-  HG_VEC_F,          /* right-hand side                                    */
-  HG_VEC_R,          /* right-hand side of the cycle (f - Av restricted)   */
-  HG_VEC_TEMP,       /* residual, out-of-place smoother ping-pong          */
-  HG_VEC_ALPHA,      /* cell coefficient (Helmholtz alpha, 1 here)          */
-  HG_VEC_BETA_I,     /* face coefficients, low face of the cell            */
-  HG_VEC_BETA_J,
-  HG_VEC_BETA_K,
-  HG_VEC_DINV,       /* inverse of the diagonal (boundary conditions incl.)*/
-  HG_VEC_L1INV,      /* l1 inverse (kept for parity with HPGMG)             */
-  HG_VEC_UTRUE,      /* manufactured exact solution (7-point problem)      */
-  HG_VEC_RESERVED
+    HG_VEC_U = 0,  /* solution / correction                              */
+    HG_VEC_F,      /* right-hand side                                    */
+    HG_VEC_R,      /* right-hand side of the cycle (f - Av restricted)   */
+    HG_VEC_TEMP,   /* residual, out-of-place smoother ping-pong          */
+    HG_VEC_ALPHA,  /* cell coefficient (Helmholtz alpha, 1 here)          */
+    HG_VEC_BETA_I, /* face coefficients, low face of the cell            */
+    HG_VEC_BETA_J,
+    HG_VEC_BETA_K,
+    HG_VEC_DINV,  /* inverse of the diagonal (boundary conditions incl.)*/
+    HG_VEC_L1INV, /* l1 inverse (kept for parity with HPGMG)             */
+    HG_VEC_UTRUE, /* manufactured exact solution (7-point problem)      */
+    HG_VEC_RESERVED
 };
 #define HG_BICGSTAB_VECTORS 8
 
@@ -50,10 +50,10 @@ typedef enum { HG_MEM_HOST = 0, HG_MEM_DEVICE, HG_MEM_PINNED } hg_mem_t;
 
 /* ---- stencil shapes of a ghost-zone exchange --------------------------- */
 typedef enum {
-  HG_SHAPE_STAR = 0,        /* faces only                    */
-  HG_SHAPE_NO_CORNERS = 1,  /* faces and edges               */
-  HG_SHAPE_BOX = 2,         /* faces, edges and corners      */
-  HG_NUM_SHAPES = 3
+    HG_SHAPE_STAR = 0,       /* faces only                    */
+    HG_SHAPE_NO_CORNERS = 1, /* faces and edges               */
+    HG_SHAPE_BOX = 2,        /* faces, edges and corners      */
+    HG_NUM_SHAPES = 3
 } hg_shape_t;
 
 /* direction index 0..26 of (di,dj,dk) in {-1,0,1}^3; 13 is the box itself */
@@ -61,12 +61,16 @@ HOSTDEV int hg_dir_index(int di, int dj, int dk) { return (di + 1) + 3 * (dj + 1
 HOSTDEV int hg_dir_di(int d) { return d % 3 - 1; }
 HOSTDEV int hg_dir_dj(int d) { return (d / 3) % 3 - 1; }
 HOSTDEV int hg_dir_dk(int d) { return d / 9 - 1; }
-HOSTDEV int hg_shape_has(int shape, int di, int dj, int dk) {
-  int nz = (di != 0) + (dj != 0) + (dk != 0);
-  if (nz == 0) return 0;
-  if (shape == HG_SHAPE_STAR) return nz == 1;
-  if (shape == HG_SHAPE_NO_CORNERS) return nz <= 2;
-  return 1;
+HOSTDEV int hg_shape_has(int shape, int di, int dj, int dk)
+{
+    int nz = (di != 0) + (dj != 0) + (dk != 0);
+    if (nz == 0)
+        return 0;
+    if (shape == HG_SHAPE_STAR)
+        return nz == 1;
+    if (shape == HG_SHAPE_NO_CORNERS)
+        return nz <= 2;
+    return 1;
 }
 
 /* Tile kinds.  Block size (bi,bj,bk) is counted in:
@@ -74,17 +78,17 @@ HOSTDEV int hg_shape_has(int shape, int di, int dj, int dk) {
  *   RESTRICT_CELL/FACE_*     : coarse (destination) cells/faces
  *   INTERP_*                 : coarse (source) cells; the fine block is twice that */
 enum {
-  HG_T_COPY = 0,        /* dst = src                                         */
-  HG_T_INCREMENT,       /* dst = prescale*dst + src                          */
-  HG_T_RESTRICT_CELL,   /* dst = average of the 8 fine cells                 */
-  HG_T_RESTRICT_FACE_I, /* dst = average of the 4 fine faces (normal i)      */
-  HG_T_RESTRICT_FACE_J,
-  HG_T_RESTRICT_FACE_K,
-  HG_T_INTERP_P0,       /* piecewise constant                                */
-  HG_T_INTERP_P1,       /* piecewise (tri)linear, 7-point F-cycle            */
-  HG_T_INTERP_V2,       /* 2nd-order volume-average, fv4 V-cycle             */
-  HG_T_INTERP_V4,       /* 4th-order volume-average, fv4 F-cycle             */
-  HG_T_NUM
+    HG_T_COPY = 0,        /* dst = src                                         */
+    HG_T_INCREMENT,       /* dst = prescale*dst + src                          */
+    HG_T_RESTRICT_CELL,   /* dst = average of the 8 fine cells                 */
+    HG_T_RESTRICT_FACE_I, /* dst = average of the 4 fine faces (normal i)      */
+    HG_T_RESTRICT_FACE_J,
+    HG_T_RESTRICT_FACE_K,
+    HG_T_INTERP_P0, /* piecewise constant                                */
+    HG_T_INTERP_P1, /* piecewise (tri)linear, 7-point F-cycle            */
+    HG_T_INTERP_V2, /* 2nd-order volume-average, fv4 V-cycle             */
+    HG_T_INTERP_V4, /* 4th-order volume-average, fv4 F-cycle             */
+    HG_T_NUM
 };
 
 #endif /* HPGMG_DEFS_H */

@@ -23,14 +23,14 @@ typedef enum { HG_EXEC_HOST = 0, HG_EXEC_HOSTSTREAM = 1, HG_EXEC_CUDA = 2 } hg_e
 
 struct hg_slot;
 typedef struct hg_exec {
-  hg_exec_kind_t kind;
-  void *stream;              /* MPIX_Acc_stream (host stream) or cudaStream_t */
-  const char *name;
-  struct hg_slot *ring;      /* argument blocks of host-stream launches        */
-  uint64_t issued;
-  _Atomic uint64_t done;
-  double sync_time;          /* seconds the host spent waiting in hg_exec_sync */
-  long syncs;
+    hg_exec_kind_t kind;
+    void *stream; /* MPIX_Acc_stream (host stream) or cudaStream_t */
+    const char *name;
+    struct hg_slot *ring; /* argument blocks of host-stream launches        */
+    uint64_t issued;
+    _Atomic uint64_t done;
+    double sync_time; /* seconds the host spent waiting in hg_exec_sync */
+    long syncs;
 } hg_exec_t;
 
 int hg_exec_init(hg_exec_t *E, hg_exec_kind_t kind, const char *name); /* 0 on success */
@@ -45,7 +45,7 @@ void hg_exec_sync(hg_exec_t *E);
 void hg_exec_drain(void);
 
 /* memory (hg_mem_t in defs.h) */
-void *hg_alloc(size_t bytes, hg_mem_t kind); /* zero-filled */
+void *hg_alloc(size_t bytes, hg_mem_t kind);            /* zero-filled */
 void hg_copy(void *dst, const void *src, size_t bytes); /* any kinds, blocking */
 void hg_free(void *p, hg_mem_t kind);
 

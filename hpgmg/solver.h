@@ -11,7 +11,8 @@
 
 /* blas.c: every operation runs on the level's execution context */
 void hg_zero(hg_mg_t *mg, hg_level_t *L, int v);
-void hg_axpby(hg_mg_t *mg, hg_level_t *L, int c, double alpha, int a, double beta, int b); /* b<0: none */
+void hg_axpby(hg_mg_t *mg, hg_level_t *L, int c, double alpha, int a, double beta,
+              int b); /* b<0: none */
 void hg_mul(hg_mg_t *mg, hg_level_t *L, int c, double scale, int a, int b);
 double hg_dot(hg_mg_t *mg, hg_level_t *L, int a, int b); /* independent of the decomposition */
 double hg_norm(hg_mg_t *mg, hg_level_t *L, int a);       /* max norm */
@@ -19,8 +20,8 @@ void hg_exchange(hg_mg_t *mg, hg_level_t *L, int v, int shape);
 void hg_apply_bc(hg_mg_t *mg, hg_level_t *L, int v, int shape, int order);
 int hg_op_shape(const hg_mg_t *mg);
 int hg_op_bc_order(const hg_mg_t *mg, const hg_level_t *L);
-void hg_stencil(hg_mg_t *mg, hg_level_t *L, int variant, int x, int xnm1, int out, int rhs, int sweep,
-                int copy_other, double c1, double c2);
+void hg_stencil(hg_mg_t *mg, hg_level_t *L, int variant, int x, int xnm1, int out, int rhs,
+                int sweep, int copy_other, double c1, double c2);
 void hg_apply_op(hg_mg_t *mg, hg_level_t *L, int ax, int x);
 void hg_residual(hg_mg_t *mg, hg_level_t *L, int r, int x, int rhs);
 
@@ -29,8 +30,8 @@ void hg_init_problem(hg_mg_t *mg, hg_level_t *L);
 void hg_exact_solution(hg_mg_t *mg, hg_level_t *L);
 void hg_rebuild_operator(hg_mg_t *mg, hg_level_t *L, hg_level_t *from);
 void hg_restriction(hg_mg_t *mg, hg_level_t *coarse, int vc, hg_level_t *fine, int vf, int kind);
-void hg_interpolation(hg_mg_t *mg, hg_level_t *fine, int vf, double prescale, hg_level_t *coarse, int vc,
-                      int kind);
+void hg_interpolation(hg_mg_t *mg, hg_level_t *fine, int vf, double prescale, hg_level_t *coarse,
+                      int vc, int kind);
 int hg_interp_vcycle(const hg_mg_t *mg);
 int hg_interp_fcycle(const hg_mg_t *mg);
 

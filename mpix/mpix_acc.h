@@ -32,15 +32,15 @@ extern int MPIX_ACC_STREAM_KEYVAL;
 /* explicit calls (mpix_acc(3); MPIX_Acc_Isend(3), ...) */
 int MPIX_Acc_Isend(MPIX_Acc_stream stream, const void *buf, int count, MPI_Datatype datatype,
                    int dest, int tag, MPI_Comm comm, MPI_Request *request);
-int MPIX_Acc_Irecv(MPIX_Acc_stream stream, void *buf, int count, MPI_Datatype datatype,
-                   int source, int tag, MPI_Comm comm, MPI_Request *request);
+int MPIX_Acc_Irecv(MPIX_Acc_stream stream, void *buf, int count, MPI_Datatype datatype, int source,
+                   int tag, MPI_Comm comm, MPI_Request *request);
 int MPIX_Acc_Wait(MPIX_Acc_stream stream, MPI_Request *request, MPI_Status *status);
 int MPIX_Acc_Waitall(MPIX_Acc_stream stream, int count, MPI_Request requests[],
                      MPI_Status statuses[]);
 int MPIX_Acc_Send(MPIX_Acc_stream stream, const void *buf, int count, MPI_Datatype datatype,
                   int dest, int tag, MPI_Comm comm);
-int MPIX_Acc_Recv(MPIX_Acc_stream stream, void *buf, int count, MPI_Datatype datatype,
-                  int source, int tag, MPI_Comm comm, MPI_Status *status);
+int MPIX_Acc_Recv(MPIX_Acc_stream stream, void *buf, int count, MPI_Datatype datatype, int source,
+                  int tag, MPI_Comm comm, MPI_Status *status);
 
 /* host streams (MPIX_Acc_Hoststream_create(3)): in-order host queues executed by a library-owned thread */
 int MPIX_Acc_Hoststream_create(MPIX_Acc_stream *stream);
@@ -54,11 +54,11 @@ int MPIX_Acc_Comm_set_stream(MPI_Comm comm, MPIX_Acc_stream stream); /* collecti
 int MPIX_Acc_Info_set_stream(MPI_Info info, MPIX_Acc_stream stream);
 
 /* Info keys (MPIX_Acc_Info_set_stream(3)) */
-#define MPIX_ACC_INFO_STREAM       "mpix_acc_stream"
+#define MPIX_ACC_INFO_STREAM "mpix_acc_stream"
 #define MPIX_ACC_INFO_STREAM_ALIAS "CUDA_STREAM"
-#define MPIX_ACC_INFO_RECV_POST    "mpix_acc_recv_post"
-#define MPIX_ACC_INFO_EAGER_LIMIT  "mpix_acc_eager_limit"
-#define MPIX_ACC_INFO_MATCH        "mpix_acc_match" /* "call" (default) or "dynamic" */
+#define MPIX_ACC_INFO_RECV_POST "mpix_acc_recv_post"
+#define MPIX_ACC_INFO_EAGER_LIMIT "mpix_acc_eager_limit"
+#define MPIX_ACC_INFO_MATCH "mpix_acc_match" /* "call" (default) or "dynamic" */
 
 #ifdef __cplusplus
 }

@@ -91,7 +91,7 @@ static void print_features(void)
         printf("  peer GPU memory mapped in the %s\n", f.cuda_ipc);
     if (!f.cuda_active)
         printf("  CUDA devices none (%s)\n", f.cuda_mode[0] ? f.cuda_mode : "off");
-    printf("  RDMA devices %d (verbs%s)\n", mxp_verbs_device_count(),
+    printf("  RDMA devices %d (verbs%s)\n", mxo_verbs_device_count(),
 #ifdef MPIXACC_HAVE_VERBS
            ""
 #else
@@ -99,10 +99,10 @@ static void print_features(void)
 #endif
     );
     char topo[512];
-    mxp_describe(topo, sizeof(topo));
+    mxo_describe(topo, sizeof(topo));
     printf("  topology     %s\n", topo);
     long forced = mxu_config.progress_cpu;
-    int cpu = mxp_choose_progress_cpu(forced >= -2 && forced < 1000000 ? (int)forced : -1, NULL);
+    int cpu = mxo_choose_progress_cpu(forced >= -2 && forced < 1000000 ? (int)forced : -1, NULL);
     if (cpu >= 0)
         printf("  progress CPU %d for a process started here (no GPU context)\n", cpu);
     else
@@ -149,9 +149,9 @@ int main(int argc, char **argv)
     if (features) {
         print_version();
         mxa_init();
-        mxp_init();
+        mxo_init();
         print_features();
-        mxp_finalize();
+        mxo_finalize();
         mxa_finalize();
     }
     if (settings) {

@@ -1,6 +1,6 @@
 /*
  * mpixacc_settings_doc.c - the documentation of the MPIX_ACC_* settings,
- * printed from the registry (MX_CONFIG_TABLE, src/util/settings.h), so the
+ * printed from the registry (MXU_CONFIG_TABLE, src/util/settings.h), so the
  * README and mpix_acc(3) have one source. Not installed; used by
  * scripts/settings-doc.sh (--check in the test suite, --update to rewrite).
  *
@@ -28,8 +28,8 @@ static int ident_start(const char *p)
 
 static int ident_char(char c)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '*';
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '*';
 }
 
 static void md_text(const char *s)
@@ -70,11 +70,21 @@ static void pieces(const char *range, const char *open, const char *close, const
 static void md_type(const mxu_config_entry_t *e)
 {
     switch (e->type) {
-    case MXU_CFG_BOOL: fputs("bool", stdout); break;
-    case MXU_CFG_LOGLEVEL: fputs("log level: `error`, `warn`, `info`, `debug`", stdout); break;
-    case MXU_CFG_INT: printf("integer `%s`", e->range); break;
-    case MXU_CFG_DOUBLE: printf("number `%s`", e->range); break;
-    case MXU_CFG_SIZE: printf("size `%s` (bytes, k/m/g suffixes)", e->range); break;
+    case MXU_CFG_BOOL:
+        fputs("bool", stdout);
+        break;
+    case MXU_CFG_LOGLEVEL:
+        fputs("log level: `error`, `warn`, `info`, `debug`", stdout);
+        break;
+    case MXU_CFG_INT:
+        printf("integer `%s`", e->range);
+        break;
+    case MXU_CFG_DOUBLE:
+        printf("number `%s`", e->range);
+        break;
+    case MXU_CFG_SIZE:
+        printf("size `%s` (bytes, k/m/g suffixes)", e->range);
+        break;
     case MXU_CFG_STRING:
         fputs("one of ", stdout);
         pieces(e->range, "`", "`", ", ");
@@ -98,10 +108,20 @@ static void roff_text(const char *s)
 static void man_type(const mxu_config_entry_t *e)
 {
     switch (e->type) {
-    case MXU_CFG_BOOL: fputs("bool", stdout); break;
-    case MXU_CFG_LOGLEVEL: fputs("log level: error, warn, info, debug", stdout); break;
-    case MXU_CFG_INT: fputs("integer ", stdout); roff_text(e->range); break;
-    case MXU_CFG_DOUBLE: fputs("number ", stdout); roff_text(e->range); break;
+    case MXU_CFG_BOOL:
+        fputs("bool", stdout);
+        break;
+    case MXU_CFG_LOGLEVEL:
+        fputs("log level: error, warn, info, debug", stdout);
+        break;
+    case MXU_CFG_INT:
+        fputs("integer ", stdout);
+        roff_text(e->range);
+        break;
+    case MXU_CFG_DOUBLE:
+        fputs("number ", stdout);
+        roff_text(e->range);
+        break;
     case MXU_CFG_SIZE:
         fputs("size ", stdout);
         roff_text(e->range);

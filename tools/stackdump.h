@@ -134,8 +134,8 @@ static void sd_dump_all_threads(void)
                 continue;
             if (sd_blocks_signal(tid)) {
                 char m[96];
-                snprintf(m, sizeof m, "[%s] thread %ld blocks the dump signal: skipped\n",
-                         sd_label, tid);
+                snprintf(m, sizeof m, "[%s] thread %ld blocks the dump signal: skipped\n", sd_label,
+                         tid);
                 sd_write(m);
                 continue;
             }
@@ -148,8 +148,7 @@ static void sd_dump_all_threads(void)
             }
             if (__atomic_load_n(&sd_ack, __ATOMIC_ACQUIRE) != tid) {
                 char m[96];
-                snprintf(m, sizeof m, "[%s] thread %ld: no backtrace within 3 s\n", sd_label,
-                         tid);
+                snprintf(m, sizeof m, "[%s] thread %ld: no backtrace within 3 s\n", sd_label, tid);
                 sd_write(m);
             }
         }

@@ -27,8 +27,7 @@ extern "C" {
 
 /* Prepare for messages up to max_bytes on the current device and the next
  * one. Returns 1, or 0 with the reason in why. desc describes the pair. */
-int bench_floor_setup(size_t max_bytes, char *desc, size_t desclen, char *why,
-                      size_t whylen);
+int bench_floor_setup(size_t max_bytes, char *desc, size_t desclen, char *why, size_t whylen);
 /* One repetition: half-RTT in microseconds / GB/s; the number of wrong bytes
  * in the data that came back goes to *errors. Returns 0, or -1 with why. */
 int bench_floor_latency(size_t n, int iters, unsigned seed, double *half_us,

@@ -28,13 +28,13 @@ static struct {
     write64_fn write64;
 } fl;
 
-#define FL_CHECK(call)                                                                       \
-    do {                                                                                     \
-        cudaError_t e_ = (call);                                                             \
-        if (e_ != cudaSuccess) {                                                             \
-            snprintf(why, whylen, "%s: %s", #call, cudaGetErrorString(e_));                  \
-            return -1;                                                                       \
-        }                                                                                    \
+#define FL_CHECK(call)                                                                             \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            snprintf(why, whylen, "%s: %s", #call, cudaGetErrorString(e_));                        \
+            return -1;                                                                             \
+        }                                                                                          \
     } while (0)
 
 static void fill(unsigned char *p, size_t n, unsigned seed)
@@ -68,10 +68,10 @@ static int floor_setup(size_t max_bytes, int *peer, char *why, size_t whylen)
 
     cudaDriverEntryPointQueryResult q1, q2;
     void *w = NULL, *wr = NULL;
-    FL_CHECK(cudaGetDriverEntryPointByVersion("cuStreamWaitValue64", &w, 12000,
-                                              cudaEnableDefault, &q1));
-    FL_CHECK(cudaGetDriverEntryPointByVersion("cuStreamWriteValue64", &wr, 12000,
-                                              cudaEnableDefault, &q2));
+    FL_CHECK(
+        cudaGetDriverEntryPointByVersion("cuStreamWaitValue64", &w, 12000, cudaEnableDefault, &q1));
+    FL_CHECK(cudaGetDriverEntryPointByVersion("cuStreamWriteValue64", &wr, 12000, cudaEnableDefault,
+                                              &q2));
     if (q1 != cudaDriverEntryPointSuccess || q2 != cudaDriverEntryPointSuccess || !w || !wr) {
         snprintf(why, whylen, "driver has no cuStreamWaitValue64/cuStreamWriteValue64");
         return -1;
@@ -134,7 +134,9 @@ extern "C" int bench_floor_setup(size_t max_bytes, char *desc, size_t desclen, c
     }
     snprintf(desc, desclen, "GPU %d <-> GPU %d, %s, flags in host-mapped memory", fl.dev[0],
              fl.dev[1],
-             fl.dev[0] == fl.dev[1] ? "same GPU" : peer ? "peer access on" : "no peer access");
+             fl.dev[0] == fl.dev[1] ? "same GPU"
+             : peer                 ? "peer access on"
+                                    : "no peer access");
     return 1;
 }
 
@@ -151,13 +153,13 @@ static CUresult enqueue_signal_other(int side, uint64_t v)
     return fl.write64((CUstream)fl.s[side], (CUdeviceptr)(uintptr_t)&fl.flags[1 - side], v, 0);
 }
 
-#define FL_CU(call)                                                                          \
-    do {                                                                                     \
-        CUresult r_ = (call);                                                                \
-        if (r_ != CUDA_SUCCESS) {                                                            \
-            snprintf(why, whylen, "%s: CUresult %d", #call, (int)r_);                        \
-            return -1;                                                                       \
-        }                                                                                    \
+#define FL_CU(call)                                                                                \
+    do {                                                                                           \
+        CUresult r_ = (call);                                                                      \
+        if (r_ != CUDA_SUCCESS) {                                                                  \
+            snprintf(why, whylen, "%s: CUresult %d", #call, (int)r_);                              \
+            return -1;                                                                             \
+        }                                                                                          \
     } while (0)
 
 /* Before a repetition: a new pattern in a0, the destination (on device

@@ -109,8 +109,13 @@ static void pattern_kernel(bench_t *b, int slot, const unsigned char *check, uin
 {
     pkp_args_t *a = &b->args[slot];
     b->ac->stream_sync(b->S); /* the argument block is reused */
-    *a = (pkp_args_t){.rbuf = check, .rseed = cseed, .sbuf = fill, .sseed = fseed, .n = n,
-                      .busy_ns = 0, .errors = b->errors};
+    *a = (pkp_args_t){.rbuf = check,
+                      .rseed = cseed,
+                      .sbuf = fill,
+                      .sseed = fseed,
+                      .n = n,
+                      .busy_ns = 0,
+                      .errors = b->errors};
     ex_kernel_t k = {pkp_host_fn, NULL, a};
 #ifdef EX_HAVE_CUDA
     k.cuda_fn = pkp_cuda_fn;
@@ -141,17 +146,13 @@ static void acc_lat(bench_t *b, int iters, int sync_each)
     for (int i = 0; i < iters; i++) {
         MPI_Request rq[2];
         if (b->role == 0) {
-            EX_MPI(MPIX_Acc_Isend(b->S, b->sbuf, (int)b->n, MPI_BYTE, peer, TAG, b->comm,
-                                  &rq[0]));
-            EX_MPI(MPIX_Acc_Irecv(b->S, b->rbuf, (int)b->n, MPI_BYTE, peer, TAG, b->comm,
-                                  &rq[1]));
+            EX_MPI(MPIX_Acc_Isend(b->S, b->sbuf, (int)b->n, MPI_BYTE, peer, TAG, b->comm, &rq[0]));
+            EX_MPI(MPIX_Acc_Irecv(b->S, b->rbuf, (int)b->n, MPI_BYTE, peer, TAG, b->comm, &rq[1]));
             EX_MPI(MPIX_Acc_Waitall(b->S, 2, rq, MPI_STATUSES_IGNORE));
         } else {
-            EX_MPI(MPIX_Acc_Irecv(b->S, b->rbuf, (int)b->n, MPI_BYTE, peer, TAG, b->comm,
-                                  &rq[0]));
+            EX_MPI(MPIX_Acc_Irecv(b->S, b->rbuf, (int)b->n, MPI_BYTE, peer, TAG, b->comm, &rq[0]));
             EX_MPI(MPIX_Acc_Wait(b->S, &rq[0], MPI_STATUS_IGNORE));
-            EX_MPI(MPIX_Acc_Isend(b->S, b->rbuf, (int)b->n, MPI_BYTE, peer, TAG, b->comm,
-                                  &rq[1]));
+            EX_MPI(MPIX_Acc_Isend(b->S, b->rbuf, (int)b->n, MPI_BYTE, peer, TAG, b->comm, &rq[1]));
             EX_MPI(MPIX_Acc_Wait(b->S, &rq[1], MPI_STATUS_IGNORE));
         }
         if (sync_each)
@@ -173,8 +174,8 @@ static void acc_bw(bench_t *b, int windows, int sync_each)
             EX_MPI(MPIX_Acc_Wait(b->S, &ar, MPI_STATUS_IGNORE));
         } else {
             for (int j = 0; j < w; j++)
-                EX_MPI(MPIX_Acc_Irecv(b->S, b->rbuf + (size_t)j * b->n, (int)b->n, MPI_BYTE,
-                                      peer, TAG, b->comm, &b->req[j]));
+                EX_MPI(MPIX_Acc_Irecv(b->S, b->rbuf + (size_t)j * b->n, (int)b->n, MPI_BYTE, peer,
+                                      TAG, b->comm, &b->req[j]));
             EX_MPI(MPIX_Acc_Waitall(b->S, w, b->req, MPI_STATUSES_IGNORE));
             EX_MPI(MPIX_Acc_Isend(b->S, b->ack, 1, MPI_BYTE, peer, TAG_ACK, b->comm, &ar));
             EX_MPI(MPIX_Acc_Wait(b->S, &ar, MPI_STATUS_IGNORE));
@@ -231,8 +232,8 @@ static void run_staged_bw(bench_t *b, int windows)
             MPI_Request ar;
             EX_MPI(MPI_Irecv(dev ? b->hack : b->ack, 1, MPI_BYTE, peer, TAG_ACK, b->comm, &ar));
             for (int j = 0; j < w; j++)
-                EX_MPI(MPI_Isend(hs + (dev ? (size_t)j * b->n : 0), (int)b->n, MPI_BYTE, peer,
-                                 TAG, b->comm, &b->req[j]));
+                EX_MPI(MPI_Isend(hs + (dev ? (size_t)j * b->n : 0), (int)b->n, MPI_BYTE, peer, TAG,
+                                 b->comm, &b->req[j]));
             EX_MPI(MPI_Waitall(w, b->req, MPI_STATUSES_IGNORE));
             EX_MPI(MPI_Wait(&ar, MPI_STATUS_IGNORE));
         } else {
@@ -283,11 +284,9 @@ static void run_cuda_aware_lat(bench_t *b, int iters)
     for (int i = 0; i < iters; i++) {
         if (b->role == 0) {
             EX_MPI(MPI_Send(b->sbuf, (int)b->n, MPI_BYTE, peer, TAG, b->comm));
-            EX_MPI(MPI_Recv(b->rbuf, (int)b->n, MPI_BYTE, peer, TAG, b->comm,
-                            MPI_STATUS_IGNORE));
+            EX_MPI(MPI_Recv(b->rbuf, (int)b->n, MPI_BYTE, peer, TAG, b->comm, MPI_STATUS_IGNORE));
         } else {
-            EX_MPI(MPI_Recv(b->rbuf, (int)b->n, MPI_BYTE, peer, TAG, b->comm,
-                            MPI_STATUS_IGNORE));
+            EX_MPI(MPI_Recv(b->rbuf, (int)b->n, MPI_BYTE, peer, TAG, b->comm, MPI_STATUS_IGNORE));
             EX_MPI(MPI_Send(b->rbuf, (int)b->n, MPI_BYTE, peer, TAG, b->comm));
         }
     }
@@ -394,8 +393,8 @@ static void run_enqueue_bw(bench_t *b, int windows)
                 EX_MPI(MPIX_Isend_enqueue(b->sbuf, (int)b->n, MPI_BYTE, peer, TAG, b->ecomm,
                                           &b->req[j]));
             EX_MPI(MPIX_Waitall_enqueue(w, b->req, MPI_STATUSES_IGNORE));
-            EX_MPI(MPIX_Recv_enqueue(b->ack, 1, MPI_BYTE, peer, TAG_ACK, b->ecomm,
-                                     MPI_STATUS_IGNORE));
+            EX_MPI(
+                MPIX_Recv_enqueue(b->ack, 1, MPI_BYTE, peer, TAG_ACK, b->ecomm, MPI_STATUS_IGNORE));
         } else {
             for (int j = 0; j < w; j++)
                 EX_MPI(MPIX_Irecv_enqueue(b->rbuf + (size_t)j * b->n, (int)b->n, MPI_BYTE, peer,
@@ -452,29 +451,28 @@ typedef struct {
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: mpiexec -n 2 mpixacc_bench [options]\n"
-            "  -b, --min B          smallest message (default 8; suffixes K, M, G)\n"
-            "  -e, --max B          largest message (default 64M)\n"
-            "  -f, --factor F       size step factor (default 4)\n"
-            "      --sizes LIST     explicit sizes instead, e.g. 8,64K,1M,64M\n"
-            "  -v, --variant LIST   acc,acc-sync,staged,cuda-aware,nccl,mpich-enqueue,floor\n"
-            "                       or all (default: all but floor, not yet run to the end\n"
-            "                       on a GPU)\n"
-            "  -t, --test LIST      lat,bw or both (default both)\n"
-            "  -i, --iters N        latency round trips per repetition (default 1000; fewer\n"
-            "                       for large messages, see --budget)\n"
-            "  -r, --repeats R      timed repetitions, median/min/max over them (default 7)\n"
-            "  -w, --window W       messages in flight per bandwidth window (default 8)\n"
-            "      --budget B       bytes moved per repetition at most (default 1G): large\n"
-            "                       messages get fewer iterations (at least 8 / 2 windows)\n"
-            "      --backend B      auto, host or cuda (default auto)\n"
-            "      --csv FILE       also write the results as CSV\n"
-            "      --timeout S      end the program (exit 124) when it runs longer than S\n"
-            "                       seconds, naming what it was doing (default 0: none)\n"
-            "      --check/--no-check   validate received data (default on)\n"
-            "      --inject-fault   testing: in bandwidth runs rank 0 sends a pattern the\n"
-            "                       receiver does not expect (rows must FAIL, exit status 1)\n");
+    fprintf(f, "usage: mpiexec -n 2 mpixacc_bench [options]\n"
+               "  -b, --min B          smallest message (default 8; suffixes K, M, G)\n"
+               "  -e, --max B          largest message (default 64M)\n"
+               "  -f, --factor F       size step factor (default 4)\n"
+               "      --sizes LIST     explicit sizes instead, e.g. 8,64K,1M,64M\n"
+               "  -v, --variant LIST   acc,acc-sync,staged,cuda-aware,nccl,mpich-enqueue,floor\n"
+               "                       or all (default: all but floor, not yet run to the end\n"
+               "                       on a GPU)\n"
+               "  -t, --test LIST      lat,bw or both (default both)\n"
+               "  -i, --iters N        latency round trips per repetition (default 1000; fewer\n"
+               "                       for large messages, see --budget)\n"
+               "  -r, --repeats R      timed repetitions, median/min/max over them (default 7)\n"
+               "  -w, --window W       messages in flight per bandwidth window (default 8)\n"
+               "      --budget B       bytes moved per repetition at most (default 1G): large\n"
+               "                       messages get fewer iterations (at least 8 / 2 windows)\n"
+               "      --backend B      auto, host or cuda (default auto)\n"
+               "      --csv FILE       also write the results as CSV\n"
+               "      --timeout S      end the program (exit 124) when it runs longer than S\n"
+               "                       seconds, naming what it was doing (default 0: none)\n"
+               "      --check/--no-check   validate received data (default on)\n"
+               "      --inject-fault   testing: in bandwidth runs rank 0 sends a pattern the\n"
+               "                       receiver does not expect (rows must FAIL, exit status 1)\n");
 }
 
 static void parse_opts(int argc, char **argv, opts_t *o)
@@ -488,8 +486,7 @@ static void parse_opts(int argc, char **argv, opts_t *o)
         {"backend", required_argument, 0, 'k'}, {"csv", required_argument, 0, 'c'},
         {"check", no_argument, 0, 'C'},         {"no-check", no_argument, 0, 'N'},
         {"inject-fault", no_argument, 0, 'F'},  {"timeout", required_argument, 0, 'T'},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
     const char *vnames[NVARIANTS], *tnames[2] = {"lat", "bw"};
     for (int v = 0; v < NVARIANTS; v++)
         vnames[v] = variants[v].name;
@@ -516,7 +513,9 @@ static void parse_opts(int argc, char **argv, opts_t *o)
             *(c == 'b' ? &bmin : c == 'e' ? &bmax : &o->budget) = v;
             break;
         }
-        case 'f': factor = ex_parse_long("--factor", optarg, 2, 1024); break;
+        case 'f':
+            factor = ex_parse_long("--factor", optarg, 2, 1024);
+            break;
         case 's':
             o->nsizes = ex_parse_size_list(optarg, o->sizes, MAX_SIZES);
             if (o->nsizes <= 0) {
@@ -525,19 +524,45 @@ static void parse_opts(int argc, char **argv, opts_t *o)
             }
             explicit_sizes = 1;
             break;
-        case 'v': ex_parse_name_list(optarg, vnames, NVARIANTS, o->use, "variant"); break;
-        case 't': ex_parse_name_list(optarg, tnames, 2, o->tests, "test"); break;
-        case 'i': o->iters = (int)ex_parse_long("--iters", optarg, 1, 100000000); break;
-        case 'r': o->repeats = (int)ex_parse_long("--repeats", optarg, 1, 100000); break;
-        case 'w': o->window = (int)ex_parse_long("--window", optarg, 1, 1024); break;
-        case 'k': o->backend = optarg; break;
-        case 'c': o->csv = optarg; break;
-        case 'C': o->check = 1; break;
-        case 'N': o->check = 0; break;
-        case 'F': o->fault = 1; break;
-        case 'T': o->timeout = (int)ex_parse_long("--timeout", optarg, 0, 1000000); break;
-        case 'h': usage(stdout); exit(0);
-        default: usage(stderr); exit(2);
+        case 'v':
+            ex_parse_name_list(optarg, vnames, NVARIANTS, o->use, "variant");
+            break;
+        case 't':
+            ex_parse_name_list(optarg, tnames, 2, o->tests, "test");
+            break;
+        case 'i':
+            o->iters = (int)ex_parse_long("--iters", optarg, 1, 100000000);
+            break;
+        case 'r':
+            o->repeats = (int)ex_parse_long("--repeats", optarg, 1, 100000);
+            break;
+        case 'w':
+            o->window = (int)ex_parse_long("--window", optarg, 1, 1024);
+            break;
+        case 'k':
+            o->backend = optarg;
+            break;
+        case 'c':
+            o->csv = optarg;
+            break;
+        case 'C':
+            o->check = 1;
+            break;
+        case 'N':
+            o->check = 0;
+            break;
+        case 'F':
+            o->fault = 1;
+            break;
+        case 'T':
+            o->timeout = (int)ex_parse_long("--timeout", optarg, 0, 1000000);
+            break;
+        case 'h':
+            usage(stdout);
+            exit(0);
+        default:
+            usage(stderr);
+            exit(2);
         }
     }
     if (optind < argc) {
@@ -575,8 +600,8 @@ static unsigned long long one_rep(bench_t *b, const variant_t *v, test_t t, int 
     if (b->role >= 0) {
         ac->copy(b->errors, &zero, sizeof zero);
         if (b->role == 0) /* --inject-fault: a pattern rank 1 does not expect */
-            pattern_kernel(b, 0, NULL, 0, b->sbuf,
-                           seed ^ (o->fault && t == T_BW ? 0x5a5a5au : 0u), b->n);
+            pattern_kernel(b, 0, NULL, 0, b->sbuf, seed ^ (o->fault && t == T_BW ? 0x5a5a5au : 0u),
+                           b->n);
         ac->stream_sync(b->S);
     }
     EX_MPI(MPI_Barrier(MPI_COMM_WORLD));
@@ -685,8 +710,8 @@ int main(int argc, char **argv)
             snprintf(floor_why, sizeof floor_why, "needs the CUDA backend");
         else if (rank == 0) {
             floor_tried = 1;
-            ok = bench_floor_setup(maxn, floor_desc, sizeof floor_desc, floor_why,
-                                   sizeof floor_why);
+            ok =
+                bench_floor_setup(maxn, floor_desc, sizeof floor_desc, floor_why, sizeof floor_why);
         }
         EX_MPI(MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD));
         floor_ok = ok;
@@ -715,8 +740,8 @@ int main(int argc, char **argv)
         }
         if (floor_ok)
             printf("floor: %s\n", floor_desc);
-        printf("\n%-9s %-14s %9s %9s %9s %9s %9s %9s %8s %9s  %s\n", "size", "variant",
-               "lat us", "min", "max", "GB/s", "min", "max", "lat it", "cpu us/it", "check");
+        printf("\n%-9s %-14s %9s %9s %9s %9s %9s %9s %8s %9s  %s\n", "size", "variant", "lat us",
+               "min", "max", "GB/s", "min", "max", "lat it", "cpu us/it", "check");
         if (o.csv) {
             csv = fopen(o.csv, "w");
             if (!csv)
@@ -729,8 +754,7 @@ int main(int argc, char **argv)
     }
 
     int failures = 0;
-    double *tl = calloc((size_t)o.repeats, sizeof *tl), *tb = calloc((size_t)o.repeats,
-                                                                     sizeof *tb);
+    double *tl = calloc((size_t)o.repeats, sizeof *tl), *tb = calloc((size_t)o.repeats, sizeof *tb);
     double *cl = calloc((size_t)o.repeats, sizeof *cl);
     if (!tl || !tb || !cl)
         ex_die("out of memory");
@@ -796,8 +820,8 @@ int main(int argc, char **argv)
                         continue;
                     int count = t == T_LAT ? li : bk;
                     for (int r = -1; r < o.repeats; r++) { /* r = -1: warm-up */
-                        errors += one_rep(&b, v, (test_t)t, count, seed_of(si, vi, t, r + 1),
-                                          &o, &w, &cp);
+                        errors += one_rep(&b, v, (test_t)t, count, seed_of(si, vi, t, r + 1), &o,
+                                          &w, &cp);
                         if (r < 0)
                             continue;
                         if (t == T_LAT) {
@@ -819,17 +843,18 @@ int main(int argc, char **argv)
                 char lab[32];
                 ex_size_label((long long)b.n, lab, sizeof lab);
                 const char *chk = !o.check ? "unchecked" : errors ? "FAIL" : "ok";
-                printf("%-9s %-14s %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %8d %9.2f  %s", lab,
-                       v->name, L.med, L.mn, L.mx, W.med, W.mn, W.mx, li, C.med, chk);
+                printf("%-9s %-14s %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %8d %9.2f  %s", lab, v->name,
+                       L.med, L.mn, L.mx, W.med, W.mn, W.mx, li, C.med, chk);
                 if (errors)
                     printf(" (%llu wrong bytes received)", errors);
                 printf("\n");
                 fflush(stdout);
                 if (csv)
-                    fprintf(csv, "%zu,%s,%s,%d,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%llu,%s\n",
+                    fprintf(csv,
+                            "%zu,%s,%s,%d,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%llu,%s\n",
                             b.n, v->name, b.ac->name, o.tests[T_LAT] ? li : 0,
-                            o.tests[T_BW] ? bk : 0, o.window, o.repeats, L.med, L.mn, L.mx,
-                            W.med, W.mn, W.mx, C.med, errors, chk);
+                            o.tests[T_BW] ? bk : 0, o.window, o.repeats, L.med, L.mn, L.mx, W.med,
+                            W.mn, W.mx, C.med, errors, chk);
             }
             if (errors)
                 failures++;

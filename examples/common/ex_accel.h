@@ -44,7 +44,7 @@ typedef enum {
 } ex_mem_t;
 
 typedef struct {
-    void (*host_fn)(void *arg);                  /* runs on a host stream's thread */
+    void (*host_fn)(void *arg);                   /* runs on a host stream's thread */
     void (*cuda_fn)(void *arg, void *cudastream); /* enqueues CUDA kernel(s); NULL: none */
     void *arg;
 } ex_kernel_t;

@@ -11,15 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EXC(call)                                                                        \
-    do {                                                                                 \
-        cudaError_t e_ = (call);                                                         \
-        if (e_ != cudaSuccess) {                                                         \
-            char m_[512];                                                                \
-            snprintf(m_, sizeof m_, "%s:%d: %s: %s", __FILE__, __LINE__, #call,          \
-                     cudaGetErrorString(e_));                                            \
-            ex_fatal(m_);                                                                \
-        }                                                                                \
+#define EXC(call)                                                                                  \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            char m_[512];                                                                          \
+            snprintf(m_, sizeof m_, "%s:%d: %s: %s", __FILE__, __LINE__, #call,                    \
+                     cudaGetErrorString(e_));                                                      \
+            ex_fatal(m_);                                                                          \
+        }                                                                                          \
     } while (0)
 
 static void *cu_alloc(size_t bytes, ex_mem_t kind)
@@ -51,15 +51,9 @@ static ex_stream_t cu_stream_create(void)
     return (ex_stream_t)s;
 }
 
-static void cu_stream_destroy(ex_stream_t s)
-{
-    EXC(cudaStreamDestroy((cudaStream_t)s));
-}
+static void cu_stream_destroy(ex_stream_t s) { EXC(cudaStreamDestroy((cudaStream_t)s)); }
 
-static void cu_stream_sync(ex_stream_t s)
-{
-    EXC(cudaStreamSynchronize((cudaStream_t)s));
-}
+static void cu_stream_sync(ex_stream_t s) { EXC(cudaStreamSynchronize((cudaStream_t)s)); }
 
 static void cu_launch(ex_stream_t s, const ex_kernel_t *k)
 {
@@ -105,10 +99,7 @@ static void cu_event_destroy(ex_event_t *ev)
     free(ev);
 }
 
-static void cu_event_reset(ex_event_t *ev)
-{
-    ev->rec = ev->wait = 0;
-}
+static void cu_event_reset(ex_event_t *ev) { ev->rec = ev->wait = 0; }
 
 static void cu_event_record(ex_event_t *ev, ex_stream_t s)
 {
@@ -126,10 +117,7 @@ static void cu_event_wait(ex_event_t *ev, ex_stream_t s)
     ev->wait++;
 }
 
-static void cu_finalize(void)
-{
-    cudaDeviceSynchronize();
-}
+static void cu_finalize(void) { cudaDeviceSynchronize(); }
 
 static ex_accel_t cu_accel;
 

@@ -32,15 +32,9 @@ static ex_stream_t host_stream_create(void)
     return s;
 }
 
-static void host_stream_destroy(ex_stream_t s)
-{
-    EX_MPI(MPIX_Acc_Hoststream_free(&s));
-}
+static void host_stream_destroy(ex_stream_t s) { EX_MPI(MPIX_Acc_Hoststream_free(&s)); }
 
-static void host_stream_sync(ex_stream_t s)
-{
-    EX_MPI(MPIX_Acc_Hoststream_synchronize(s));
-}
+static void host_stream_sync(ex_stream_t s) { EX_MPI(MPIX_Acc_Hoststream_synchronize(s)); }
 
 static void host_launch(ex_stream_t s, const ex_kernel_t *k)
 {
@@ -69,10 +63,7 @@ static void host_copy_async(ex_stream_t s, void *dst, const void *src, size_t n)
     EX_MPI(MPIX_Acc_Hoststream_launch(s, host_copy_fn, a));
 }
 
-static void host_copy(void *dst, const void *src, size_t n)
-{
-    memcpy(dst, src, n);
-}
+static void host_copy(void *dst, const void *src, size_t n) { memcpy(dst, src, n); }
 
 /* ---- events: the j-th wait waits for the j-th record ---- */
 struct ex_event {
@@ -159,10 +150,7 @@ static const ex_accel_t host_accel = {
     .finalize = host_finalize,
 };
 
-const ex_accel_t *ex_accel_host(void)
-{
-    return &host_accel;
-}
+const ex_accel_t *ex_accel_host(void) { return &host_accel; }
 
 void ex_accel_preinit(const char *want)
 {
@@ -184,10 +172,7 @@ void ex_accel_preinit(const char *want)
 }
 
 #ifndef EX_HAVE_CUDA
-void ex_accel_cuda_preinit(int local_rank)
-{
-    (void)local_rank;
-}
+void ex_accel_cuda_preinit(int local_rank) { (void)local_rank; }
 
 const ex_accel_t *ex_accel_cuda(int local_rank, char *why, size_t whylen)
 {
@@ -214,7 +199,4 @@ const ex_accel_t *ex_accel_select(const char *want, int local_rank, char *note, 
     return ex_accel_host();
 }
 
-void ex_fatal(const char *msg)
-{
-    ex_die("%s", msg);
-}
+void ex_fatal(const char *msg) { ex_die("%s", msg); }

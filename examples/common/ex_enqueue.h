@@ -29,8 +29,8 @@ static MPIX_Stream ex_enq_stream = MPIX_STREAM_NULL;
 /* Collective over MPI_COMM_WORLD. Makes *scomm, a stream communicator over
  * MPI_COMM_WORLD bound to the cudaStream_t `cudastream`. Returns 1 when
  * usable on every rank; else 0, *scomm = MPI_COMM_NULL and why says why. */
-static EX_UNUSED int ex_enqueue_setup(int is_device, void *cudastream, MPI_Comm *scomm,
-                                      char *why, size_t whylen)
+static EX_UNUSED int ex_enqueue_setup(int is_device, void *cudastream, MPI_Comm *scomm, char *why,
+                                      size_t whylen)
 {
     *scomm = MPI_COMM_NULL;
     why[0] = 0;
@@ -39,8 +39,10 @@ static EX_UNUSED int ex_enqueue_setup(int is_device, void *cudastream, MPI_Comm 
     if (!ok)
         snprintf(why, whylen, "needs the CUDA backend");
     if (ok && (MPIX_GPU_query_support(MPIX_GPU_SUPPORT_CUDA, &sup) != MPI_SUCCESS || !sup)) {
-        snprintf(why, whylen, "MPICH %s reports no CUDA support (built without CUDA, or "
-                 "MPIR_CVAR_ENABLE_GPU=0)", MPICH_VERSION);
+        snprintf(why, whylen,
+                 "MPICH %s reports no CUDA support (built without CUDA, or "
+                 "MPIR_CVAR_ENABLE_GPU=0)",
+                 MPICH_VERSION);
         ok = 0;
     }
     if (ok) {
@@ -65,8 +67,10 @@ static EX_UNUSED int ex_enqueue_setup(int is_device, void *cudastream, MPI_Comm 
             char s[MPI_MAX_ERROR_STRING];
             int l = 0;
             MPI_Error_string(rc, s, &l);
-            snprintf(why, whylen, "MPIX_Stream_create failed: %s (set "
-                     "MPIR_CVAR_CH4_RESERVE_VCIS=1?)", s);
+            snprintf(why, whylen,
+                     "MPIX_Stream_create failed: %s (set "
+                     "MPIR_CVAR_CH4_RESERVE_VCIS=1?)",
+                     s);
             ok = 0;
             ex_enq_stream = MPIX_STREAM_NULL;
         }
@@ -103,8 +107,10 @@ static EX_UNUSED int ex_enqueue_setup(int is_device, void *cudastream, MPI_Comm 
 #else
     (void)is_device, (void)cudastream;
 #if defined(MPICH_VERSION)
-    snprintf(why, whylen, "needs MPICH >= 4.1 built with CUDA, and a CUDA build (this is "
-             "MPICH %s)", MPICH_VERSION);
+    snprintf(why, whylen,
+             "needs MPICH >= 4.1 built with CUDA, and a CUDA build (this is "
+             "MPICH %s)",
+             MPICH_VERSION);
 #else
     snprintf(why, whylen, "needs MPICH >= 4.1 built with CUDA (this MPI is not MPICH)");
 #endif

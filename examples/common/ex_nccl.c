@@ -27,11 +27,11 @@ static struct {
     const char *(*GetErrorString)(ncclResult_t);
 } nc;
 
-#define EX_NCCL(call)                                                                        \
-    do {                                                                                     \
-        ncclResult_t r_ = (call);                                                            \
-        if (r_ != ncclSuccess)                                                               \
-            ex_die("%s:%d: %s: %s", __FILE__, __LINE__, #call, nc.GetErrorString(r_));       \
+#define EX_NCCL(call)                                                                              \
+    do {                                                                                           \
+        ncclResult_t r_ = (call);                                                                  \
+        if (r_ != ncclSuccess)                                                                     \
+            ex_die("%s:%d: %s: %s", __FILE__, __LINE__, #call, nc.GetErrorString(r_));             \
     } while (0)
 
 int ex_nccl_setup(int is_device, int role, char *why, size_t whylen)

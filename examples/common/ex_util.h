@@ -57,15 +57,15 @@ static void ex_die(const char *fmt, ...)
 }
 
 /* Check an MPI return code. */
-#define EX_MPI(call)                                                                         \
-    do {                                                                                     \
-        int ex_rc_ = (call);                                                                 \
-        if (ex_rc_ != MPI_SUCCESS) {                                                         \
-            char ex_s_[MPI_MAX_ERROR_STRING];                                                \
-            int ex_l_ = 0;                                                                   \
-            MPI_Error_string(ex_rc_, ex_s_, &ex_l_);                                         \
-            ex_die("%s:%d: %s failed: %s", __FILE__, __LINE__, #call, ex_s_);                \
-        }                                                                                    \
+#define EX_MPI(call)                                                                               \
+    do {                                                                                           \
+        int ex_rc_ = (call);                                                                       \
+        if (ex_rc_ != MPI_SUCCESS) {                                                               \
+            char ex_s_[MPI_MAX_ERROR_STRING];                                                      \
+            int ex_l_ = 0;                                                                         \
+            MPI_Error_string(ex_rc_, ex_s_, &ex_l_);                                               \
+            ex_die("%s:%d: %s failed: %s", __FILE__, __LINE__, #call, ex_s_);                      \
+        }                                                                                          \
     } while (0)
 
 static int ex_cmp_double(const void *a, const void *b)
@@ -93,10 +93,23 @@ static EX_UNUSED long long ex_parse_size(const char *s)
     if (errno || end == s || v < 0)
         return -1;
     switch (*end) {
-    case 'k': case 'K': v <<= 10; end++; break;
-    case 'm': case 'M': v <<= 20; end++; break;
-    case 'g': case 'G': v <<= 30; end++; break;
-    default: break;
+    case 'k':
+    case 'K':
+        v <<= 10;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        v <<= 20;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        v <<= 30;
+        end++;
+        break;
+    default:
+        break;
     }
     if (*end == 'i' || *end == 'B') /* tolerate KiB / kB forms */
         end++;
@@ -143,8 +156,8 @@ static EX_UNUSED double ex_parse_double(const char *opt, const char *s, double l
     errno = 0;
     double v = strtod(s, &end);
     if (errno || end == s || *end || !(v >= lo && v <= hi)) {
-        fprintf(stderr, "invalid value for %s: '%s' (expected a number in [%g, %g])\n", opt, s,
-                lo, hi);
+        fprintf(stderr, "invalid value for %s: '%s' (expected a number in [%g, %g])\n", opt, s, lo,
+                hi);
         exit(2);
     }
     return v;

@@ -40,9 +40,9 @@
 
 typedef struct {
     const ex_accel_t *ac;
-    int rank;       /* in MPI_COMM_WORLD */
-    int role;       /* 0 or 1: active; -1: idle */
-    MPI_Comm comm;  /* plain duplicate of MPI_COMM_WORLD */
+    int rank;      /* in MPI_COMM_WORLD */
+    int role;      /* 0 or 1: active; -1: idle */
+    MPI_Comm comm; /* plain duplicate of MPI_COMM_WORLD */
     ex_stream_t S;
     size_t n;
     double busy_ns;
@@ -51,7 +51,7 @@ typedef struct {
     unsigned int *errors;              /* backend memory */
     pkp_args_t *args;                  /* one per iteration (+1), kept until the run ends */
     int nargs;
-    int fault_iter;                    /* testing: rank 1 sends a wrong reply here (-1: none) */
+    int fault_iter; /* testing: rank 1 sends a wrong reply here (-1: none) */
 } pkp_t;
 
 /* Seed of rank 1's reply (wrong in the fault-injection iteration). */
@@ -73,8 +73,13 @@ static void launch_args(pkp_t *p, int slot, const unsigned char *rbuf, uint32_t 
                         unsigned char *sbuf, uint32_t sseed, double busy_ns)
 {
     pkp_args_t *a = &p->args[slot];
-    *a = (pkp_args_t){.rbuf = rbuf, .rseed = rseed, .sbuf = sbuf, .sseed = sseed, .n = p->n,
-                      .busy_ns = busy_ns, .errors = p->errors};
+    *a = (pkp_args_t){.rbuf = rbuf,
+                      .rseed = rseed,
+                      .sbuf = sbuf,
+                      .sseed = sseed,
+                      .n = p->n,
+                      .busy_ns = busy_ns,
+                      .errors = p->errors};
     ex_kernel_t k = pkp_kernel_of(a);
     p->ac->launch(p->S, &k);
 }
@@ -95,27 +100,26 @@ static void run_acc(pkp_t *p, int run, int iters)
     for (int i = 0; i < iters; i++) {
         MPI_Request rq[2];
         if (p->role == 0) {
-            EX_MPI(MPIX_Acc_Irecv(p->S, p->d_rbuf[i & 1], (int)p->n, MPI_BYTE, peer, TAG,
-                                  p->comm, &rq[0]));
-            launch_args(p, i, i ? p->d_rbuf[(i - 1) & 1] : NULL, pkp_seed(run, i - 1, 1),
-                        p->d_sbuf, pkp_seed(run, i, 0), p->busy_ns);
-            EX_MPI(MPIX_Acc_Isend(p->S, p->d_sbuf, (int)p->n, MPI_BYTE, peer, TAG, p->comm,
-                                  &rq[1]));
+            EX_MPI(MPIX_Acc_Irecv(p->S, p->d_rbuf[i & 1], (int)p->n, MPI_BYTE, peer, TAG, p->comm,
+                                  &rq[0]));
+            launch_args(p, i, i ? p->d_rbuf[(i - 1) & 1] : NULL, pkp_seed(run, i - 1, 1), p->d_sbuf,
+                        pkp_seed(run, i, 0), p->busy_ns);
+            EX_MPI(
+                MPIX_Acc_Isend(p->S, p->d_sbuf, (int)p->n, MPI_BYTE, peer, TAG, p->comm, &rq[1]));
             EX_MPI(MPIX_Acc_Waitall(p->S, 2, rq, MPI_STATUSES_IGNORE));
         } else {
-            EX_MPI(MPIX_Acc_Irecv(p->S, p->d_rbuf[i & 1], (int)p->n, MPI_BYTE, peer, TAG,
-                                  p->comm, &rq[0]));
+            EX_MPI(MPIX_Acc_Irecv(p->S, p->d_rbuf[i & 1], (int)p->n, MPI_BYTE, peer, TAG, p->comm,
+                                  &rq[0]));
             EX_MPI(MPIX_Acc_Wait(p->S, &rq[0], MPI_STATUS_IGNORE));
             launch_args(p, i, p->d_rbuf[i & 1], pkp_seed(run, i, 0), p->d_sbuf,
                         reply_seed(p, run, i), p->busy_ns);
-            EX_MPI(MPIX_Acc_Isend(p->S, p->d_sbuf, (int)p->n, MPI_BYTE, peer, TAG, p->comm,
-                                  &rq[1]));
+            EX_MPI(
+                MPIX_Acc_Isend(p->S, p->d_sbuf, (int)p->n, MPI_BYTE, peer, TAG, p->comm, &rq[1]));
             EX_MPI(MPIX_Acc_Wait(p->S, &rq[1], MPI_STATUS_IGNORE));
         }
     }
     if (p->role == 0) /* validate the last reply */
-        launch_args(p, iters, p->d_rbuf[(iters - 1) & 1], pkp_seed(run, iters - 1, 1), NULL, 0,
-                    0);
+        launch_args(p, iters, p->d_rbuf[(iters - 1) & 1], pkp_seed(run, iters - 1, 1), NULL, 0, 0);
     p->ac->stream_sync(p->S);
 }
 
@@ -143,8 +147,8 @@ static void run_staged(pkp_t *p, int run, int iters)
             EX_MPI(MPI_Recv(hr, (int)p->n, MPI_BYTE, peer, TAG, p->comm, MPI_STATUS_IGNORE));
             if (dev)
                 ac->copy_async(p->S, p->d_rbuf[0], hr, p->n);
-            launch_args(p, i, p->d_rbuf[0], pkp_seed(run, i, 0), p->d_sbuf,
-                        reply_seed(p, run, i), p->busy_ns);
+            launch_args(p, i, p->d_rbuf[0], pkp_seed(run, i, 0), p->d_sbuf, reply_seed(p, run, i),
+                        p->busy_ns);
             if (dev)
                 ac->copy_async(p->S, hs, p->d_sbuf, p->n);
             ac->stream_sync(p->S);
@@ -173,8 +177,8 @@ static void run_nccl(pkp_t *p, int run, int iters)
 {
     for (int i = 0; i < iters; i++) {
         if (p->role == 0) {
-            launch_args(p, i, i ? p->d_rbuf[(i - 1) & 1] : NULL, pkp_seed(run, i - 1, 1),
-                        p->d_sbuf, pkp_seed(run, i, 0), p->busy_ns);
+            launch_args(p, i, i ? p->d_rbuf[(i - 1) & 1] : NULL, pkp_seed(run, i - 1, 1), p->d_sbuf,
+                        pkp_seed(run, i, 0), p->busy_ns);
             ex_nccl_send(p->d_sbuf, p->n, p->S);
             ex_nccl_recv(p->d_rbuf[i & 1], p->n, p->S);
         } else {
@@ -185,8 +189,7 @@ static void run_nccl(pkp_t *p, int run, int iters)
         }
     }
     if (p->role == 0)
-        launch_args(p, iters, p->d_rbuf[(iters - 1) & 1], pkp_seed(run, iters - 1, 1), NULL, 0,
-                    0);
+        launch_args(p, iters, p->d_rbuf[(iters - 1) & 1], pkp_seed(run, iters - 1, 1), NULL, 0, 0);
     p->ac->stream_sync(p->S);
 }
 
@@ -211,10 +214,10 @@ static void run_mpich_enqueue(pkp_t *p, int run, int iters)
     for (int i = 0; i < iters; i++) {
         if (p->role == 0) {
             MPI_Request rq;
-            EX_MPI(MPIX_Irecv_enqueue(p->d_rbuf[i & 1], (int)p->n, MPI_BYTE, peer, TAG,
-                                      enq_comm, &rq));
-            launch_args(p, i, i ? p->d_rbuf[(i - 1) & 1] : NULL, pkp_seed(run, i - 1, 1),
-                        p->d_sbuf, pkp_seed(run, i, 0), p->busy_ns);
+            EX_MPI(MPIX_Irecv_enqueue(p->d_rbuf[i & 1], (int)p->n, MPI_BYTE, peer, TAG, enq_comm,
+                                      &rq));
+            launch_args(p, i, i ? p->d_rbuf[(i - 1) & 1] : NULL, pkp_seed(run, i - 1, 1), p->d_sbuf,
+                        pkp_seed(run, i, 0), p->busy_ns);
             EX_MPI(MPIX_Send_enqueue(p->d_sbuf, (int)p->n, MPI_BYTE, peer, TAG, enq_comm));
             EX_MPI(MPIX_Wait_enqueue(&rq, MPI_STATUS_IGNORE));
         } else {
@@ -226,8 +229,7 @@ static void run_mpich_enqueue(pkp_t *p, int run, int iters)
         }
     }
     if (p->role == 0)
-        launch_args(p, iters, p->d_rbuf[(iters - 1) & 1], pkp_seed(run, iters - 1, 1), NULL, 0,
-                    0);
+        launch_args(p, iters, p->d_rbuf[(iters - 1) & 1], pkp_seed(run, iters - 1, 1), NULL, 0, 0);
     p->ac->stream_sync(p->S);
 }
 #else
@@ -263,32 +265,36 @@ typedef struct {
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: mpiexec -n 2 ping_kernel_pong [options]\n"
-            "  --variant LIST   staged,acc,nccl,mpich-enqueue or all (default all)\n"
-            "  --sizes LIST     message sizes, e.g. 1,8,4K (default 1,8,64,512,4K,32K)\n"
-            "  --min B --max B --factor F   size sweep (instead of --sizes)\n"
-            "  --iters N        iterations per timed run (default 200)\n"
-            "  --warmup N       iterations of the untimed warm-up run (default 20)\n"
-            "  --repeats R      timed runs: median/min/max over them (default 5)\n"
-            "  --kernel-us D    kernel duration in microseconds (default 20)\n"
-            "  --backend B      auto, host or cuda (default auto)\n"
-            "  --csv FILE       also write CSV to FILE\n"
-            "  --inject-fault I testing: rank 1 sends a wrong reply in iteration I of every\n"
-            "                   run, to show that validation catches it (exit status 1)\n");
+    fprintf(f, "usage: mpiexec -n 2 ping_kernel_pong [options]\n"
+               "  --variant LIST   staged,acc,nccl,mpich-enqueue or all (default all)\n"
+               "  --sizes LIST     message sizes, e.g. 1,8,4K (default 1,8,64,512,4K,32K)\n"
+               "  --min B --max B --factor F   size sweep (instead of --sizes)\n"
+               "  --iters N        iterations per timed run (default 200)\n"
+               "  --warmup N       iterations of the untimed warm-up run (default 20)\n"
+               "  --repeats R      timed runs: median/min/max over them (default 5)\n"
+               "  --kernel-us D    kernel duration in microseconds (default 20)\n"
+               "  --backend B      auto, host or cuda (default auto)\n"
+               "  --csv FILE       also write CSV to FILE\n"
+               "  --inject-fault I testing: rank 1 sends a wrong reply in iteration I of every\n"
+               "                   run, to show that validation catches it (exit status 1)\n");
 }
 
 static void parse_opts(int argc, char **argv, opts_t *o)
 {
-    static const struct option lo[] = {
-        {"variant", required_argument, 0, 'v'}, {"sizes", required_argument, 0, 's'},
-        {"min", required_argument, 0, 'b'},     {"max", required_argument, 0, 'e'},
-        {"factor", required_argument, 0, 'f'},  {"iters", required_argument, 0, 'n'},
-        {"warmup", required_argument, 0, 'w'},  {"repeats", required_argument, 0, 'r'},
-        {"kernel-us", required_argument, 0, 'k'}, {"backend", required_argument, 0, 'B'},
-        {"csv", required_argument, 0, 'c'},     {"inject-fault", required_argument, 0, 'F'},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+    static const struct option lo[] = {{"variant", required_argument, 0, 'v'},
+                                       {"sizes", required_argument, 0, 's'},
+                                       {"min", required_argument, 0, 'b'},
+                                       {"max", required_argument, 0, 'e'},
+                                       {"factor", required_argument, 0, 'f'},
+                                       {"iters", required_argument, 0, 'n'},
+                                       {"warmup", required_argument, 0, 'w'},
+                                       {"repeats", required_argument, 0, 'r'},
+                                       {"kernel-us", required_argument, 0, 'k'},
+                                       {"backend", required_argument, 0, 'B'},
+                                       {"csv", required_argument, 0, 'c'},
+                                       {"inject-fault", required_argument, 0, 'F'},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
     static const long long defsizes[] = {1, 8, 64, 512, 4096, 32768};
     long long bmin = -1, bmax = -1, factor = 2;
     memset(o, 0, sizeof *o);
@@ -316,18 +322,42 @@ static void parse_opts(int argc, char **argv, opts_t *o)
                 exit(2);
             }
             break;
-        case 'b': bmin = ex_parse_size(optarg); break;
-        case 'e': bmax = ex_parse_size(optarg); break;
-        case 'f': factor = ex_parse_long("--factor", optarg, 2, 1024); break;
-        case 'n': o->iters = (int)ex_parse_long("--iters", optarg, 1, 10000000); break;
-        case 'w': o->warmup = (int)ex_parse_long("--warmup", optarg, 0, 10000000); break;
-        case 'r': o->repeats = (int)ex_parse_long("--repeats", optarg, 1, 10000); break;
-        case 'k': o->kernel_us = ex_parse_double("--kernel-us", optarg, 0, 1e7); break;
-        case 'B': o->backend = optarg; break;
-        case 'c': o->csv = optarg; break;
-        case 'F': o->fault_iter = (int)ex_parse_long("--inject-fault", optarg, 0, 10000000); break;
-        case 'h': usage(stdout); exit(0);
-        default: usage(stderr); exit(2);
+        case 'b':
+            bmin = ex_parse_size(optarg);
+            break;
+        case 'e':
+            bmax = ex_parse_size(optarg);
+            break;
+        case 'f':
+            factor = ex_parse_long("--factor", optarg, 2, 1024);
+            break;
+        case 'n':
+            o->iters = (int)ex_parse_long("--iters", optarg, 1, 10000000);
+            break;
+        case 'w':
+            o->warmup = (int)ex_parse_long("--warmup", optarg, 0, 10000000);
+            break;
+        case 'r':
+            o->repeats = (int)ex_parse_long("--repeats", optarg, 1, 10000);
+            break;
+        case 'k':
+            o->kernel_us = ex_parse_double("--kernel-us", optarg, 0, 1e7);
+            break;
+        case 'B':
+            o->backend = optarg;
+            break;
+        case 'c':
+            o->csv = optarg;
+            break;
+        case 'F':
+            o->fault_iter = (int)ex_parse_long("--inject-fault", optarg, 0, 10000000);
+            break;
+        case 'h':
+            usage(stdout);
+            exit(0);
+        default:
+            usage(stderr);
+            exit(2);
         }
     }
     if (optind < argc) {
@@ -412,7 +442,8 @@ int main(int argc, char **argv)
                note[0] ? "; " : "", note);
         if (o.fault_iter >= 0)
             printf("FAULT INJECTION: rank 1 sends a wrong reply in iteration %d of every run "
-                   "(results must FAIL)\n", o.fault_iter);
+                   "(results must FAIL)\n",
+                   o.fault_iter);
         printf("kernel %.1f us; %d iterations per run, %d timed runs after a %d-iteration "
                "warm-up; time per iteration = one round trip with two kernels\n",
                o.kernel_us, o.iters, o.repeats, o.warmup);
@@ -421,8 +452,8 @@ int main(int argc, char **argv)
             if (o.use[v] && !variants[v].available(&p, why, sizeof why))
                 printf("variant %s skipped: %s\n", variants[v].name, why);
         }
-        printf("\n%-9s %-14s %11s %10s %10s %13s %10s  %s\n", "size", "variant", "us/iter",
-               "min", "max", "cpu us/iter", "vs staged", "check");
+        printf("\n%-9s %-14s %11s %10s %10s %13s %10s  %s\n", "size", "variant", "us/iter", "min",
+               "max", "cpu us/iter", "vs staged", "check");
         if (o.csv) {
             csv = fopen(o.csv, "w");
             if (!csv)
@@ -457,8 +488,8 @@ int main(int argc, char **argv)
             char why[256];
             if (!o.use[v] || !variants[v].available(&p, why, sizeof why))
                 continue;
-            double *t = calloc((size_t)o.repeats, sizeof *t), *c = calloc((size_t)o.repeats,
-                                                                          sizeof *c);
+            double *t = calloc((size_t)o.repeats, sizeof *t),
+                   *c = calloc((size_t)o.repeats, sizeof *c);
             unsigned long long errors = 0;
             double w, cp;
             if (o.warmup)
@@ -476,8 +507,7 @@ int main(int argc, char **argv)
                 ex_size_label((long long)p.n, lab, sizeof lab);
                 if (!strcmp(variants[v].name, "staged"))
                     staged_med = med;
-                else if (staged_med > 0)
-                {
+                else if (staged_med > 0) {
                     double pct = 100.0 * (med - staged_med) / staged_med;
                     snprintf(vs, sizeof vs, "%+.1f%%", pct);
                     snprintf(vscsv, sizeof vscsv, "%.2f", pct);
@@ -491,8 +521,8 @@ int main(int argc, char **argv)
                 fflush(stdout);
                 if (csv)
                     fprintf(csv, "%zu,%s,%s,%.3f,%d,%d,%.3f,%.3f,%.3f,%.3f,%s,%llu,%s\n", p.n,
-                            variants[v].name, p.ac->name, o.kernel_us, o.iters, o.repeats, med,
-                            mn, mx, cmed, vscsv, errors, chk);
+                            variants[v].name, p.ac->name, o.kernel_us, o.iters, o.repeats, med, mn,
+                            mx, cmed, vscsv, errors, chk);
             }
             if (errors)
                 failures++;

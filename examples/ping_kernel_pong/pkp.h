@@ -24,9 +24,9 @@ typedef struct {
     uint32_t rseed;            /* its expected pattern */
     unsigned char *sbuf;       /* message to produce, NULL: none */
     uint32_t sseed;
-    size_t n;                  /* bytes */
-    double busy_ns;            /* the kernel runs at least this long */
-    unsigned int *errors;      /* count of wrong bytes (backend memory) */
+    size_t n;             /* bytes */
+    double busy_ns;       /* the kernel runs at least this long */
+    unsigned int *errors; /* count of wrong bytes (backend memory) */
 } pkp_args_t;
 
 /* Byte j of the message with pattern seed s. */
@@ -42,7 +42,7 @@ static inline uint32_t pkp_seed(int run, int iter, int sender)
     return ((uint32_t)run << 24) ^ ((uint32_t)iter * 2u + (uint32_t)sender + 1u);
 }
 
-void pkp_host_fn(void *arg);                  /* host-stream kernel */
+void pkp_host_fn(void *arg);                   /* host-stream kernel */
 void pkp_cuda_fn(void *arg, void *cudastream); /* CUDA kernel launch */
 
 #ifdef __cplusplus

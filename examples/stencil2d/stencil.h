@@ -38,19 +38,19 @@ enum { ST_W = 0, ST_E = 1, ST_S = 2, ST_N = 3, ST_NSIDES = 4 };
 #define ST_POISON 1.0e30
 
 typedef struct {
-    int nx, ny;     /* owned points */
-    long ld;        /* row stride, nx + 2 */
-    long gx0, gy0;  /* global coordinates of owned point (1, 1) */
-    long gnx, gny;  /* global grid (owned points of all ranks) */
+    int nx, ny;    /* owned points */
+    long ld;       /* row stride, nx + 2 */
+    long gx0, gy0; /* global coordinates of owned point (1, 1) */
+    long gnx, gny; /* global grid (owned points of all ranks) */
 } st_dims_t;
 
 typedef enum {
-    ST_OP_INIT = 0,     /* dst: whole array incl. halo */
-    ST_OP_PACK,         /* src -> buf[side] for sides with buf != NULL */
-    ST_OP_UNPACK,       /* buf[side] -> halo of dst */
-    ST_OP_INTERIOR,     /* dst(i,j) for 2 <= i <= nx-1, 2 <= j <= ny-1, from src */
-    ST_OP_BOUNDARY,     /* dst on the band of width 1 along the edges of the owned area */
-    ST_OP_FULL,         /* dst on all owned points (the serial reference) */
+    ST_OP_INIT = 0, /* dst: whole array incl. halo */
+    ST_OP_PACK,     /* src -> buf[side] for sides with buf != NULL */
+    ST_OP_UNPACK,   /* buf[side] -> halo of dst */
+    ST_OP_INTERIOR, /* dst(i,j) for 2 <= i <= nx-1, 2 <= j <= ny-1, from src */
+    ST_OP_BOUNDARY, /* dst on the band of width 1 along the edges of the owned area */
+    ST_OP_FULL,     /* dst on all owned points (the serial reference) */
 } st_op_kind_t;
 
 /* One operation with its arguments; kept in persistent storage until the

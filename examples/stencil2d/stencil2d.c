@@ -56,23 +56,24 @@ typedef struct {
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: mpiexec -n P stencil2d [options]\n"
-            "  --variant LIST     mpi,acc,acc2,streamcomm or all (default all)\n"
-            "  --sizes LIST       points per rank along each axis, e.g. 64,256 (default 64,256,1024)\n"
-            "  --nmin N --nmax N  sweep N = nmin, 2*nmin, ... nmax (e.g. --nmin 8 --nmax 8192)\n"
-            "  --steps S          steps per run (default 100)\n"
-            "  --warmup W         untimed runs before the timed ones (default 1)\n"
-            "  --repeats R        timed runs; the median is reported (default 5)\n"
-            "  --px X --py Y      process grid (default MPI_Dims_create)\n"
-            "  --backend B        auto, host or cuda (default auto)\n"
-            "  --mpi-device-bufs  mpi variant on CUDA: give MPI device buffers (needs CUDA-aware\n"
-            "                     MPI; default: pinned host buffers the kernels pack into)\n"
-            "  --no-check         skip the reference run and the comparison\n"
-            "  --csv FILE         also write one CSV line per (size, variant) to FILE\n"
-            "  --inject-fault K   testing: skip the halo unpack of step K on every rank, to\n"
-            "                     show that the check catches it (exit status 1)\n"
-            "  --help\n");
+    fprintf(
+        f,
+        "usage: mpiexec -n P stencil2d [options]\n"
+        "  --variant LIST     mpi,acc,acc2,streamcomm or all (default all)\n"
+        "  --sizes LIST       points per rank along each axis, e.g. 64,256 (default 64,256,1024)\n"
+        "  --nmin N --nmax N  sweep N = nmin, 2*nmin, ... nmax (e.g. --nmin 8 --nmax 8192)\n"
+        "  --steps S          steps per run (default 100)\n"
+        "  --warmup W         untimed runs before the timed ones (default 1)\n"
+        "  --repeats R        timed runs; the median is reported (default 5)\n"
+        "  --px X --py Y      process grid (default MPI_Dims_create)\n"
+        "  --backend B        auto, host or cuda (default auto)\n"
+        "  --mpi-device-bufs  mpi variant on CUDA: give MPI device buffers (needs CUDA-aware\n"
+        "                     MPI; default: pinned host buffers the kernels pack into)\n"
+        "  --no-check         skip the reference run and the comparison\n"
+        "  --csv FILE         also write one CSV line per (size, variant) to FILE\n"
+        "  --inject-fault K   testing: skip the halo unpack of step K on every rank, to\n"
+        "                     show that the check catches it (exit status 1)\n"
+        "  --help\n");
 }
 
 static void parse_variants(const char *s, opts_t *o)
@@ -100,16 +101,22 @@ static void parse_variants(const char *s, opts_t *o)
 
 static void parse_opts(int argc, char **argv, opts_t *o)
 {
-    static const struct option lo[] = {
-        {"variant", required_argument, 0, 'v'}, {"sizes", required_argument, 0, 's'},
-        {"nmin", required_argument, 0, 'a'},    {"nmax", required_argument, 0, 'b'},
-        {"steps", required_argument, 0, 'n'},   {"warmup", required_argument, 0, 'w'},
-        {"repeats", required_argument, 0, 'r'}, {"px", required_argument, 0, 'x'},
-        {"py", required_argument, 0, 'y'},      {"backend", required_argument, 0, 'B'},
-        {"csv", required_argument, 0, 'c'},     {"no-check", no_argument, 0, 'N'},
-        {"mpi-device-bufs", no_argument, 0, 'D'}, {"inject-fault", required_argument, 0, 'F'},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+    static const struct option lo[] = {{"variant", required_argument, 0, 'v'},
+                                       {"sizes", required_argument, 0, 's'},
+                                       {"nmin", required_argument, 0, 'a'},
+                                       {"nmax", required_argument, 0, 'b'},
+                                       {"steps", required_argument, 0, 'n'},
+                                       {"warmup", required_argument, 0, 'w'},
+                                       {"repeats", required_argument, 0, 'r'},
+                                       {"px", required_argument, 0, 'x'},
+                                       {"py", required_argument, 0, 'y'},
+                                       {"backend", required_argument, 0, 'B'},
+                                       {"csv", required_argument, 0, 'c'},
+                                       {"no-check", no_argument, 0, 'N'},
+                                       {"mpi-device-bufs", no_argument, 0, 'D'},
+                                       {"inject-fault", required_argument, 0, 'F'},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
     long long nmin = 0, nmax = 0;
     memset(o, 0, sizeof *o);
     parse_variants("all", o);
@@ -121,7 +128,9 @@ static void parse_opts(int argc, char **argv, opts_t *o)
     int c;
     while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         switch (c) {
-        case 'v': parse_variants(optarg, o); break;
+        case 'v':
+            parse_variants(optarg, o);
+            break;
         case 's':
             o->nsizes = ex_parse_size_list(optarg, o->sizes, MAX_SIZES);
             if (o->nsizes <= 0) {
@@ -129,20 +138,48 @@ static void parse_opts(int argc, char **argv, opts_t *o)
                 exit(2);
             }
             break;
-        case 'a': nmin = ex_parse_long("--nmin", optarg, 1, 1 << 20); break;
-        case 'b': nmax = ex_parse_long("--nmax", optarg, 1, 1 << 20); break;
-        case 'n': o->steps = (int)ex_parse_long("--steps", optarg, 1, 1 << 24); break;
-        case 'w': o->warmup = (int)ex_parse_long("--warmup", optarg, 0, 1000); break;
-        case 'r': o->repeats = (int)ex_parse_long("--repeats", optarg, 1, 1000); break;
-        case 'x': o->px = (int)ex_parse_long("--px", optarg, 1, 1 << 20); break;
-        case 'y': o->py = (int)ex_parse_long("--py", optarg, 1, 1 << 20); break;
-        case 'B': o->backend = optarg; break;
-        case 'c': o->csv = optarg; break;
-        case 'N': o->check = 0; break;
-        case 'D': o->mpi_device_bufs = 1; break;
-        case 'F': o->fault_step = (int)ex_parse_long("--inject-fault", optarg, 0, 1 << 24); break;
-        case 'h': usage(stdout); exit(0);
-        default: usage(stderr); exit(2);
+        case 'a':
+            nmin = ex_parse_long("--nmin", optarg, 1, 1 << 20);
+            break;
+        case 'b':
+            nmax = ex_parse_long("--nmax", optarg, 1, 1 << 20);
+            break;
+        case 'n':
+            o->steps = (int)ex_parse_long("--steps", optarg, 1, 1 << 24);
+            break;
+        case 'w':
+            o->warmup = (int)ex_parse_long("--warmup", optarg, 0, 1000);
+            break;
+        case 'r':
+            o->repeats = (int)ex_parse_long("--repeats", optarg, 1, 1000);
+            break;
+        case 'x':
+            o->px = (int)ex_parse_long("--px", optarg, 1, 1 << 20);
+            break;
+        case 'y':
+            o->py = (int)ex_parse_long("--py", optarg, 1, 1 << 20);
+            break;
+        case 'B':
+            o->backend = optarg;
+            break;
+        case 'c':
+            o->csv = optarg;
+            break;
+        case 'N':
+            o->check = 0;
+            break;
+        case 'D':
+            o->mpi_device_bufs = 1;
+            break;
+        case 'F':
+            o->fault_step = (int)ex_parse_long("--inject-fault", optarg, 0, 1 << 24);
+            break;
+        case 'h':
+            usage(stdout);
+            exit(0);
+        default:
+            usage(stderr);
+            exit(2);
         }
     }
     if (optind < argc) {
@@ -177,26 +214,26 @@ typedef struct {
     const ex_accel_t *ac;
     st_dims_t d;
     int nbr[ST_NSIDES], cnt[ST_NSIDES];
-    double *g[2];                       /* the two grids (backend memory) */
-    double *sbuf[ST_NSIDES];            /* send buffers */
-    double *rbuf[2][ST_NSIDES];         /* receive buffers, by step parity */
+    double *g[2];               /* the two grids (backend memory) */
+    double *sbuf[ST_NSIDES];    /* send buffers */
+    double *rbuf[2][ST_NSIDES]; /* receive buffers, by step parity */
     ex_mem_t bufkind;
     /* persistent operation descriptors, by step parity p (u = g[p]) */
     st_op_t op_init[2], op_pack[2], op_unpack[2], op_int[2], op_bnd[2];
     ex_kernel_t k_init[2], k_pack[2], k_unpack[2], k_int[2], k_bnd[2];
-    ex_stream_t S, S2;                  /* compute stream; second stream (acc2) */
-    ex_event_t *evA, *evB;              /* acc2: interior done, boundary done */
-    MPI_Comm comm;                      /* the communicator the loop uses */
-    int sync_before_send;               /* mpi loop: needed unless comm is stream-ordered */
-    int fault_step;                     /* testing: step whose unpack is skipped, -1: none */
-    double t_blocked;                   /* host time inside synchronizing calls, this run */
+    ex_stream_t S, S2;     /* compute stream; second stream (acc2) */
+    ex_event_t *evA, *evB; /* acc2: interior done, boundary done */
+    MPI_Comm comm;         /* the communicator the loop uses */
+    int sync_before_send;  /* mpi loop: needed unless comm is stream-ordered */
+    int fault_step;        /* testing: step whose unpack is skipped, -1: none */
+    double t_blocked;      /* host time inside synchronizing calls, this run */
 } run_t;
 
-#define BLOCKED(r, call)                                                                     \
-    do {                                                                                     \
-        double t_b_ = ex_now();                                                              \
-        call;                                                                                \
-        (r)->t_blocked += ex_now() - t_b_;                                                   \
+#define BLOCKED(r, call)                                                                           \
+    do {                                                                                           \
+        double t_b_ = ex_now();                                                                    \
+        call;                                                                                      \
+        (r)->t_blocked += ex_now() - t_b_;                                                         \
     } while (0)
 
 static ex_kernel_t kernel_of(st_op_t *op)
@@ -289,8 +326,8 @@ static void step_acc(run_t *r, int k)
     MPI_Request rq[2 * ST_NSIDES];
 
     for (int s = 0; s < ST_NSIDES; s++)
-        EX_MPI(MPIX_Acc_Irecv(r->S, r->rbuf[p][s], r->cnt[s], MPI_DOUBLE, r->nbr[s], s ^ 1,
-                              r->comm, &rq[s]));
+        EX_MPI(MPIX_Acc_Irecv(r->S, r->rbuf[p][s], r->cnt[s], MPI_DOUBLE, r->nbr[s], s ^ 1, r->comm,
+                              &rq[s]));
     ac->launch(r->S, &r->k_pack[p]);
     for (int s = 0; s < ST_NSIDES; s++)
         EX_MPI(MPIX_Acc_Isend(r->S, r->sbuf[s], r->cnt[s], MPI_DOUBLE, r->nbr[s], s, r->comm,
@@ -356,9 +393,15 @@ static run_times_t run_once(run_t *r, int v, int steps)
     for (int k = 0; k < steps; k++) {
         switch (v) {
         case V_MPI:
-        case V_STREAMCOMM: step_mpi(r, k); break;
-        case V_ACC: step_acc(r, k); break;
-        case V_ACC2: step_acc2(r, k); break;
+        case V_STREAMCOMM:
+            step_mpi(r, k);
+            break;
+        case V_ACC:
+            step_acc(r, k);
+            break;
+        case V_ACC2:
+            step_acc2(r, k);
+            break;
         }
     }
     double t1 = ex_now();
@@ -375,8 +418,8 @@ static run_times_t run_once(run_t *r, int v, int steps)
 static void variant_setup(run_t *r, int v, MPI_Comm cart, const opts_t *o)
 {
     const ex_accel_t *ac = r->ac;
-    r->bufkind = (v == V_MPI && ac->is_device && !o->mpi_device_bufs) ? EX_MEM_PINNED
-                                                                       : EX_MEM_DEVICE;
+    r->bufkind =
+        (v == V_MPI && ac->is_device && !o->mpi_device_bufs) ? EX_MEM_PINNED : EX_MEM_DEVICE;
     for (int s = 0; s < ST_NSIDES; s++) {
         size_t bytes = (size_t)r->cnt[s] * sizeof(double);
         r->sbuf[s] = ac->alloc(bytes, r->bufkind);
@@ -424,8 +467,8 @@ static uint64_t bits_of(double x)
 static double *reference_run(const ex_accel_t *ac, ex_stream_t S, long gnx, long gny, int steps,
                              double *seconds)
 {
-    st_dims_t d = {.nx = (int)gnx, .ny = (int)gny, .ld = gnx + 2, .gx0 = 0, .gy0 = 0,
-                   .gnx = gnx, .gny = gny};
+    st_dims_t d = {
+        .nx = (int)gnx, .ny = (int)gny, .ld = gnx + 2, .gx0 = 0, .gy0 = 0, .gnx = gnx, .gny = gny};
     size_t n = (size_t)(gnx + 2) * (size_t)(gny + 2);
     double *g[2] = {ac->alloc(n * sizeof(double), EX_MEM_DEVICE),
                     ac->alloc(n * sizeof(double), EX_MEM_DEVICE)};
@@ -547,8 +590,8 @@ int main(int argc, char **argv)
     EX_MPI(MPI_Cart_shift(cart, 1, 1, &nbr[ST_S], &nbr[ST_N]));
 
     char note[320];
-    const ex_accel_t *ac = ex_accel_select(o.backend, ex_local_rank(MPI_COMM_WORLD), note,
-                                           sizeof note);
+    const ex_accel_t *ac =
+        ex_accel_select(o.backend, ex_local_rank(MPI_COMM_WORLD), note, sizeof note);
     /* all ranks must use the same kind of backend */
     int is_dev = ac->is_device, all_dev = 0, any_dev = 0;
     MPI_Allreduce(&is_dev, &all_dev, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
@@ -595,9 +638,13 @@ int main(int argc, char **argv)
 
     for (int si = 0; si < o.nsizes; si++) {
         int n = (int)o.sizes[si];
-        st_dims_t d = {.nx = n, .ny = n, .ld = n + 2,
-                       .gx0 = (long)coords[0] * n, .gy0 = (long)coords[1] * n,
-                       .gnx = (long)dims[0] * n, .gny = (long)dims[1] * n};
+        st_dims_t d = {.nx = n,
+                       .ny = n,
+                       .ld = n + 2,
+                       .gx0 = (long)coords[0] * n,
+                       .gy0 = (long)coords[1] * n,
+                       .gnx = (long)dims[0] * n,
+                       .gny = (long)dims[1] * n};
         r->d = d;
         for (int s = 0; s < ST_NSIDES; s++)
             r->cnt[s] = st_side_count(&d, s);
@@ -674,8 +721,8 @@ int main(int argc, char **argv)
         }
 
         if (rank == 0) {
-            printf("%-11s %11s %10s %10s %12s %9s  %-18s %-10s %s\n", "variant", "t/step us",
-                   "min", "max", "host us/step", "blocked%", "checksum", "max|diff|", "check");
+            printf("%-11s %11s %10s %10s %12s %9s  %-18s %-10s %s\n", "variant", "t/step us", "min",
+                   "max", "host us/step", "blocked%", "checksum", "max|diff|", "check");
             fflush(stdout);
         }
 
@@ -775,8 +822,9 @@ int main(int argc, char **argv)
                 printf(" %-20s", cell);
                 ok &= sum[si].ok[v];
             }
-            printf(" %s\n", !ok ? "FAIL" : o.check ? "all bitwise equal to the reference"
-                                                   : "unchecked (runs agree)");
+            printf(" %s\n", !ok       ? "FAIL"
+                            : o.check ? "all bitwise equal to the reference"
+                                      : "unchecked (runs agree)");
         }
         printf("%s\n", failures ? "RESULT: FAIL" : "RESULT: OK");
         if (csv)

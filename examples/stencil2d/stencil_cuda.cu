@@ -30,10 +30,22 @@ __global__ void st_k_pack(st_op_t op)
         return;
     const double *u = op.src;
     switch (side) {
-    case ST_W: if (t < d.ny) b[t] = u[(long)(t + 1) * d.ld + 1]; break;
-    case ST_E: if (t < d.ny) b[t] = u[(long)(t + 1) * d.ld + d.nx]; break;
-    case ST_S: if (t < d.nx) b[t] = u[1 * d.ld + t + 1]; break;
-    case ST_N: if (t < d.nx) b[t] = u[(long)d.ny * d.ld + t + 1]; break;
+    case ST_W:
+        if (t < d.ny)
+            b[t] = u[(long)(t + 1) * d.ld + 1];
+        break;
+    case ST_E:
+        if (t < d.ny)
+            b[t] = u[(long)(t + 1) * d.ld + d.nx];
+        break;
+    case ST_S:
+        if (t < d.nx)
+            b[t] = u[1 * d.ld + t + 1];
+        break;
+    case ST_N:
+        if (t < d.nx)
+            b[t] = u[(long)d.ny * d.ld + t + 1];
+        break;
     }
 }
 
@@ -47,10 +59,22 @@ __global__ void st_k_unpack(st_op_t op)
         return;
     double *u = op.dst;
     switch (side) {
-    case ST_W: if (t < d.ny) u[(long)(t + 1) * d.ld + 0] = b[t]; break;
-    case ST_E: if (t < d.ny) u[(long)(t + 1) * d.ld + d.nx + 1] = b[t]; break;
-    case ST_S: if (t < d.nx) u[0 * d.ld + t + 1] = b[t]; break;
-    case ST_N: if (t < d.nx) u[(long)(d.ny + 1) * d.ld + t + 1] = b[t]; break;
+    case ST_W:
+        if (t < d.ny)
+            u[(long)(t + 1) * d.ld + 0] = b[t];
+        break;
+    case ST_E:
+        if (t < d.ny)
+            u[(long)(t + 1) * d.ld + d.nx + 1] = b[t];
+        break;
+    case ST_S:
+        if (t < d.nx)
+            u[0 * d.ld + t + 1] = b[t];
+        break;
+    case ST_N:
+        if (t < d.nx)
+            u[(long)(d.ny + 1) * d.ld + t + 1] = b[t];
+        break;
     }
 }
 

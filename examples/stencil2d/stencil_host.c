@@ -68,10 +68,10 @@ static void st_rect(const st_op_t *op, int i0, int i1, int j0, int j1)
 static void st_boundary(const st_op_t *op)
 {
     const st_dims_t *d = &op->d;
-    st_rect(op, 1, d->nx, 1, 1);                 /* row j = 1 */
+    st_rect(op, 1, d->nx, 1, 1); /* row j = 1 */
     if (d->ny > 1)
-        st_rect(op, 1, d->nx, d->ny, d->ny);     /* row j = ny */
-    st_rect(op, 1, 1, 2, d->ny - 1);             /* column i = 1 */
+        st_rect(op, 1, d->nx, d->ny, d->ny); /* row j = ny */
+    st_rect(op, 1, 1, 2, d->ny - 1);         /* column i = 1 */
     if (d->nx > 1)
         st_rect(op, d->nx, d->nx, 2, d->ny - 1); /* column i = nx */
 }
@@ -79,16 +79,25 @@ static void st_boundary(const st_op_t *op)
 void st_host_run(const st_op_t *op)
 {
     switch (op->kind) {
-    case ST_OP_INIT: st_init(op); break;
-    case ST_OP_PACK: st_pack(op); break;
-    case ST_OP_UNPACK: st_unpack(op); break;
-    case ST_OP_INTERIOR: st_rect(op, 2, op->d.nx - 1, 2, op->d.ny - 1); break;
-    case ST_OP_BOUNDARY: st_boundary(op); break;
-    case ST_OP_FULL: st_rect(op, 1, op->d.nx, 1, op->d.ny); break;
+    case ST_OP_INIT:
+        st_init(op);
+        break;
+    case ST_OP_PACK:
+        st_pack(op);
+        break;
+    case ST_OP_UNPACK:
+        st_unpack(op);
+        break;
+    case ST_OP_INTERIOR:
+        st_rect(op, 2, op->d.nx - 1, 2, op->d.ny - 1);
+        break;
+    case ST_OP_BOUNDARY:
+        st_boundary(op);
+        break;
+    case ST_OP_FULL:
+        st_rect(op, 1, op->d.nx, 1, op->d.ny);
+        break;
     }
 }
 
-void st_host_fn(void *arg)
-{
-    st_host_run((const st_op_t *)arg);
-}
+void st_host_fn(void *arg) { st_host_run((const st_op_t *)arg); }

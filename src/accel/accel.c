@@ -7,7 +7,7 @@
  *                           else the "none" stream
  *   2. registered host stream (pointer looked up in host.c's registry)
  *   3. CUDA active       -> mxa_cuda_stream_lookup (validates the handle)
- *   4. otherwise         -> MX_ERR_INVALID_STREAM
+ *   4. otherwise         -> MXU_ERR_INVALID_STREAM
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -28,31 +28,27 @@
 static void store_max(_Atomic uint64_t *word, uint64_t seq)
 {
     uint64_t cur = atomic_load_explicit(word, memory_order_relaxed);
-    while (cur < seq && !atomic_compare_exchange_weak_explicit(word, &cur, seq,
-                                                               memory_order_release,
-                                                               memory_order_relaxed))
+    while (cur < seq && !atomic_compare_exchange_weak_explicit(
+                            word, &cur, seq, memory_order_release, memory_order_relaxed))
         ;
 }
 
-static mx_status_t none_enqueue_trigger(mxa_stream_t *s, uint64_t seq)
+static mxu_status_t none_enqueue_trigger(mxa_stream_t *s, uint64_t seq)
 {
     /* The stream "reaches" the trigger immediately. */
     store_max(s->trigger_word, seq);
-    return MX_OK;
+    return MXU_OK;
 }
 
-static mx_status_t none_enqueue_wait(mxa_stream_t *s, uint64_t seq)
+static mxu_status_t none_enqueue_wait(mxa_stream_t *s, uint64_t seq)
 {
     (void)s;
     (void)seq;
     /* Nothing can be held back on "no stream": the engine waits on the host. */
-    return MX_ERR_UNSUPPORTED;
+    return MXU_ERR_UNSUPPORTED;
 }
 
-static void none_release(mxa_stream_t *s, uint64_t seq)
-{
-    store_max(s->release_word, seq);
-}
+static void none_release(mxa_stream_t *s, uint64_t seq) { store_max(s->release_word, seq); }
 
 static uint64_t none_poll_trigger(mxa_stream_t *s)
 {
@@ -80,48 +76,45 @@ static mxa_stream_t none_stream = {
     .release_word = &none_release_word,
 };
 
-mxa_stream_t *mxa_none_stream(void)
-{
-    return &none_stream;
-}
+mxa_stream_t *mxa_none_stream(void) { return &none_stream; }
 
 /* ---- layer state ---- */
 
 static pthread_mutex_t accel_lock = PTHREAD_MUTEX_INITIALIZER;
 static int accel_initialized;
-static _Atomic int cuda_on;      /* CUDA backend initialised and active */
-static int cuda_tried;           /* mxa_cuda_init() was called */
+static _Atomic int cuda_on; /* CUDA backend initialised and active */
+static int cuda_tried;      /* mxa_cuda_init() was called */
 static _Atomic(mxa_trigger_notify_fn) trigger_notify;
 
-mx_status_t mxa_init(void)
+mxu_status_t mxa_init(void)
 {
     pthread_mutex_lock(&accel_lock);
     if (accel_initialized) {
         pthread_mutex_unlock(&accel_lock);
-        return MX_OK;
+        return MXU_OK;
     }
     /* The host layer needs no set-up (its registry is statically
      * initialised); host streams may even exist before mxa_init(). */
 #ifdef MPIXACC_HAVE_CUDA
     if (mxu_config.cuda) {
         cuda_tried = 1;
-        mx_status_t st = mxa_cuda_init();
-        if (st == MX_OK && mxa_cuda_active()) {
+        mxu_status_t st = mxa_cuda_init();
+        if (st == MXU_OK && mxa_cuda_active()) {
             atomic_store(&cuda_on, 1);
-            MPIX_ACC_LOG(MX_LOG_INFO, "CUDA backend active");
-        } else if (st == MX_OK || st == MX_ERR_NO_DEVICE) {
-            MPIX_ACC_LOG(MX_LOG_INFO, "CUDA backend off: no CUDA driver or device");
+            MXU_LOG(MXU_LOG_INFO, "CUDA backend active");
+        } else if (st == MXU_OK || st == MXU_ERR_NO_DEVICE) {
+            MXU_LOG(MXU_LOG_INFO, "CUDA backend off: no CUDA driver or device");
         } else {
-            MPIX_ACC_LOG(MX_LOG_WARN, "CUDA backend off: initialisation failed (%s)",
-                         mx_status_string(st));
+            MXU_LOG(MXU_LOG_WARN, "CUDA backend off: initialisation failed (%s)",
+                    mxu_status_string(st));
         }
     } else {
-        MPIX_ACC_LOG(MX_LOG_INFO, "CUDA backend off: disabled by MPIX_ACC_CUDA=0");
+        MXU_LOG(MXU_LOG_INFO, "CUDA backend off: disabled by MPIX_ACC_CUDA=0");
     }
 #endif
     accel_initialized = 1;
     pthread_mutex_unlock(&accel_lock);
-    return MX_OK;
+    return MXU_OK;
 }
 
 void mxa_finalize(void)
@@ -144,10 +137,10 @@ void mxa_finalize(void)
     pthread_mutex_unlock(&accel_lock);
 }
 
-mx_status_t mxa_stream_lookup(void *handle, mxa_stream_t **out)
+mxu_status_t mxa_stream_lookup(void *handle, mxa_stream_t **out)
 {
     if (out == NULL)
-        return MX_ERR_INVALID_PARAM;
+        return MXU_ERR_INVALID_PARAM;
     *out = NULL;
     if (handle == NULL) {
 #ifdef MPIXACC_HAVE_CUDA
@@ -155,18 +148,18 @@ mx_status_t mxa_stream_lookup(void *handle, mxa_stream_t **out)
             return mxa_cuda_stream_lookup(NULL, out);
 #endif
         *out = &none_stream;
-        return MX_OK;
+        return MXU_OK;
     }
     mxa_stream_t *s = mxa_host_stream_find(handle);
     if (s != NULL) {
         *out = s;
-        return MX_OK;
+        return MXU_OK;
     }
 #ifdef MPIXACC_HAVE_CUDA
     if (atomic_load_explicit(&cuda_on, memory_order_acquire))
         return mxa_cuda_stream_lookup(handle, out);
 #endif
-    return MX_ERR_INVALID_STREAM;
+    return MXU_ERR_INVALID_STREAM;
 }
 
 mxa_memtype_t mxa_memtype(const void *buf, size_t len)
@@ -204,10 +197,7 @@ void mxa_foreach_stream(void (*fn)(mxa_stream_t *s, void *arg), void *arg)
 #endif
 }
 
-int mxa_device_active(void)
-{
-    return atomic_load_explicit(&cuda_on, memory_order_acquire);
-}
+int mxa_device_active(void) { return atomic_load_explicit(&cuda_on, memory_order_acquire); }
 
 const char *mxa_stream_pci_busid(mxa_stream_t *s)
 {

@@ -76,8 +76,8 @@ struct mxa_backend {
     mxa_kind_t kind;
     /* Stream points. Called on the application thread, in stream order.
      * seq is already allocated. Must not block on communication. */
-    mx_status_t (*enqueue_trigger)(mxa_stream_t *s, uint64_t seq);
-    mx_status_t (*enqueue_wait)(mxa_stream_t *s, uint64_t seq);
+    mxu_status_t (*enqueue_trigger)(mxa_stream_t *s, uint64_t seq);
+    mxu_status_t (*enqueue_wait)(mxa_stream_t *s, uint64_t seq);
     /* Called by the progress thread: publish release_word = seq (seq grows)
      * and wake the stream if it sleeps. */
     void (*release)(mxa_stream_t *s, uint64_t seq);
@@ -100,14 +100,14 @@ struct mxa_backend {
 
 /* Initialise the available backends. Never fails because a GPU is absent:
  * the CUDA backend is simply reported off. */
-mx_status_t mxa_init(void);
+mxu_status_t mxa_init(void);
 void mxa_finalize(void);
 
 /* Map a user stream handle to the library's stream. Validates the handle:
  * a registered host stream, a live CUDA stream (when CUDA is active), or
  * NULL ("none" kind without CUDA, legacy default stream with CUDA).
- * Returns MX_ERR_INVALID_STREAM otherwise. Thread-safe. */
-mx_status_t mxa_stream_lookup(void *handle, mxa_stream_t **out);
+ * Returns MXU_ERR_INVALID_STREAM otherwise. Thread-safe. */
+mxu_status_t mxa_stream_lookup(void *handle, mxa_stream_t **out);
 
 /* Memory type of a buffer (cached where the backend can). Host when no
  * accelerator backend is active. */
@@ -164,22 +164,22 @@ void mxa_thread_relax_capture(void);
 
 /* Feature report for mpixacc_info and logs. */
 typedef struct {
-    int cuda_built;        /* compiled with CUDA support */
-    int cuda_active;       /* driver loaded and at least one device */
+    int cuda_built;  /* compiled with CUDA support */
+    int cuda_active; /* driver loaded and at least one device */
     int cuda_device_count;
-    int cuda_memops;       /* stream memory operations in use */
-    char cuda_driver[64];  /* e.g. "13000" */
-    char cuda_mode[64];    /* "memops", "kernel-fallback", "off: <reason>" */
-    char cuda_ipc[96];     /* where peers' buffers are mapped (cuda_ipc.c), "" when off */
+    int cuda_memops;      /* stream memory operations in use */
+    char cuda_driver[64]; /* e.g. "13000" */
+    char cuda_mode[64];   /* "memops", "kernel-fallback", "off: <reason>" */
+    char cuda_ipc[96];    /* where peers' buffers are mapped (cuda_ipc.c), "" when off */
 } mxa_features_t;
 void mxa_get_features(mxa_features_t *out);
 
 /* ---- host streams (host.c) ---- */
-mx_status_t mxa_host_stream_create(void **handle_out);
-mx_status_t mxa_host_stream_launch(void *handle, void (*fn)(void *), void *arg);
+mxu_status_t mxa_host_stream_create(void **handle_out);
+mxu_status_t mxa_host_stream_launch(void *handle, void (*fn)(void *), void *arg);
 /* Blocks until the queue has drained and ops_in_flight == 0. */
-mx_status_t mxa_host_stream_synchronize(void *handle);
-mx_status_t mxa_host_stream_free(void *handle);
+mxu_status_t mxa_host_stream_synchronize(void *handle);
+mxu_status_t mxa_host_stream_free(void *handle);
 /* Internal: resolve a host stream handle (NULL-safe). Returns NULL if the
  * handle is not a live host stream. */
 mxa_stream_t *mxa_host_stream_find(void *handle);

@@ -6,7 +6,7 @@
  * Driver. libcuda.so.1 is dlopen()ed at mxa_cuda_init() and every entry point
  * is fetched with cuGetProcAddress (cuda_driver.h); the library never links
  * libcuda or libcudart, so a CUDA build runs on machines without a driver:
- * the backend then reports itself off (MX_ERR_NO_DEVICE, info log) and the
+ * the backend then reports itself off (MXU_ERR_NO_DEVICE, info log) and the
  * library uses host streams only.
  *
  * This file: the backend's state, driver loading, mxa_cuda_init/finalize
@@ -77,8 +77,7 @@ static int load_driver(char *why, size_t whylen)
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (lib == NULL) {
         const char *e = dlerror();
-        MPIX_ACC_LOG(MX_LOG_INFO, "CUDA backend: cannot load libcuda.so.1 (%s)",
-                     e != NULL ? e : "?");
+        MXU_LOG(MXU_LOG_INFO, "CUDA backend: cannot load libcuda.so.1 (%s)", e != NULL ? e : "?");
         snprintf(why, whylen, "off: no CUDA driver (libcuda.so.1)");
         return -1;
     }
@@ -91,17 +90,17 @@ static int load_driver(char *why, size_t whylen)
         memcpy(&g_gpa1, &p, sizeof(p));
     }
     const char *missing = NULL;
-#define MXA_CU_LOAD_(name, req, since)                                                           \
-    do {                                                                                         \
-        void *fp_ = mxa_cuda_driver_proc(lib, #name, (since), MXA_XSTR(name));                   \
-        if (fp_ == NULL && (req) && missing == NULL)                                             \
-            missing = #name;                                                                     \
-        memcpy(&mxa_cu.f_##name, &fp_, sizeof(fp_));                                             \
+#define MXA_CU_LOAD_(name, req, since)                                                             \
+    do {                                                                                           \
+        void *fp_ = mxa_cuda_driver_proc(lib, #name, (since), MXA_XSTR(name));                     \
+        if (fp_ == NULL && (req) && missing == NULL)                                               \
+            missing = #name;                                                                       \
+        memcpy(&mxa_cu.f_##name, &fp_, sizeof(fp_));                                               \
     } while (0);
     MXA_CU_FUNCS(MXA_CU_LOAD_)
 #undef MXA_CU_LOAD_
     if (missing != NULL) {
-        MPIX_ACC_LOG(MX_LOG_INFO, "CUDA backend: the driver lacks %s (too old?)", missing);
+        MXU_LOG(MXU_LOG_INFO, "CUDA backend: the driver lacks %s (too old?)", missing);
         snprintf(why, whylen, "off: driver lacks %s", missing);
         dlclose(lib);
         memset(&mxa_cu, 0, sizeof(mxa_cu));
@@ -119,9 +118,9 @@ static void set_mode(void)
     int n64 = 0;
     for (int i = 0; i < mxa_cuda_g.ndev; i++)
         n64 += mxa_cuda_g.devs[i].memops64 != 0;
-    mxa_cuda_g.memops_all = !fallback_reason_config && n64 == mxa_cuda_g.ndev &&
-                   MXA_CU(cuStreamWriteValue64) != NULL && MXA_CU(cuStreamWaitValue64) != NULL &&
-                   MXA_CU(cuStreamBatchMemOp) != NULL;
+    mxa_cuda_g.memops_all =
+        !fallback_reason_config && n64 == mxa_cuda_g.ndev && MXA_CU(cuStreamWriteValue64) != NULL &&
+        MXA_CU(cuStreamWaitValue64) != NULL && MXA_CU(cuStreamBatchMemOp) != NULL;
     if (mxa_cuda_g.memops_all)
         snprintf(mxa_cuda_g.mode, sizeof(mxa_cuda_g.mode), "memops");
     else if (fallback_reason_config)
@@ -131,8 +130,8 @@ static void set_mode(void)
                  "kernel-fallback (no 64-bit stream memops)");
     else
         snprintf(mxa_cuda_g.mode, sizeof(mxa_cuda_g.mode),
-                 "memops on %d/%d devices, else kernel-fallback",
-                 n64 % 1000, mxa_cuda_g.ndev % 1000);
+                 "memops on %d/%d devices, else kernel-fallback", n64 % 1000,
+                 mxa_cuda_g.ndev % 1000);
 }
 
 static int dev_attr(CUdevice d, CUdevice_attribute a)
@@ -168,12 +167,12 @@ static int init_device(int i)
     if (!d->uva) {
         snprintf(mxa_cuda_g.mode, sizeof(mxa_cuda_g.mode),
                  "off: device %d lacks unified addressing", i);
-        MPIX_ACC_LOG(MX_LOG_WARN, "CUDA backend off: device %d (%s) lacks unified addressing",
-                     i, d->name);
+        MXU_LOG(MXU_LOG_WARN, "CUDA backend off: device %d (%s) lacks unified addressing", i,
+                d->name);
         return -1;
     }
-    MPIX_ACC_LOG(MX_LOG_DEBUG, "CUDA backend: device %d %s %s: 64-bit memops %d, flush %d", i,
-                 d->name, d->busid, d->memops64, d->flush);
+    MXU_LOG(MXU_LOG_DEBUG, "CUDA backend: device %d %s %s: 64-bit memops %d, flush %d", i, d->name,
+            d->busid, d->memops64, d->flush);
     return 0;
 }
 
@@ -184,7 +183,7 @@ static int init_devices(void)
     CUresult r = MXA_CU(cuInit)(0);
     if (r != CUDA_SUCCESS) {
         snprintf(mxa_cuda_g.mode, sizeof(mxa_cuda_g.mode), "off: cuInit: %s", cu_err(r));
-        MPIX_ACC_LOG(MX_LOG_INFO, "CUDA backend off: cuInit failed: %s", cu_err(r));
+        MXU_LOG(MXU_LOG_INFO, "CUDA backend off: cuInit failed: %s", cu_err(r));
         return -1;
     }
     MXA_CU(cuDriverGetVersion)(&mxa_cuda_g.driver_version);
@@ -192,8 +191,8 @@ static int init_devices(void)
     r = MXA_CU(cuDeviceGetCount)(&n);
     if (r != CUDA_SUCCESS || n <= 0) {
         snprintf(mxa_cuda_g.mode, sizeof(mxa_cuda_g.mode), "off: no CUDA device");
-        MPIX_ACC_LOG(MX_LOG_INFO, "CUDA backend off: no CUDA device (%s)",
-                     r != CUDA_SUCCESS ? cu_err(r) : "count 0");
+        MXU_LOG(MXU_LOG_INFO, "CUDA backend off: no CUDA device (%s)",
+                r != CUDA_SUCCESS ? cu_err(r) : "count 0");
         return -1;
     }
     mxa_cuda_g.devs = calloc((size_t)n, sizeof(*mxa_cuda_g.devs));
@@ -213,10 +212,10 @@ static void log_lazy_loading(void)
     if (MXA_CU(cuModuleGetLoadingMode) != NULL) {
         CUmoduleLoadingMode lm;
         if (MXA_CU(cuModuleGetLoadingMode)(&lm) == CUDA_SUCCESS && lm == CU_MODULE_LAZY_LOADING)
-            MPIX_ACC_LOG(MX_LOG_INFO,
-                         "CUDA lazy module loading is on: the library loads its own kernels "
-                         "eagerly; load application kernels before they are enqueued behind "
-                         "a stream wait (or set CUDA_MODULE_LOADING=EAGER)");
+            MXU_LOG(MXU_LOG_INFO,
+                    "CUDA lazy module loading is on: the library loads its own kernels "
+                    "eagerly; load application kernels before they are enqueued behind "
+                    "a stream wait (or set CUDA_MODULE_LOADING=EAGER)");
     }
 }
 
@@ -227,38 +226,38 @@ static void setup_current_context(void)
     CUcontext cur = NULL;
     if (MXA_CU(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && cur != NULL) {
         cuda_ctx_t *cx;
-        if (mxa_cuda_ctx_get(cur, &cx) != MX_OK)
-            MPIX_ACC_LOG(MX_LOG_WARN, "CUDA backend: set-up of the current context failed; "
-                         "it is retried at its first stream");
+        if (mxa_cuda_ctx_get(cur, &cx) != MXU_OK)
+            MXU_LOG(MXU_LOG_WARN, "CUDA backend: set-up of the current context failed; "
+                                  "it is retried at its first stream");
         if (mxa_cuda_tl_new_ctx != NULL) /* warmed up by the engine's start (mxt_warm_up) */
             atomic_store(&mxa_cuda_tl_new_ctx->warm, 1);
         mxa_cuda_tl_new_ctx = NULL;
     }
 }
 
-mx_status_t mxa_cuda_init(void)
+mxu_status_t mxa_cuda_init(void)
 {
     pthread_mutex_lock(&mxa_cuda_g.lock);
     if (mxa_cuda_g.tried) {
         int active = atomic_load(&mxa_cuda_g_active);
         pthread_mutex_unlock(&mxa_cuda_g.lock);
-        return active ? MX_OK : MX_ERR_NO_DEVICE;
+        return active ? MXU_OK : MXU_ERR_NO_DEVICE;
     }
     mxa_cuda_g.tried = 1;
     snprintf(mxa_cuda_g.mode, sizeof(mxa_cuda_g.mode), "off");
     if (!mxu_config.cuda) {
         snprintf(mxa_cuda_g.mode, sizeof(mxa_cuda_g.mode), "off: disabled by MPIX_ACC_CUDA=0");
-        MPIX_ACC_LOG(MX_LOG_INFO, "CUDA backend off: disabled by MPIX_ACC_CUDA=0");
+        MXU_LOG(MXU_LOG_INFO, "CUDA backend off: disabled by MPIX_ACC_CUDA=0");
         pthread_mutex_unlock(&mxa_cuda_g.lock);
-        return MX_ERR_NO_DEVICE;
+        return MXU_ERR_NO_DEVICE;
     }
     if (load_driver(mxa_cuda_g.mode, sizeof(mxa_cuda_g.mode)) != 0) {
         pthread_mutex_unlock(&mxa_cuda_g.lock);
-        return MX_ERR_NO_DEVICE;
+        return MXU_ERR_NO_DEVICE;
     }
     if (init_devices() != 0)
         goto off;
-    if (mxu_locked_map_init(&mxa_cuda_g.map) != MX_OK) {
+    if (mxu_locked_map_init(&mxa_cuda_g.map) != MXU_OK) {
         snprintf(mxa_cuda_g.mode, sizeof(mxa_cuda_g.mode), "off: out of memory");
         goto off;
     }
@@ -266,25 +265,22 @@ mx_status_t mxa_cuda_init(void)
     set_mode();
     mxa_cuda_ipc_ctx_setup();
     atomic_store(&mxa_cuda_g_active, 1);
-    MPIX_ACC_LOG(MX_LOG_INFO, "CUDA backend active: driver %d, %d device(s), %s",
-                 mxa_cuda_g.driver_version, mxa_cuda_g.ndev, mxa_cuda_g.mode);
+    MXU_LOG(MXU_LOG_INFO, "CUDA backend active: driver %d, %d device(s), %s",
+            mxa_cuda_g.driver_version, mxa_cuda_g.ndev, mxa_cuda_g.mode);
     log_lazy_loading();
     setup_current_context();
     pthread_mutex_unlock(&mxa_cuda_g.lock);
-    return MX_OK;
+    return MXU_OK;
 
 off:
     free(mxa_cuda_g.devs);
     mxa_cuda_g.devs = NULL;
     mxa_cuda_g.ndev = 0;
     pthread_mutex_unlock(&mxa_cuda_g.lock);
-    return MX_ERR_NO_DEVICE;
+    return MXU_ERR_NO_DEVICE;
 }
 
-int mxa_cuda_active(void)
-{
-    return atomic_load_explicit(&mxa_cuda_g_active, memory_order_acquire);
-}
+int mxa_cuda_active(void) { return atomic_load_explicit(&mxa_cuda_g_active, memory_order_acquire); }
 
 void mxa_cuda_finalize(void)
 {
@@ -307,9 +303,10 @@ void mxa_cuda_finalize(void)
         size_t nslabs = 0;
         for (slab_t *sl = mxa_cuda_g.slabs; sl != NULL; sl = sl->next)
             nslabs++;
-        MPIX_ACC_LOG(MX_LOG_DEBUG, "CUDA backend: finalize keeps %zu KiB of pinned sequence "
-                     "words and the kernel modules until the process exits",
-                     nslabs * SLAB_BYTES / 1024);
+        MXU_LOG(MXU_LOG_DEBUG,
+                "CUDA backend: finalize keeps %zu KiB of pinned sequence "
+                "words and the kernel modules until the process exits",
+                nslabs * SLAB_BYTES / 1024);
         if (mxa_cuda_g.primary0_retained)
             MXA_CU(cuDevicePrimaryCtxRelease)(mxa_cuda_g.devs[0].dev);
         for (int i = 0; i < mxa_cuda_g.ndev; i++)
@@ -372,8 +369,10 @@ void mxa_cuda_get_features(mxa_features_t *out)
     else
         out->cuda_driver[0] = '\0';
     if (out->cuda_active && ctxs > 0 && memops_ctx < ctxs && mxa_cuda_g.memops_all)
-        snprintf(out->cuda_mode, sizeof(out->cuda_mode), "kernel-fallback (memops self-test "
-                 "failed: %d/%d ctx)", (ctxs - memops_ctx) % 1000, ctxs % 1000);
+        snprintf(out->cuda_mode, sizeof(out->cuda_mode),
+                 "kernel-fallback (memops self-test "
+                 "failed: %d/%d ctx)",
+                 (ctxs - memops_ctx) % 1000, ctxs % 1000);
     else
         snprintf(out->cuda_mode, sizeof(out->cuda_mode), "%s", mxa_cuda_g.mode);
     out->cuda_ipc[0] = '\0';
@@ -396,7 +395,6 @@ const char *mxa_cuda_current_pci_busid(void)
             return mxa_cuda_g.devs[i].busid[0] ? mxa_cuda_g.devs[i].busid : NULL;
     return NULL;
 }
-
 
 #else /* !MPIXACC_HAVE_CUDA */
 

@@ -11,10 +11,10 @@
 #include "accel/accel.h"
 
 #ifdef MPIXACC_HAVE_CUDA
-mx_status_t mxa_cuda_init(void);     /* dlopen libcuda; MX_ERR_NO_DEVICE if absent */
+mxu_status_t mxa_cuda_init(void); /* dlopen libcuda; MXU_ERR_NO_DEVICE if absent */
 void mxa_cuda_finalize(void);
 int mxa_cuda_active(void);
-mx_status_t mxa_cuda_stream_lookup(void *handle, mxa_stream_t **out);
+mxu_status_t mxa_cuda_stream_lookup(void *handle, mxa_stream_t **out);
 mxa_memtype_t mxa_cuda_memtype(const void *buf, size_t len);
 void mxa_cuda_get_features(mxa_features_t *out);
 /* Call fn for every CUDA stream record (fn may look streams up; records live
@@ -33,7 +33,7 @@ const char *mxa_cuda_current_pci_busid(void);
  * one - also for a host buffer whose peer sends from or receives into GPU
  * memory. Not called at present: the progress thread gets a context from
  * the first CUDA stream it polls (cuda_stream.c, progress_thread_context). */
-mx_status_t mxa_cuda_bind_buffer(const void *buf);
+mxu_status_t mxa_cuda_bind_buffer(const void *buf);
 int mxa_cuda_ctx_push(void *ctx);
 void mxa_cuda_ctx_pop(void);
 void mxa_cuda_thread_relax_capture(void);

@@ -35,17 +35,16 @@
 #include "util/settings.h"
 #include "util/waiter.h"
 
-#define SELFTEST_NS     (5ull * 1000000000ull)
+#define SELFTEST_NS (5ull * 1000000000ull)
 
 /* ------------------------------------------------------------ contexts */
 
-
-static mx_status_t launch1(CUfunction f, CUstream st, void **args)
+static mxu_status_t launch1(CUfunction f, CUstream st, void **args)
 {
     CUresult r = MXA_CU(cuLaunchKernel)(f, 1, 1, 1, 1, 1, 1, 0, st, args, NULL);
     if (r != CUDA_SUCCESS)
-        return cu_err_is_bad_handle(r) ? MX_ERR_INVALID_STREAM : MX_ERR_NO_DEVICE;
-    return MX_OK;
+        return cu_err_is_bad_handle(r) ? MXU_ERR_INVALID_STREAM : MXU_ERR_NO_DEVICE;
+    return MXU_OK;
 }
 
 /* Wait for a private stream with a deadline (a broken device-host path must
@@ -77,7 +76,7 @@ static void ctx_selftest(cuda_ctx_t *cx, int try_memops)
     if (r == CUDA_SUCCESS)
         r = MXA_CU(cuStreamCreate)(&st2, CU_STREAM_NON_BLOCKING);
     if (r != CUDA_SUCCESS) {
-        MPIX_ACC_LOG(MX_LOG_WARN, "CUDA backend: self-test stream: %s", cu_err(r));
+        MXU_LOG(MXU_LOG_WARN, "CUDA backend: self-test stream: %s", cu_err(r));
         if (st != NULL)
             MXA_CU(cuStreamDestroy)(st);
         return;
@@ -90,23 +89,22 @@ static void ctx_selftest(cuda_ctx_t *cx, int try_memops)
         void *a_set[] = {&d, &one};
         void *a_wait[] = {&d, &one};
         void *a_ws[] = {&d, &one, &d, &two};
-        mx_status_t s1 = launch1(cx->fn_set, st, a_set);
-        mx_status_t s2 = s1 == MX_OK ? launch1(cx->fn_wait, st, a_wait) : s1;
-        mx_status_t s3 = s2 == MX_OK ? launch1(cx->fn_wait_set, st, a_ws) : s2;
-        int done = s3 == MX_OK && stream_done_within(st, SELFTEST_NS);
+        mxu_status_t s1 = launch1(cx->fn_set, st, a_set);
+        mxu_status_t s2 = s1 == MXU_OK ? launch1(cx->fn_wait, st, a_wait) : s1;
+        mxu_status_t s3 = s2 == MXU_OK ? launch1(cx->fn_wait_set, st, a_ws) : s2;
+        int done = s3 == MXU_OK && stream_done_within(st, SELFTEST_NS);
         uint64_t v = atomic_load(cx->scratch);
         cx->kernels_ok = done && v == 2;
         if (!cx->kernels_ok) {
-            stuck = s3 == MX_OK && !done;
-            MPIX_ACC_LOG(MX_LOG_WARN,
-                         "CUDA backend: fallback kernels failed their self-test on device %d "
-                         "(launch %s, completed %d, word %llu, expected 2)",
-                         cx->dev_index, s3 == MX_OK ? "ok" : "failed", done,
-                         (unsigned long long)v);
+            stuck = s3 == MXU_OK && !done;
+            MXU_LOG(MXU_LOG_WARN,
+                    "CUDA backend: fallback kernels failed their self-test on device %d "
+                    "(launch %s, completed %d, word %llu, expected 2)",
+                    cx->dev_index, s3 == MXU_OK ? "ok" : "failed", done, (unsigned long long)v);
         }
     }
-    if (try_memops && MXA_CU(cuStreamWriteValue64) != NULL &&
-        MXA_CU(cuStreamWaitValue64) != NULL && MXA_CU(cuStreamBatchMemOp) != NULL) {
+    if (try_memops && MXA_CU(cuStreamWriteValue64) != NULL && MXA_CU(cuStreamWaitValue64) != NULL &&
+        MXA_CU(cuStreamBatchMemOp) != NULL) {
         /* its own word (the release word of the scratch slot): a stuck
          * kernel test may still write the first one */
         _Atomic uint64_t *w = (_Atomic uint64_t *)((unsigned char *)cx->scratch + 64);
@@ -132,20 +130,21 @@ static void ctx_selftest(cuda_ctx_t *cx, int try_memops)
         cx->memops = done && v == 4;
         if (!cx->memops) {
             stuck = stuck || (r3 == CUDA_SUCCESS && !done);
-            MPIX_ACC_LOG(MX_LOG_WARN,
-                         "CUDA backend: stream memory operations failed their self-test on "
-                         "device %d (%s, completed %d, word %llu, expected 4): using the "
-                         "kernel fallback",
-                         cx->dev_index, r3 == CUDA_SUCCESS ? "enqueued" : cu_err(r3), done,
-                         (unsigned long long)v);
+            MXU_LOG(MXU_LOG_WARN,
+                    "CUDA backend: stream memory operations failed their self-test on "
+                    "device %d (%s, completed %d, word %llu, expected 4): using the "
+                    "kernel fallback",
+                    cx->dev_index, r3 == CUDA_SUCCESS ? "enqueued" : cu_err(r3), done,
+                    (unsigned long long)v);
         }
     }
     if (stuck) {
         /* Leave the stream (and its stuck work) alone: destroying is
          * deferred by the driver until the work ends, which it may not. */
-        MPIX_ACC_LOG(MX_LOG_ERROR, "CUDA backend: self-test work did not finish within %llu s "
-                     "on device %d", (unsigned long long)(SELFTEST_NS / 1000000000ull),
-                     cx->dev_index);
+        MXU_LOG(MXU_LOG_ERROR,
+                "CUDA backend: self-test work did not finish within %llu s "
+                "on device %d",
+                (unsigned long long)(SELFTEST_NS / 1000000000ull), cx->dev_index);
     }
     MXA_CU(cuStreamDestroy)(st);
     MXA_CU(cuStreamDestroy)(st2);
@@ -171,54 +170,56 @@ static void ctx_preset_sync_memops(int dev_index)
         return;
     CUresult r = MXA_CU(cuCtxSetFlags)(CU_CTX_SYNC_MEMOPS);
     int sched_changed = (flags & CU_CTX_SCHED_MASK) != 0;
-    MPIX_ACC_LOG(r != CUDA_SUCCESS ? MX_LOG_WARN : sched_changed ? MX_LOG_INFO : MX_LOG_DEBUG,
-                 "CUDA backend: context flags of device %d 0x%x -> CU_CTX_SYNC_MEMOPS "
-                 "(what UCX sets at its first memory query): %s",
-                 dev_index, flags, r == CUDA_SUCCESS ? "done" : cu_err(r));
+    MXU_LOG(r != CUDA_SUCCESS ? MXU_LOG_WARN
+            : sched_changed   ? MXU_LOG_INFO
+                              : MXU_LOG_DEBUG,
+            "CUDA backend: context flags of device %d 0x%x -> CU_CTX_SYNC_MEMOPS "
+            "(what UCX sets at its first memory query): %s",
+            dev_index, flags, r == CUDA_SUCCESS ? "done" : cu_err(r));
 }
 
 /* The live record of context c, or NULL in *found; *id is c's cuCtxGetId
  * (0 when the driver lacks it). A record of a destroyed context whose
  * address c reuses is marked stale. mxa_cuda_g.lock held. */
-static mx_status_t ctx_find(CUcontext c, unsigned long long *id, cuda_ctx_t **found)
+static mxu_status_t ctx_find(CUcontext c, unsigned long long *id, cuda_ctx_t **found)
 {
     *found = NULL;
     *id = 0;
     if (MXA_CU(cuCtxGetId) != NULL) {
         CUresult r = MXA_CU(cuCtxGetId)(c, id);
         if (r != CUDA_SUCCESS)
-            return MX_ERR_INVALID_STREAM;
+            return MXU_ERR_INVALID_STREAM;
     }
     for (cuda_ctx_t *cx = mxa_cuda_g.ctxs; cx != NULL; cx = cx->next) {
         if (cx->ctx != c || cx->stale)
             continue;
         if (*id == 0 || cx->ctx_id == *id) {
             *found = cx;
-            return MX_OK;
+            return MXU_OK;
         }
         /* same address, new context: the old one was destroyed */
         cx->stale = 1;
     }
-    return MX_OK;
+    return MXU_OK;
 }
 
 /* cx->dev_index: the device of the current context. */
-static mx_status_t ctx_find_device(cuda_ctx_t *cx)
+static mxu_status_t ctx_find_device(cuda_ctx_t *cx)
 {
     CUdevice dev;
     CUresult r = MXA_CU(cuCtxGetDevice)(&dev);
     if (r != CUDA_SUCCESS) {
-        MPIX_ACC_LOG(MX_LOG_ERROR, "CUDA backend: cuCtxGetDevice failed: %s", cu_err(r));
-        return MX_ERR_NO_DEVICE;
+        MXU_LOG(MXU_LOG_ERROR, "CUDA backend: cuCtxGetDevice failed: %s", cu_err(r));
+        return MXU_ERR_NO_DEVICE;
     }
     for (int i = 0; i < mxa_cuda_g.ndev; i++)
         if (mxa_cuda_g.devs[i].dev == dev)
             cx->dev_index = i;
     if (cx->dev_index < 0) {
-        MPIX_ACC_LOG(MX_LOG_ERROR, "CUDA backend: context on an unknown device %d", (int)dev);
-        return MX_ERR_NO_DEVICE;
+        MXU_LOG(MXU_LOG_ERROR, "CUDA backend: context on an unknown device %d", (int)dev);
+        return MXU_ERR_NO_DEVICE;
     }
-    return MX_OK;
+    return MXU_OK;
 }
 
 /* Load the fallback kernels into the current context; cx->module stays
@@ -232,8 +233,10 @@ static void ctx_load_kernels(cuda_ctx_t *cx)
         CUresult r3 =
             MXA_CU(cuModuleGetFunction)(&cx->fn_wait_set, cx->module, MXA_CUDA_KERNEL_WAIT_SET);
         if (r1 != CUDA_SUCCESS || r2 != CUDA_SUCCESS || r3 != CUDA_SUCCESS) {
-            MPIX_ACC_LOG(MX_LOG_WARN, "CUDA backend: fallback kernels not found in the module: %s",
-                         cu_err(r1 != CUDA_SUCCESS ? r1 : r2 != CUDA_SUCCESS ? r2 : r3));
+            MXU_LOG(MXU_LOG_WARN, "CUDA backend: fallback kernels not found in the module: %s",
+                    cu_err(r1 != CUDA_SUCCESS   ? r1
+                           : r2 != CUDA_SUCCESS ? r2
+                                                : r3));
             MXA_CU(cuModuleUnload)(cx->module);
             cx->module = NULL;
         } else if (MXA_CU(cuFuncLoad) != NULL) {
@@ -244,57 +247,58 @@ static void ctx_load_kernels(cuda_ctx_t *cx)
         }
     } else {
         cx->module = NULL;
-        MPIX_ACC_LOG(MX_LOG_WARN,
-                     "CUDA backend: cannot load the fallback kernels on device %d (%s): "
-                     "graph capture and MPIX_ACC_MEMOPS=0 will not work there",
-                     cx->dev_index, cu_err(r));
+        MXU_LOG(MXU_LOG_WARN,
+                "CUDA backend: cannot load the fallback kernels on device %d (%s): "
+                "graph capture and MPIX_ACC_MEMOPS=0 will not work there",
+                cx->dev_index, cu_err(r));
     }
 }
 
 /* Set up record cx of context c, which is current: its device, the
  * context flags, the self-test word, the fallback kernels, the self-test. */
-static mx_status_t ctx_setup(CUcontext c, cuda_ctx_t *cx)
+static mxu_status_t ctx_setup(CUcontext c, cuda_ctx_t *cx)
 {
-    MX_TRY(ctx_find_device(cx));
+    MXU_TRY(ctx_find_device(cx));
     ctx_preset_sync_memops(cx->dev_index);
 
     unsigned char *slot;
-    MX_TRY(mxa_cuda_slot_alloc(&slot));
+    MXU_TRY(mxa_cuda_slot_alloc(&slot));
     cx->scratch = (_Atomic uint64_t *)slot;
-    MX_TRY(mxa_cuda_host_to_dev(slot, &cx->scratch_dptr));
+    MXU_TRY(mxa_cuda_host_to_dev(slot, &cx->scratch_dptr));
 
     ctx_load_kernels(cx);
 
     int try_memops = mxu_config.memops && mxa_cuda_g.devs[cx->dev_index].memops64;
     ctx_selftest(cx, try_memops);
     if (!cx->memops && !cx->kernels_ok) {
-        MPIX_ACC_LOG(MX_LOG_ERROR, "CUDA backend: neither stream memory operations nor the "
-                     "fallback kernels work on device %d: its streams cannot be used",
-                     cx->dev_index);
-        return MX_ERR_NO_DEVICE;
+        MXU_LOG(MXU_LOG_ERROR,
+                "CUDA backend: neither stream memory operations nor the "
+                "fallback kernels work on device %d: its streams cannot be used",
+                cx->dev_index);
+        return MXU_ERR_NO_DEVICE;
     }
-    MPIX_ACC_LOG(MX_LOG_INFO, "CUDA backend: context %p on device %d (%s, %s): %s%s", (void *)c,
-                 cx->dev_index, mxa_cuda_g.devs[cx->dev_index].name,
-                 mxa_cuda_g.devs[cx->dev_index].busid,
-                 cx->memops ? "stream memory operations" : "kernel fallback",
-                 cx->kernels_ok ? "" : " (no fallback kernels)");
-    return MX_OK;
+    MXU_LOG(MXU_LOG_INFO, "CUDA backend: context %p on device %d (%s, %s): %s%s", (void *)c,
+            cx->dev_index, mxa_cuda_g.devs[cx->dev_index].name,
+            mxa_cuda_g.devs[cx->dev_index].busid,
+            cx->memops ? "stream memory operations" : "kernel fallback",
+            cx->kernels_ok ? "" : " (no fallback kernels)");
+    return MXU_OK;
 }
 
 /* Find or create the record of context c (mxa_cuda_g.lock held). */
-mx_status_t mxa_cuda_ctx_get(CUcontext c, cuda_ctx_t **out)
+mxu_status_t mxa_cuda_ctx_get(CUcontext c, cuda_ctx_t **out)
 {
     unsigned long long id;
     cuda_ctx_t *found;
-    MX_TRY(ctx_find(c, &id, &found));
+    MXU_TRY(ctx_find(c, &id, &found));
     if (found != NULL) {
         *out = found;
-        return MX_OK;
+        return MXU_OK;
     }
 
     cuda_ctx_t *cx = calloc(1, sizeof(*cx));
     if (cx == NULL)
-        MX_FAIL(MX_ERR_NO_MEMORY, "CUDA backend: out of memory");
+        MXU_FAIL(MXU_ERR_NO_MEMORY, "CUDA backend: out of memory");
     cx->ctx = c;
     cx->ctx_id = id;
     cx->dev_index = -1;
@@ -302,11 +306,11 @@ mx_status_t mxa_cuda_ctx_get(CUcontext c, cuda_ctx_t **out)
     int entered = ctx_enter(c);
     if (entered < 0) {
         free(cx);
-        MX_FAIL(MX_ERR_NO_DEVICE, "CUDA backend: cannot make a stream's context current");
+        MXU_FAIL(MXU_ERR_NO_DEVICE, "CUDA backend: cannot make a stream's context current");
     }
-    mx_status_t status = ctx_setup(c, cx);
+    mxu_status_t status = ctx_setup(c, cx);
     ctx_leave(entered);
-    if (status != MX_OK) {
+    if (status != MXU_OK) {
         /* A module whose self-test failed stays loaded (a stuck self-test
          * kernel may still run it); cx->scratch stays in its slab; the
          * record is kept as stale so a retry re-runs the set-up on a fresh
@@ -322,7 +326,7 @@ mx_status_t mxa_cuda_ctx_get(CUcontext c, cuda_ctx_t **out)
     CUcontext none = NULL;
     atomic_compare_exchange_strong(&mxa_cuda_g_first_ctx, &none, c);
     *out = cx;
-    return MX_OK;
+    return MXU_OK;
 }
 
 /* After mxa_cuda_g.lock is released: the engine's hook for a context this thread
@@ -366,7 +370,6 @@ void mxa_cuda_thread_relax_capture(void)
     if (MXA_CU(cuThreadExchangeStreamCaptureMode) != NULL)
         MXA_CU(cuThreadExchangeStreamCaptureMode)(&mode);
 }
-
 
 #else /* !MPIXACC_HAVE_CUDA */
 

@@ -25,48 +25,48 @@
 
 #include <cuda.h>
 
-#define MXA_CU_FUNCS(X)                                                                          \
-    X(cuGetErrorName, 1, 6000)                                                                   \
-    X(cuGetErrorString, 1, 6000)                                                                 \
-    X(cuInit, 1, 2000)                                                                           \
-    X(cuDriverGetVersion, 1, 2020)                                                               \
-    X(cuDeviceGetCount, 1, 2000)                                                                 \
-    X(cuDeviceGet, 1, 2000)                                                                      \
-    X(cuDeviceGetAttribute, 1, 2000)                                                             \
-    X(cuDeviceGetName, 1, 2000)                                                                  \
-    X(cuDeviceGetPCIBusId, 1, 4010)                                                              \
-    X(cuDevicePrimaryCtxRetain, 1, 7000)                                                         \
-    X(cuDevicePrimaryCtxRelease, 1, 11000)                                                       \
-    X(cuCtxGetCurrent, 1, 4000)                                                                  \
-    X(cuCtxSetCurrent, 1, 4000)                                                                  \
-    X(cuCtxPushCurrent, 1, 4000)                                                                 \
-    X(cuCtxPopCurrent, 1, 4000)                                                                  \
-    X(cuCtxGetDevice, 1, 2000)                                                                   \
-    X(cuStreamGetCtx, 1, 9020)                                                                   \
-    X(cuStreamQuery, 1, 2000)                                                                    \
-    X(cuStreamIsCapturing, 1, 10000)                                                             \
-    X(cuStreamCreate, 1, 2000)                                                                   \
-    X(cuStreamDestroy, 1, 4000)                                                                  \
-    X(cuStreamSynchronize, 1, 2000)                                                              \
-    X(cuMemHostAlloc, 1, 3020)                                                                   \
-    X(cuMemFreeHost, 1, 2000)                                                                    \
-    X(cuMemHostGetDevicePointer, 1, 3020)                                                        \
-    X(cuModuleLoadData, 1, 2000)                                                                 \
-    X(cuModuleUnload, 1, 2000)                                                                   \
-    X(cuModuleGetFunction, 1, 2000)                                                              \
-    X(cuLaunchKernel, 1, 4000)                                                                   \
-    X(cuPointerGetAttributes, 1, 7000)                                                           \
-    X(cuStreamWriteValue64, 0, 12000)                                                            \
-    X(cuStreamWaitValue64, 0, 12000)                                                             \
-    X(cuStreamBatchMemOp, 0, 12000)                                                              \
-    X(cuStreamGetId, 0, 12000)                                                                   \
-    X(cuCtxGetId, 0, 12000)                                                                      \
-    X(cuModuleGetLoadingMode, 0, 11070)                                                          \
-    X(cuFuncLoad, 0, 12040)                                                                      \
-    X(cuThreadExchangeStreamCaptureMode, 0, 10010)                                               \
-    X(cuCtxGetFlags, 0, 7000)                                                                    \
-    X(cuCtxSetFlags, 0, 12010)                                                                   \
-    X(cuIpcOpenMemHandle, 0, 11000)                                                              \
+#define MXA_CU_FUNCS(X)                                                                            \
+    X(cuGetErrorName, 1, 6000)                                                                     \
+    X(cuGetErrorString, 1, 6000)                                                                   \
+    X(cuInit, 1, 2000)                                                                             \
+    X(cuDriverGetVersion, 1, 2020)                                                                 \
+    X(cuDeviceGetCount, 1, 2000)                                                                   \
+    X(cuDeviceGet, 1, 2000)                                                                        \
+    X(cuDeviceGetAttribute, 1, 2000)                                                               \
+    X(cuDeviceGetName, 1, 2000)                                                                    \
+    X(cuDeviceGetPCIBusId, 1, 4010)                                                                \
+    X(cuDevicePrimaryCtxRetain, 1, 7000)                                                           \
+    X(cuDevicePrimaryCtxRelease, 1, 11000)                                                         \
+    X(cuCtxGetCurrent, 1, 4000)                                                                    \
+    X(cuCtxSetCurrent, 1, 4000)                                                                    \
+    X(cuCtxPushCurrent, 1, 4000)                                                                   \
+    X(cuCtxPopCurrent, 1, 4000)                                                                    \
+    X(cuCtxGetDevice, 1, 2000)                                                                     \
+    X(cuStreamGetCtx, 1, 9020)                                                                     \
+    X(cuStreamQuery, 1, 2000)                                                                      \
+    X(cuStreamIsCapturing, 1, 10000)                                                               \
+    X(cuStreamCreate, 1, 2000)                                                                     \
+    X(cuStreamDestroy, 1, 4000)                                                                    \
+    X(cuStreamSynchronize, 1, 2000)                                                                \
+    X(cuMemHostAlloc, 1, 3020)                                                                     \
+    X(cuMemFreeHost, 1, 2000)                                                                      \
+    X(cuMemHostGetDevicePointer, 1, 3020)                                                          \
+    X(cuModuleLoadData, 1, 2000)                                                                   \
+    X(cuModuleUnload, 1, 2000)                                                                     \
+    X(cuModuleGetFunction, 1, 2000)                                                                \
+    X(cuLaunchKernel, 1, 4000)                                                                     \
+    X(cuPointerGetAttributes, 1, 7000)                                                             \
+    X(cuStreamWriteValue64, 0, 12000)                                                              \
+    X(cuStreamWaitValue64, 0, 12000)                                                               \
+    X(cuStreamBatchMemOp, 0, 12000)                                                                \
+    X(cuStreamGetId, 0, 12000)                                                                     \
+    X(cuCtxGetId, 0, 12000)                                                                        \
+    X(cuModuleGetLoadingMode, 0, 11070)                                                            \
+    X(cuFuncLoad, 0, 12040)                                                                        \
+    X(cuThreadExchangeStreamCaptureMode, 0, 10010)                                                 \
+    X(cuCtxGetFlags, 0, 7000)                                                                      \
+    X(cuCtxSetFlags, 0, 12010)                                                                     \
+    X(cuIpcOpenMemHandle, 0, 11000)                                                                \
     X(cuIpcCloseMemHandle, 0, 4010)
 
 #define MXA_CU_FIELD_(name, req, since) __typeof__(&name) f_##name;
@@ -87,8 +87,8 @@ extern const unsigned char mxa_cuda_fatbin[];
 extern const size_t mxa_cuda_fatbin_size;
 
 /* Kernel names in the fatbinary (extern "C" in cuda_kernels.cu). */
-#define MXA_CUDA_KERNEL_SET      "mxa_flag_set_kernel"
-#define MXA_CUDA_KERNEL_WAIT     "mxa_flag_wait_kernel"
+#define MXA_CUDA_KERNEL_SET "mxa_flag_set_kernel"
+#define MXA_CUDA_KERNEL_WAIT "mxa_flag_wait_kernel"
 #define MXA_CUDA_KERNEL_WAIT_SET "mxa_flag_wait_set_kernel"
 
 #endif

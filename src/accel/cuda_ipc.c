@@ -60,7 +60,7 @@
 typedef CUresult (*ctx_create_v4_fn)(CUcontext *, void *, unsigned int, CUdevice);
 
 static struct {
-    pthread_mutex_t lock;       /* contexts and mappings */
+    pthread_mutex_t lock; /* contexts and mappings */
     _Atomic int enabled;
     ctx_create_v4_fn create;
     CUcontext ctx[IPC_MAX_DEV]; /* by device ordinal */
@@ -95,13 +95,13 @@ void mxa_cuda_ipc_ctx_setup(void)
                   ? mxa_cuda_driver_proc(mxa_cuda_g.lib, "cuCtxCreate", 12050, "cuCtxCreate_v4")
                   : NULL;
     if (p == NULL) {
-        MPIX_ACC_LOG(MX_LOG_INFO, "CUDA backend: the driver lacks cuCtxCreate_v4: peers' "
-                     "buffers are mapped in the application's context");
+        MXU_LOG(MXU_LOG_INFO, "CUDA backend: the driver lacks cuCtxCreate_v4: peers' "
+                              "buffers are mapped in the application's context");
         return;
     }
     pthread_mutex_lock(&ipcx.lock);
     memcpy(&ipcx.create, &p, sizeof(p));
-    if (!ipcx.map_ok && mxa_ipc_table_init(&ipcx.mapped) == MX_OK)
+    if (!ipcx.map_ok && mxa_ipc_table_init(&ipcx.mapped) == MXU_OK)
         ipcx.map_ok = 1;
     pthread_mutex_unlock(&ipcx.lock);
     if (ipcx.map_ok)
@@ -133,21 +133,25 @@ static CUcontext ipc_ctx_of_locked(CUdevice dev)
     if (r == CUDA_SUCCESS) {
         MXA_CU(cuCtxPopCurrent)(&prev);
         ipcx.ctx[dev] = c;
-        MPIX_ACC_LOG(MX_LOG_DEBUG, "CUDA backend: context %p of device %d for peers' mappings "
-                     "(cuda_ipc)", (void *)c, (int)dev);
+        MXU_LOG(MXU_LOG_DEBUG,
+                "CUDA backend: context %p of device %d for peers' mappings "
+                "(cuda_ipc)",
+                (void *)c, (int)dev);
         return c;
     }
     if (ipcx.failed[dev]++ == 0)
-        MPIX_ACC_LOG(MX_LOG_WARN, "CUDA backend: no context of its own on device %d for peers' "
-                     "mappings (%s): UCX maps them in the application's context, where a peer "
-                     "freeing a buffer it sent from can deadlock a stream wait",
-                     (int)dev, cu_err(r));
+        MXU_LOG(MXU_LOG_WARN,
+                "CUDA backend: no context of its own on device %d for peers' "
+                "mappings (%s): UCX maps them in the application's context, where a peer "
+                "freeing a buffer it sent from can deadlock a stream wait",
+                (int)dev, cu_err(r));
     return NULL;
 }
 
 /* cuIpcOpenMemHandle_v2 (<cuda.h> renames it), exported for UCX. */
-__attribute__((visibility("default"))) CUresult CUDAAPI
-cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int flags)
+__attribute__((visibility("default"))) CUresult CUDAAPI cuIpcOpenMemHandle(CUdeviceptr *pdptr,
+                                                                           CUipcMemHandle handle,
+                                                                           unsigned int flags)
 {
     static void *cached;
     __typeof__(&cuIpcOpenMemHandle) real = MXA_CU(cuIpcOpenMemHandle);
@@ -182,7 +186,7 @@ cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int flags
         CUcontext prev;
         MXA_CU(cuCtxPopCurrent)(&prev);
         if (r == CUDA_SUCCESS) {
-            if (mxa_ipc_table_add(&ipcx.mapped, &handle, own, (uint64_t)*pdptr) != MX_OK) {
+            if (mxa_ipc_table_add(&ipcx.mapped, &handle, own, (uint64_t)*pdptr) != MXU_OK) {
                 MXA_CU(cuCtxPushCurrent)(own);
                 MXA_CU(cuIpcCloseMemHandle)(*pdptr);
                 MXA_CU(cuCtxPopCurrent)(&prev);
@@ -195,9 +199,10 @@ cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int flags
         }
     }
     if (own != NULL && ipcx.fallbacks++ == 0)
-        MPIX_ACC_LOG(MX_LOG_WARN, "CUDA backend: a peer's buffer cannot be mapped in the "
-                     "library's context of device %d (%s): mapped in the application's",
-                     (int)dev, cu_err(r));
+        MXU_LOG(MXU_LOG_WARN,
+                "CUDA backend: a peer's buffer cannot be mapped in the "
+                "library's context of device %d (%s): mapped in the application's",
+                (int)dev, cu_err(r));
     pthread_mutex_unlock(&ipcx.lock);
     return real(pdptr, handle, flags);
 }
@@ -233,8 +238,10 @@ __attribute__((visibility("default"))) CUresult CUDAAPI cuIpcCloseMemHandle(CUde
             MXA_CU(cuCtxPopCurrent)(&prev);
         }
         if (r != CUDA_SUCCESS)
-            MPIX_ACC_LOG(MX_LOG_WARN, "CUDA backend: unmapping a peer's buffer at 0x%llx in the "
-                         "library's context failed: %s", (unsigned long long)dptr, cu_err(r));
+            MXU_LOG(MXU_LOG_WARN,
+                    "CUDA backend: unmapping a peer's buffer at 0x%llx in the "
+                    "library's context failed: %s",
+                    (unsigned long long)dptr, cu_err(r));
     }
     ipcx.closed++;
     pthread_mutex_unlock(&ipcx.lock);
@@ -246,9 +253,11 @@ void mxa_cuda_ipc_report(void)
 {
     pthread_mutex_lock(&ipcx.lock);
     if (atomic_load(&ipcx.enabled) && (ipcx.opened || ipcx.fallbacks))
-        MPIX_ACC_LOG(MX_LOG_INFO, "peers' buffers: %lu mapped in the library's contexts (%lu of "
-                     "them already open there), %lu unmapped, %lu mapped in the application's "
-                     "context instead", ipcx.opened, ipcx.reused, ipcx.closed, ipcx.fallbacks);
+        MXU_LOG(MXU_LOG_INFO,
+                "peers' buffers: %lu mapped in the library's contexts (%lu of "
+                "them already open there), %lu unmapped, %lu mapped in the application's "
+                "context instead",
+                ipcx.opened, ipcx.reused, ipcx.closed, ipcx.fallbacks);
     pthread_mutex_unlock(&ipcx.lock);
 }
 
@@ -256,15 +265,16 @@ void mxa_cuda_ipc_describe(char *buf, size_t len)
 {
     pthread_mutex_lock(&ipcx.lock);
     if (atomic_load(&ipcx.enabled))
-        snprintf(buf, len, "library's own context per device (%lu mapped, %lu of them already "
-                 "open there, %lu unmapped so far)", ipcx.opened, ipcx.reused, ipcx.closed);
+        snprintf(buf, len,
+                 "library's own context per device (%lu mapped, %lu of them already "
+                 "open there, %lu unmapped so far)",
+                 ipcx.opened, ipcx.reused, ipcx.closed);
     else if (mxu_config.ipc_context)
         snprintf(buf, len, "application's context (no cuCtxCreate_v4 in the driver)");
     else
         snprintf(buf, len, "application's context (MPIX_ACC_IPC_CONTEXT=0)");
     pthread_mutex_unlock(&ipcx.lock);
 }
-
 
 #else /* !MPIXACC_HAVE_CUDA */
 

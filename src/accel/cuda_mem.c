@@ -32,8 +32,8 @@ mxa_memtype_t mxa_cuda_memtype(const void *buf, size_t len)
     void *data[2] = {&memtype, &managed};
     CUresult r = MXA_CU(cuPointerGetAttributes)(2, attrs, data, (CUdeviceptr)(uintptr_t)buf);
     if (r != CUDA_SUCCESS) {
-        MPIX_ACC_LOG(MX_LOG_DEBUG, "CUDA backend: cuPointerGetAttributes(%p): %s: host assumed",
-                     buf, cu_err(r));
+        MXU_LOG(MXU_LOG_DEBUG, "CUDA backend: cuPointerGetAttributes(%p): %s: host assumed", buf,
+                cu_err(r));
         return MXA_MEM_HOST;
     }
     if (managed)
@@ -45,10 +45,10 @@ mxa_memtype_t mxa_cuda_memtype(const void *buf, size_t len)
 
 /* Context of a device/managed buffer, made current on the calling thread
  * (the progress thread, before UCX touches the buffer). */
-mx_status_t mxa_cuda_bind_buffer(const void *buf)
+mxu_status_t mxa_cuda_bind_buffer(const void *buf)
 {
     if (!atomic_load_explicit(&mxa_cuda_g_active, memory_order_acquire))
-        return MX_OK;
+        return MXU_OK;
     /* A thread without a context first gets the default one: UCX may need
      * a context even for a host buffer (cuda_ipc mapping of the peer's GPU
      * memory), and the pointer query below is safest with one current. */
@@ -59,7 +59,7 @@ mx_status_t mxa_cuda_bind_buffer(const void *buf)
             cur = dflt;
     }
     if (buf == NULL)
-        return MX_OK;
+        return MXU_OK;
     CUcontext bc = NULL;
     unsigned int memtype = 0, managed = 0;
     int ordinal = -1;
@@ -69,12 +69,12 @@ mx_status_t mxa_cuda_bind_buffer(const void *buf)
     void *data[4] = {&memtype, &managed, &bc, &ordinal};
     CUresult r = MXA_CU(cuPointerGetAttributes)(4, attrs, data, (CUdeviceptr)(uintptr_t)buf);
     if (r != CUDA_SUCCESS || (!managed && memtype != CU_MEMORYTYPE_DEVICE))
-        return MX_OK; /* host memory: the default context (if any) will do */
+        return MXU_OK; /* host memory: the default context (if any) will do */
     if (bc == NULL) {
         /* Memory not tied to a context (cuMemCreate/VMM, memory pools):
          * the primary context of its device. */
         if (ordinal < 0 || ordinal >= mxa_cuda_g.ndev)
-            MX_FAIL(MX_ERR_NO_DEVICE, "CUDA backend: no context or device for buffer %p", buf);
+            MXU_FAIL(MXU_ERR_NO_DEVICE, "CUDA backend: no context or device for buffer %p", buf);
         pthread_mutex_lock(&mxa_cuda_g.lock);
         cuda_dev_t *d = &mxa_cuda_g.devs[ordinal];
         if (d->primary == NULL) {
@@ -82,22 +82,23 @@ mx_status_t mxa_cuda_bind_buffer(const void *buf)
             if (r != CUDA_SUCCESS) {
                 d->primary = NULL;
                 pthread_mutex_unlock(&mxa_cuda_g.lock);
-                MX_FAIL(MX_ERR_NO_DEVICE, "CUDA backend: cannot retain the primary context of "
-                        "device %d: %s", ordinal, cu_err(r));
+                MXU_FAIL(MXU_ERR_NO_DEVICE,
+                         "CUDA backend: cannot retain the primary context of "
+                         "device %d: %s",
+                         ordinal, cu_err(r));
             }
         }
         bc = d->primary;
         pthread_mutex_unlock(&mxa_cuda_g.lock);
     }
     if (cur == bc)
-        return MX_OK;
+        return MXU_OK;
     r = MXA_CU(cuCtxSetCurrent)(bc);
     if (r != CUDA_SUCCESS)
-        MX_FAIL(MX_ERR_NO_DEVICE, "CUDA backend: cannot make the context of buffer %p current: %s",
-                buf, cu_err(r));
-    return MX_OK;
+        MXU_FAIL(MXU_ERR_NO_DEVICE,
+                 "CUDA backend: cannot make the context of buffer %p current: %s", buf, cu_err(r));
+    return MXU_OK;
 }
-
 
 #else /* !MPIXACC_HAVE_CUDA */
 

@@ -20,8 +20,8 @@
 #include "accel/cuda_driver.h"
 #include "util/hashmap.h"
 
-#define SLAB_BYTES      (64 * 1024)
-#define SLOT_BYTES      128 /* trigger word at +0, release word at +64 */
+#define SLAB_BYTES (64 * 1024)
+#define SLOT_BYTES 128 /* trigger word at +0, release word at +64 */
 
 enum { SPECIAL_NONE = 0, SPECIAL_LEGACY = 1, SPECIAL_PER_THREAD = 2 };
 
@@ -39,8 +39,8 @@ typedef struct cuda_ctx {
     CUcontext ctx;
     unsigned long long ctx_id; /* cuCtxGetId, 0 when unavailable */
     int dev_index;
-    _Atomic int stale;         /* destroyed (its address reused) or set-up failed */
-    _Atomic int warm;          /* the engine's context hook has run (or was not needed) */
+    _Atomic int stale; /* destroyed (its address reused) or set-up failed */
+    _Atomic int warm;  /* the engine's context hook has run (or was not needed) */
     CUmodule module;
     CUfunction fn_set, fn_wait, fn_wait_set;
     int kernels_ok;            /* fallback kernels loaded and self-tested */
@@ -69,10 +69,9 @@ typedef struct slab {
     struct slab *next;
 } slab_t;
 
-
 typedef struct {
     pthread_mutex_t lock;
-    int tried;      /* mxa_cuda_init() ran (finalize undoes it) */
+    int tried; /* mxa_cuda_init() ran (finalize undoes it) */
     void *lib;
     int driver_version;
     int ndev;
@@ -81,12 +80,12 @@ typedef struct {
     char mode[64];
     char why_off[64];
     cuda_ctx_t *ctxs;
-    cuda_stream_t *streams;  /* every record, specials included */
-    mxu_locked_map_t map;    /* handle -> cuda_stream_t (ordinary handles) */
+    cuda_stream_t *streams; /* every record, specials included */
+    mxu_locked_map_t map;   /* handle -> cuda_stream_t (ordinary handles) */
     int map_ok;
     slab_t *slabs;
-    pthread_cond_t warm_cv;  /* a context became warm (cuda_ctx_t.warm) */
-    CUcontext primary0;      /* retained primary context of device 0 (no current ctx) */
+    pthread_cond_t warm_cv; /* a context became warm (cuda_ctx_t.warm) */
+    CUcontext primary0;     /* retained primary context of device 0 (no current ctx) */
     int primary0_retained;
 } mxa_cuda_state_t;
 
@@ -160,11 +159,11 @@ static inline unsigned wait_flags_for(int dev_index)
 void *mxa_cuda_driver_proc(void *lib, const char *name, int since, const char *dlname);
 
 /* cuda_stream.c: sequence words */
-mx_status_t mxa_cuda_slot_alloc(unsigned char **host_out);
-mx_status_t mxa_cuda_host_to_dev(void *host, CUdeviceptr *d);
+mxu_status_t mxa_cuda_slot_alloc(unsigned char **host_out);
+mxu_status_t mxa_cuda_host_to_dev(void *host, CUdeviceptr *d);
 
 /* cuda_ctx.c: contexts (mxa_cuda_g.lock held for mxa_cuda_ctx_get and mxa_cuda_wait_until_warm) */
-mx_status_t mxa_cuda_ctx_get(CUcontext c, cuda_ctx_t **out);
+mxu_status_t mxa_cuda_ctx_get(CUcontext c, cuda_ctx_t **out);
 void mxa_cuda_run_new_context_hook(void);
 void mxa_cuda_wait_until_warm(cuda_ctx_t *cx);
 

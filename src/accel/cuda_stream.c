@@ -8,7 +8,7 @@
  * which also detects a destroyed handle's address being reused for a new
  * stream: the record is then re-bound to the new stream's context and keeps
  * its monotonic sequence words) or cuStreamGetCtx. A failing handle is
- * MX_ERR_INVALID_STREAM. NULL and CU_STREAM_LEGACY (0x1) are the legacy
+ * MXU_ERR_INVALID_STREAM. NULL and CU_STREAM_LEGACY (0x1) are the legacy
  * default stream of the calling thread's current context (of device 0's
  * primary context when the thread has none); CU_STREAM_PER_THREAD (0x2) is
  * the per-thread default stream of (current context, calling thread). These
@@ -45,8 +45,8 @@
 
 #include "util/log.h"
 
-static mx_status_t backend_enqueue_trigger(mxa_stream_t *s, uint64_t seq);
-static mx_status_t backend_enqueue_wait(mxa_stream_t *s, uint64_t seq);
+static mxu_status_t backend_enqueue_trigger(mxa_stream_t *s, uint64_t seq);
+static mxu_status_t backend_enqueue_wait(mxa_stream_t *s, uint64_t seq);
 static void backend_release(mxa_stream_t *s, uint64_t seq);
 static uint64_t backend_poll_trigger(mxa_stream_t *s);
 static int backend_capturing(mxa_stream_t *s);
@@ -67,21 +67,21 @@ static const mxa_backend_t cuda_backend = {
 
 /* Allocate one slot (two words on separate lines). A context must be
  * current (cuMemHostAlloc); PORTABLE makes the memory usable from all. */
-mx_status_t mxa_cuda_slot_alloc(unsigned char **host_out)
+mxu_status_t mxa_cuda_slot_alloc(unsigned char **host_out)
 {
     slab_t *sl = mxa_cuda_g.slabs;
     if (sl == NULL || sl->used + SLOT_BYTES > SLAB_BYTES) {
         sl = calloc(1, sizeof(*sl));
         if (sl == NULL)
-            MX_FAIL(MX_ERR_NO_MEMORY, "CUDA backend: out of memory");
+            MXU_FAIL(MXU_ERR_NO_MEMORY, "CUDA backend: out of memory");
         void *hp = NULL;
         CUresult r = MXA_CU(cuMemHostAlloc)(&hp, SLAB_BYTES,
                                             CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE);
         if (r != CUDA_SUCCESS) {
             free(sl);
-            MX_FAIL(MX_ERR_NO_DEVICE,
-                    "CUDA backend: cuMemHostAlloc(%d bytes, DEVICEMAP|PORTABLE) failed: %s",
-                    SLAB_BYTES, cu_err(r));
+            MXU_FAIL(MXU_ERR_NO_DEVICE,
+                     "CUDA backend: cuMemHostAlloc(%d bytes, DEVICEMAP|PORTABLE) failed: %s",
+                     SLAB_BYTES, cu_err(r));
         }
         memset(hp, 0, SLAB_BYTES);
         sl->host = hp;
@@ -90,36 +90,36 @@ mx_status_t mxa_cuda_slot_alloc(unsigned char **host_out)
     }
     *host_out = sl->host + sl->used;
     sl->used += SLOT_BYTES;
-    return MX_OK;
+    return MXU_OK;
 }
 
-mx_status_t mxa_cuda_host_to_dev(void *host, CUdeviceptr *d)
+mxu_status_t mxa_cuda_host_to_dev(void *host, CUdeviceptr *d)
 {
     CUresult r = MXA_CU(cuMemHostGetDevicePointer)(d, host, 0);
     if (r != CUDA_SUCCESS)
-        MX_FAIL(MX_ERR_NO_DEVICE, "CUDA backend: cuMemHostGetDevicePointer failed: %s",
-                cu_err(r));
-    return MX_OK;
+        MXU_FAIL(MXU_ERR_NO_DEVICE, "CUDA backend: cuMemHostGetDevicePointer failed: %s",
+                 cu_err(r));
+    return MXU_OK;
 }
 
 /* ------------------------------------------------------------- streams */
 
 /* Bind record cs to context cx: device pointers of the words and flags.
  * mxa_cuda_g.lock held. */
-static mx_status_t stream_bind(cuda_stream_t *cs, cuda_ctx_t *cx)
+static mxu_status_t stream_bind(cuda_stream_t *cs, cuda_ctx_t *cx)
 {
     int entered = ctx_enter(cx->ctx);
     if (entered < 0)
-        MX_FAIL(MX_ERR_NO_DEVICE, "CUDA backend: cannot make a stream's context current");
-    mx_status_t status = MX_OK;
+        MXU_FAIL(MXU_ERR_NO_DEVICE, "CUDA backend: cannot make a stream's context current");
+    mxu_status_t status = MXU_OK;
     if (cs->pub.trigger_word == NULL) {
         unsigned char *slot;
-        MX_TRY_GOTO(mxa_cuda_slot_alloc(&slot), out);
+        MXU_TRY_GOTO(mxa_cuda_slot_alloc(&slot), out);
         cs->pub.trigger_word = (_Atomic uint64_t *)slot;
         cs->pub.release_word = (_Atomic uint64_t *)(slot + 64);
     }
-    MX_TRY_GOTO(mxa_cuda_host_to_dev((void *)cs->pub.trigger_word, &cs->trig_dptr), out);
-    MX_TRY_GOTO(mxa_cuda_host_to_dev((void *)cs->pub.release_word, &cs->rel_dptr), out);
+    MXU_TRY_GOTO(mxa_cuda_host_to_dev((void *)cs->pub.trigger_word, &cs->trig_dptr), out);
+    MXU_TRY_GOTO(mxa_cuda_host_to_dev((void *)cs->pub.release_word, &cs->rel_dptr), out);
     cs->ctx = cx;
     cs->wait_flags = wait_flags_for(cx->dev_index);
 out:
@@ -127,12 +127,12 @@ out:
     return status;
 }
 
-static mx_status_t stream_new(void *handle, CUstream cu, int special, cuda_ctx_t *cx,
-                              cuda_stream_t **out)
+static mxu_status_t stream_new(void *handle, CUstream cu, int special, cuda_ctx_t *cx,
+                               cuda_stream_t **out)
 {
     cuda_stream_t *cs = calloc(1, sizeof(*cs));
     if (cs == NULL)
-        MX_FAIL(MX_ERR_NO_MEMORY, "CUDA backend: out of memory");
+        MXU_FAIL(MXU_ERR_NO_MEMORY, "CUDA backend: out of memory");
     cs->pub.kind = MXA_KIND_CUDA;
     cs->pub.backend = &cuda_backend;
     cs->pub.handle = handle;
@@ -143,8 +143,8 @@ static mx_status_t stream_new(void *handle, CUstream cu, int special, cuda_ctx_t
     cs->cu = cu;
     cs->special = special;
     cs->thread = pthread_self();
-    mx_status_t st = stream_bind(cs, cx);
-    if (st != MX_OK) {
+    mxu_status_t st = stream_bind(cs, cx);
+    if (st != MXU_OK) {
         /* a slot taken by a failed bind stays in its slab */
         free(cs);
         return st;
@@ -152,15 +152,15 @@ static mx_status_t stream_new(void *handle, CUstream cu, int special, cuda_ctx_t
     cs->next = mxa_cuda_g.streams;
     mxa_cuda_g.streams = cs;
     *out = cs;
-    return MX_OK;
+    return MXU_OK;
 }
 
-static mx_status_t lookup_special(int special, void *handle, mxa_stream_t **out)
+static mxu_status_t lookup_special(int special, void *handle, mxa_stream_t **out)
 {
     CUcontext c = NULL;
     MXA_CU(cuCtxGetCurrent)(&c);
     pthread_t self = pthread_self();
-    mx_status_t status = MX_OK;
+    mxu_status_t status = MXU_OK;
     pthread_mutex_lock(&mxa_cuda_g.lock);
     if (c == NULL) {
         /* No context on this thread: like the runtime, use device 0's
@@ -170,10 +170,10 @@ static mx_status_t lookup_special(int special, void *handle, mxa_stream_t **out)
                 MXA_CU(cuDevicePrimaryCtxRetain)(&mxa_cuda_g.primary0, mxa_cuda_g.devs[0].dev);
             if (r != CUDA_SUCCESS) {
                 pthread_mutex_unlock(&mxa_cuda_g.lock);
-                MX_FAIL(MX_ERR_NO_DEVICE,
-                        "CUDA backend: default stream without a current context, and device "
-                        "0's primary context cannot be retained: %s",
-                        cu_err(r));
+                MXU_FAIL(MXU_ERR_NO_DEVICE,
+                         "CUDA backend: default stream without a current context, and device "
+                         "0's primary context cannot be retained: %s",
+                         cu_err(r));
             }
             mxa_cuda_g.primary0_retained = 1;
         }
@@ -181,7 +181,7 @@ static mx_status_t lookup_special(int special, void *handle, mxa_stream_t **out)
     }
     cuda_ctx_t *cx = NULL;
     status = mxa_cuda_ctx_get(c, &cx);
-    if (status != MX_OK)
+    if (status != MXU_OK)
         goto out;
     for (cuda_stream_t *cs = mxa_cuda_g.streams; cs != NULL; cs = cs->next) {
         if (cs->special == special && cs->ctx == cx &&
@@ -193,10 +193,10 @@ static mx_status_t lookup_special(int special, void *handle, mxa_stream_t **out)
     cuda_stream_t *cs = NULL;
     status = stream_new(handle, special == SPECIAL_LEGACY ? CU_STREAM_LEGACY : CU_STREAM_PER_THREAD,
                         special, cx, &cs);
-    if (status == MX_OK)
+    if (status == MXU_OK)
         *out = &cs->pub;
 out:
-    if (status == MX_OK && cx != NULL)
+    if (status == MXU_OK && cx != NULL)
         mxa_cuda_wait_until_warm(cx);
     pthread_mutex_unlock(&mxa_cuda_g.lock);
     mxa_cuda_run_new_context_hook();
@@ -204,34 +204,34 @@ out:
 }
 
 /* Identity of a live ordinary stream handle. */
-static mx_status_t stream_identity(CUstream h, CUcontext *ctx, unsigned long long *id, int *have_id)
+static mxu_status_t stream_identity(CUstream h, CUcontext *ctx, unsigned long long *id,
+                                    int *have_id)
 {
     CUresult r = MXA_CU(cuStreamGetCtx)(h, ctx);
     if (r != CUDA_SUCCESS) {
-        MPIX_ACC_LOG(MX_LOG_DEBUG, "CUDA backend: stream %p: cuStreamGetCtx: %s", (void *)h,
-                     cu_err(r));
-        return MX_ERR_INVALID_STREAM;
+        MXU_LOG(MXU_LOG_DEBUG, "CUDA backend: stream %p: cuStreamGetCtx: %s", (void *)h, cu_err(r));
+        return MXU_ERR_INVALID_STREAM;
     }
     *have_id = 0;
     if (MXA_CU(cuStreamGetId) != NULL && MXA_CU(cuStreamGetId)(h, id) == CUDA_SUCCESS)
         *have_id = 1;
-    return MX_OK;
+    return MXU_OK;
 }
 
-mx_status_t mxa_cuda_stream_lookup(void *handle, mxa_stream_t **out)
+mxu_status_t mxa_cuda_stream_lookup(void *handle, mxa_stream_t **out)
 {
     if (out == NULL)
-        return MX_ERR_INVALID_PARAM;
+        return MXU_ERR_INVALID_PARAM;
     *out = NULL;
     if (!atomic_load_explicit(&mxa_cuda_g_active, memory_order_acquire))
-        return MX_ERR_INVALID_STREAM;
+        return MXU_ERR_INVALID_STREAM;
     uintptr_t h = (uintptr_t)handle;
     if (h == 0 || h == (uintptr_t)CU_STREAM_LEGACY)
         return lookup_special(SPECIAL_LEGACY, handle, out);
     if (h == (uintptr_t)CU_STREAM_PER_THREAD)
         return lookup_special(SPECIAL_PER_THREAD, handle, out);
     if (h < 4096 || (h & 7) != 0)
-        return MX_ERR_INVALID_STREAM; /* cannot be a driver object: do not pass it on */
+        return MXU_ERR_INVALID_STREAM; /* cannot be a driver object: do not pass it on */
 
     CUstream cu = (CUstream)handle;
     cuda_stream_t *cs = mxu_locked_map_get(&mxa_cuda_g.map, (uint64_t)h);
@@ -241,22 +241,22 @@ mx_status_t mxa_cuda_stream_lookup(void *handle, mxa_stream_t **out)
             unsigned long long id;
             CUresult r = MXA_CU(cuStreamGetId)(cu, &id);
             if (r != CUDA_SUCCESS) {
-                MPIX_ACC_LOG(MX_LOG_DEBUG, "CUDA backend: stream %p: cuStreamGetId: %s", handle,
-                             cu_err(r));
-                return MX_ERR_INVALID_STREAM;
+                MXU_LOG(MXU_LOG_DEBUG, "CUDA backend: stream %p: cuStreamGetId: %s", handle,
+                        cu_err(r));
+                return MXU_ERR_INVALID_STREAM;
             }
             if (id == cs->stream_id && !cs->ctx->stale && atomic_load(&cs->ctx->warm)) {
                 *out = &cs->pub;
-                return MX_OK;
+                return MXU_OK;
             }
         } else {
             CUcontext c;
             CUresult r = MXA_CU(cuStreamGetCtx)(cu, &c);
             if (r != CUDA_SUCCESS)
-                return MX_ERR_INVALID_STREAM;
+                return MXU_ERR_INVALID_STREAM;
             if (c == cs->ctx->ctx && !cs->ctx->stale && atomic_load(&cs->ctx->warm)) {
                 *out = &cs->pub;
-                return MX_OK;
+                return MXU_OK;
             }
         }
     }
@@ -266,40 +266,42 @@ mx_status_t mxa_cuda_stream_lookup(void *handle, mxa_stream_t **out)
     CUcontext c;
     unsigned long long id = 0;
     int have_id = 0;
-    MX_TRY(stream_identity(cu, &c, &id, &have_id));
-    mx_status_t status = MX_OK;
+    MXU_TRY(stream_identity(cu, &c, &id, &have_id));
+    mxu_status_t status = MXU_OK;
     pthread_mutex_lock(&mxa_cuda_g.lock);
     cuda_ctx_t *cx = NULL;
     status = mxa_cuda_ctx_get(c, &cx);
-    if (status != MX_OK)
+    if (status != MXU_OK)
         goto out;
     cs = mxu_locked_map_get(&mxa_cuda_g.map, (uint64_t)h);
     if (cs == NULL) {
         status = stream_new(handle, cu, SPECIAL_NONE, cx, &cs);
-        if (status != MX_OK)
+        if (status != MXU_OK)
             goto out;
         cs->stream_id = id;
         cs->have_id = have_id;
         status = mxu_locked_map_put(&mxa_cuda_g.map, (uint64_t)h, cs);
-        if (status != MX_OK)
+        if (status != MXU_OK)
             goto out; /* the record stays on mxa_cuda_g.streams (freed at finalize) */
-        MPIX_ACC_LOG(MX_LOG_DEBUG, "CUDA backend: new stream %p (device %d, %s)", handle,
-                     cx->dev_index, cx->memops ? "memops" : "kernel fallback");
+        MXU_LOG(MXU_LOG_DEBUG, "CUDA backend: new stream %p (device %d, %s)", handle, cx->dev_index,
+                cx->memops ? "memops" : "kernel fallback");
     } else if (cs->ctx != cx || (have_id && cs->stream_id != id)) {
         /* Handle reuse. The record keeps its words and counters (they only
          * grow); points of the destroyed stream that were never reached
          * are lost with it. */
-        MPIX_ACC_LOG(MX_LOG_INFO, "CUDA backend: stream handle %p now names a new stream "
-                     "(id %llu -> %llu): re-bound", handle, cs->stream_id, id);
+        MXU_LOG(MXU_LOG_INFO,
+                "CUDA backend: stream handle %p now names a new stream "
+                "(id %llu -> %llu): re-bound",
+                handle, cs->stream_id, id);
         status = stream_bind(cs, cx);
-        if (status != MX_OK)
+        if (status != MXU_OK)
             goto out;
         cs->stream_id = id;
         cs->have_id = have_id;
     }
     *out = &cs->pub;
 out:
-    if (status == MX_OK && cx != NULL)
+    if (status == MXU_OK && cx != NULL)
         mxa_cuda_wait_until_warm(cx);
     pthread_mutex_unlock(&mxa_cuda_g.lock);
     mxa_cuda_run_new_context_hook();
@@ -308,15 +310,17 @@ out:
 
 /* ------------------------------------------------------- stream points */
 
-static mx_status_t enqueue_point(cuda_stream_t *cs, int is_wait, uint64_t seq)
+static mxu_status_t enqueue_point(cuda_stream_t *cs, int is_wait, uint64_t seq)
 {
     cuda_ctx_t *cx = cs->ctx;
     int entered = ctx_enter(cx->ctx);
     if (entered < 0)
-        MX_FAIL(MX_ERR_INVALID_STREAM, "CUDA backend: cannot make the context of stream %p "
-                "current", cs->pub.handle);
+        MXU_FAIL(MXU_ERR_INVALID_STREAM,
+                 "CUDA backend: cannot make the context of stream %p "
+                 "current",
+                 cs->pub.handle);
 
-    mx_status_t status = MX_OK;
+    mxu_status_t status = MXU_OK;
     CUresult r = CUDA_SUCCESS;
     int use_memops = cx->memops;
     if (use_memops) {
@@ -339,10 +343,11 @@ static mx_status_t enqueue_point(cuda_stream_t *cs, int is_wait, uint64_t seq)
     } else {
         if (!cx->kernels_ok) {
             ctx_leave(entered);
-            MX_FAIL(MX_ERR_UNSUPPORTED, "CUDA backend: stream %p needs the fallback kernels "
-                    "(%s), which are not available on device %d", cs->pub.handle,
-                    cx->memops ? "stream capture" : "no stream memory operations",
-                    cx->dev_index);
+            MXU_FAIL(MXU_ERR_UNSUPPORTED,
+                     "CUDA backend: stream %p needs the fallback kernels "
+                     "(%s), which are not available on device %d",
+                     cs->pub.handle, cx->memops ? "stream capture" : "no stream memory operations",
+                     cx->dev_index);
         }
         unsigned long long v = seq;
         if (is_wait) {
@@ -361,18 +366,18 @@ static mx_status_t enqueue_point(cuda_stream_t *cs, int is_wait, uint64_t seq)
 fail:
     ctx_leave(entered);
     if (cu_err_is_bad_handle(r))
-        MX_FAIL(MX_ERR_INVALID_STREAM, "CUDA backend: enqueue on stream %p failed: %s",
-                cs->pub.handle, cu_err(r));
-    MX_FAIL(MX_ERR_NO_DEVICE, "CUDA backend: enqueue on stream %p failed: %s", cs->pub.handle,
-            cu_err(r));
+        MXU_FAIL(MXU_ERR_INVALID_STREAM, "CUDA backend: enqueue on stream %p failed: %s",
+                 cs->pub.handle, cu_err(r));
+    MXU_FAIL(MXU_ERR_NO_DEVICE, "CUDA backend: enqueue on stream %p failed: %s", cs->pub.handle,
+             cu_err(r));
 }
 
-static mx_status_t backend_enqueue_trigger(mxa_stream_t *s, uint64_t seq)
+static mxu_status_t backend_enqueue_trigger(mxa_stream_t *s, uint64_t seq)
 {
     return enqueue_point((cuda_stream_t *)s, 0, seq);
 }
 
-static mx_status_t backend_enqueue_wait(mxa_stream_t *s, uint64_t seq)
+static mxu_status_t backend_enqueue_wait(mxa_stream_t *s, uint64_t seq)
 {
     return enqueue_point((cuda_stream_t *)s, 1, seq);
 }
@@ -435,7 +440,7 @@ void mxa_cuda_foreach_stream(void (*fn)(mxa_stream_t *s, void *arg), void *arg)
             v[i++] = cs;
     pthread_mutex_unlock(&mxa_cuda_g.lock);
     if (n != 0 && v == NULL) {
-        MPIX_ACC_LOG(MX_LOG_ERROR, "CUDA backend: out of memory listing streams");
+        MXU_LOG(MXU_LOG_ERROR, "CUDA backend: out of memory listing streams");
         return;
     }
     for (i = 0; i < n; i++)
@@ -453,7 +458,6 @@ const char *mxa_cuda_stream_pci_busid(mxa_stream_t *s)
     const char *b = mxa_cuda_g.devs[cs->ctx->dev_index].busid;
     return b[0] ? b : NULL;
 }
-
 
 #else /* !MPIXACC_HAVE_CUDA */
 

@@ -101,17 +101,13 @@ static _Atomic(mxa_stream_free_fn) free_hook;
 
 static const mxa_backend_t host_backend;
 
-static inline host_stream_t *hs_of(mxa_stream_t *s)
-{
-    return (host_stream_t *)s;
-}
+static inline host_stream_t *hs_of(mxa_stream_t *s) { return (host_stream_t *)s; }
 
 static void store_max(_Atomic uint64_t *word, uint64_t seq)
 {
     uint64_t cur = atomic_load_explicit(word, memory_order_relaxed);
-    while (cur < seq && !atomic_compare_exchange_weak_explicit(word, &cur, seq,
-                                                               memory_order_release,
-                                                               memory_order_relaxed))
+    while (cur < seq && !atomic_compare_exchange_weak_explicit(
+                            word, &cur, seq, memory_order_release, memory_order_relaxed))
         ;
 }
 
@@ -121,12 +117,12 @@ static void push_item(host_stream_t *hs, host_item_t *it)
     mxu_event_notify(&hs->work_ev);
 }
 
-static mx_status_t push_new(host_stream_t *hs, item_kind_t kind, uint64_t seq,
-                            void (*fn)(void *), void *arg)
+static mxu_status_t push_new(host_stream_t *hs, item_kind_t kind, uint64_t seq, void (*fn)(void *),
+                             void *arg)
 {
     host_item_t *it = malloc(sizeof(*it));
     if (it == NULL)
-        MX_FAIL(MX_ERR_NO_MEMORY, "host stream %p: out of memory enqueuing work", (void *)hs);
+        MXU_FAIL(MXU_ERR_NO_MEMORY, "host stream %p: out of memory enqueuing work", (void *)hs);
     it->kind = kind;
     if (kind == ITEM_LAUNCH) {
         it->u.launch.fn = fn;
@@ -135,7 +131,7 @@ static mx_status_t push_new(host_stream_t *hs, item_kind_t kind, uint64_t seq,
         it->u.seq = seq;
     }
     push_item(hs, it);
-    return MX_OK;
+    return MXU_OK;
 }
 
 /* ---- the stream thread ---- */
@@ -177,11 +173,11 @@ static void wait_released(host_stream_t *hs, uint64_t seq)
         if (released(hs, seq))
             return;
         if (atomic_load_explicit(&hs->aborting, memory_order_acquire)) {
-            MPIX_ACC_LOG(MX_LOG_WARN,
-                         "host stream %p stopped while waiting for sequence %llu (released "
-                         "up to %llu): the wait is abandoned",
-                         (void *)hs, (unsigned long long)seq,
-                         (unsigned long long)atomic_load(&hs->release_word));
+            MXU_LOG(MXU_LOG_WARN,
+                    "host stream %p stopped while waiting for sequence %llu (released "
+                    "up to %llu): the wait is abandoned",
+                    (void *)hs, (unsigned long long)seq,
+                    (unsigned long long)atomic_load(&hs->release_word));
             return;
         }
         uint32_t key = mxu_event_prepare(&hs->release_ev);
@@ -251,15 +247,15 @@ static void maybe_warn_slow(host_stream_t *hs, uint64_t start, uint64_t *next_wa
     if (*next_warn == 0 || now - start < *next_warn)
         return;
     *next_warn += slow_wait_report_ns();
-    MPIX_ACC_LOG(MX_LOG_WARN,
-                 "host stream %p: %s is still waiting after %.0f s (%llu of its operations in flight; "
-                 "triggers reached %llu of %llu; waits released %llu of %llu)",
-                 (void *)hs, what, (double)(now - start) / 1e9,
-                 (unsigned long long)atomic_load(&hs->s.ops_in_flight),
-                 (unsigned long long)atomic_load(&hs->trigger_word),
-                 (unsigned long long)atomic_load(&hs->s.next_trigger_seq),
-                 (unsigned long long)atomic_load(&hs->release_word),
-                 (unsigned long long)atomic_load(&hs->s.next_wait_seq));
+    MXU_LOG(MXU_LOG_WARN,
+            "host stream %p: %s is still waiting after %.0f s (%llu of its operations in flight; "
+            "triggers reached %llu of %llu; waits released %llu of %llu)",
+            (void *)hs, what, (double)(now - start) / 1e9,
+            (unsigned long long)atomic_load(&hs->s.ops_in_flight),
+            (unsigned long long)atomic_load(&hs->trigger_word),
+            (unsigned long long)atomic_load(&hs->s.next_trigger_seq),
+            (unsigned long long)atomic_load(&hs->release_word),
+            (unsigned long long)atomic_load(&hs->s.next_wait_seq));
 }
 
 /* All items queued before the call have run and ops_in_flight == 0
@@ -316,12 +312,12 @@ static void sync_impl(host_stream_t *hs, const char *what)
 
 /* ---- backend ---- */
 
-static mx_status_t host_enqueue_trigger(mxa_stream_t *s, uint64_t seq)
+static mxu_status_t host_enqueue_trigger(mxa_stream_t *s, uint64_t seq)
 {
     return push_new(hs_of(s), ITEM_TRIGGER, seq, NULL, NULL);
 }
 
-static mx_status_t host_enqueue_wait(mxa_stream_t *s, uint64_t seq)
+static mxu_status_t host_enqueue_wait(mxa_stream_t *s, uint64_t seq)
 {
     return push_new(hs_of(s), ITEM_WAIT, seq, NULL, NULL);
 }
@@ -387,16 +383,16 @@ void mxa_host_foreach_stream(void (*fn)(mxa_stream_t *s, void *arg), void *arg)
 
 /* ---- create / free ---- */
 
-mx_status_t mxa_host_stream_create(void **handle_out)
+mxu_status_t mxa_host_stream_create(void **handle_out)
 {
     if (handle_out == NULL)
-        MX_FAIL(MX_ERR_INVALID_PARAM, "host stream create: NULL output pointer");
+        MXU_FAIL(MXU_ERR_INVALID_PARAM, "host stream create: NULL output pointer");
     *handle_out = NULL;
 
     size_t size = (sizeof(host_stream_t) + 63) & ~(size_t)63;
     host_stream_t *hs = aligned_alloc(64, size);
     if (hs == NULL)
-        MX_FAIL(MX_ERR_NO_MEMORY, "host stream create: out of memory");
+        MXU_FAIL(MXU_ERR_NO_MEMORY, "host stream create: out of memory");
     memset(hs, 0, size);
 
     hs->s.kind = MXA_KIND_HOST;
@@ -429,28 +425,28 @@ mx_status_t mxa_host_stream_create(void **handle_out)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         free(hs);
-        MX_FAIL(MX_ERR_SYSTEM, "host stream create: pthread_create failed (%s)", strerror(rc));
+        MXU_FAIL(MXU_ERR_SYSTEM, "host stream create: pthread_create failed (%s)", strerror(rc));
     }
     pthread_setname_np(hs->thread, "mpixacc-hstream");
 
     pthread_mutex_lock(&list_lock);
-    mx_status_t st = mxu_locked_map_put(&registry, (uint64_t)(uintptr_t)hs, hs);
-    if (st == MX_OK) {
+    mxu_status_t st = mxu_locked_map_put(&registry, (uint64_t)(uintptr_t)hs, hs);
+    if (st == MXU_OK) {
         hs->list_next = list_head;
         if (list_head != NULL)
             list_head->list_prev = hs;
         list_head = hs;
     }
     pthread_mutex_unlock(&list_lock);
-    if (st != MX_OK) {
+    if (st != MXU_OK) {
         push_item(hs, &hs->stop_item);
         pthread_join(hs->thread, NULL);
         free(hs);
-        MX_FAIL(st, "host stream create: cannot register the stream");
+        MXU_FAIL(st, "host stream create: cannot register the stream");
     }
-    MPIX_ACC_LOG(MX_LOG_DEBUG, "host stream %p created", (void *)hs);
+    MXU_LOG(MXU_LOG_DEBUG, "host stream %p created", (void *)hs);
     *handle_out = hs;
-    return MX_OK;
+    return MXU_OK;
 }
 
 /* Unregister, stop, join and release a stream claimed by free/shutdown. */
@@ -492,10 +488,10 @@ static void destroy(host_stream_t *hs)
         }
     }
     if (leftovers != 0)
-        MPIX_ACC_LOG(MX_LOG_WARN,
-                     "host stream %p: %d items were enqueued while the stream was being freed "
-                     "and are dropped",
-                     (void *)hs, leftovers);
+        MXU_LOG(MXU_LOG_WARN,
+                "host stream %p: %d items were enqueued while the stream was being freed "
+                "and are dropped",
+                (void *)hs, leftovers);
 
     mxa_stream_free_fn hook = atomic_load_explicit(&free_hook, memory_order_acquire);
     if (hook != NULL)
@@ -504,54 +500,54 @@ static void destroy(host_stream_t *hs)
     while (atomic_load_explicit(&hs->releasers, memory_order_acquire) != 0)
         sched_yield();
     hs->magic = 0;
-    MPIX_ACC_LOG(MX_LOG_DEBUG, "host stream %p freed", (void *)hs);
+    MXU_LOG(MXU_LOG_DEBUG, "host stream %p freed", (void *)hs);
     free(hs);
 }
 
-mx_status_t mxa_host_stream_launch(void *handle, void (*fn)(void *), void *arg)
+mxu_status_t mxa_host_stream_launch(void *handle, void (*fn)(void *), void *arg)
 {
     host_stream_t *hs = find(handle);
     if (hs == NULL || atomic_load_explicit(&hs->freeing, memory_order_acquire))
-        return MX_ERR_INVALID_STREAM;
+        return MXU_ERR_INVALID_STREAM;
     if (fn == NULL)
-        return MX_ERR_INVALID_PARAM;
+        return MXU_ERR_INVALID_PARAM;
     return push_new(hs, ITEM_LAUNCH, 0, fn, arg);
 }
 
-mx_status_t mxa_host_stream_synchronize(void *handle)
+mxu_status_t mxa_host_stream_synchronize(void *handle)
 {
     host_stream_t *hs = find(handle);
     if (hs == NULL)
-        return MX_ERR_INVALID_STREAM;
+        return MXU_ERR_INVALID_STREAM;
     if (pthread_equal(pthread_self(), hs->thread))
-        MX_FAIL(MX_ERR_INVALID_PARAM,
-                "host stream %p: synchronize called from work running on the same stream "
-                "would deadlock",
-                (void *)hs);
+        MXU_FAIL(MXU_ERR_INVALID_PARAM,
+                 "host stream %p: synchronize called from work running on the same stream "
+                 "would deadlock",
+                 (void *)hs);
     sync_impl(hs, "synchronize");
-    return MX_OK;
+    return MXU_OK;
 }
 
-mx_status_t mxa_host_stream_free(void *handle)
+mxu_status_t mxa_host_stream_free(void *handle)
 {
     pthread_mutex_lock(&list_lock);
     host_stream_t *hs = find(handle);
     if (hs != NULL && pthread_equal(pthread_self(), hs->thread)) {
         pthread_mutex_unlock(&list_lock);
-        MX_FAIL(MX_ERR_INVALID_PARAM,
-                "host stream %p: free called from work running on the same stream would "
-                "deadlock",
-                (void *)hs);
+        MXU_FAIL(MXU_ERR_INVALID_PARAM,
+                 "host stream %p: free called from work running on the same stream would "
+                 "deadlock",
+                 (void *)hs);
     }
     if (hs == NULL || atomic_exchange(&hs->freeing, 1) != 0) {
         pthread_mutex_unlock(&list_lock);
-        return MX_ERR_INVALID_STREAM; /* unknown, or already being freed */
+        return MXU_ERR_INVALID_STREAM; /* unknown, or already being freed */
     }
     pthread_mutex_unlock(&list_lock);
 
     sync_impl(hs, "free");
     destroy(hs);
-    return MX_OK;
+    return MXU_OK;
 }
 
 void mxa_host_shutdown(void)
@@ -579,8 +575,10 @@ void mxa_host_shutdown(void)
         }
         pthread_mutex_unlock(&list_lock);
         if (victim != NULL) {
-            MPIX_ACC_LOG(MX_LOG_DEBUG, "host stream %p was not freed by the application; "
-                                       "stopping it", (void *)victim);
+            MXU_LOG(MXU_LOG_DEBUG,
+                    "host stream %p was not freed by the application; "
+                    "stopping it",
+                    (void *)victim);
             destroy(victim);
             continue;
         }

@@ -8,11 +8,11 @@
 
 typedef struct {
     unsigned char handle[MXA_IPC_HANDLE_BYTES];
-    uint64_t hkey;       /* by_handle key */
+    uint64_t hkey; /* by_handle key */
     void *ctx;
     uint64_t addr;
-    unsigned long refs;  /* logical opens not yet closed */
-    unsigned long drv;   /* driver opens not yet closed (<= refs) */
+    unsigned long refs; /* logical opens not yet closed */
+    unsigned long drv;  /* driver opens not yet closed (<= refs) */
 } ipc_entry_t;
 
 /* FNV-1a over the handle; 0 is reserved by the hash map */
@@ -27,17 +27,17 @@ static uint64_t handle_key(const void *handle)
     return h != 0 ? h : 1;
 }
 
-mx_status_t mxa_ipc_table_init(mxa_ipc_table_t *t)
+mxu_status_t mxa_ipc_table_init(mxa_ipc_table_t *t)
 {
     memset(t, 0, sizeof(*t));
-    MX_TRY(mxu_hashmap_init(&t->by_addr, 64));
-    mx_status_t st = mxu_hashmap_init(&t->by_handle, 64);
-    if (st != MX_OK) {
+    MXU_TRY(mxu_hashmap_init(&t->by_addr, 64));
+    mxu_status_t st = mxu_hashmap_init(&t->by_handle, 64);
+    if (st != MXU_OK) {
         mxu_hashmap_destroy(&t->by_addr);
         return st;
     }
     t->ready = 1;
-    return MX_OK;
+    return MXU_OK;
 }
 
 void mxa_ipc_table_destroy(mxa_ipc_table_t *t)
@@ -66,35 +66,35 @@ int mxa_ipc_table_reuse(mxa_ipc_table_t *t, const void *handle, const void *ctx,
     return 1;
 }
 
-mx_status_t mxa_ipc_table_add(mxa_ipc_table_t *t, const void *handle, void *ctx, uint64_t addr)
+mxu_status_t mxa_ipc_table_add(mxa_ipc_table_t *t, const void *handle, void *ctx, uint64_t addr)
 {
     if (!t->ready)
-        return MX_ERR_NOT_READY;
+        return MXU_ERR_NOT_READY;
     ipc_entry_t *e = mxu_hashmap_get(&t->by_addr, addr);
     if (e != NULL) { /* the driver returned a mapping it already had */
         e->refs++;
         e->drv++;
-        return MX_OK;
+        return MXU_OK;
     }
     e = calloc(1, sizeof(*e));
     if (e == NULL)
-        return MX_ERR_NO_MEMORY;
+        return MXU_ERR_NO_MEMORY;
     memcpy(e->handle, handle, MXA_IPC_HANDLE_BYTES);
     e->hkey = handle_key(handle);
     e->ctx = ctx;
     e->addr = addr;
     e->refs = 1;
     e->drv = 1;
-    if (mxu_hashmap_put(&t->by_addr, addr, e) != MX_OK) {
+    if (mxu_hashmap_put(&t->by_addr, addr, e) != MXU_OK) {
         free(e);
-        return MX_ERR_NO_MEMORY;
+        return MXU_ERR_NO_MEMORY;
     }
     /* a hash collision with another live handle: that one keeps the slot,
      * this one is simply never reused (the driver is asked instead) */
     if (mxu_hashmap_get(&t->by_handle, e->hkey) == NULL &&
-        mxu_hashmap_put(&t->by_handle, e->hkey, e) != MX_OK)
+        mxu_hashmap_put(&t->by_handle, e->hkey, e) != MXU_OK)
         e->hkey = 0;
-    return MX_OK;
+    return MXU_OK;
 }
 
 int mxa_ipc_table_release(mxa_ipc_table_t *t, uint64_t addr, void **ctx, int *driver_close)

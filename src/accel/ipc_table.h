@@ -33,14 +33,14 @@ typedef struct {
     int ready;
 } mxa_ipc_table_t;
 
-mx_status_t mxa_ipc_table_init(mxa_ipc_table_t *t);
+mxu_status_t mxa_ipc_table_init(mxa_ipc_table_t *t);
 void mxa_ipc_table_destroy(mxa_ipc_table_t *t);
 /* Before opening: if handle is already open in ctx, take one more reference
  * and return 1 with its address in *addr; else 0 (open it with the driver). */
 int mxa_ipc_table_reuse(mxa_ipc_table_t *t, const void *handle, const void *ctx, uint64_t *addr);
 /* After the driver opened handle in ctx at addr (a new mapping, or one the
  * driver itself returned again). */
-mx_status_t mxa_ipc_table_add(mxa_ipc_table_t *t, const void *handle, void *ctx, uint64_t addr);
+mxu_status_t mxa_ipc_table_add(mxa_ipc_table_t *t, const void *handle, void *ctx, uint64_t addr);
 /* At a close of addr: 0 if the table does not know addr (not a mapping of
  * the library's context: the caller closes it as asked); else 1, with the
  * mapping's context in *ctx and *driver_close = 1 when the driver must be

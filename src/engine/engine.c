@@ -42,7 +42,7 @@ static void mxe_push(mxe_cmd_t *cmd)
 
 /* ---------------------------------------------------------------- lifecycle */
 
-mx_status_t mxe_init(const mxe_init_args_t *args)
+mxu_status_t mxe_init(const mxe_init_args_t *args)
 {
     memset(&mxe, 0, sizeof(mxe));
     mxu_mpsc_init(&mxe.cmdq);
@@ -54,89 +54,92 @@ mx_status_t mxe_init(const mxe_init_args_t *args)
     atomic_store(&mxe.progress_cpu, -1);
 
     /* Never fails because a GPU is absent: the CUDA backend is then off. */
-    MX_TRY(mxa_init());
+    MXU_TRY(mxa_init());
     const char *gpu_busid = mxa_current_pci_busid();
     mxe.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (mxe.wake_fd < 0) {
         mxa_finalize();
-        MX_FAIL(MX_ERR_SYSTEM, "eventfd: %s", strerror(errno));
+        MXU_FAIL(MXU_ERR_SYSTEM, "eventfd: %s", strerror(errno));
     }
 
-    mxp_init(); /* without hwloc or a topology: placement is simply skipped */
-    mxp_set_placement_context(args->local_rank, args->local_size);
+    mxo_init(); /* without hwloc or a topology: placement is simply skipped */
+    mxo_set_placement_context(args->local_rank, args->local_size);
     snprintf(mxe.gpu_busid, sizeof(mxe.gpu_busid), "%s", gpu_busid ? gpu_busid : "");
     const char *nic = NULL;
     if (gpu_busid && mxu_config.set_net_devices && !getenv("UCX_NET_DEVICES")) {
-        nic = mxp_nic_near_gpu(gpu_busid);
+        nic = mxo_nic_near_gpu(gpu_busid);
         if (nic)
-            MPIX_ACC_LOG(MX_LOG_INFO, "UCX network device %s (closest to GPU %s)", nic,
-                         gpu_busid);
+            MXU_LOG(MXU_LOG_INFO, "UCX network device %s (closest to GPU %s)", nic, gpu_busid);
     }
     mxa_features_t feat;
     mxa_get_features(&feat);
-    int shared_gpu = feat.cuda_active && feat.cuda_device_count > 0 &&
-                     args->local_size > feat.cuda_device_count;
+    int shared_gpu =
+        feat.cuda_active && feat.cuda_device_count > 0 && args->local_size > feat.cuda_device_count;
     if (shared_gpu)
-        MPIX_ACC_LOG(MX_LOG_INFO, "%d ranks on this node, %d visible GPU(s): ranks share GPUs "
-                     "(UCX's cuda_ipc mapping cache off in the library's context)",
-                     args->local_size, feat.cuda_device_count);
+        MXU_LOG(MXU_LOG_INFO,
+                "%d ranks on this node, %d visible GPU(s): ranks share GPUs "
+                "(UCX's cuda_ipc mapping cache off in the library's context)",
+                args->local_size, feat.cuda_device_count);
     mxt_config_t tcfg = {.world_rank = args->world_rank,
                          .world_size = args->world_size,
                          .enable_wakeup = 1,
                          .net_devices = nic,
                          .peer_errors = args->peer_errors,
                          .shared_gpu = shared_gpu};
-    mx_status_t status = mxt_create(&tcfg);
-    if (status != MX_OK) {
+    mxu_status_t status = mxt_create(&tcfg);
+    if (status != MXU_OK) {
         close(mxe.wake_fd);
         mxe.wake_fd = -1;
-        mxp_finalize();
+        mxo_finalize();
         mxa_finalize(); /* the lower layers this call started */
         return status;
     }
     status = mxe_match_init(args->world_size); /* before any peer can announce */
-    if (status != MX_OK) {
+    if (status != MXU_OK) {
         mxt_destroy();
         close(mxe.wake_fd);
         mxe.wake_fd = -1;
-        mxp_finalize();
+        mxo_finalize();
         mxa_finalize();
         return status;
     }
     mxa_set_trigger_notify(mxe_wake);
     mxa_set_stream_free_hook(mxe_on_stream_free);
     mxt_set_peer_failure_hook(mxe_on_peer_failed);
-    return MX_OK;
+    return MXU_OK;
 }
 
-mx_status_t mxe_local_address(const void **addr, size_t *len) { return mxt_local_address(addr, len); }
+mxu_status_t mxe_local_address(const void **addr, size_t *len)
+{
+    return mxt_local_address(addr, len);
+}
 
 static void mxe_warm_context(void *ctx);
 
-mx_status_t mxe_start(const void *blob, const size_t *offsets, int nranks, const int *node_peers,
-                      int npeers)
+mxu_status_t mxe_start(const void *blob, const size_t *offsets, int nranks, const int *node_peers,
+                       int npeers)
 {
-    MX_TRY(mxt_set_peer_addresses(blob, offsets, nranks));
+    MXU_TRY(mxt_set_peer_addresses(blob, offsets, nranks));
     /* UCX's lazy set-up may synchronize the GPU (cuMemFree): do it now,
      * before any stream can wait on the progress thread. With CUDA, connect
      * to every rank of jobs up to MXE_EAGER_CONNECT_MAX ranks as well. */
     mxa_features_t feat;
     mxa_get_features(&feat);
     int with_cuda = feat.cuda_active;
-    MX_TRY(mxt_warm_up(with_cuda, with_cuda && nranks <= MXE_EAGER_CONNECT_MAX, node_peers,
-                       npeers));
+    MXU_TRY(
+        mxt_warm_up(with_cuda, with_cuda && nranks <= MXE_EAGER_CONNECT_MAX, node_peers, npeers));
 
     mxe.epoll_fd = epoll_create1(EPOLL_CLOEXEC);
     if (mxe.epoll_fd < 0)
-        MX_FAIL(MX_ERR_SYSTEM, "epoll_create1: %s", strerror(errno));
+        MXU_FAIL(MXU_ERR_SYSTEM, "epoll_create1: %s", strerror(errno));
     struct epoll_event ev = {.events = EPOLLIN, .data.u32 = 0};
     if (epoll_ctl(mxe.epoll_fd, EPOLL_CTL_ADD, mxe.wake_fd, &ev) != 0)
-        MX_FAIL(MX_ERR_SYSTEM, "epoll_ctl(eventfd): %s", strerror(errno));
+        MXU_FAIL(MXU_ERR_SYSTEM, "epoll_ctl(eventfd): %s", strerror(errno));
     int ucx_fd = mxt_event_fd();
     if (ucx_fd >= 0) {
         ev.data.u32 = 1;
         if (epoll_ctl(mxe.epoll_fd, EPOLL_CTL_ADD, ucx_fd, &ev) != 0)
-            MX_FAIL(MX_ERR_SYSTEM, "epoll_ctl(ucx fd): %s", strerror(errno));
+            MXU_FAIL(MXU_ERR_SYSTEM, "epoll_ctl(ucx fd): %s", strerror(errno));
     }
 
     mxe.timing = mxu_config.stats;
@@ -144,10 +147,10 @@ mx_status_t mxe_start(const void *blob, const size_t *offsets, int nranks, const
     int rc = pthread_create(&mxe.thread, NULL, mxe_progress_main, NULL);
     if (rc != 0) {
         atomic_store(&mxe.running, 0);
-        MX_FAIL(MX_ERR_SYSTEM, "cannot start the progress thread: %s", strerror(rc));
+        MXU_FAIL(MXU_ERR_SYSTEM, "cannot start the progress thread: %s", strerror(rc));
     }
     mxa_set_context_hook(mxe_warm_context);
-    return MX_OK;
+    return MXU_OK;
 }
 
 /* Hand a command to the progress thread and wait until it has carried it
@@ -202,7 +205,7 @@ int mxe_drain(double timeout_s)
     /* Ask the progress thread to report and cancel what is left. */
     mxe_cmd_t *cmd = calloc(1, sizeof(*cmd));
     if (!cmd) {
-        MPIX_ACC_LOG(MX_LOG_ERROR, "out of memory while aborting pending operations");
+        MXU_LOG(MXU_LOG_ERROR, "out of memory while aborting pending operations");
         return (int)atomic_load(&mxe.live_ops);
     }
     cmd->kind = MXE_CMD_ABORT;
@@ -244,7 +247,7 @@ static void mxe_stop_lower_layers(void)
         close(mxe.wake_fd);
     mxe.epoll_fd = mxe.wake_fd = -1;
     mxa_set_trigger_notify(NULL);
-    mxp_finalize();
+    mxo_finalize();
     atomic_store(&mxe.nfailed, 0);
     free(mxe.failed_ranks);
     mxe.failed_ranks = NULL;
@@ -275,14 +278,14 @@ int mxe_failed_peers(int *ranks, int max)
 
 /* --------------------------------------------------------------- operations */
 
-static mx_status_t mxe_op_alloc(mxa_stream_t *s, mxe_op_type_t type, void *buf, size_t bytes,
-                                const mxe_comm_t *comm, int peer, int tag, mxe_op_t **op_out)
+static mxu_status_t mxe_op_alloc(mxa_stream_t *s, mxe_op_type_t type, void *buf, size_t bytes,
+                                 const mxe_comm_t *comm, int peer, int tag, mxe_op_t **op_out)
 {
     if (!atomic_load_explicit(&mxe.running, memory_order_relaxed))
-        MX_FAIL(MX_ERR_NOT_READY, "the engine is not running");
+        MXU_FAIL(MXU_ERR_NOT_READY, "the engine is not running");
     mxe_op_t *op = calloc(1, sizeof(*op));
     if (!op)
-        MX_FAIL(MX_ERR_NO_MEMORY, "operation allocation failed");
+        MXU_FAIL(MXU_ERR_NO_MEMORY, "operation allocation failed");
     op->type = type;
     op->stream = s;
     op->buf = buf;
@@ -304,7 +307,7 @@ static mx_status_t mxe_op_alloc(mxa_stream_t *s, mxe_op_type_t type, void *buf, 
             op->any_members = malloc(sizeof(int) * (size_t)comm->size);
             if (!op->any_members) {
                 free(op);
-                MX_FAIL(MX_ERR_NO_MEMORY, "operation allocation failed");
+                MXU_FAIL(MXU_ERR_NO_MEMORY, "operation allocation failed");
             }
             memcpy(op->any_members, comm->world_ranks, sizeof(int) * (size_t)comm->size);
         }
@@ -315,24 +318,24 @@ static mx_status_t mxe_op_alloc(mxa_stream_t *s, mxe_op_type_t type, void *buf, 
     op->cmd.target = op;
     op->create_ns = mxu_now_ns();
     *op_out = op;
-    return MX_OK;
+    return MXU_OK;
 }
 
-mx_status_t mxe_op_create_send(mxa_stream_t *s, const void *buf, size_t bytes,
-                               const mxe_comm_t *comm, int dest, int tag, size_t eager_limit,
-                               mxe_op_t **op_out)
+mxu_status_t mxe_op_create_send(mxa_stream_t *s, const void *buf, size_t bytes,
+                                const mxe_comm_t *comm, int dest, int tag, size_t eager_limit,
+                                mxe_op_t **op_out)
 {
-    MX_TRY(mxe_op_alloc(s, MXE_OP_SEND, (void *)buf, bytes, comm, dest, tag, op_out));
+    MXU_TRY(mxe_op_alloc(s, MXE_OP_SEND, (void *)buf, bytes, comm, dest, tag, op_out));
     (*op_out)->eager_limit = eager_limit;
-    return MX_OK;
+    return MXU_OK;
 }
 
-mx_status_t mxe_op_create_recv(mxa_stream_t *s, void *buf, size_t bytes, const mxe_comm_t *comm,
-                               int source, int tag, int post_early, mxe_op_t **op_out)
+mxu_status_t mxe_op_create_recv(mxa_stream_t *s, void *buf, size_t bytes, const mxe_comm_t *comm,
+                                int source, int tag, int post_early, mxe_op_t **op_out)
 {
-    MX_TRY(mxe_op_alloc(s, MXE_OP_RECV, buf, bytes, comm, source, tag, op_out));
+    MXU_TRY(mxe_op_alloc(s, MXE_OP_RECV, buf, bytes, comm, source, tag, op_out));
     (*op_out)->post_early = post_early;
-    return MX_OK;
+    return MXU_OK;
 }
 
 long mxe_stream_points_ahead(const mxa_stream_t *s)
@@ -355,14 +358,14 @@ long mxe_stream_backlog(mxa_stream_t *s)
     return n;
 }
 
-mx_status_t mxe_op_submit(mxe_op_t *op)
+mxu_status_t mxe_op_submit(mxe_op_t *op)
 {
     mxa_stream_t *s = op->stream;
     int needs_trigger = s->kind != MXA_KIND_NONE && !op->post_early;
     if (needs_trigger) {
         uint64_t seq = atomic_fetch_add_explicit(&s->next_trigger_seq, 1, memory_order_relaxed) + 1;
         op->trigger_seq = seq;
-        MX_TRY(s->backend->enqueue_trigger(s, seq));
+        MXU_TRY(s->backend->enqueue_trigger(s, seq));
     } else {
         op->trigger_seq = 0;
     }
@@ -370,7 +373,7 @@ mx_status_t mxe_op_submit(mxe_op_t *op)
     atomic_fetch_add_explicit(&mxe.live_ops, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&mxe.st_ops_submitted, 1, memory_order_relaxed);
     mxe_push(&op->cmd);
-    return MX_OK;
+    return MXU_OK;
 }
 
 void mxe_op_retain(mxe_op_t *op) { atomic_fetch_add_explicit(&op->refs, 1, memory_order_relaxed); }
@@ -398,17 +401,18 @@ static void mxe_report_host_wait(mxe_op_t *const *ops, int n, double waited_s)
     if (!first)
         return;
     int state = atomic_load_explicit(&first->state, memory_order_acquire);
-    MPIX_ACC_LOG(MX_LOG_WARN,
-                 "still waiting after %.0f s on the host for %d stream-ordered operation%s; "
-                 "first: %s rank %d, tag %d, %zu bytes, %s (MPIX_ACC_WAIT_REPORT=%g)",
-                 waited_s, left, left == 1 ? "" : "s",
-                 first->type == MXE_OP_SEND ? "send to" : "receive from", first->peer, first->tag, first->bytes,
-                 state == MXE_STATE_QUEUED ? "its stream has not reached it"
-                                           : "posted, no matching message yet",
-                 mxu_config.wait_report);
+    MXU_LOG(MXU_LOG_WARN,
+            "still waiting after %.0f s on the host for %d stream-ordered operation%s; "
+            "first: %s rank %d, tag %d, %zu bytes, %s (MPIX_ACC_WAIT_REPORT=%g)",
+            waited_s, left, left == 1 ? "" : "s",
+            first->type == MXE_OP_SEND ? "send to" : "receive from", first->peer, first->tag,
+            first->bytes,
+            state == MXE_STATE_QUEUED ? "its stream has not reached it"
+                                      : "posted, no matching message yet",
+            mxu_config.wait_report);
 }
 
-mx_status_t mxe_op_wait_any_host(mxe_op_t *const *ops, int n, int64_t timeout_ns)
+mxu_status_t mxe_op_wait_any_host(mxe_op_t *const *ops, int n, int64_t timeout_ns)
 {
     uint64_t start = mxu_now_ns();
     uint64_t spin_ns = (uint64_t)mxu_config.wait_spin_us * 1000u;
@@ -422,14 +426,14 @@ mx_status_t mxe_op_wait_any_host(mxe_op_t *const *ops, int n, int64_t timeout_ns
             if (!ops[i])
                 continue;
             if (mxe_op_is_complete(ops[i]))
-                return MX_OK;
+                return MXU_OK;
             any = 1;
         }
         if (!any)
-            return MX_OK;
+            return MXU_OK;
         uint64_t now = mxu_now_ns();
         if (timeout_ns >= 0 && now - start >= (uint64_t)timeout_ns)
-            return MX_ERR_TIMED_OUT;
+            return MXU_ERR_TIMED_OUT;
         if (now - start < spin_ns) {
             mxu_cpu_relax();
             continue;
@@ -444,7 +448,7 @@ mx_status_t mxe_op_wait_any_host(mxe_op_t *const *ops, int n, int64_t timeout_ns
             done = ops[i] && mxe_op_is_complete(ops[i]);
         if (done) {
             mxu_event_cancel(&mxe.completion);
-            return MX_OK;
+            return MXU_OK;
         }
         int64_t slice = 10000000; /* 10 ms: bounded even if a wake-up were lost */
         if (timeout_ns >= 0 && (int64_t)(start + (uint64_t)timeout_ns - now) < slice)
@@ -453,7 +457,7 @@ mx_status_t mxe_op_wait_any_host(mxe_op_t *const *ops, int n, int64_t timeout_ns
     }
 }
 
-mx_status_t mxe_op_wait_host(mxe_op_t *op, int64_t timeout_ns)
+mxu_status_t mxe_op_wait_host(mxe_op_t *op, int64_t timeout_ns)
 {
     return mxe_op_wait_any_host(&op, 1, timeout_ns);
 }
@@ -466,7 +470,7 @@ void mxe_op_cancel(mxe_op_t *op)
         return;
     mxe_cmd_t *cmd = calloc(1, sizeof(*cmd));
     if (!cmd) {
-        MPIX_ACC_LOG(MX_LOG_ERROR, "out of memory: cancel request dropped");
+        MXU_LOG(MXU_LOG_ERROR, "out of memory: cancel request dropped");
         return;
     }
     cmd->kind = MXE_CMD_CANCEL;
@@ -477,7 +481,7 @@ void mxe_op_cancel(mxe_op_t *op)
 
 void mxe_set_result_writer(mxe_result_writer_t fn) { mxe.result_writer = fn; }
 
-mx_status_t mxe_stream_wait(mxa_stream_t *s, mxe_op_t *const *ops, void *const *targets, int n)
+mxu_status_t mxe_stream_wait(mxa_stream_t *s, mxe_op_t *const *ops, void *const *targets, int n)
 {
     if (s->kind == MXA_KIND_NONE) {
         /* No stream: the wait happens now, on the host. */
@@ -488,11 +492,11 @@ mx_status_t mxe_stream_wait(mxa_stream_t *s, mxe_op_t *const *ops, void *const *
             if (targets && targets[i] && mxe.result_writer)
                 mxe.result_writer(ops[i], targets[i]);
         }
-        return MX_OK;
+        return MXU_OK;
     }
     mxe_wait_t *w = malloc(sizeof(*w) + (sizeof(mxe_op_t *) + sizeof(void *)) * (size_t)n);
     if (!w)
-        MX_FAIL(MX_ERR_NO_MEMORY, "stream wait allocation failed");
+        MXU_FAIL(MXU_ERR_NO_MEMORY, "stream wait allocation failed");
     w->targets = (void **)&w->ops[n];
     int m = 0;
     for (int i = 0; i < n; i++) {
@@ -516,8 +520,8 @@ mx_status_t mxe_stream_wait(mxa_stream_t *s, mxe_op_t *const *ops, void *const *
     w->cmd.kind = MXE_CMD_WAIT;
     w->cmd.target = w;
     w->seq = atomic_fetch_add_explicit(&s->next_wait_seq, 1, memory_order_relaxed) + 1;
-    mx_status_t status = s->backend->enqueue_wait(s, w->seq);
-    if (status != MX_OK) {
+    mxu_status_t status = s->backend->enqueue_wait(s, w->seq);
+    if (status != MXU_OK) {
         for (int i = 0; i < m; i++)
             mxe_op_release(w->ops[i]);
         free(w);
@@ -526,7 +530,7 @@ mx_status_t mxe_stream_wait(mxa_stream_t *s, mxe_op_t *const *ops, void *const *
     atomic_fetch_add_explicit(&mxe.live_waits, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&mxe.st_waits_submitted, 1, memory_order_relaxed);
     mxe_push(&w->cmd);
-    return MX_OK;
+    return MXU_OK;
 }
 
 /* accel's stream-free hook: the stream has synchronized; have the progress
@@ -541,10 +545,7 @@ static void mxe_on_stream_free(mxa_stream_t *s)
     mxe_run_sync_command(MXE_CMD_STREAM_FREE, s);
 }
 
-void mxe_peers_finalizing(void)
-{
-    mxt_expect_disconnects();
-}
+void mxe_peers_finalizing(void) { mxt_expect_disconnects(); }
 
 void mxe_get_stats(mxe_stats_t *out)
 {

@@ -29,18 +29,18 @@
 #include "util/mpsc.h"
 #include "util/status.h"
 
-#define MXE_CTX_BITS  20
-#define MXE_SRC_BITS  20
-#define MXE_TAG_BITS  24
-#define MXE_CTX_MAX   ((1u << MXE_CTX_BITS) - 1)
-#define MXE_RANK_MAX  ((1 << MXE_SRC_BITS) - 1) /* ranks 0..MXE_RANK_MAX-1 */
-#define MXE_TAG_MAX   ((1 << MXE_TAG_BITS) - 1)
+#define MXE_CTX_BITS 20
+#define MXE_SRC_BITS 20
+#define MXE_TAG_BITS 24
+#define MXE_CTX_MAX ((1u << MXE_CTX_BITS) - 1)
+#define MXE_RANK_MAX ((1 << MXE_SRC_BITS) - 1) /* ranks 0..MXE_RANK_MAX-1 */
+#define MXE_TAG_MAX ((1 << MXE_TAG_BITS) - 1)
 /* With CUDA, jobs up to this size connect all endpoints at MPI_Init. */
 #define MXE_EAGER_CONNECT_MAX 1024
 
 #define MXE_ANY_SOURCE (-1)
-#define MXE_ANY_TAG    (-1)
-#define MXE_PROC_NULL  (-2)
+#define MXE_ANY_TAG (-1)
+#define MXE_PROC_NULL (-2)
 
 static inline uint64_t mxe_tag_make(uint32_t ctx, uint32_t src, uint32_t tag)
 {
@@ -56,8 +56,8 @@ static inline int mxe_tag_user(uint64_t t) { return (int)(t & ((1u << MXE_TAG_BI
 /* A communicator as the engine sees it (owned by the caller; read during
  * the call only). */
 typedef struct {
-    uint32_t ctx_id;        /* matching context, agreed by all members */
-    int rank;               /* this process's rank in it */
+    uint32_t ctx_id; /* matching context, agreed by all members */
+    int rank;        /* this process's rank in it */
     int size;
     const int *world_ranks; /* comm rank -> transport (world) rank; NULL: identity */
     int match_dynamic;      /* mpix_acc_match=dynamic: match in start order, not call order */
@@ -66,9 +66,9 @@ typedef struct {
 typedef enum { MXE_OP_SEND = 0, MXE_OP_RECV = 1 } mxe_op_type_t;
 
 typedef enum {
-    MXE_STATE_QUEUED = 0,    /* handed to the engine, trigger not reached */
-    MXE_STATE_STARTED = 1,   /* posted to the transport */
-    MXE_STATE_COMPLETE = 2,  /* result valid */
+    MXE_STATE_QUEUED = 0,   /* handed to the engine, trigger not reached */
+    MXE_STATE_STARTED = 1,  /* posted to the transport */
+    MXE_STATE_COMPLETE = 2, /* result valid */
 } mxe_op_state_t;
 
 /* Result of an operation, valid once the op is complete. */
@@ -76,7 +76,7 @@ typedef struct {
     int source;         /* recv: sender's rank in the comm; MXE_PROC_NULL for proc-null */
     int tag;            /* recv: the message tag; MXE_ANY_TAG for proc-null */
     size_t bytes;       /* bytes received (recv) or sent */
-    mx_status_t error;  /* MX_OK, MX_ERR_TRUNCATED, MX_ERR_CANCELED, MX_ERR_TRANSPORT, ... */
+    mxu_status_t error; /* MXU_OK, MXU_ERR_TRUNCATED, MXU_ERR_CANCELED, MXU_ERR_TRANSPORT, ... */
     int cancelled;
 } mxe_result_t;
 
@@ -95,7 +95,7 @@ typedef enum {
 typedef struct {
     mxu_mpsc_node_t node;
     mxe_cmd_kind_t kind;
-    void *target; /* the op, wait or stream */
+    void *target;     /* the op, wait or stream */
     _Atomic int done; /* synchronous commands: set by the progress thread */
 } mxe_cmd_t;
 
@@ -108,59 +108,59 @@ void mxe_set_result_writer(mxe_result_writer_t fn);
 struct mxe_op {
     /* ---- fixed at creation ---- */
     mxe_op_type_t type;
-    mxa_stream_t *stream;      /* stream whose trigger starts it */
-    uint64_t trigger_seq;      /* 0: start at once (none stream, early recv) */
+    mxa_stream_t *stream; /* stream whose trigger starts it */
+    uint64_t trigger_seq; /* 0: start at once (none stream, early recv) */
     void *buf;
     size_t bytes;
-    int peer;                  /* dest/source comm rank, or MXE_ANY_SOURCE / MXE_PROC_NULL */
-    int peer_world;            /* transport rank of dest (send) */
-    int tag;                   /* user tag or MXE_ANY_TAG */
+    int peer;       /* dest/source comm rank, or MXE_ANY_SOURCE / MXE_PROC_NULL */
+    int peer_world; /* transport rank of dest (send) */
+    int tag;        /* user tag or MXE_ANY_TAG */
     uint32_t ctx_id;
-    int comm_rank;             /* own rank in the comm (send: goes into the tag) */
-    size_t eager_limit;        /* send: copy into a library buffer up to this size */
-    int synchronous;           /* send: completes only once matched (MPI_Ssend) */
-    int post_early;            /* recv: posted at submit time, no trigger */
-    int memtype;               /* mxa_memtype_t */
+    int comm_rank;      /* own rank in the comm (send: goes into the tag) */
+    size_t eager_limit; /* send: copy into a library buffer up to this size */
+    int synchronous;    /* send: completes only once matched (MPI_Ssend) */
+    int post_early;     /* recv: posted at submit time, no trigger */
+    int memtype;        /* mxa_memtype_t */
 
     /* ---- result ---- */
-    _Atomic int state;         /* mxe_op_state_t */
-    mxe_result_t result;       /* written by the progress thread before COMPLETE */
+    _Atomic int state;   /* mxe_op_state_t */
+    mxe_result_t result; /* written by the progress thread before COMPLETE */
 
     /* ---- interposition layer's fields ---- */
-    void *user;                /* free for the interposition layer */
-    uint64_t user_handle;      /* e.g. the MPI_Request handle */
-    uint64_t user_aux;         /* e.g. the MPI_Comm the op was made on */
+    void *user;           /* free for the interposition layer */
+    uint64_t user_handle; /* e.g. the MPI_Request handle */
+    uint64_t user_aux;    /* e.g. the MPI_Comm the op was made on */
     int user_flags;
     int user_origin;
 
     /* ---- engine private ---- */
     _Atomic int refs;
     _Atomic int cancel_requested;
-    mxe_cmd_t cmd;             /* command queue link */
-    int transport_active;      /* posted to UCX, callback pending */
-    mxe_op_t *next_pending;    /* per-stream pending-trigger list */
-    uint64_t t_start_ns;       /* phase timers (mxe.timing): started, completed */
+    mxe_cmd_t cmd;          /* command queue link */
+    int transport_active;   /* posted to UCX, callback pending */
+    mxe_op_t *next_pending; /* per-stream pending-trigger list */
+    uint64_t t_start_ns;    /* phase timers (mxe.timing): started, completed */
     uint64_t t_done_ns;
-    mxe_op_t *next_active;     /* engine list of all live ops (finalize report) */
+    mxe_op_t *next_active; /* engine list of all live ops (finalize report) */
     mxe_op_t *prev_active;
-    mxe_wait_t *waiter;        /* stream wait depending on this op */
+    mxe_wait_t *waiter; /* stream wait depending on this op */
     void *transport_handle;
     void *eager_copy;
     uint64_t create_ns;
-    int peer_failed;           /* recv cancelled because its peer failed (MX_ERR_PEER) */
-    int any_nmembers;          /* MPI_ANY_SOURCE recv with MPIX_ACC_PEER_ERRORS: comm size */
-    int *any_members;          /* its world ranks (copied; NULL: ranks 0..any_nmembers-1) */
+    int peer_failed;  /* recv cancelled because its peer failed (MXU_ERR_PEER) */
+    int any_nmembers; /* MPI_ANY_SOURCE recv with MPIX_ACC_PEER_ERRORS: comm size */
+    int *any_members; /* its world ranks (copied; NULL: ranks 0..any_nmembers-1) */
 
     /* ---- matching (match.c; progress thread) ---- */
-    int match_dynamic;         /* announce/register at start, not at the call */
-    int registered;            /* recv: in its context's posted list, or matched */
-    int matched;               /* recv: bound to a message (msg_* valid) */
-    int recv_ready;            /* recv: its stream reached it: the data may land */
-    uint64_t pseq;             /* send: its pair sequence; recv: the matched message's */
-    int msg_src;               /* recv: the matched message's source (comm rank) */
-    int msg_tag;               /* recv: its tag */
-    size_t msg_bytes;          /* recv: its size */
-    mxe_op_t *next_posted;     /* recv: posted-receive list of its context */
+    int match_dynamic;     /* announce/register at start, not at the call */
+    int registered;        /* recv: in its context's posted list, or matched */
+    int matched;           /* recv: bound to a message (msg_* valid) */
+    int recv_ready;        /* recv: its stream reached it: the data may land */
+    uint64_t pseq;         /* send: its pair sequence; recv: the matched message's */
+    int msg_src;           /* recv: the matched message's source (comm rank) */
+    int msg_tag;           /* recv: its tag */
+    size_t msg_bytes;      /* recv: its size */
+    mxe_op_t *next_posted; /* recv: posted-receive list of its context */
     mxe_op_t *prev_posted;
 };
 
@@ -169,9 +169,9 @@ struct mxe_op {
 typedef struct {
     int world_rank;
     int world_size;
-    int local_rank;        /* rank among the processes of this node */
-    int local_size;        /* processes on this node (0: unknown) */
-    int peer_errors;       /* endpoints report a failed peer (the same on every rank) */
+    int local_rank;  /* rank among the processes of this node */
+    int local_size;  /* processes on this node (0: unknown) */
+    int peer_errors; /* endpoints report a failed peer (the same on every rank) */
 } mxe_init_args_t;
 
 /* The engine owns the lifecycle of the layers below it: mxe_init starts
@@ -179,17 +179,17 @@ typedef struct {
 /* Phase 1 (application thread, after PMPI_Init): start the accelerator
  * layer and topo, create the transport. The GPU the progress thread is
  * placed near is the calling thread's current device (mxa_current_pci_busid). */
-mx_status_t mxe_init(const mxe_init_args_t *args);
+mxu_status_t mxe_init(const mxe_init_args_t *args);
 /* Local worker address for the exchange done by the caller. */
-mx_status_t mxe_local_address(const void **addr, size_t *len);
+mxu_status_t mxe_local_address(const void **addr, size_t *len);
 /* Phase 2: install the exchanged addresses and start the progress thread. */
 /* node_peers: world ranks of this node's processes when every one of them
  * has the CUDA backend active (the same list on each; NULL otherwise), for
  * the device-memory warm-up between them (mxt_warm_up). */
-mx_status_t mxe_start(const void *blob, const size_t *offsets, int nranks, const int *node_peers,
-                      int npeers);
+mxu_status_t mxe_start(const void *blob, const size_t *offsets, int nranks, const int *node_peers,
+                       int npeers);
 /* Drain: wait up to timeout_s for every live op; report and cancel the
- * rest (they complete with MX_ERR_TIMED_OUT, stream waits are released).
+ * rest (they complete with MXU_ERR_TIMED_OUT, stream waits are released).
  * Returns the number of ops that had to be cancelled. */
 int mxe_drain(double timeout_s);
 /* Stop the progress thread, close endpoints, destroy the transport, stop
@@ -206,11 +206,11 @@ int mxe_is_running(void);
 
 /* Create an op; the caller may set user/hook fields, then submits it. The
  * op starts with two references: the engine's and the caller's. */
-mx_status_t mxe_op_create_send(mxa_stream_t *s, const void *buf, size_t bytes,
-                               const mxe_comm_t *comm, int dest, int tag, size_t eager_limit,
-                               mxe_op_t **op_out);
-mx_status_t mxe_op_create_recv(mxa_stream_t *s, void *buf, size_t bytes, const mxe_comm_t *comm,
-                               int source, int tag, int post_early, mxe_op_t **op_out);
+mxu_status_t mxe_op_create_send(mxa_stream_t *s, const void *buf, size_t bytes,
+                                const mxe_comm_t *comm, int dest, int tag, size_t eager_limit,
+                                mxe_op_t **op_out);
+mxu_status_t mxe_op_create_recv(mxa_stream_t *s, void *buf, size_t bytes, const mxe_comm_t *comm,
+                                int source, int tag, int post_early, mxe_op_t **op_out);
 /* Stream points (triggers and waits) enqueued on s that the stream has not
  * reached yet (triggers) or that are not released yet (waits): how far the
  * application runs ahead of the GPU (or host stream); 0 without a stream.
@@ -223,7 +223,7 @@ long mxe_stream_backlog(mxa_stream_t *s);
 
 /* Enqueue the op's trigger on its stream (unless it starts at once) and hand
  * it to the progress thread. After this the op may complete at any time. */
-mx_status_t mxe_op_submit(mxe_op_t *op);
+mxu_status_t mxe_op_submit(mxe_op_t *op);
 /* Drop the caller's reference. */
 void mxe_op_release(mxe_op_t *op);
 void mxe_op_retain(mxe_op_t *op);
@@ -233,10 +233,10 @@ static inline int mxe_op_is_complete(mxe_op_t *op)
     return atomic_load_explicit(&op->state, memory_order_acquire) == MXE_STATE_COMPLETE;
 }
 /* Host-side wait: spin, then sleep, until complete or timeout (ns; <0 none).
- * Returns MX_OK when complete, MX_ERR_TIMED_OUT otherwise. */
-mx_status_t mxe_op_wait_host(mxe_op_t *op, int64_t timeout_ns);
+ * Returns MXU_OK when complete, MXU_ERR_TIMED_OUT otherwise. */
+mxu_status_t mxe_op_wait_host(mxe_op_t *op, int64_t timeout_ns);
 /* Wait until any op in ops[] (NULL entries skipped) completes, or timeout. */
-mx_status_t mxe_op_wait_any_host(mxe_op_t *const *ops, int n, int64_t timeout_ns);
+mxu_status_t mxe_op_wait_any_host(mxe_op_t *const *ops, int n, int64_t timeout_ns);
 /* Request cancellation of a receive (MPI_Cancel): completes it with
  * cancelled=1 unless it already matched. */
 void mxe_op_cancel(mxe_op_t *op);
@@ -245,7 +245,7 @@ void mxe_op_cancel(mxe_op_t *op);
  * ops[] have completed. Takes its own references to the ops. For the none
  * stream this is a host wait. targets (may be NULL, or hold NULLs): where
  * the result writer puts each op's result before the stream passes. */
-mx_status_t mxe_stream_wait(mxa_stream_t *s, mxe_op_t *const *ops, void *const *targets, int n);
+mxu_status_t mxe_stream_wait(mxa_stream_t *s, mxe_op_t *const *ops, void *const *targets, int n);
 
 /* This rank has drained and enters MPI_Finalize's barrier: peers closing
  * their connections from now on is expected, not reported as an error. */

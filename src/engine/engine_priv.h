@@ -17,10 +17,10 @@ struct mxe_wait {
     mxa_stream_t *stream;
     uint64_t seq;
     int n;
-    int checked;       /* ops[0..checked) are known complete */
-    mxe_wait_t *next;  /* per-stream list, seq order */
-    void **targets;    /* n result targets (points into this allocation) */
-    mxe_op_t *ops[];   /* each holds a reference */
+    int checked;      /* ops[0..checked) are known complete */
+    mxe_wait_t *next; /* per-stream list, seq order */
+    void **targets;   /* n result targets (points into this allocation) */
+    mxe_op_t *ops[];  /* each holds a reference */
 };
 
 /* Per-stream engine state, created and owned by the progress thread. */
@@ -28,32 +28,32 @@ typedef struct mxe_sstate {
     mxa_stream_t *stream;
     mxe_op_t *pending_head; /* ops waiting for their trigger, seq order */
     mxe_op_t *pending_tail;
-    mxe_wait_t *wait_head;  /* waits not yet released, seq order */
+    mxe_wait_t *wait_head; /* waits not yet released, seq order */
     mxe_wait_t *wait_tail;
-    uint64_t trigger_seen;  /* highest trigger value read */
-    uint64_t released;      /* highest wait seq released */
-    uint64_t t_release_ns;  /* phase timers: when the last release was written */
-    int listed;             /* on the engine's active-stream list */
+    uint64_t trigger_seen; /* highest trigger value read */
+    uint64_t released;     /* highest wait seq released */
+    uint64_t t_release_ns; /* phase timers: when the last release was written */
+    int listed;            /* on the engine's active-stream list */
     struct mxe_sstate *next_active;
 } mxe_sstate_t;
 
 typedef struct {
     /* shared */
     mxu_mpsc_t cmdq;
-    int wake_fd;              /* eventfd */
-    _Atomic int sleeping;     /* progress thread blocks (or is about to) */
+    int wake_fd;          /* eventfd */
+    _Atomic int sleeping; /* progress thread blocks (or is about to) */
     _Atomic int stop;
     _Atomic int running;
-    _Atomic long live_ops;    /* submitted, not yet completed */
-    _Atomic long live_waits;  /* submitted, not yet released */
-    _Atomic int abort_done;   /* progress thread finished an ABORT */
+    _Atomic long live_ops;   /* submitted, not yet completed */
+    _Atomic long live_waits; /* submitted, not yet released */
+    _Atomic int abort_done;  /* progress thread finished an ABORT */
     _Atomic int aborted_count;
-    mxu_event_t completion;   /* host waiters sleep here */
+    mxu_event_t completion; /* host waiters sleep here */
     mxe_result_writer_t result_writer;
     pthread_t thread;
     int world_rank;
     int world_size;
-    char gpu_busid[32];       /* GPU the progress thread is placed near ("" none) */
+    char gpu_busid[32]; /* GPU the progress thread is placed near ("" none) */
 
     /* statistics (relaxed atomics) */
     _Atomic uint64_t st_ops_submitted, st_ops_completed, st_ops_failed;
@@ -72,11 +72,11 @@ typedef struct {
     int aborting;                 /* finalize: live ops are being cancelled */
     int polling_streams;          /* active streams that need polling */
     int epoll_fd;
-    int placed_near_gpu;          /* progress thread bound near a GPU */
+    int placed_near_gpu; /* progress thread bound near a GPU */
 
     /* failed peers (written by the progress thread, read by any thread:
      * entries [0, nfailed) are valid) */
-    int *failed_ranks;            /* world_size entries */
+    int *failed_ranks; /* world_size entries */
     _Atomic int nfailed;
 } mxe_engine_t;
 
@@ -93,12 +93,12 @@ void mxe_wake(void);
 /* The transport's peer-failure hook (progress thread). */
 void mxe_on_peer_failed(int world_rank);
 /* Call-order matching (match.c; progress thread, init/destroy around it). */
-mx_status_t mxe_match_init(int world_size);
+mxu_status_t mxe_match_init(int world_size);
 void mxe_match_destroy(void);
-void mxe_match_send_called(mxe_op_t *op);  /* number and announce a send */
-void mxe_match_recv_called(mxe_op_t *op);  /* register a receive: match or post */
-void mxe_match_flush(void);                /* send the queued announcements */
-int mxe_match_forget(mxe_op_t *op);        /* unmatched receive out of its list: 1 */
+void mxe_match_send_called(mxe_op_t *op); /* number and announce a send */
+void mxe_match_recv_called(mxe_op_t *op); /* register a receive: match or post */
+void mxe_match_flush(void);               /* send the queued announcements */
+int mxe_match_forget(mxe_op_t *op);       /* unmatched receive out of its list: 1 */
 uint64_t mxe_match_data_tag(uint32_t ctx, int src, uint64_t pseq);
 void mxe_match_stats(uint64_t *announced, uint64_t *matched_posted, uint64_t *matched_unexpected);
 /* progress.c: post a matched receive's data receive (it is ready). */

@@ -38,7 +38,7 @@
  * processes, or a homogeneous cluster). */
 typedef struct {
     uint32_t ctx;
-    int32_t src;   /* sender's rank in the communicator */
+    int32_t src; /* sender's rank in the communicator */
     int32_t tag;
     uint32_t pad;
     uint64_t pseq; /* sender's call sequence number towards this rank, in ctx */
@@ -69,9 +69,9 @@ typedef struct {
 
 /* Per (context, peer) pair. */
 typedef struct {
-    uint64_t next_out;         /* next sequence number to give a send */
-    uint64_t next_in;          /* next sequence number to match from the peer */
-    mxe_env_node_t *held;      /* arrived ahead of next_in, ascending */
+    uint64_t next_out;    /* next sequence number to give a send */
+    uint64_t next_in;     /* next sequence number to match from the peer */
+    mxe_env_node_t *held; /* arrived ahead of next_in, ascending */
 } mxe_pair_t;
 
 /* Envelopes queued for one destination, sent at the next flush. */
@@ -82,10 +82,10 @@ typedef struct {
 } mxe_outbox_t;
 
 static struct {
-    mxu_hashmap_t ctxs;   /* ctx + 1 -> mxe_mctx_t* */
-    mxu_hashmap_t pairs;  /* (ctx << 32 | peer) + 1 -> mxe_pair_t* */
+    mxu_hashmap_t ctxs;    /* ctx + 1 -> mxe_mctx_t* */
+    mxu_hashmap_t pairs;   /* (ctx << 32 | peer) + 1 -> mxe_pair_t* */
     mxe_outbox_t **outbox; /* world rank -> queued envelopes (lazily) */
-    int *dirty;           /* world ranks with queued envelopes */
+    int *dirty;            /* world ranks with queued envelopes */
     int ndirty;
     int nranks;
     uint64_t announced, matched_unexpected, matched_posted;
@@ -94,7 +94,7 @@ static struct {
 static void mxe_match_arrived(const mxe_envelope_t *e);
 static void mxe_control_received(const void *data, size_t len);
 
-mx_status_t mxe_match_init(int world_size)
+mxu_status_t mxe_match_init(int world_size)
 {
     memset(&mm, 0, sizeof(mm));
     mm.nranks = world_size;
@@ -103,12 +103,12 @@ mx_status_t mxe_match_init(int world_size)
     if (!mm.outbox || !mm.dirty) {
         free(mm.outbox);
         free(mm.dirty);
-        MX_FAIL(MX_ERR_NO_MEMORY, "matching tables for %d ranks", world_size);
+        MXU_FAIL(MXU_ERR_NO_MEMORY, "matching tables for %d ranks", world_size);
     }
-    MX_TRY(mxu_hashmap_init(&mm.ctxs, 16));
-    MX_TRY(mxu_hashmap_init(&mm.pairs, 64));
+    MXU_TRY(mxu_hashmap_init(&mm.ctxs, 16));
+    MXU_TRY(mxu_hashmap_init(&mm.pairs, 64));
     mxt_set_control_handler(mxe_control_received);
-    return MX_OK;
+    return MXU_OK;
 }
 
 static void mxe_free_env_list(mxe_env_node_t *n, uint64_t *count)
@@ -138,8 +138,8 @@ void mxe_match_destroy(void)
         free(p);
     }
     if (left)
-        MPIX_ACC_LOG(MX_LOG_INFO, "%llu message(s) announced to this rank were never received",
-                     (unsigned long long)left);
+        MXU_LOG(MXU_LOG_INFO, "%llu message(s) announced to this rank were never received",
+                (unsigned long long)left);
     mxu_hashmap_destroy(&mm.ctxs);
     mxu_hashmap_destroy(&mm.pairs);
     for (int r = 0; r < mm.nranks; r++)
@@ -161,9 +161,9 @@ static mxe_mctx_t *mxe_mctx(uint32_t ctx)
     if (c)
         return c;
     c = calloc(1, sizeof(*c));
-    if (!c || mxu_hashmap_put(&mm.ctxs, (uint64_t)ctx + 1, c) != MX_OK) {
+    if (!c || mxu_hashmap_put(&mm.ctxs, (uint64_t)ctx + 1, c) != MXU_OK) {
         free(c);
-        MPIX_ACC_LOG(MX_LOG_ERROR, "out of memory for the matching state of context %u", ctx);
+        MXU_LOG(MXU_LOG_ERROR, "out of memory for the matching state of context %u", ctx);
         return NULL;
     }
     return c;
@@ -176,9 +176,9 @@ static mxe_pair_t *mxe_pair(uint32_t ctx, int peer)
     if (p)
         return p;
     p = calloc(1, sizeof(*p));
-    if (!p || mxu_hashmap_put(&mm.pairs, key, p) != MX_OK) {
+    if (!p || mxu_hashmap_put(&mm.pairs, key, p) != MXU_OK) {
         free(p);
-        MPIX_ACC_LOG(MX_LOG_ERROR, "out of memory for the matching state of context %u", ctx);
+        MXU_LOG(MXU_LOG_ERROR, "out of memory for the matching state of context %u", ctx);
         return NULL;
     }
     return p;
@@ -194,8 +194,8 @@ void mxe_match_flush(void)
         size_t len = sizeof(mxe_ctrl_hdr_t) + sizeof(mxe_envelope_t) * (size_t)ob->count;
         unsigned char *msg = malloc(len);
         if (!msg) {
-            MPIX_ACC_LOG(MX_LOG_ERROR, "out of memory: %d envelope(s) to rank %d lost",
-                         ob->count, dest);
+            MXU_LOG(MXU_LOG_ERROR, "out of memory: %d envelope(s) to rank %d lost", ob->count,
+                    dest);
         } else {
             mxe_ctrl_hdr_t h = {.kind = MXE_CTRL_ENVELOPES, .count = (uint32_t)ob->count};
             memcpy(msg, &h, sizeof(h));
@@ -220,7 +220,7 @@ void mxe_match_send_called(mxe_op_t *op)
     if (!ob) {
         ob = mm.outbox[dest] = calloc(1, sizeof(*ob));
         if (!ob) {
-            MPIX_ACC_LOG(MX_LOG_ERROR, "out of memory: envelope to rank %d lost", dest);
+            MXU_LOG(MXU_LOG_ERROR, "out of memory: envelope to rank %d lost", dest);
             return;
         }
         ob->dest = dest;
@@ -330,8 +330,7 @@ static void mxe_match_arrived(const mxe_envelope_t *e)
     }
     mxe_env_node_t *n = malloc(sizeof(*n));
     if (!n) {
-        MPIX_ACC_LOG(MX_LOG_ERROR, "out of memory: message from %d (tag %d) lost", e->src,
-                     e->tag);
+        MXU_LOG(MXU_LOG_ERROR, "out of memory: message from %d (tag %d) lost", e->src, e->tag);
         return;
     }
     n->e = *e;
@@ -352,14 +351,13 @@ static void mxe_envelope_in(const mxe_envelope_t *e)
         return;
     if (e->pseq != p->next_in) {
         if (e->pseq < p->next_in) {
-            MPIX_ACC_LOG(MX_LOG_ERROR, "duplicate message %llu from %d in context %u ignored",
-                         (unsigned long long)e->pseq, e->src, e->ctx);
+            MXU_LOG(MXU_LOG_ERROR, "duplicate message %llu from %d in context %u ignored",
+                    (unsigned long long)e->pseq, e->src, e->ctx);
             return;
         }
         mxe_env_node_t *n = malloc(sizeof(*n));
         if (!n) {
-            MPIX_ACC_LOG(MX_LOG_ERROR, "out of memory: message from %d (tag %d) lost", e->src,
-                         e->tag);
+            MXU_LOG(MXU_LOG_ERROR, "out of memory: message from %d (tag %d) lost", e->src, e->tag);
             return;
         }
         n->e = *e;
@@ -385,14 +383,14 @@ static void mxe_control_received(const void *data, size_t len)
 {
     mxe_ctrl_hdr_t h;
     if (len < sizeof(h)) {
-        MPIX_ACC_LOG(MX_LOG_ERROR, "control message of %zu bytes: too short", len);
+        MXU_LOG(MXU_LOG_ERROR, "control message of %zu bytes: too short", len);
         return;
     }
     memcpy(&h, data, sizeof(h));
     if (h.kind != MXE_CTRL_ENVELOPES ||
         len != sizeof(h) + (size_t)h.count * sizeof(mxe_envelope_t)) {
-        MPIX_ACC_LOG(MX_LOG_ERROR, "control message of %zu bytes, kind %#x: not understood", len,
-                     h.kind);
+        MXU_LOG(MXU_LOG_ERROR, "control message of %zu bytes, kind %#x: not understood", len,
+                h.kind);
         return;
     }
     const unsigned char *p = (const unsigned char *)data + sizeof(h);

@@ -32,8 +32,8 @@ static void mxe_place(const char *busid)
 {
     if (mxu_config.progress_cpu == -2)
         return;
-    int cpu = mxp_choose_progress_cpu((int)mxu_config.progress_cpu, busid);
-    if (cpu >= 0 && mxp_bind_self(cpu) == MX_OK)
+    int cpu = mxo_choose_progress_cpu((int)mxu_config.progress_cpu, busid);
+    if (cpu >= 0 && mxo_bind_self(cpu) == MXU_OK)
         atomic_store(&mxe.progress_cpu, cpu);
 }
 
@@ -92,7 +92,7 @@ static void mxe_live_unlink(mxe_op_t *op)
 }
 
 /* Complete an op: the result fields other than `error` are already set. */
-static void mxe_op_complete(mxe_op_t *op, mx_status_t error)
+static void mxe_op_complete(mxe_op_t *op, mxu_status_t error)
 {
     mxe_match_forget(op); /* a receive completing unmatched leaves its posted list */
     op->result.error = error;
@@ -103,7 +103,7 @@ static void mxe_op_complete(mxe_op_t *op, mx_status_t error)
         else
             mxe_timer_add(&mxe.st_recv_ns, &mxe.st_recv_n, op->t_done_ns - op->t_start_ns);
     }
-    if (error != MX_OK)
+    if (error != MXU_OK)
         atomic_fetch_add_explicit(&mxe.st_ops_failed, 1, memory_order_relaxed);
     mxe_live_unlink(op);
     mxa_stream_t *s = op->stream;
@@ -118,7 +118,7 @@ static void mxe_op_complete(mxe_op_t *op, mx_status_t error)
         mxe_op_release(op);
 }
 
-static void mxe_transport_done(void *user, mx_status_t status, uint64_t sender_tag, size_t length)
+static void mxe_transport_done(void *user, mxu_status_t status, uint64_t sender_tag, size_t length)
 {
     mxe_op_t *op = user;
     op->transport_active = 0;
@@ -129,42 +129,42 @@ static void mxe_transport_done(void *user, mx_status_t status, uint64_t sender_t
         return;
     }
     if (op->type == MXE_OP_RECV) {
-        if (status == MX_OK || status == MX_ERR_TRUNCATED) {
+        if (status == MXU_OK || status == MXU_ERR_TRUNCATED) {
             (void)sender_tag; /* (context, source, sequence): the envelope says more */
             op->result.source = op->msg_src;
             op->result.tag = op->msg_tag;
-            op->result.bytes = status == MX_OK ? length : op->bytes;
-        } else if (status == MX_ERR_CANCELED && op->peer_failed) {
-            status = MX_ERR_PEER; /* cancelled by mxe_on_peer_failed */
+            op->result.bytes = status == MXU_OK ? length : op->bytes;
+        } else if (status == MXU_ERR_CANCELED && op->peer_failed) {
+            status = MXU_ERR_PEER; /* cancelled by mxe_on_peer_failed */
             op->result.source = op->peer;
             op->result.tag = op->tag;
-        } else if (status == MX_ERR_CANCELED && mxe.aborting) {
-            status = MX_ERR_TIMED_OUT; /* cancelled by mxe_handle_abort */
-        } else if (status == MX_ERR_CANCELED && atomic_load(&op->cancel_requested)) {
+        } else if (status == MXU_ERR_CANCELED && mxe.aborting) {
+            status = MXU_ERR_TIMED_OUT; /* cancelled by mxe_handle_abort */
+        } else if (status == MXU_ERR_CANCELED && atomic_load(&op->cancel_requested)) {
             op->result.cancelled = 1;
             op->result.source = op->peer;
             op->result.tag = op->tag;
-            status = MX_OK;
+            status = MXU_OK;
         }
     } else {
         op->result.bytes = op->bytes;
     }
-    if (status != MX_OK && status != MX_ERR_TRUNCATED && status != MX_ERR_CANCELED &&
+    if (status != MXU_OK && status != MXU_ERR_TRUNCATED && status != MXU_ERR_CANCELED &&
         !mxe.aborting) /* mxe_handle_abort reports its own */
-        MPIX_ACC_LOG(MX_LOG_ERROR, "%s of %zu bytes %s rank %d (tag %d) failed: %s",
-                     op->type == MXE_OP_SEND ? "send" : "receive", op->bytes,
-                     op->type == MXE_OP_SEND ? "to" : "from", op->peer, op->tag,
-                     mx_status_string(status));
+        MXU_LOG(MXU_LOG_ERROR, "%s of %zu bytes %s rank %d (tag %d) failed: %s",
+                op->type == MXE_OP_SEND ? "send" : "receive", op->bytes,
+                op->type == MXE_OP_SEND ? "to" : "from", op->peer, op->tag,
+                mxu_status_string(status));
     mxe_op_complete(op, status);
 }
 
-static void mxe_eager_done(void *user, mx_status_t status, uint64_t sender_tag, size_t length)
+static void mxe_eager_done(void *user, mxu_status_t status, uint64_t sender_tag, size_t length)
 {
     (void)sender_tag;
     (void)length;
-    if (status != MX_OK)
-        MPIX_ACC_LOG(MX_LOG_ERROR, "buffered (eager) send failed after local completion: %s",
-                     mx_status_string(status));
+    if (status != MXU_OK)
+        MXU_LOG(MXU_LOG_ERROR, "buffered (eager) send failed after local completion: %s",
+                mxu_status_string(status));
     free(user);
 }
 
@@ -175,7 +175,7 @@ static void mxe_complete_cancelled(mxe_op_t *op)
     op->result.cancelled = 1;
     op->result.source = op->peer;
     op->result.tag = op->tag;
-    mxe_op_complete(op, MX_OK);
+    mxe_op_complete(op, MXU_OK);
 }
 
 static int mxe_remove_pending(mxe_op_t *op);
@@ -213,12 +213,12 @@ static void mxe_complete_peer_failed(mxe_op_t *op)
     op->result.source = op->peer;
     op->result.tag = op->tag;
     op->result.bytes = 0;
-    mxe_op_complete(op, MX_ERR_PEER);
+    mxe_op_complete(op, MXU_ERR_PEER);
 }
 
 /* The transport reports that world rank w failed (MPIX_ACC_PEER_ERRORS=1).
  * UCX completes the sends it holds for w with an error; here every other
- * live op that involves w completes with MX_ERR_PEER: receives naming w,
+ * live op that involves w completes with MXU_ERR_PEER: receives naming w,
  * posted or still waiting for their trigger, sends to w not started yet,
  * and wildcard receives whose communicator contains w (the documented
  * rule, doc/design.md section 8). Stream waits on them are then released
@@ -228,7 +228,7 @@ void mxe_on_peer_failed(int w)
     if (!mxe.failed_ranks) {
         mxe.failed_ranks = calloc((size_t)mxe.world_size, sizeof(int));
         if (!mxe.failed_ranks) {
-            MPIX_ACC_LOG(MX_LOG_ERROR, "out of memory recording the failure of rank %d", w);
+            MXU_LOG(MXU_LOG_ERROR, "out of memory recording the failure of rank %d", w);
             return;
         }
     }
@@ -264,15 +264,17 @@ void mxe_on_peer_failed(int w)
         }
         op = next;
     }
-    MPIX_ACC_LOG(MX_LOG_ERROR, "rank %d (in MPI_COMM_WORLD) failed: %d pending receive(s) and "
-                 "send(s) not yet started that involve it complete with the transport error "
-                 "(sends in flight complete through UCX)", w, count);
+    MXU_LOG(MXU_LOG_ERROR,
+            "rank %d (in MPI_COMM_WORLD) failed: %d pending receive(s) and "
+            "send(s) not yet started that involve it complete with the transport error "
+            "(sends in flight complete through UCX)",
+            w, count);
 }
 
 static void mxe_op_start(mxe_op_t *op)
 {
     void *handle = NULL;
-    mx_status_t status;
+    mxu_status_t status;
 
     atomic_store_explicit(&op->state, MXE_STATE_STARTED, memory_order_relaxed);
     if (mxe.timing)
@@ -281,7 +283,7 @@ static void mxe_op_start(mxe_op_t *op)
         op->result.source = MXE_PROC_NULL;
         op->result.tag = MXE_ANY_TAG;
         op->result.bytes = 0;
-        mxe_op_complete(op, MX_OK);
+        mxe_op_complete(op, MXU_OK);
         return;
     }
     if (atomic_load_explicit(&mxe.nfailed, memory_order_relaxed) > 0 &&
@@ -292,7 +294,7 @@ static void mxe_op_start(mxe_op_t *op)
     if (op->type == MXE_OP_RECV && op->peer >= 0 && mxu_config.peer_errors) {
         /* an endpoint to the sender, so that its failure is seen */
         status = mxt_watch_peer(op->peer_world);
-        if (status != MX_OK) {
+        if (status != MXU_OK) {
             op->result.source = op->peer;
             op->result.tag = op->tag;
             mxe_op_complete(op, status);
@@ -310,22 +312,22 @@ static void mxe_op_start(mxe_op_t *op)
             /* Buffered send: copy now, complete locally at once. */
             void *copy = malloc(op->bytes);
             if (!copy) {
-                MPIX_ACC_LOG(MX_LOG_ERROR, "eager copy of %zu bytes failed", op->bytes);
-                mxe_op_complete(op, MX_ERR_NO_MEMORY);
+                MXU_LOG(MXU_LOG_ERROR, "eager copy of %zu bytes failed", op->bytes);
+                mxe_op_complete(op, MXU_ERR_NO_MEMORY);
                 return;
             }
             memcpy(copy, op->buf, op->bytes);
             status = mxt_tag_send(op->peer_world, copy, op->bytes, MXA_MEM_HOST, 0, tag,
                                   mxe_eager_done, copy, &handle);
-            if (status != MX_OK)
+            if (status != MXU_OK)
                 free(copy);
             op->result.bytes = op->bytes;
             mxe_op_complete(op, status);
             return;
         }
         op->transport_active = 1;
-        status = mxt_tag_send(op->peer_world, op->buf, op->bytes, op->memtype, op->synchronous,
-                              tag, mxe_transport_done, op, &handle);
+        status = mxt_tag_send(op->peer_world, op->buf, op->bytes, op->memtype, op->synchronous, tag,
+                              mxe_transport_done, op, &handle);
     } else {
         if (atomic_load(&op->cancel_requested) && !op->matched) {
             mxe_match_forget(op);
@@ -339,7 +341,7 @@ static void mxe_op_start(mxe_op_t *op)
             mxe_recv_post_data(op);
         return; /* else posted when its message is announced (match.c) */
     }
-    if (status != MX_OK) {
+    if (status != MXU_OK) {
         op->transport_active = 0;
         mxe_op_complete(op, status);
         return;
@@ -356,9 +358,9 @@ void mxe_recv_post_data(mxe_op_t *op)
     void *handle = NULL;
     uint64_t tag = mxe_match_data_tag(op->ctx_id, op->msg_src, op->pseq);
     op->transport_active = 1;
-    mx_status_t status = mxt_tag_recv(op->buf, op->bytes, op->memtype, tag, UINT64_MAX,
-                                      mxe_transport_done, op, &handle);
-    if (status != MX_OK) {
+    mxu_status_t status = mxt_tag_recv(op->buf, op->bytes, op->memtype, tag, UINT64_MAX,
+                                       mxe_transport_done, op, &handle);
+    if (status != MXU_OK) {
         op->transport_active = 0;
         op->result.source = op->msg_src;
         op->result.tag = op->msg_tag;
@@ -448,8 +450,8 @@ static void mxe_handle_op(mxe_op_t *op)
     }
     mxe_sstate_t *st = mxe_sstate(op->stream);
     if (!st) {
-        MPIX_ACC_LOG(MX_LOG_ERROR, "out of memory for stream state");
-        mxe_op_complete(op, MX_ERR_NO_MEMORY);
+        MXU_LOG(MXU_LOG_ERROR, "out of memory for stream state");
+        mxe_op_complete(op, MXU_ERR_NO_MEMORY);
         return;
     }
     mxe_insert_pending(st, op);
@@ -461,8 +463,8 @@ static void mxe_handle_wait(mxe_wait_t *w)
     mxe_sstate_t *st = mxe_sstate(w->stream);
     if (!st) {
         /* Cannot track it: release at once rather than leave the stream stuck. */
-        MPIX_ACC_LOG(MX_LOG_ERROR, "out of memory for stream state; releasing wait %llu",
-                     (unsigned long long)w->seq);
+        MXU_LOG(MXU_LOG_ERROR, "out of memory for stream state; releasing wait %llu",
+                (unsigned long long)w->seq);
         w->stream->backend->release(w->stream, w->seq);
         for (int i = 0; i < w->n; i++)
             mxe_op_release(w->ops[i]);
@@ -510,8 +512,7 @@ static void mxe_handle_stream_free(mxe_cmd_t *cmd)
     mxe_sstate_t *st = s->engine_state;
     if (st) {
         if (st->pending_head || st->wait_head)
-            MPIX_ACC_LOG(MX_LOG_WARN, "stream %p freed with operations or waits pending",
-                         s->handle);
+            MXU_LOG(MXU_LOG_WARN, "stream %p freed with operations or waits pending", s->handle);
         for (mxe_sstate_t **pp = &mxe.active_streams; *pp; pp = &(*pp)->next_active) {
             if (*pp == st) {
                 *pp = st->next_active;
@@ -544,34 +545,32 @@ static int mxe_handle_abort(void)
         op->result.tag = op->tag;
         if (state == MXE_STATE_QUEUED) {
             uint64_t reached = op->stream->backend->poll_trigger(op->stream);
-            MPIX_ACC_LOG(MX_LOG_ERROR,
-                         "pending at finalize: %s of %zu bytes %s rank %d (tag %d, context %u) "
-                         "on %s %p: the stream never reached it (stream at trigger %llu, "
-                         "operation is %llu); cancelled",
-                         what, op->bytes, op->type == MXE_OP_SEND ? "to" : "from", op->peer,
-                         op->tag, op->ctx_id, mxe_kind_name(op->stream->kind),
-                         op->stream->handle, (unsigned long long)reached,
-                         (unsigned long long)op->trigger_seq);
+            MXU_LOG(MXU_LOG_ERROR,
+                    "pending at finalize: %s of %zu bytes %s rank %d (tag %d, context %u) "
+                    "on %s %p: the stream never reached it (stream at trigger %llu, "
+                    "operation is %llu); cancelled",
+                    what, op->bytes, op->type == MXE_OP_SEND ? "to" : "from", op->peer, op->tag,
+                    op->ctx_id, mxe_kind_name(op->stream->kind), op->stream->handle,
+                    (unsigned long long)reached, (unsigned long long)op->trigger_seq);
             mxe_remove_pending(op);
             mxe_match_forget(op);
         } else {
             mxe_match_forget(op);
-            MPIX_ACC_LOG(MX_LOG_ERROR,
-                         "pending at finalize: %s of %zu bytes %s rank %d (tag %d, context %u) "
-                         "on %s %p: started but %s; cancelled",
-                         what, op->bytes, op->type == MXE_OP_SEND ? "to" : "from", op->peer,
-                         op->tag, op->ctx_id, mxe_kind_name(op->stream->kind),
-                         op->stream->handle,
-                         op->type == MXE_OP_RECV ? "no matching message arrived"
-                                                 : "the receiver never took the data");
+            MXU_LOG(MXU_LOG_ERROR,
+                    "pending at finalize: %s of %zu bytes %s rank %d (tag %d, context %u) "
+                    "on %s %p: started but %s; cancelled",
+                    what, op->bytes, op->type == MXE_OP_SEND ? "to" : "from", op->peer, op->tag,
+                    op->ctx_id, mxe_kind_name(op->stream->kind), op->stream->handle,
+                    op->type == MXE_OP_RECV ? "no matching message arrived"
+                                            : "the receiver never took the data");
             /* UCX may call the receive's callback from inside the cancel:
              * mxe_transport_done then completes the op (with
-             * MX_ERR_TIMED_OUT, as mxe.aborting is set). */
+             * MXU_ERR_TIMED_OUT, as mxe.aborting is set). */
             if (op->type == MXE_OP_RECV && op->transport_active && op->transport_handle)
                 mxt_cancel(op->transport_handle);
         }
         if (!mxe_op_is_complete(op))
-            mxe_op_complete(op, MX_ERR_TIMED_OUT);
+            mxe_op_complete(op, MXU_ERR_TIMED_OUT);
         count++;
         op = next;
     }
@@ -584,10 +583,10 @@ static int mxe_handle_abort(void)
 static void mxe_handle_warm_context(mxe_cmd_t *cmd)
 {
     if (mxa_context_push(cmd->target) == 0) {
-        mx_status_t st = mxt_warm_memory(1);
+        mxu_status_t st = mxt_warm_memory(1);
         mxa_context_pop();
-        MPIX_ACC_LOG(st == MX_OK ? MX_LOG_DEBUG : MX_LOG_INFO,
-                     "UCX warm-up for device context %p: %s", cmd->target, mx_status_string(st));
+        MXU_LOG(st == MXU_OK ? MXU_LOG_DEBUG : MXU_LOG_INFO,
+                "UCX warm-up for device context %p: %s", cmd->target, mxu_status_string(st));
     }
     mxe_cmd_done(cmd);
 }
@@ -735,7 +734,8 @@ static int mxe_ready_without_sleep(void)
 
 static void mxe_nap(uint64_t ns)
 {
-    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000u), .tv_nsec = (long)(ns % 1000000000u)};
+    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000u),
+                          .tv_nsec = (long)(ns % 1000000000u)};
     nanosleep(&ts, NULL);
 }
 
@@ -745,7 +745,8 @@ static void mxe_sleep(uint64_t *nap_ns)
     int must_poll = mxe.polling_streams > 0 || mxt_event_fd() < 0;
     if (must_poll) {
         /* Accelerator triggers or UCX without wake-up: nap, growing to the cap. */
-        uint64_t cap = (uint64_t)(mxu_config.progress_poll_us > 0 ? mxu_config.progress_poll_us : 1) * 1000u;
+        uint64_t cap =
+            (uint64_t)(mxu_config.progress_poll_us > 0 ? mxu_config.progress_poll_us : 1) * 1000u;
         *nap_ns = *nap_ns ? *nap_ns * 2 : 1000;
         if (*nap_ns > cap)
             *nap_ns = cap;
@@ -754,7 +755,7 @@ static void mxe_sleep(uint64_t *nap_ns)
     }
     atomic_store_explicit(&mxe.sleeping, 1, memory_order_seq_cst);
     atomic_thread_fence(memory_order_seq_cst);
-    if (mxe_ready_without_sleep() || atomic_load(&mxe.stop) || mxt_arm() != MX_OK) {
+    if (mxe_ready_without_sleep() || atomic_load(&mxe.stop) || mxt_arm() != MXU_OK) {
         atomic_store_explicit(&mxe.sleeping, 0, memory_order_relaxed);
         return;
     }
@@ -764,7 +765,7 @@ static void mxe_sleep(uint64_t *nap_ns)
     atomic_store_explicit(&mxe.sleeping, 0, memory_order_relaxed);
     atomic_fetch_add_explicit(&mxe.st_wakeups, 1, memory_order_relaxed);
     if (rc < 0 && errno != EINTR)
-        MPIX_ACC_LOG(MX_LOG_WARN, "epoll_wait: %s", strerror(errno));
+        MXU_LOG(MXU_LOG_WARN, "epoll_wait: %s", strerror(errno));
     uint64_t drained;
     while (read(mxe.wake_fd, &drained, sizeof(drained)) == (ssize_t)sizeof(drained))
         ;
@@ -778,7 +779,8 @@ void *mxe_progress_main(void *arg)
     mxe.placed_near_gpu = mxe.gpu_busid[0] != '\0';
     mxa_thread_relax_capture();
     mxe_place(mxe.placed_near_gpu ? mxe.gpu_busid : NULL);
-    uint64_t spin_ns = (uint64_t)(mxu_config.progress_spin_us > 0 ? mxu_config.progress_spin_us : 0) * 1000u;
+    uint64_t spin_ns =
+        (uint64_t)(mxu_config.progress_spin_us > 0 ? mxu_config.progress_spin_us : 0) * 1000u;
     uint64_t last_work = mxu_now_ns();
     uint64_t nap_ns = 0;
 

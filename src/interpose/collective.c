@@ -31,11 +31,11 @@ int mxi_collective_wait(MPI_Request *req, MPI_Comm comm, const char *what, doubl
             int size = 0, rank = 0;
             PMPI_Comm_size(comm, &size);
             PMPI_Comm_rank(comm, &rank);
-            MPIX_ACC_LOG(MX_LOG_WARN,
-                         "still waiting after %.0f s in the collective %s on a communicator of %d "
-                         "ranks (this is rank %d): a rank has not reached it "
-                         "(MPIX_ACC_WAIT_REPORT=%g)",
-                         (double)(now - start) / 1e9, what, size, rank, mxu_config.wait_report);
+            MXU_LOG(MXU_LOG_WARN,
+                    "still waiting after %.0f s in the collective %s on a communicator of %d "
+                    "ranks (this is rank %d): a rank has not reached it "
+                    "(MPIX_ACC_WAIT_REPORT=%g)",
+                    (double)(now - start) / 1e9, what, size, rank, mxu_config.wait_report);
             next_report = now + report_ns;
         }
         struct timespec ts = {0, nap_ns};

@@ -84,7 +84,7 @@ static int mxi_comm_build(MPI_Comm comm, uint32_t ctx, mxi_comm_t **out)
 static int mxi_comm_insert(mxi_comm_t *c)
 {
     mxi_comm_t *old = mxu_locked_map_get(&mxi.comms, MXI_COMM_KEY(c->handle));
-    if (mxu_locked_map_put(&mxi.comms, MXI_COMM_KEY(c->handle), c) != MX_OK) {
+    if (mxu_locked_map_put(&mxi.comms, MXI_COMM_KEY(c->handle), c) != MXU_OK) {
         mxi_comm_destroy(c);
         return mxi_err_code(MXI_E_NO_MEM);
     }
@@ -124,11 +124,14 @@ int mxi_comm_register(MPI_Comm comm)
         ctx = agreed;
         /* next free id: above everything this process has seen */
         unsigned int cur = atomic_load(&mxi.next_ctx_id);
-        while (cur < agreed + 1 && !atomic_compare_exchange_weak(&mxi.next_ctx_id, &cur, agreed + 1))
+        while (cur < agreed + 1 &&
+               !atomic_compare_exchange_weak(&mxi.next_ctx_id, &cur, agreed + 1))
             ;
         if (agreed > MXE_CTX_MAX)
-            MPIX_ACC_LOG(MX_LOG_WARN, "matching contexts exhausted (%u communicators made); "
-                                      "new communicators are not stream-capable", agreed);
+            MXU_LOG(MXU_LOG_WARN,
+                    "matching contexts exhausted (%u communicators made); "
+                    "new communicators are not stream-capable",
+                    agreed);
     }
     mxi_comm_t *c;
     int rc = mxi_comm_build(comm, ctx, &c);
@@ -163,8 +166,8 @@ void mxi_comm_forget_all(void)
 static int mxi_is_our_key(const char *key)
 {
     return strcmp(key, MPIX_ACC_INFO_STREAM) == 0 || strcmp(key, MPIX_ACC_INFO_STREAM_ALIAS) == 0 ||
-           strcmp(key, MPIX_ACC_INFO_RECV_POST) == 0 || strcmp(key, MPIX_ACC_INFO_EAGER_LIMIT) == 0 ||
-           strcmp(key, MPIX_ACC_INFO_MATCH) == 0;
+           strcmp(key, MPIX_ACC_INFO_RECV_POST) == 0 ||
+           strcmp(key, MPIX_ACC_INFO_EAGER_LIMIT) == 0 || strcmp(key, MPIX_ACC_INFO_MATCH) == 0;
 }
 
 /* "0x<hex>" -> handle; "none" -> *none = 1. Returns 0 if malformed. */
@@ -225,7 +228,7 @@ static void mxi_comm_set_stream_ptr(mxi_comm_t *c, mxa_stream_t *s)
 /* An invalid value: raised through err_comm when applying; when only
  * checking, logged and returned (the caller agrees with the other ranks of
  * its collective call before any rank raises). */
-#define MXI_INFO_BAD(check, err_comm, e, ...)                                                    \
+#define MXI_INFO_BAD(check, err_comm, e, ...)                                                      \
     ((check) ? mxi_error(e, __VA_ARGS__) : mxi_raise(err_comm, e, __VA_ARGS__))
 
 /* Validate our keys in info; unless check, then apply them to c (all or
@@ -249,10 +252,10 @@ static int mxi_comm_info(mxi_comm_t *c, MPI_Info info, MPI_Comm err_comm, int ch
         if (!mxi_parse_stream_value(v, &handle, &none))
             return MXI_INFO_BAD(check, err_comm, MXI_E_INFO_VALUE, "%s=\"%s\"", key, v);
         if (!none && check) {
-            mx_status_t st = mxa_stream_lookup(handle, &s);
-            if (st == MX_ERR_INVALID_STREAM)
+            mxu_status_t st = mxa_stream_lookup(handle, &s);
+            if (st == MXU_ERR_INVALID_STREAM)
                 return mxi_error(MXI_E_BAD_STREAM, "%s=\"%s\"", key, v);
-            if (st != MX_OK)
+            if (st != MXU_OK)
                 return mxi_status_to_mpi(st);
         } else if (!none) {
             int rc = mxi_stream_resolve(handle, err_comm, &s);
@@ -285,7 +288,7 @@ static int mxi_comm_info(mxi_comm_t *c, MPI_Info info, MPI_Comm err_comm, int ch
     char eager_value[MPI_MAX_INFO_VAL + 1] = "";
     PMPI_Info_get(info, MPIX_ACC_INFO_EAGER_LIMIT, MPI_MAX_INFO_VAL, eager_value, &flag);
     if (flag) {
-        if (eager_value[0] == '-' || mxu_parse_size(eager_value, &eager) != MX_OK)
+        if (eager_value[0] == '-' || mxu_parse_size(eager_value, &eager) != MXU_OK)
             return MXI_INFO_BAD(check, err_comm, MXI_E_INFO_VALUE, "%s=\"%s\"",
                                 MPIX_ACC_INFO_EAGER_LIMIT, eager_value);
         have_eager = 1;
@@ -306,8 +309,7 @@ static int mxi_comm_info(mxi_comm_t *c, MPI_Info info, MPI_Comm err_comm, int ch
     /* MPI-4 assertions: MPI's keys (passed on to the MPI library too);
      * recorded for the stream-executed path, and checked by the receives */
     int no_any[2] = {c->no_any_source, c->no_any_tag}, have_no_any[2] = {0, 0};
-    static const char *const no_any_key[2] = {"mpi_assert_no_any_source",
-                                              "mpi_assert_no_any_tag"};
+    static const char *const no_any_key[2] = {"mpi_assert_no_any_source", "mpi_assert_no_any_tag"};
     for (int k = 0; k < 2; k++) {
         char av[MPI_MAX_INFO_VAL + 1];
         PMPI_Info_get(info, no_any_key[k], MPI_MAX_INFO_VAL, av, &flag);
@@ -317,7 +319,7 @@ static int mxi_comm_info(mxi_comm_t *c, MPI_Info info, MPI_Comm err_comm, int ch
             no_any[k] = av[0] == 't';
             have_no_any[k] = 1;
         } else if (!check) {
-            MPIX_ACC_LOG(MX_LOG_WARN, "%s=\"%s\" ignored (true or false)", no_any_key[k], av);
+            MXU_LOG(MXU_LOG_WARN, "%s=\"%s\" ignored (true or false)", no_any_key[k], av);
         }
     }
     if (check)
@@ -404,13 +406,13 @@ int mxi_info_filter(MPI_Info info, MPI_Info *out)
 /* -------------------------------------------------------------- wrappers */
 
 /* Creation calls: call PMPI, then register the new communicator. */
-#define MXI_WRAP_CREATE(name, params, args, newcomm)                                             \
-    int name params                                                                              \
-    {                                                                                            \
-        int rc = P##name args;                                                                   \
-        if (rc == MPI_SUCCESS && mxi_on())                                                       \
-            rc = mxi_comm_register(*(newcomm));                                                  \
-        return rc;                                                                               \
+#define MXI_WRAP_CREATE(name, params, args, newcomm)                                               \
+    int name params                                                                                \
+    {                                                                                              \
+        int rc = P##name args;                                                                     \
+        if (rc == MPI_SUCCESS && mxi_on())                                                         \
+            rc = mxi_comm_register(*(newcomm));                                                    \
+        return rc;                                                                                 \
     }
 
 MXI_WRAP_CREATE(MPI_Comm_dup, (MPI_Comm comm, MPI_Comm *newcomm), (comm, newcomm), newcomm)
@@ -421,8 +423,7 @@ MXI_WRAP_CREATE(MPI_Comm_split_type,
                 (comm, split_type, key, info, newcomm), newcomm)
 MXI_WRAP_CREATE(MPI_Comm_create, (MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm),
                 (comm, group, newcomm), newcomm)
-MXI_WRAP_CREATE(MPI_Comm_create_group,
-                (MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm),
+MXI_WRAP_CREATE(MPI_Comm_create_group, (MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm),
                 (comm, group, tag, newcomm), newcomm)
 MXI_WRAP_CREATE(MPI_Cart_create,
                 (MPI_Comm comm, int ndims, const int dims[], const int periods[], int reorder,
@@ -438,14 +439,13 @@ MXI_WRAP_CREATE(MPI_Dist_graph_create,
                 (MPI_Comm comm, int n, const int sources[], const int degrees[],
                  const int destinations[], const int weights[], MPI_Info info, int reorder,
                  MPI_Comm *newcomm),
-                (comm, n, sources, degrees, destinations, weights, info, reorder, newcomm),
-                newcomm)
+                (comm, n, sources, degrees, destinations, weights, info, reorder, newcomm), newcomm)
 MXI_WRAP_CREATE(MPI_Dist_graph_create_adjacent,
                 (MPI_Comm comm, int indegree, const int sources[], const int sourceweights[],
-                 int outdegree, const int destinations[], const int destweights[],
-                 MPI_Info info, int reorder, MPI_Comm *newcomm),
-                (comm, indegree, sources, sourceweights, outdegree, destinations, destweights,
-                 info, reorder, newcomm),
+                 int outdegree, const int destinations[], const int destweights[], MPI_Info info,
+                 int reorder, MPI_Comm *newcomm),
+                (comm, indegree, sources, sourceweights, outdegree, destinations, destweights, info,
+                 reorder, newcomm),
                 newcomm)
 MXI_WRAP_CREATE(MPI_Intercomm_merge, (MPI_Comm intercomm, int high, MPI_Comm *newcomm),
                 (intercomm, high, newcomm), newcomm)

@@ -44,9 +44,9 @@ void mxi_datatype_init(void)
         PMPI_Comm_set_errhandler(mxi_check_comm, MPI_ERRORS_RETURN);
     else
         mxi_check_comm = MPI_COMM_NULL;
-    if (PMPI_Type_create_keyval(mxi_type_attr_copy, mxi_type_attr_delete,
-                                &MPIX_ACC_STREAM_KEYVAL, NULL) != MPI_SUCCESS) {
-        MPIX_ACC_LOG(MX_LOG_ERROR, "cannot create MPIX_ACC_STREAM_KEYVAL");
+    if (PMPI_Type_create_keyval(mxi_type_attr_copy, mxi_type_attr_delete, &MPIX_ACC_STREAM_KEYVAL,
+                                NULL) != MPI_SUCCESS) {
+        MXU_LOG(MXU_LOG_ERROR, "cannot create MPIX_ACC_STREAM_KEYVAL");
         MPIX_ACC_STREAM_KEYVAL = MPI_KEYVAL_INVALID;
     }
 }
@@ -105,7 +105,7 @@ int mxi_datatype_stream(MPI_Datatype dt, void **stream_handle)
 int mxi_datatype_bytes(MPI_Datatype dt, int count, size_t *bytes)
 {
     if (dt == MPI_DATATYPE_NULL) {
-        MPIX_ACC_LOG(MX_LOG_WARN, "datatype argument: MPI_DATATYPE_NULL");
+        MXU_LOG(MXU_LOG_WARN, "datatype argument: MPI_DATATYPE_NULL");
         return mxi_err_code(MXI_E_TYPE);
     }
     int size;
@@ -113,21 +113,22 @@ int mxi_datatype_bytes(MPI_Datatype dt, int count, size_t *bytes)
     if (!mxi_datatype_committed(dt) || PMPI_Type_size(dt, &size) != MPI_SUCCESS ||
         PMPI_Type_get_extent(dt, &lb, &extent) != MPI_SUCCESS ||
         PMPI_Type_get_true_extent(dt, &true_lb, &true_extent) != MPI_SUCCESS) {
-        MPIX_ACC_LOG(MX_LOG_WARN, "datatype argument: not a valid committed datatype");
+        MXU_LOG(MXU_LOG_WARN, "datatype argument: not a valid committed datatype");
         return mxi_err_code(MXI_E_TYPE);
     }
     /* Contiguous: the bytes of one element are dense, and elements abut. */
-    if (size > 0 && ((MPI_Aint)size != extent || (MPI_Aint)size != true_extent || true_lb != 0 ||
-                     lb != 0)) {
-        MPIX_ACC_LOG(MX_LOG_WARN, "datatype argument: not contiguous (size %d, lower bound %ld, "
-                                  "extent %ld, true lower bound %ld, true extent %ld); "
-                                  "stream-ordered operations take contiguous datatypes only",
-                     size, (long)lb, (long)extent, (long)true_lb, (long)true_extent);
+    if (size > 0 &&
+        ((MPI_Aint)size != extent || (MPI_Aint)size != true_extent || true_lb != 0 || lb != 0)) {
+        MXU_LOG(MXU_LOG_WARN,
+                "datatype argument: not contiguous (size %d, lower bound %ld, "
+                "extent %ld, true lower bound %ld, true extent %ld); "
+                "stream-ordered operations take contiguous datatypes only",
+                size, (long)lb, (long)extent, (long)true_lb, (long)true_extent);
         return mxi_err_code(MXI_E_TYPE);
     }
     if (count > 0 && (size_t)size > SIZE_MAX / (size_t)count) {
-        MPIX_ACC_LOG(MX_LOG_WARN, "count %d of a datatype of %d bytes: more than SIZE_MAX bytes",
-                     count, size);
+        MXU_LOG(MXU_LOG_WARN, "count %d of a datatype of %d bytes: more than SIZE_MAX bytes", count,
+                size);
         return mxi_err_code(MXI_E_COUNT);
     }
     *bytes = (size_t)size * (size_t)count;

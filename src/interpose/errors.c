@@ -18,8 +18,8 @@
 #include <stdio.h>
 
 static struct {
-    int base_class;     /* predefined class, or -1 for a new library class */
-    const char *text;   /* the library class's string; logged for the others */
+    int base_class;   /* predefined class, or -1 for a new library class */
+    const char *text; /* the library class's string; logged for the others */
 } const mxi_err_table[MXI_E_COUNT_OF_ERRORS] = {
     [MXI_E_BAD_STREAM] = {MPI_ERR_ARG, "mpix-acc: invalid stream handle (not a live CUDA stream "
                                        "or host stream)"},
@@ -64,9 +64,10 @@ void mxi_errors_init(void)
         if (cls < 0) {
             if (PMPI_Add_error_class(&cls) != MPI_SUCCESS ||
                 PMPI_Add_error_string(cls, mxi_err_table[e].text) != MPI_SUCCESS) {
-                MPIX_ACC_LOG(MX_LOG_WARN, "cannot register the error class \"%s\": "
-                                          "MPI_ERR_OTHER is returned instead",
-                             mxi_err_table[e].text);
+                MXU_LOG(MXU_LOG_WARN,
+                        "cannot register the error class \"%s\": "
+                        "MPI_ERR_OTHER is returned instead",
+                        mxi_err_table[e].text);
                 cls = MPI_ERR_OTHER;
             }
         }
@@ -82,28 +83,28 @@ int mxi_err_code(mxi_err_t e)
     return mxi_err_codes[e];
 }
 
-int mxi_status_to_mpi(mx_status_t st)
+int mxi_status_to_mpi(mxu_status_t st)
 {
     switch (st) {
-    case MX_OK:
-    case MX_ERR_CANCELED:
+    case MXU_OK:
+    case MXU_ERR_CANCELED:
         return MPI_SUCCESS;
-    case MX_ERR_TRUNCATED:
+    case MXU_ERR_TRUNCATED:
         return MPI_ERR_TRUNCATE;
-    case MX_ERR_INVALID_STREAM:
+    case MXU_ERR_INVALID_STREAM:
         return mxi_err_code(MXI_E_BAD_STREAM);
-    case MX_ERR_INVALID_PARAM:
+    case MXU_ERR_INVALID_PARAM:
         return mxi_err_code(MXI_E_ARG);
-    case MX_ERR_NO_MEMORY:
+    case MXU_ERR_NO_MEMORY:
         return mxi_err_code(MXI_E_NO_MEM);
-    case MX_ERR_TIMED_OUT:
+    case MXU_ERR_TIMED_OUT:
         return mxi_err_code(MXI_E_PENDING);
-    case MX_ERR_TRANSPORT:
-    case MX_ERR_PEER:
+    case MXU_ERR_TRANSPORT:
+    case MXU_ERR_PEER:
         return mxi_err_code(MXI_E_TRANSPORT);
-    case MX_ERR_NOT_READY:
+    case MXU_ERR_NOT_READY:
         return mxi_err_code(MXI_E_NOT_ACTIVE);
-    case MX_ERR_UNSUPPORTED:
+    case MXU_ERR_UNSUPPORTED:
         return mxi_err_code(MXI_E_UNSUPPORTED);
     default:
         return mxi_err_code(MXI_E_INTERN);
@@ -129,8 +130,10 @@ int mxi_raise_code(MPI_Comm comm, int code)
         return code;
     const char *outside = mxi_outside_mpi();
     if (outside) {
-        MPIX_ACC_LOG(MX_LOG_WARN, "error %d %s: no MPI error handler can run then, "
-                                  "MPI_ERR_OTHER returned", code, outside);
+        MXU_LOG(MXU_LOG_WARN,
+                "error %d %s: no MPI error handler can run then, "
+                "MPI_ERR_OTHER returned",
+                code, outside);
         return MPI_ERR_OTHER;
     }
     if (comm == MPI_COMM_NULL || !mxi_comm_find(comm))
@@ -151,30 +154,32 @@ int mxi_raise(MPI_Comm comm, mxi_err_t e, const char *fmt, ...)
         va_end(ap);
         mxi_link_order_check(call);
     }
-    if (mxu_log_threshold >= MX_LOG_WARN) {
+    if (mxu_log_threshold >= MXU_LOG_WARN) {
         char msg[256];
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
         if (outside)
-            MPIX_ACC_LOG(MX_LOG_WARN, "call %s (%s): no MPI error handler can run then, "
-                                      "MPI_ERR_OTHER returned", outside, msg);
+            MXU_LOG(MXU_LOG_WARN,
+                    "call %s (%s): no MPI error handler can run then, "
+                    "MPI_ERR_OTHER returned",
+                    outside, msg);
         else
-            MPIX_ACC_LOG(MX_LOG_WARN, "%s: %s", mxi_err_table[e].text, msg);
+            MXU_LOG(MXU_LOG_WARN, "%s: %s", mxi_err_table[e].text, msg);
     }
     return outside ? MPI_ERR_OTHER : mxi_raise_code(comm, mxi_err_code(e));
 }
 
 int mxi_error(mxi_err_t e, const char *fmt, ...)
 {
-    if (mxu_log_threshold >= MX_LOG_INFO) {
+    if (mxu_log_threshold >= MXU_LOG_INFO) {
         char msg[256];
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        MPIX_ACC_LOG(MX_LOG_INFO, "%s: %s", mxi_err_table[e].text, msg);
+        MXU_LOG(MXU_LOG_INFO, "%s: %s", mxi_err_table[e].text, msg);
     }
     return mxi_err_code(e);
 }

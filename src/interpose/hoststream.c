@@ -4,13 +4,13 @@
  */
 #include "interpose/interpose.h"
 
-static int mxi_host_result(mx_status_t st, const char *what, const void *stream)
+static int mxi_host_result(mxu_status_t st, const char *what, const void *stream)
 {
-    if (st == MX_OK)
+    if (st == MXU_OK)
         return MPI_SUCCESS;
-    if (st == MX_ERR_INVALID_STREAM)
+    if (st == MXU_ERR_INVALID_STREAM)
         return mxi_raise(MPI_COMM_SELF, MXI_E_BAD_STREAM, "%s: stream %p", what, stream);
-    if (st == MX_ERR_INVALID_PARAM)
+    if (st == MXU_ERR_INVALID_PARAM)
         return mxi_raise(MPI_COMM_SELF, MXI_E_ARG, "%s: stream %p", what, stream);
     return mxi_raise_code(MPI_COMM_SELF, mxi_status_to_mpi(st));
 }
@@ -39,8 +39,8 @@ int MPIX_Acc_Hoststream_synchronize(MPIX_Acc_stream stream)
     if (!mxi_on())
         return mxi_raise(MPI_COMM_SELF, MXI_E_NOT_ACTIVE, "MPIX_Acc_Hoststream_synchronize");
     mxi_reap(0);
-    return mxi_host_result(mxa_host_stream_synchronize(stream),
-                           "MPIX_Acc_Hoststream_synchronize", stream);
+    return mxi_host_result(mxa_host_stream_synchronize(stream), "MPIX_Acc_Hoststream_synchronize",
+                           stream);
 }
 
 int MPIX_Acc_Hoststream_free(MPIX_Acc_stream *stream)

@@ -22,11 +22,12 @@ mxi_state_t mxi;
  * stream communicators are silently plain. Checked at load time (which
  * object the process's MPI_Init belongs to) and again when an MPIX_Acc_*
  * call finds the library inactive although MPI is initialised. */
-static int mxi_init_seen;         /* our MPI_Init / MPI_Init_thread ran */
+static int mxi_init_seen;            /* our MPI_Init / MPI_Init_thread ran */
 static _Atomic int mxi_order_warned; /* the call-time warning, once per process */
 
-#define MXI_LINK_FIX "link -lmpixacc before the MPI library, or preload it " \
-                     "(LD_PRELOAD=/full/path/to/libmpixacc.so)"
+#define MXI_LINK_FIX                                                                               \
+    "link -lmpixacc before the MPI library, or preload it "                                        \
+    "(LD_PRELOAD=/full/path/to/libmpixacc.so)"
 
 /* dl_iterate_phdr: is data (an address) inside the first object, the program? */
 static int mxi_phdr_in_program(struct dl_phdr_info *info, size_t size, void *data)
@@ -63,17 +64,18 @@ static int mxi_disabled_by_env(void)
 {
     int off = 0;
     const char *v = getenv("MPIX_ACC_DISABLE");
-    return v && mxu_config_parse_value(MXU_CFG_BOOL, v, &off) == MX_OK && off;
+    return v && mxu_config_parse_value(MXU_CFG_BOOL, v, &off) == MXU_OK && off;
 }
 
 __attribute__((constructor)) static void mxi_link_order_at_load(void)
 {
     const char *where = mxi_mpi_init_elsewhere();
     if (where != NULL && !mxi_disabled_by_env())
-        MPIX_ACC_LOG(MX_LOG_WARN, "MPI_Init resolves to %s, not to libmpixacc: the MPI library "
-                                  "comes before libmpixacc on the link line, so no MPI call "
-                                  "reaches the library and it stays inactive; %s",
-                     where, MXI_LINK_FIX);
+        MXU_LOG(MXU_LOG_WARN,
+                "MPI_Init resolves to %s, not to libmpixacc: the MPI library "
+                "comes before libmpixacc on the link line, so no MPI call "
+                "reaches the library and it stays inactive; %s",
+                where, MXI_LINK_FIX);
 }
 
 void mxi_link_order_check(const char *call)
@@ -85,9 +87,10 @@ void mxi_link_order_check(const char *call)
     if (atomic_exchange(&mxi_order_warned, 1))
         return;
     const char *where = mxi_mpi_init_elsewhere();
-    MPIX_ACC_LOG(MX_LOG_WARN, "an MPIX_Acc_* call (%s) found the library inactive: MPI_Init did "
-                              "not go through it (MPI was initialised by %s); %s",
-                 call, where ? where : "the MPI library directly", MXI_LINK_FIX);
+    MXU_LOG(MXU_LOG_WARN,
+            "an MPIX_Acc_* call (%s) found the library inactive: MPI_Init did "
+            "not go through it (MPI was initialised by %s); %s",
+            call, where ? where : "the MPI library directly", MXI_LINK_FIX);
 }
 
 /* Exchange worker addresses over MPI_COMM_WORLD and start the engine.
@@ -109,7 +112,7 @@ static void mxi_bring_up(void)
     int pe = mxu_config.peer_errors != 0, pe_all = pe;
     PMPI_Allreduce(&pe, &pe_all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (pe_all != pe)
-        MPIX_ACC_LOG(MX_LOG_WARN, "MPIX_ACC_PEER_ERRORS differs between ranks: all use 1");
+        MXU_LOG(MXU_LOG_WARN, "MPIX_ACC_PEER_ERRORS differs between ranks: all use 1");
     mxe_init_args_t args = {
         .world_rank = mxi.world_rank, .world_size = mxi.world_size, .peer_errors = pe_all};
     /* processes sharing this node, for the progress thread's placement */
@@ -123,7 +126,7 @@ static void mxi_bring_up(void)
         PMPI_Comm_size(node, &args.local_size);
     }
     /* the engine starts the layers below it (accel, topo, transport) */
-    if (mxe_init(&args) != MX_OK)
+    if (mxe_init(&args) != MXU_OK)
         ok = 0;
     if (node != MPI_COMM_NULL) {
         /* with a GPU backend on every process of the node, they exchange
@@ -143,7 +146,7 @@ static void mxi_bring_up(void)
     }
     const void *addr = NULL;
     size_t len = 0;
-    if (ok && mxe_local_address(&addr, &len) != MX_OK)
+    if (ok && mxe_local_address(&addr, &len) != MXU_OK)
         ok = 0;
 
     int n = mxi.world_size;
@@ -172,8 +175,8 @@ static void mxi_bring_up(void)
     }
     PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     /* node_peers: set on every rank of a node or on none of them */
-    if (all_ok && mxe_start(blob, offsets, n, node_peers, node_peers ? args.local_size : 0) !=
-                      MX_OK)
+    if (all_ok &&
+        mxe_start(blob, offsets, n, node_peers, node_peers ? args.local_size : 0) != MXU_OK)
         all_ok = 0;
     free(node_peers);
     free(lens);
@@ -181,9 +184,10 @@ static void mxi_bring_up(void)
     free(offsets);
     free(blob);
     if (!all_ok) {
-        MPIX_ACC_LOG(MX_LOG_ERROR, "stream-ordered communication unavailable (setup failed on "
-                                   "%s); MPI calls pass through unchanged",
-                     ok ? "another rank" : "this rank");
+        MXU_LOG(MXU_LOG_ERROR,
+                "stream-ordered communication unavailable (setup failed on "
+                "%s); MPI calls pass through unchanged",
+                ok ? "another rank" : "this rank");
         if (mxe_is_running())
             mxe_finalize(NULL, NULL);
         return;
@@ -191,8 +195,8 @@ static void mxi_bring_up(void)
     mxe_set_result_writer(mxi_result_writer);
     mxi.active = 1;
     mxi_comm_register_predefined();
-    MPIX_ACC_LOG(MX_LOG_INFO, "mpix-acc %d.%d.%d active on %d ranks", MPIX_ACC_VERSION_MAJOR,
-                 MPIX_ACC_VERSION_MINOR, MPIX_ACC_VERSION_PATCH, n);
+    MXU_LOG(MXU_LOG_INFO, "mpix-acc %d.%d.%d active on %d ranks", MPIX_ACC_VERSION_MAJOR,
+            MPIX_ACC_VERSION_MINOR, MPIX_ACC_VERSION_PATCH, n);
 }
 
 static void mxi_before_init(void)
@@ -231,23 +235,22 @@ static void mxi_print_stats(void)
 {
     mxe_stats_t st;
     mxe_get_stats(&st);
-    MPIX_ACC_LOG(MX_LOG_ERROR < mxu_log_threshold ? MX_LOG_WARN : MX_LOG_ERROR,
-                 "stats: ops submitted %llu completed %llu failed %llu; waits %llu released "
-                 "%llu; progress sleeps %llu wake-ups %llu; progress cpu %d",
-                 (unsigned long long)st.ops_submitted, (unsigned long long)st.ops_completed,
-                 (unsigned long long)st.ops_failed, (unsigned long long)st.waits_submitted,
-                 (unsigned long long)st.waits_released, (unsigned long long)st.progress_sleeps,
-                 (unsigned long long)st.progress_wakeups, st.progress_cpu);
+    MXU_LOG(MXU_LOG_ERROR < mxu_log_threshold ? MXU_LOG_WARN : MXU_LOG_ERROR,
+            "stats: ops submitted %llu completed %llu failed %llu; waits %llu released "
+            "%llu; progress sleeps %llu wake-ups %llu; progress cpu %d",
+            (unsigned long long)st.ops_submitted, (unsigned long long)st.ops_completed,
+            (unsigned long long)st.ops_failed, (unsigned long long)st.waits_submitted,
+            (unsigned long long)st.waits_released, (unsigned long long)st.progress_sleeps,
+            (unsigned long long)st.progress_wakeups, st.progress_cpu);
 #define MXI_MEAN_US(sum, n) ((n) ? (double)(sum) / (double)(n) / 1e3 : 0.0)
-    MPIX_ACC_LOG(MX_LOG_ERROR < mxu_log_threshold ? MX_LOG_WARN : MX_LOG_ERROR,
-                 "stats: mean us: stream turnaround (wait released -> next trigger seen) %.2f "
-                 "(%llu); send started -> done %.2f (%llu); receive started -> arrived %.2f "
-                 "(%llu); last op done -> wait released %.2f (%llu)",
-                 MXI_MEAN_US(st.turnaround_ns, st.turnaround_n),
-                 (unsigned long long)st.turnaround_n, MXI_MEAN_US(st.send_ns, st.send_n),
-                 (unsigned long long)st.send_n, MXI_MEAN_US(st.recv_ns, st.recv_n),
-                 (unsigned long long)st.recv_n, MXI_MEAN_US(st.release_ns, st.release_n),
-                 (unsigned long long)st.release_n);
+    MXU_LOG(MXU_LOG_ERROR < mxu_log_threshold ? MXU_LOG_WARN : MXU_LOG_ERROR,
+            "stats: mean us: stream turnaround (wait released -> next trigger seen) %.2f "
+            "(%llu); send started -> done %.2f (%llu); receive started -> arrived %.2f "
+            "(%llu); last op done -> wait released %.2f (%llu)",
+            MXI_MEAN_US(st.turnaround_ns, st.turnaround_n), (unsigned long long)st.turnaround_n,
+            MXI_MEAN_US(st.send_ns, st.send_n), (unsigned long long)st.send_n,
+            MXI_MEAN_US(st.recv_ns, st.recv_n), (unsigned long long)st.recv_n,
+            MXI_MEAN_US(st.release_ns, st.release_n), (unsigned long long)st.release_n);
 #undef MXI_MEAN_US
 }
 
@@ -279,9 +282,10 @@ static int mxi_world_fence(void *arg)
     if (PMPI_Test(&f->req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
         return 1;
     if (!done && (double)(mxu_now_ns() - f->start_ns) * 1e-9 > mxi_peer_timeout()) {
-        MPIX_ACC_LOG(MX_LOG_ERROR, "MPI_Finalize: the ranks did not all close their "
-                     "connections within MPIX_ACC_FINALIZE_PEER_TIMEOUT=%gs; going on",
-                     mxi_peer_timeout());
+        MXU_LOG(MXU_LOG_ERROR,
+                "MPI_Finalize: the ranks did not all close their "
+                "connections within MPIX_ACC_FINALIZE_PEER_TIMEOUT=%gs; going on",
+                mxi_peer_timeout());
         return 1;
     }
     return done;
@@ -301,9 +305,10 @@ static int mxi_finalize_barrier(void)
         for (int i = 0; i < nfailed && i < 8 && used < sizeof(list); i++)
             used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%d", i ? ", " : "",
                                      failed[i]);
-        MPIX_ACC_LOG(MX_LOG_ERROR, "MPI_Finalize: %d rank(s) failed (%s%s, ranks in "
-                     "MPI_COMM_WORLD): not waiting for the other ranks",
-                     nfailed, list, nfailed > 8 ? ", ..." : "");
+        MXU_LOG(MXU_LOG_ERROR,
+                "MPI_Finalize: %d rank(s) failed (%s%s, ranks in "
+                "MPI_COMM_WORLD): not waiting for the other ranks",
+                nfailed, list, nfailed > 8 ? ", ..." : "");
         return -1;
     }
     /* Once this rank is in the barrier, a peer closing its connection is a
@@ -312,21 +317,21 @@ static int mxi_finalize_barrier(void)
     mxe_peers_finalizing();
     MPI_Request req;
     if (PMPI_Ibarrier(MPI_COMM_WORLD, &req) != MPI_SUCCESS) {
-        MPIX_ACC_LOG(MX_LOG_ERROR, "MPI_Finalize: MPI_Ibarrier failed");
+        MXU_LOG(MXU_LOG_ERROR, "MPI_Finalize: MPI_Ibarrier failed");
         return -1;
     }
     double limit = mxi_peer_timeout();
     int rc = mxi_collective_wait(&req, MPI_COMM_WORLD, "MPI_Barrier of MPI_Finalize", limit);
     if (rc == MXI_COLLECTIVE_GAVE_UP) {
-        MPIX_ACC_LOG(MX_LOG_ERROR,
-                     "MPI_Finalize: not every rank reached MPI_Finalize within "
-                     "MPIX_ACC_FINALIZE_PEER_TIMEOUT=%gs (a rank failed, hangs, or is that "
-                     "much later); giving up",
-                     limit);
+        MXU_LOG(MXU_LOG_ERROR,
+                "MPI_Finalize: not every rank reached MPI_Finalize within "
+                "MPIX_ACC_FINALIZE_PEER_TIMEOUT=%gs (a rank failed, hangs, or is that "
+                "much later); giving up",
+                limit);
         return -1;
     }
     if (rc != MPI_SUCCESS) {
-        MPIX_ACC_LOG(MX_LOG_ERROR, "MPI_Finalize: MPI_Test on the world barrier failed");
+        MXU_LOG(MXU_LOG_ERROR, "MPI_Finalize: MPI_Test on the world barrier failed");
         return -1;
     }
     return 0;
@@ -338,21 +343,21 @@ int MPI_Finalize(void)
         mxi_reap(0);
         int stuck = mxe_drain(mxu_config.finalize_timeout);
         if (stuck > 0)
-            MPIX_ACC_LOG(MX_LOG_ERROR,
-                         "MPI_Finalize: %d stream-ordered operation(s) could not complete within "
-                         "MPIX_ACC_FINALIZE_TIMEOUT=%gs and were cancelled (listed above)",
-                         stuck, mxu_config.finalize_timeout);
+            MXU_LOG(MXU_LOG_ERROR,
+                    "MPI_Finalize: %d stream-ordered operation(s) could not complete within "
+                    "MPIX_ACC_FINALIZE_TIMEOUT=%gs and were cancelled (listed above)",
+                    stuck, mxu_config.finalize_timeout);
         mxi_reap(1);
         if (mxi.released_errors > 0)
-            MPIX_ACC_LOG(MX_LOG_ERROR,
-                         "MPI_Finalize: %ld stream-waited operation(s) ended with an error",
-                         mxi.released_errors);
+            MXU_LOG(MXU_LOG_ERROR,
+                    "MPI_Finalize: %ld stream-waited operation(s) ended with an error",
+                    mxi.released_errors);
         long held = (long)atomic_load(&mxi.requests.count);
         if (held > 0)
-            MPIX_ACC_LOG(MX_LOG_WARN,
-                         "MPI_Finalize: %ld stream-ordered request(s) never waited or freed by "
-                         "the application",
-                         held);
+            MXU_LOG(MXU_LOG_WARN,
+                    "MPI_Finalize: %ld stream-ordered request(s) never waited or freed by "
+                    "the application",
+                    held);
         /* Every peer has drained before endpoints close. */
         int complete = mxi_finalize_barrier() == 0;
         if (mxu_config.stats)
@@ -374,9 +379,9 @@ int MPI_Finalize(void)
         if (!complete) {
             /* The MPI library's own finalize waits for every rank (plain
              * MPICH 4.0.2 hangs there when one was killed). */
-            MPIX_ACC_LOG(MX_LOG_ERROR, "MPI_Finalize: returning an error without finalizing the "
-                         "MPI library, which would wait for the missing rank(s) forever");
-            return mxi_status_to_mpi(MX_ERR_PEER);
+            MXU_LOG(MXU_LOG_ERROR, "MPI_Finalize: returning an error without finalizing the "
+                                   "MPI library, which would wait for the missing rank(s) forever");
+            return mxi_status_to_mpi(MXU_ERR_PEER);
         }
     }
     return PMPI_Finalize();

@@ -41,37 +41,37 @@ typedef struct {
 /* What the library knows about a communicator. */
 typedef struct {
     MPI_Comm handle;
-    mxe_comm_t ec;            /* ctx id, rank, size, world ranks */
-    int *world_ranks;         /* owned storage behind ec.world_ranks */
-    int supported;            /* 0: intercomm or too large for the tag layout */
+    mxe_comm_t ec;    /* ctx id, rank, size, world ranks */
+    int *world_ranks; /* owned storage behind ec.world_ranks */
+    int supported;    /* 0: intercomm or too large for the tag layout */
     /* stream communicator hints */
-    mxa_stream_t *stream;     /* NULL: not a stream communicator */
+    mxa_stream_t *stream; /* NULL: not a stream communicator */
     int recv_post_early;
     size_t eager_limit;
-    int no_any_source;        /* MPI-4 assertions (info keys mpi_assert_no_any_*) */
+    int no_any_source; /* MPI-4 assertions (info keys mpi_assert_no_any_*) */
     int no_any_tag;
     mxi_hint_t hints[MXI_MAX_HINTS];
     int nhints;
 } mxi_comm_t;
 
 typedef struct {
-    int active;               /* engine running: accelerated paths available */
-    int disabled;             /* MPIX_ACC_DISABLE=1: pure pass-through */
+    int active;   /* engine running: accelerated paths available */
+    int disabled; /* MPIX_ACC_DISABLE=1: pure pass-through */
     int world_rank;
     int world_size;
-    int thread_level;         /* what the application got */
+    int thread_level; /* what the application got */
     _Atomic uint32_t next_ctx_id;
-    mxu_locked_map_t comms;    /* MPI_Comm -> mxi_comm_t* */
-    mxu_locked_map_t requests; /* MPI_Request -> mxe_op_t* (user-owned handles) */
-    _Atomic long stream_comms; /* communicators with a stream set */
+    mxu_locked_map_t comms;     /* MPI_Comm -> mxi_comm_t* */
+    mxu_locked_map_t requests;  /* MPI_Request -> mxe_op_t* (user-owned handles) */
+    _Atomic long stream_comms;  /* communicators with a stream set */
     _Atomic long typed_streams; /* datatypes carrying MPIX_ACC_STREAM_KEYVAL */
     /* ops whose handles the library owns (stream-waited, freed early) */
     pthread_mutex_t reap_lock;
     mxe_op_t **reap;
     size_t nreap, capreap;
-    size_t reap_cursor;          /* where the next bounded reap pass starts */
+    size_t reap_cursor; /* where the next bounded reap pass starts */
     _Atomic size_t reap_pending;
-    _Atomic long greqs_alive;    /* generalized requests started, not yet freed by MPI */
+    _Atomic long greqs_alive; /* generalized requests started, not yet freed by MPI */
     long released_errors;     /* errors seen in ops the user no longer holds */
 } mxi_state_t;
 
@@ -79,24 +79,24 @@ extern mxi_state_t mxi;
 
 /* ---- errors.c ---- */
 typedef enum {
-    MXI_E_BAD_STREAM,     /* MPI_ERR_ARG */
-    MXI_E_COUNT,          /* MPI_ERR_COUNT */
-    MXI_E_BUFFER,         /* MPI_ERR_BUFFER */
-    MXI_E_RANK,           /* MPI_ERR_RANK */
-    MXI_E_TAG,            /* MPI_ERR_TAG */
-    MXI_E_REQUEST,        /* MPI_ERR_REQUEST */
-    MXI_E_COMM,           /* MPI_ERR_COMM */
+    MXI_E_BAD_STREAM,       /* MPI_ERR_ARG */
+    MXI_E_COUNT,            /* MPI_ERR_COUNT */
+    MXI_E_BUFFER,           /* MPI_ERR_BUFFER */
+    MXI_E_RANK,             /* MPI_ERR_RANK */
+    MXI_E_TAG,              /* MPI_ERR_TAG */
+    MXI_E_REQUEST,          /* MPI_ERR_REQUEST */
+    MXI_E_COMM,             /* MPI_ERR_COMM */
     MXI_E_COMM_UNSUPPORTED, /* MPI_ERR_COMM: intercomm / unknown to the library */
-    MXI_E_INFO_VALUE,     /* MPI_ERR_INFO_VALUE */
-    MXI_E_TYPE,           /* MPI_ERR_TYPE */
-    MXI_E_ARG,            /* MPI_ERR_ARG (other) */
-    MXI_E_NOT_ACTIVE,     /* library class: library not initialised / disabled */
-    MXI_E_TRANSPORT,      /* library class: transport failure */
-    MXI_E_PENDING,        /* library class: cancelled at MPI_Finalize */
-    MXI_E_NO_MEM,         /* MPI_ERR_NO_MEM */
-    MXI_E_INTERN,         /* MPI_ERR_INTERN */
-    MXI_E_UNSUPPORTED,    /* MPI_ERR_UNSUPPORTED_OPERATION */
-    MXI_E_TOO_MANY,       /* own class: MPIX_ACC_MAX_PENDING operations stuck in flight */
+    MXI_E_INFO_VALUE,       /* MPI_ERR_INFO_VALUE */
+    MXI_E_TYPE,             /* MPI_ERR_TYPE */
+    MXI_E_ARG,              /* MPI_ERR_ARG (other) */
+    MXI_E_NOT_ACTIVE,       /* library class: library not initialised / disabled */
+    MXI_E_TRANSPORT,        /* library class: transport failure */
+    MXI_E_PENDING,          /* library class: cancelled at MPI_Finalize */
+    MXI_E_NO_MEM,           /* MPI_ERR_NO_MEM */
+    MXI_E_INTERN,           /* MPI_ERR_INTERN */
+    MXI_E_UNSUPPORTED,      /* MPI_ERR_UNSUPPORTED_OPERATION */
+    MXI_E_TOO_MANY,         /* own class: MPIX_ACC_MAX_PENDING operations stuck in flight */
     MXI_E_COUNT_OF_ERRORS
 } mxi_err_t;
 
@@ -104,11 +104,12 @@ typedef enum {
 void mxi_errors_init(void);
 /* MPI error code for a library error. */
 int mxi_err_code(mxi_err_t e);
-/* MPI error code for an engine status (MX_OK -> MPI_SUCCESS). */
-int mxi_status_to_mpi(mx_status_t st);
+/* MPI error code for an engine status (MXU_OK -> MPI_SUCCESS). */
+int mxi_status_to_mpi(mxu_status_t st);
 /* Log the reason as a warning, raise through comm's error handler
  * (MPI_COMM_SELF when comm is invalid) and return the code. */
-int mxi_raise(MPI_Comm comm, mxi_err_t e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int mxi_raise(MPI_Comm comm, mxi_err_t e, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 int mxi_raise_code(MPI_Comm comm, int code);
 /* As mxi_raise, but only log and return the code: for collective calls,
  * which agree on the outcome before any rank raises. */
@@ -123,7 +124,7 @@ void mxi_link_order_check(const char *call);
 /* ---- comm.c ---- */
 uint64_t mxi_handle_key(const void *handle, size_t size);
 #define MXI_COMM_KEY(c) mxi_handle_key(&(c), sizeof(MPI_Comm))
-#define MXI_REQ_KEY(r)  mxi_handle_key(&(r), sizeof(MPI_Request))
+#define MXI_REQ_KEY(r) mxi_handle_key(&(r), sizeof(MPI_Request))
 /* Look up a communicator (NULL: not known). */
 mxi_comm_t *mxi_comm_find(MPI_Comm comm);
 /* Register a communicator after creation (collective over it: agrees on a
@@ -153,9 +154,8 @@ int mxi_datatype_stream(MPI_Datatype dt, void **stream_handle);
 int mxi_datatype_bytes(MPI_Datatype dt, int count, size_t *bytes);
 
 /* ---- p2p.c ---- */
-int mxi_isend(mxa_stream_t *s, mxi_origin_t origin, const void *buf, int count,
-              MPI_Datatype dt, int dest, int tag, MPI_Comm comm, int synchronous,
-              MPI_Request *req);
+int mxi_isend(mxa_stream_t *s, mxi_origin_t origin, const void *buf, int count, MPI_Datatype dt,
+              int dest, int tag, MPI_Comm comm, int synchronous, MPI_Request *req);
 int mxi_irecv(mxa_stream_t *s, mxi_origin_t origin, void *buf, int count, MPI_Datatype dt,
               int source, int tag, MPI_Comm comm, MPI_Request *req);
 /* Resolve a user stream handle (MPI_ERR_ARG raised on comm if invalid). */

@@ -13,10 +13,10 @@ int mxi_stream_resolve(void *handle, MPI_Comm comm, mxa_stream_t **out)
 {
     if (!mxi_on())
         return mxi_raise(comm, MXI_E_NOT_ACTIVE, "stream %p", handle);
-    mx_status_t st = mxa_stream_lookup(handle, out);
-    if (st == MX_ERR_INVALID_STREAM)
+    mxu_status_t st = mxa_stream_lookup(handle, out);
+    if (st == MXU_ERR_INVALID_STREAM)
         return mxi_raise(comm, MXI_E_BAD_STREAM, "stream %p", handle);
-    if (st != MX_OK)
+    if (st != MXU_OK)
         return mxi_raise_code(comm, mxi_status_to_mpi(st));
     return MPI_SUCCESS;
 }
@@ -24,8 +24,8 @@ int mxi_stream_resolve(void *handle, MPI_Comm comm, mxa_stream_t **out)
 /* Returns 1 if stream-ordered (stream resolved into *s), 0 for the host
  * path, -1 if the datatype's stream is no longer valid (error raised; the
  * code is in *err). */
-static int mxi_route_checked(MPI_Comm comm, MPI_Datatype dt, mxa_stream_t **s,
-                             mxi_origin_t *origin, int *err)
+static int mxi_route_checked(MPI_Comm comm, MPI_Datatype dt, mxa_stream_t **s, mxi_origin_t *origin,
+                             int *err)
 {
     if (!mxi_on())
         return 0;
@@ -103,8 +103,7 @@ static int mxi_under_limits(long live, long limit, long ahead, long depth)
 
 int mxi_throttle(MPI_Comm comm, mxa_stream_t *s, int new_request)
 {
-    long limit = !new_request ? LONG_MAX
-                 : mxu_config.max_pending > 0 ? mxu_config.max_pending : 1;
+    long limit = !new_request ? LONG_MAX : mxu_config.max_pending > 0 ? mxu_config.max_pending : 1;
     long depth = mxu_config.stream_depth;
     long live = atomic_load_explicit(&mxi.greqs_alive, memory_order_relaxed);
     long ahead = mxi_ahead(s, depth);
@@ -126,11 +125,11 @@ int mxi_throttle(MPI_Comm comm, mxa_stream_t *s, int new_request)
         }
         if (since_progress > 10.0) {
             if (live >= limit)
-                return mxi_raise(comm, MXI_E_TOO_MANY, "%ld operations in flight (limit %ld)",
-                                 live, limit);
+                return mxi_raise(comm, MXI_E_TOO_MANY, "%ld operations in flight (limit %ld)", live,
+                                 limit);
             return mxi_raise(comm, MXI_E_TOO_MANY,
-                             "stream %p is %ld stream points behind (limit %ld)",
-                             s->handle, ahead, depth);
+                             "stream %p is %ld stream points behind (limit %ld)", s->handle, ahead,
+                             depth);
         }
         nanosleep(&ts, NULL);
         double d = (double)ts.tv_nsec * 1e-9;
@@ -140,9 +139,10 @@ int mxi_throttle(MPI_Comm comm, mxa_stream_t *s, int new_request)
             ts.tv_nsec *= 2;
     }
     if (waited > 1.0)
-        MPIX_ACC_LOG(MX_LOG_INFO, "waited %.1f s for stream-ordered operations to complete "
-                     "(MPIX_ACC_MAX_PENDING=%d, MPIX_ACC_STREAM_DEPTH=%ld)", waited,
-                     (int)mxu_config.max_pending, depth);
+        MXU_LOG(MXU_LOG_INFO,
+                "waited %.1f s for stream-ordered operations to complete "
+                "(MPIX_ACC_MAX_PENDING=%d, MPIX_ACC_STREAM_DEPTH=%ld)",
+                waited, (int)mxu_config.max_pending, depth);
     return MPI_SUCCESS;
 }
 
@@ -157,7 +157,8 @@ static int mxi_submit(mxe_op_t *op, mxi_origin_t origin, MPI_Comm comm, MPI_Requ
         return trc;
     }
     op->user_origin = (int)origin;
-    memcpy(&op->user_aux, &comm, sizeof(comm) < sizeof(op->user_aux) ? sizeof(comm) : sizeof(op->user_aux));
+    memcpy(&op->user_aux, &comm,
+           sizeof(comm) < sizeof(op->user_aux) ? sizeof(comm) : sizeof(op->user_aux));
     int rc = PMPI_Grequest_start(mxi_greq_query, mxi_greq_free, mxi_greq_cancel, op, &greq);
     if (rc != MPI_SUCCESS) {
         mxe_op_release(op);
@@ -165,10 +166,11 @@ static int mxi_submit(mxe_op_t *op, mxi_origin_t origin, MPI_Comm comm, MPI_Requ
         return mxi_raise_code(comm, rc);
     }
     atomic_fetch_add_explicit(&mxi.greqs_alive, 1, memory_order_relaxed);
-    memcpy(&op->user_handle, &greq, sizeof(greq) < sizeof(op->user_handle) ? sizeof(greq) : sizeof(op->user_handle));
+    memcpy(&op->user_handle, &greq,
+           sizeof(greq) < sizeof(op->user_handle) ? sizeof(greq) : sizeof(op->user_handle));
     mxi_request_track(greq, op);
-    mx_status_t st = mxe_op_submit(op);
-    if (st != MX_OK) {
+    mxu_status_t st = mxe_op_submit(op);
+    if (st != MXU_OK) {
         mxu_locked_map_remove(&mxi.requests, MXI_REQ_KEY(greq));
         mxe_op_release(op); /* the engine's reference: it never got the op */
         op->user_flags |= MXI_OPF_GREQ_COMPLETED;
@@ -194,9 +196,8 @@ static int mxi_check_buffer(MPI_Comm comm, const void *buf, int count, MPI_Datat
     return mxi_raise(comm, MXI_E_BUFFER, "%s buffer is NULL with count %d", what, count);
 }
 
-int mxi_isend(mxa_stream_t *s, mxi_origin_t origin, const void *buf, int count,
-              MPI_Datatype dt, int dest, int tag, MPI_Comm comm, int synchronous,
-              MPI_Request *req)
+int mxi_isend(mxa_stream_t *s, mxi_origin_t origin, const void *buf, int count, MPI_Datatype dt,
+              int dest, int tag, MPI_Comm comm, int synchronous, MPI_Request *req)
 {
     mxi_comm_t *c;
     size_t bytes;
@@ -206,16 +207,16 @@ int mxi_isend(mxa_stream_t *s, mxi_origin_t origin, const void *buf, int count,
     if ((rc = mxi_check_buffer(comm, buf, count, dt, "send")) != MPI_SUCCESS)
         return rc;
     if (dest != MPI_PROC_NULL && (dest < 0 || dest >= c->ec.size))
-        return mxi_raise(comm, MXI_E_RANK, "destination %d (valid: 0..%d or MPI_PROC_NULL)",
-                         dest, c->ec.size - 1);
+        return mxi_raise(comm, MXI_E_RANK, "destination %d (valid: 0..%d or MPI_PROC_NULL)", dest,
+                         c->ec.size - 1);
     if (tag < 0 || tag > MXE_TAG_MAX)
         return mxi_raise(comm, MXI_E_TAG, "send tag %d (valid: 0..%d)", tag, MXE_TAG_MAX);
     mxi_reap(0);
     mxe_op_t *op;
-    mx_status_t st = mxe_op_create_send(s, buf, bytes, &c->ec,
-                                        dest == MPI_PROC_NULL ? MXE_PROC_NULL : dest, tag,
-                                        synchronous ? 0 : c->eager_limit, &op);
-    if (st != MX_OK)
+    mxu_status_t st =
+        mxe_op_create_send(s, buf, bytes, &c->ec, dest == MPI_PROC_NULL ? MXE_PROC_NULL : dest, tag,
+                           synchronous ? 0 : c->eager_limit, &op);
+    if (st != MXU_OK)
         return mxi_raise_code(comm, mxi_status_to_mpi(st));
     op->synchronous = synchronous;
     return mxi_submit(op, origin, comm, req);
@@ -234,25 +235,25 @@ int mxi_irecv(mxa_stream_t *s, mxi_origin_t origin, void *buf, int count, MPI_Da
     if ((source == MPI_ANY_SOURCE && c->no_any_source) || (tag == MPI_ANY_TAG && c->no_any_tag))
         return mxi_raise(comm, MXI_E_ARG, "%s receive on a communicator with %s=true",
                          source == MPI_ANY_SOURCE ? "MPI_ANY_SOURCE" : "MPI_ANY_TAG",
-                         source == MPI_ANY_SOURCE && c->no_any_source
-                             ? "mpi_assert_no_any_source"
-                             : "mpi_assert_no_any_tag");
-    if (source != MPI_PROC_NULL && source != MPI_ANY_SOURCE &&
-        (source < 0 || source >= c->ec.size))
-        return mxi_raise(comm, MXI_E_RANK, "source %d (valid: 0..%d, MPI_ANY_SOURCE or "
-                         "MPI_PROC_NULL)", source, c->ec.size - 1);
+                         source == MPI_ANY_SOURCE && c->no_any_source ? "mpi_assert_no_any_source"
+                                                                      : "mpi_assert_no_any_tag");
+    if (source != MPI_PROC_NULL && source != MPI_ANY_SOURCE && (source < 0 || source >= c->ec.size))
+        return mxi_raise(comm, MXI_E_RANK,
+                         "source %d (valid: 0..%d, MPI_ANY_SOURCE or "
+                         "MPI_PROC_NULL)",
+                         source, c->ec.size - 1);
     if (tag != MPI_ANY_TAG && (tag < 0 || tag > MXE_TAG_MAX))
         return mxi_raise(comm, MXI_E_TAG, "receive tag %d (valid: 0..%d or MPI_ANY_TAG)", tag,
                          MXE_TAG_MAX);
     mxi_reap(0);
-    int esrc = source == MPI_PROC_NULL ? MXE_PROC_NULL
+    int esrc = source == MPI_PROC_NULL    ? MXE_PROC_NULL
                : source == MPI_ANY_SOURCE ? MXE_ANY_SOURCE
                                           : source;
     mxe_op_t *op;
-    mx_status_t st = mxe_op_create_recv(s, buf, bytes, &c->ec, esrc,
-                                        tag == MPI_ANY_TAG ? MXE_ANY_TAG : tag,
-                                        c->recv_post_early, &op);
-    if (st != MX_OK)
+    mxu_status_t st =
+        mxe_op_create_recv(s, buf, bytes, &c->ec, esrc, tag == MPI_ANY_TAG ? MXE_ANY_TAG : tag,
+                           c->recv_post_early, &op);
+    if (st != MXU_OK)
         return mxi_raise_code(comm, mxi_status_to_mpi(st));
     return mxi_submit(op, origin, comm, req);
 }
@@ -269,8 +270,8 @@ int MPIX_Acc_Isend(MPIX_Acc_stream stream, const void *buf, int count, MPI_Datat
     return mxi_isend(s, MXI_ORIGIN_EXPLICIT, buf, count, datatype, dest, tag, comm, 0, request);
 }
 
-int MPIX_Acc_Irecv(MPIX_Acc_stream stream, void *buf, int count, MPI_Datatype datatype,
-                   int source, int tag, MPI_Comm comm, MPI_Request *request)
+int MPIX_Acc_Irecv(MPIX_Acc_stream stream, void *buf, int count, MPI_Datatype datatype, int source,
+                   int tag, MPI_Comm comm, MPI_Request *request)
 {
     mxa_stream_t *s;
     int rc = mxi_stream_resolve(stream, comm, &s);
@@ -287,8 +288,7 @@ int MPIX_Acc_Wait(MPIX_Acc_stream stream, MPI_Request *request, MPI_Status *stat
     int rc = mxi_stream_resolve(stream, MPI_COMM_SELF, &s);
     if (rc != MPI_SUCCESS)
         return rc;
-    return mxi_stream_waitall(s, 1, request,
-                              status == MPI_STATUS_IGNORE ? NULL : status,
+    return mxi_stream_waitall(s, 1, request, status == MPI_STATUS_IGNORE ? NULL : status,
                               MPI_COMM_SELF);
 }
 
@@ -304,8 +304,8 @@ int MPIX_Acc_Waitall(MPIX_Acc_stream stream, int count, MPI_Request requests[],
     int rc = mxi_stream_resolve(stream, MPI_COMM_SELF, &s);
     if (rc != MPI_SUCCESS)
         return rc;
-    return mxi_stream_waitall(s, count, requests,
-                              statuses == MPI_STATUSES_IGNORE ? NULL : statuses, MPI_COMM_SELF);
+    return mxi_stream_waitall(s, count, requests, statuses == MPI_STATUSES_IGNORE ? NULL : statuses,
+                              MPI_COMM_SELF);
 }
 
 int MPIX_Acc_Send(MPIX_Acc_stream stream, const void *buf, int count, MPI_Datatype datatype,
@@ -318,8 +318,8 @@ int MPIX_Acc_Send(MPIX_Acc_stream stream, const void *buf, int count, MPI_Dataty
     return MPIX_Acc_Wait(stream, &req, MPI_STATUS_IGNORE);
 }
 
-int MPIX_Acc_Recv(MPIX_Acc_stream stream, void *buf, int count, MPI_Datatype datatype,
-                  int source, int tag, MPI_Comm comm, MPI_Status *status)
+int MPIX_Acc_Recv(MPIX_Acc_stream stream, void *buf, int count, MPI_Datatype datatype, int source,
+                  int tag, MPI_Comm comm, MPI_Status *status)
 {
     MPI_Request req;
     int rc = MPIX_Acc_Irecv(stream, buf, count, datatype, source, tag, comm, &req);
@@ -331,21 +331,21 @@ int MPIX_Acc_Recv(MPIX_Acc_stream stream, void *buf, int count, MPI_Datatype dat
 /* ----------------------------------------------------- ordinary wrappers */
 
 /* Nonblocking sends: one body, the mode decides synchronous matching. */
-#define MXI_WRAP_ISEND(name, sync)                                                               \
-    int name(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm,      \
-             MPI_Request *req)                                                                   \
-    {                                                                                            \
-        mxa_stream_t *s;                                                                         \
-        mxi_origin_t origin;                                                                     \
-        int err;                                                                                 \
-        switch (mxi_route_checked(comm, dt, &s, &origin, &err)) {                                \
-        case 1:                                                                                  \
-            return mxi_isend(s, origin, buf, count, dt, dest, tag, comm, sync, req);             \
-        case -1:                                                                                 \
-            return err;                                                                          \
-        default:                                                                                 \
-            return P##name(buf, count, dt, dest, tag, comm, req);                                \
-        }                                                                                        \
+#define MXI_WRAP_ISEND(name, sync)                                                                 \
+    int name(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm,        \
+             MPI_Request *req)                                                                     \
+    {                                                                                              \
+        mxa_stream_t *s;                                                                           \
+        mxi_origin_t origin;                                                                       \
+        int err;                                                                                   \
+        switch (mxi_route_checked(comm, dt, &s, &origin, &err)) {                                  \
+        case 1:                                                                                    \
+            return mxi_isend(s, origin, buf, count, dt, dest, tag, comm, sync, req);               \
+        case -1:                                                                                   \
+            return err;                                                                            \
+        default:                                                                                   \
+            return P##name(buf, count, dt, dest, tag, comm, req);                                  \
+        }                                                                                          \
     }
 
 MXI_WRAP_ISEND(MPI_Isend, 0)
@@ -354,25 +354,25 @@ MXI_WRAP_ISEND(MPI_Irsend, 0)
 MXI_WRAP_ISEND(MPI_Issend, 1)
 
 /* Blocking sends: on a stream, Isend + stream wait (returns at once). */
-#define MXI_WRAP_SEND(name, sync)                                                                \
-    int name(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)      \
-    {                                                                                            \
-        mxa_stream_t *s;                                                                         \
-        mxi_origin_t origin;                                                                     \
-        int err;                                                                                 \
-        switch (mxi_route_checked(comm, dt, &s, &origin, &err)) {                                \
-        case 1: {                                                                                \
-            MPI_Request req;                                                                     \
-            int rc = mxi_isend(s, origin, buf, count, dt, dest, tag, comm, sync, &req);          \
-            if (rc != MPI_SUCCESS)                                                               \
-                return rc;                                                                       \
-            return mxi_stream_waitall(s, 1, &req, NULL, comm);                    \
-        }                                                                                        \
-        case -1:                                                                                 \
-            return err;                                                                          \
-        default:                                                                                 \
-            return P##name(buf, count, dt, dest, tag, comm);                                     \
-        }                                                                                        \
+#define MXI_WRAP_SEND(name, sync)                                                                  \
+    int name(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)        \
+    {                                                                                              \
+        mxa_stream_t *s;                                                                           \
+        mxi_origin_t origin;                                                                       \
+        int err;                                                                                   \
+        switch (mxi_route_checked(comm, dt, &s, &origin, &err)) {                                  \
+        case 1: {                                                                                  \
+            MPI_Request req;                                                                       \
+            int rc = mxi_isend(s, origin, buf, count, dt, dest, tag, comm, sync, &req);            \
+            if (rc != MPI_SUCCESS)                                                                 \
+                return rc;                                                                         \
+            return mxi_stream_waitall(s, 1, &req, NULL, comm);                                     \
+        }                                                                                          \
+        case -1:                                                                                   \
+            return err;                                                                            \
+        default:                                                                                   \
+            return P##name(buf, count, dt, dest, tag, comm);                                       \
+        }                                                                                          \
     }
 
 MXI_WRAP_SEND(MPI_Send, 0)
@@ -408,9 +408,7 @@ int MPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Com
         int rc = mxi_irecv(s, origin, buf, count, dt, source, tag, comm, &req);
         if (rc != MPI_SUCCESS)
             return rc;
-        return mxi_stream_waitall(s, 1, &req,
-                                  status == MPI_STATUS_IGNORE ? NULL : status,
-                                  comm);
+        return mxi_stream_waitall(s, 1, &req, status == MPI_STATUS_IGNORE ? NULL : status, comm);
     }
     case -1:
         return err;
@@ -419,9 +417,9 @@ int MPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Com
     }
 }
 
-int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
-                 int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source,
-                 int recvtag, MPI_Comm comm, MPI_Status *status)
+int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
+                 void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
+                 MPI_Comm comm, MPI_Status *status)
 {
     mxa_stream_t *s;
     mxi_origin_t origin;
@@ -445,8 +443,7 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int 
         return rc;
     }
     rc = mxi_stream_waitall(s, 1, &reqs[0], NULL, comm);
-    int rc2 = mxi_stream_waitall(s, 1, &reqs[1],
-                                 status == MPI_STATUS_IGNORE ? NULL : status, comm);
+    int rc2 = mxi_stream_waitall(s, 1, &reqs[1], status == MPI_STATUS_IGNORE ? NULL : status, comm);
     return rc != MPI_SUCCESS ? rc : rc2;
 }
 

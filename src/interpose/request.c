@@ -102,8 +102,8 @@ static int mxi_stale_handle(MPI_Comm comm, const char *call)
 
 void mxi_request_track(MPI_Request req, mxe_op_t *op)
 {
-    if (mxu_locked_map_put(&mxi.requests, MXI_REQ_KEY(req), op) != MX_OK)
-        MPIX_ACC_LOG(MX_LOG_ERROR, "request table full: host calls will not see this request");
+    if (mxu_locked_map_put(&mxi.requests, MXI_REQ_KEY(req), op) != MXU_OK)
+        MXU_LOG(MXU_LOG_ERROR, "request table full: host calls will not see this request");
 }
 
 static MPI_Request mxi_op_handle(mxe_op_t *op)
@@ -133,7 +133,7 @@ static void mxi_reap_push(mxe_op_t *op)
         if (!n) {
             pthread_mutex_unlock(&mxi.reap_lock);
             /* Cannot track it: wait for it here rather than lose it. */
-            MPIX_ACC_LOG(MX_LOG_WARN, "reap list full; completing a request synchronously");
+            MXU_LOG(MXU_LOG_WARN, "reap list full; completing a request synchronously");
             mxe_op_wait_host(op, -1);
             mxi_greq_sync(op);
             MPI_Request h = mxi_op_handle(op);
@@ -174,25 +174,25 @@ void mxi_reap(int all)
             continue;
         }
         mxi.reap[i] = mxi.reap[--mxi.nreap];
-        mx_status_t err = op->result.error;
+        mxu_status_t err = op->result.error;
         if (op->user_flags & MXI_OPF_STATUS_TO_USER) {
             /* The stream wait wrote the error into the user's status: seen
              * there, not to be reported again (MPIX_Acc_Wait(3)). */
-        } else if (err != MX_OK && err != MX_ERR_TRUNCATED) {
+        } else if (err != MXU_OK && err != MXU_ERR_TRUNCATED) {
             /* Nobody holds the handle any more: report here. */
             mxi.released_errors++;
-            MPIX_ACC_LOG(MX_LOG_ERROR, "stream-waited %s (peer %d, tag %d, %zu bytes) failed: %s",
-                         op->type == MXE_OP_SEND ? "send" : "receive", op->peer, op->tag,
-                         op->bytes, mx_status_string(err));
-        } else if (err == MX_ERR_TRUNCATED) {
+            MXU_LOG(MXU_LOG_ERROR, "stream-waited %s (peer %d, tag %d, %zu bytes) failed: %s",
+                    op->type == MXE_OP_SEND ? "send" : "receive", op->peer, op->tag, op->bytes,
+                    mxu_status_string(err));
+        } else if (err == MXU_ERR_TRUNCATED) {
             mxi.released_errors++;
-            MPIX_ACC_LOG(MX_LOG_WARN, "stream-waited receive from %d (tag %d) was truncated",
-                         op->result.source, op->result.tag);
+            MXU_LOG(MXU_LOG_WARN, "stream-waited receive from %d (tag %d) was truncated",
+                    op->result.source, op->result.tag);
         }
         mxi_greq_sync(op);
         MPI_Request h = mxi_op_handle(op);
         mxu_locked_map_remove(&mxi.requests, MXI_REQ_KEY(h)); /* the taken mark */
-        PMPI_Request_free(&h); /* op may be freed now */
+        PMPI_Request_free(&h);                                /* op may be freed now */
     }
     mxi.reap_cursor = i;
     atomic_store_explicit(&mxi.reap_pending, mxi.nreap, memory_order_relaxed);
@@ -203,7 +203,7 @@ void mxi_reap(int all)
 static void mxi_request_release(MPI_Request *req, mxe_op_t *op)
 {
     if (mxu_locked_map_put(&mxi.requests, MXI_REQ_KEY(*req),
-                           (void *)((uintptr_t)op | MXI_TAKEN_BIT)) != MX_OK)
+                           (void *)((uintptr_t)op | MXI_TAKEN_BIT)) != MXU_OK)
         mxu_locked_map_remove(&mxi.requests, MXI_REQ_KEY(*req));
     *req = MPI_REQUEST_NULL;
     mxi_reap_push(op);
@@ -289,10 +289,10 @@ int mxi_stream_waitall(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Statu
         }
     }
     int trc = stale ? rc : mxi_throttle(err_comm, s, 0);
-    mx_status_t est = MX_OK;
+    mxu_status_t est = MXU_OK;
     if (trc != MPI_SUCCESS) {
         rc = trc; /* nothing enqueued: the requests stay the caller's */
-    } else if ((est = mxe_stream_wait(s, ops, targets, n)) != MX_OK) {
+    } else if ((est = mxe_stream_wait(s, ops, targets, n)) != MXU_OK) {
         rc = mxi_raise_code(err_comm, mxi_status_to_mpi(est));
     } else {
         for (int i = 0; i < count; i++) {
@@ -333,8 +333,7 @@ int MPI_Wait(MPI_Request *req, MPI_Status *status)
         return mxi_stale_handle(MPI_COMM_SELF, "MPI_Wait");
     mxe_op_t *op = v;
     if (mxi_is_stream_origin(op))
-        return mxi_stream_waitall(op->stream, 1, req,
-                                  status == MPI_STATUS_IGNORE ? NULL : status,
+        return mxi_stream_waitall(op->stream, 1, req, status == MPI_STATUS_IGNORE ? NULL : status,
                                   MPI_COMM_SELF);
     mxe_op_wait_host(op, -1);
     return mxi_request_finish(req, op, status);
@@ -463,8 +462,7 @@ static void mxi_retrack(int count, MPI_Request reqs[], mxe_op_t **ops)
 /* Did the MPI call just complete (and free) our op at index i? */
 static int mxi_freed_here(MPI_Request reqs[], mxe_op_t **ops, int i)
 {
-    return ops[i] && (ops[i]->user_flags & MXI_OPF_GREQ_COMPLETED) &&
-           reqs[i] == MPI_REQUEST_NULL;
+    return ops[i] && (ops[i]->user_flags & MXI_OPF_GREQ_COMPLETED) && reqs[i] == MPI_REQUEST_NULL;
 }
 
 /* Statuses/errors for entries completed by a multiple-completion call.
@@ -593,8 +591,8 @@ static int mxi_waitall_stream_part(int count, MPI_Request reqs[], MPI_Status sta
         int trc = mxi_throttle(MPI_COMM_SELF, s, 0);
         if (trc != MPI_SUCCESS)
             return trc;
-        mx_status_t est = mxe_stream_wait(s, sub, targets, m);
-        if (est != MX_OK)
+        mxu_status_t est = mxe_stream_wait(s, sub, targets, m);
+        if (est != MXU_OK)
             return mxi_raise_code(MPI_COMM_SELF, mxi_status_to_mpi(est));
         for (int k = 0; k < m; k++) {
             if (targets[k])

@@ -5,7 +5,7 @@
  * MPIXACC_HAVE_VERBS). Without hwloc: a forced CPU is still honoured and
  * bound with sched_setaffinity, nothing else is chosen, no NIC is known.
  *
- * Progress CPU policy (mxp_choose_progress_cpu):
+ * Progress CPU policy (mxo_choose_progress_cpu):
  *   forced >= 0            that CPU (MPIX_ACC_PROGRESS_CPU)
  *   forced == -2           no binding
  *   GPU PCI bus id known   the cpuset of the GPU's first non-I/O ancestor
@@ -42,24 +42,24 @@
 
 static pthread_mutex_t topo_lock = PTHREAD_MUTEX_INITIALIZER;
 static int test_current_cpu = -1;
-static int app_cpu = -1;       /* the application thread's CPU at init */
+static int app_cpu = -1; /* the application thread's CPU at init */
 static int local_rank, local_size;
 static char nic_buf[96];
 
 /* Bind with the OS directly (no hwloc, or a test topology). */
-static mx_status_t bind_os(int cpu)
+static mxu_status_t bind_os(int cpu)
 {
     if (cpu >= CPU_SETSIZE)
-        MX_FAIL(MX_ERR_INVALID_PARAM, "cannot bind to CPU %d: beyond CPU_SETSIZE", cpu);
+        MXU_FAIL(MXU_ERR_INVALID_PARAM, "cannot bind to CPU %d: beyond CPU_SETSIZE", cpu);
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(cpu, &set);
     int rc = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
     if (rc != 0) {
-        MPIX_ACC_LOG(MX_LOG_WARN, "cannot bind the thread to CPU %d: %s", cpu, strerror(rc));
-        return MX_ERR_SYSTEM;
+        MXU_LOG(MXU_LOG_WARN, "cannot bind the thread to CPU %d: %s", cpu, strerror(rc));
+        return MXU_ERR_SYSTEM;
     }
-    return MX_OK;
+    return MXU_OK;
 }
 
 #ifdef MPIXACC_HAVE_HWLOC
@@ -76,12 +76,12 @@ static void unload_locked(void)
 }
 
 /* Load the real machine (synthetic == NULL && xml == NULL) or a test one. */
-static mx_status_t load_locked(const char *synthetic, const char *xml, int xmllen)
+static mxu_status_t load_locked(const char *synthetic, const char *xml, int xmllen)
 {
     unload_locked();
     if (hwloc_topology_init(&topo) != 0) {
-        MPIX_ACC_LOG(MX_LOG_WARN, "hwloc: topology init failed (%s)", strerror(errno));
-        return MX_ERR_SYSTEM;
+        MXU_LOG(MXU_LOG_WARN, "hwloc: topology init failed (%s)", strerror(errno));
+        return MXU_ERR_SYSTEM;
     }
     /* PCI devices and OS devices (GPUs, NICs) are needed for placement. */
     hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
@@ -99,47 +99,50 @@ static mx_status_t load_locked(const char *synthetic, const char *xml, int xmlle
     if (rc == 0)
         rc = hwloc_topology_load(topo);
     if (rc != 0) {
-        MPIX_ACC_LOG(MX_LOG_WARN, "hwloc: cannot load the %s topology (%s)",
-                     synthetic ? "synthetic" : xml ? "XML" : "machine", strerror(errno));
+        MXU_LOG(MXU_LOG_WARN, "hwloc: cannot load the %s topology (%s)",
+                synthetic ? "synthetic"
+                : xml     ? "XML"
+                          : "machine",
+                strerror(errno));
         hwloc_topology_destroy(topo);
-        return synthetic != NULL || xml != NULL ? MX_ERR_INVALID_PARAM : MX_ERR_SYSTEM;
+        return synthetic != NULL || xml != NULL ? MXU_ERR_INVALID_PARAM : MXU_ERR_SYSTEM;
     }
     topo_loaded = 1;
-    return MX_OK;
+    return MXU_OK;
 }
 
-mx_status_t mxp_init(void)
+mxu_status_t mxo_init(void)
 {
     pthread_mutex_lock(&topo_lock);
     if (!topo_loaded)
         (void)load_locked(NULL, NULL, 0); /* degrade to "unknown" on failure */
     pthread_mutex_unlock(&topo_lock);
-    return MX_OK;
+    return MXU_OK;
 }
 
-void mxp_finalize(void)
+void mxo_finalize(void)
 {
     pthread_mutex_lock(&topo_lock);
     unload_locked();
     pthread_mutex_unlock(&topo_lock);
 }
 
-mx_status_t mxp_init_from_synthetic(const char *description)
+mxu_status_t mxo_init_from_synthetic(const char *description)
 {
     if (description == NULL)
-        return MX_ERR_INVALID_PARAM;
+        return MXU_ERR_INVALID_PARAM;
     pthread_mutex_lock(&topo_lock);
-    mx_status_t st = load_locked(description, NULL, 0);
+    mxu_status_t st = load_locked(description, NULL, 0);
     pthread_mutex_unlock(&topo_lock);
     return st;
 }
 
-mx_status_t mxp_init_from_xml_buffer(const char *xml, int len)
+mxu_status_t mxo_init_from_xml_buffer(const char *xml, int len)
 {
     if (xml == NULL || len <= 0)
-        return MX_ERR_INVALID_PARAM;
+        return MXU_ERR_INVALID_PARAM;
     pthread_mutex_lock(&topo_lock);
-    mx_status_t st = load_locked(NULL, xml, len);
+    mxu_status_t st = load_locked(NULL, xml, len);
     pthread_mutex_unlock(&topo_lock);
     return st;
 }
@@ -193,7 +196,7 @@ static int choose_locked(const char *gpu_busid, char *why, size_t whylen)
                      hwloc_obj_type_string(anc->type), anc->logical_index);
             have = 1;
         } else {
-            MPIX_ACC_LOG(MX_LOG_INFO, "GPU %s not found in the hwloc topology", gpu_busid);
+            MXU_LOG(MXU_LOG_INFO, "GPU %s not found in the hwloc topology", gpu_busid);
         }
     }
     if (!have) {
@@ -216,8 +219,8 @@ static int choose_locked(const char *gpu_busid, char *why, size_t whylen)
     /* Avoid the calling thread's core, else its PU, if anything remains. */
     if (cur >= 0) {
         hwloc_obj_t pu = hwloc_get_pu_obj_by_os_index(topo, (unsigned)cur);
-        hwloc_obj_t core = pu != NULL ? hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_CORE, pu)
-                                      : NULL;
+        hwloc_obj_t core =
+            pu != NULL ? hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_CORE, pu) : NULL;
         if (core != NULL && core->cpuset != NULL) {
             hwloc_bitmap_andnot(tmp, cand, core->cpuset);
             if (!hwloc_bitmap_iszero(tmp))
@@ -242,29 +245,31 @@ out:
     return cpu;
 }
 
-int mxp_choose_progress_cpu(int forced, const char *gpu_pci_busid)
+int mxo_choose_progress_cpu(int forced, const char *gpu_pci_busid)
 {
     if (forced >= 0) {
-        MPIX_ACC_LOG(MX_LOG_INFO, "progress thread CPU %d (MPIX_ACC_PROGRESS_CPU)", forced);
+        MXU_LOG(MXU_LOG_INFO, "progress thread CPU %d (MPIX_ACC_PROGRESS_CPU)", forced);
         return forced;
     }
     if (forced == -2) {
-        MPIX_ACC_LOG(MX_LOG_INFO, "progress thread not bound (MPIX_ACC_PROGRESS_CPU=-2)");
+        MXU_LOG(MXU_LOG_INFO, "progress thread not bound (MPIX_ACC_PROGRESS_CPU=-2)");
         return -1;
     }
     pthread_mutex_lock(&topo_lock);
     if (!topo_loaded) {
         pthread_mutex_unlock(&topo_lock);
-        MPIX_ACC_LOG(MX_LOG_INFO, "progress thread not bound (no hwloc topology)");
+        MXU_LOG(MXU_LOG_INFO, "progress thread not bound (no hwloc topology)");
         return -1;
     }
     if (local_size > 0) {
         int allowed = hwloc_bitmap_weight(hwloc_topology_get_allowed_cpuset(topo));
         if (allowed > 0 && 2 * local_size > allowed) {
             pthread_mutex_unlock(&topo_lock);
-            MPIX_ACC_LOG(MX_LOG_INFO, "progress thread not bound: %d processes on this node "
-                         "share %d CPUs (binding needs 2 per process); "
-                         "MPIX_ACC_PROGRESS_CPU=<cpu> forces a core", local_size, allowed);
+            MXU_LOG(MXU_LOG_INFO,
+                    "progress thread not bound: %d processes on this node "
+                    "share %d CPUs (binding needs 2 per process); "
+                    "MPIX_ACC_PROGRESS_CPU=<cpu> forces a core",
+                    local_size, allowed);
             return -1;
         }
     }
@@ -272,31 +277,30 @@ int mxp_choose_progress_cpu(int forced, const char *gpu_pci_busid)
     int cpu = choose_locked(gpu_pci_busid, why, sizeof(why));
     pthread_mutex_unlock(&topo_lock);
     if (cpu >= 0)
-        MPIX_ACC_LOG(MX_LOG_INFO, "progress thread CPU %d: %s", cpu, why);
+        MXU_LOG(MXU_LOG_INFO, "progress thread CPU %d: %s", cpu, why);
     else
-        MPIX_ACC_LOG(MX_LOG_INFO, "progress thread not bound (no allowed CPU found)");
+        MXU_LOG(MXU_LOG_INFO, "progress thread not bound (no allowed CPU found)");
     return cpu;
 }
 
-mx_status_t mxp_bind_self(int cpu)
+mxu_status_t mxo_bind_self(int cpu)
 {
     if (cpu < 0)
-        return MX_OK;
+        return MXU_OK;
     pthread_mutex_lock(&topo_lock);
     if (!topo_loaded || !hwloc_topology_is_thissystem(topo)) {
         pthread_mutex_unlock(&topo_lock);
         return bind_os(cpu);
     }
-    mx_status_t st = MX_OK;
+    mxu_status_t st = MXU_OK;
     hwloc_bitmap_t set = hwloc_bitmap_alloc();
     if (set == NULL) {
-        st = MX_ERR_NO_MEMORY;
+        st = MXU_ERR_NO_MEMORY;
     } else {
         hwloc_bitmap_only(set, (unsigned)cpu);
         if (hwloc_set_cpubind(topo, set, HWLOC_CPUBIND_THREAD) != 0) {
-            MPIX_ACC_LOG(MX_LOG_WARN, "cannot bind the thread to CPU %d: %s", cpu,
-                         strerror(errno));
-            st = MX_ERR_SYSTEM;
+            MXU_LOG(MXU_LOG_WARN, "cannot bind the thread to CPU %d: %s", cpu, strerror(errno));
+            st = MXU_ERR_SYSTEM;
         }
         hwloc_bitmap_free(set);
     }
@@ -343,7 +347,7 @@ static void openfabrics_name(hwloc_obj_t dev, char *buf, size_t len)
     snprintf(buf, len, "%s:%d", dev->name, port);
 }
 
-const char *mxp_nic_near_gpu(const char *gpu_pci_busid)
+const char *mxo_nic_near_gpu(const char *gpu_pci_busid)
 {
     if (gpu_pci_busid == NULL || gpu_pci_busid[0] == '\0')
         return NULL;
@@ -394,7 +398,7 @@ static int count_type(hwloc_obj_type_t type)
     return n < 0 ? 0 : n;
 }
 
-void mxp_describe(char *buf, unsigned len)
+void mxo_describe(char *buf, unsigned len)
 {
     if (buf == NULL || len == 0)
         return;
@@ -435,60 +439,57 @@ void mxp_describe(char *buf, unsigned len)
     snprintf(buf, len,
              "hwloc %s: %d package%s, %d core%s, %d PU%s, %d NUMA node%s; %d PCI device%s "
              "(%d GPU%s); network: %s",
-             version, pk, pk == 1 ? "" : "s", co, co == 1 ? "" : "s", pu, pu == 1 ? "" : "s",
-             nu, nu == 1 ? "" : "s", pcidevs, pcidevs == 1 ? "" : "s", gpus,
-             gpus == 1 ? "" : "s", used ? nets : "none");
+             version, pk, pk == 1 ? "" : "s", co, co == 1 ? "" : "s", pu, pu == 1 ? "" : "s", nu,
+             nu == 1 ? "" : "s", pcidevs, pcidevs == 1 ? "" : "s", gpus, gpus == 1 ? "" : "s",
+             used ? nets : "none");
     pthread_mutex_unlock(&topo_lock);
 }
 
 #else /* !MPIXACC_HAVE_HWLOC */
 
-mx_status_t mxp_init(void)
-{
-    return MX_OK;
-}
+mxu_status_t mxo_init(void) { return MXU_OK; }
 
-void mxp_finalize(void) {}
+void mxo_finalize(void) {}
 
-mx_status_t mxp_init_from_synthetic(const char *description)
+mxu_status_t mxo_init_from_synthetic(const char *description)
 {
     (void)description;
-    return MX_ERR_UNSUPPORTED;
+    return MXU_ERR_UNSUPPORTED;
 }
 
-mx_status_t mxp_init_from_xml_buffer(const char *xml, int len)
+mxu_status_t mxo_init_from_xml_buffer(const char *xml, int len)
 {
     (void)xml;
     (void)len;
-    return MX_ERR_UNSUPPORTED;
+    return MXU_ERR_UNSUPPORTED;
 }
 
-int mxp_choose_progress_cpu(int forced, const char *gpu_pci_busid)
+int mxo_choose_progress_cpu(int forced, const char *gpu_pci_busid)
 {
     (void)gpu_pci_busid;
     if (forced >= 0) {
-        MPIX_ACC_LOG(MX_LOG_INFO, "progress thread CPU %d (MPIX_ACC_PROGRESS_CPU)", forced);
+        MXU_LOG(MXU_LOG_INFO, "progress thread CPU %d (MPIX_ACC_PROGRESS_CPU)", forced);
         return forced;
     }
-    MPIX_ACC_LOG(MX_LOG_INFO, "progress thread not bound (built without hwloc)");
+    MXU_LOG(MXU_LOG_INFO, "progress thread not bound (built without hwloc)");
     return -1;
 }
 
-mx_status_t mxp_bind_self(int cpu)
+mxu_status_t mxo_bind_self(int cpu)
 {
     if (cpu < 0)
-        return MX_OK;
+        return MXU_OK;
     return bind_os(cpu);
 }
 
-const char *mxp_nic_near_gpu(const char *gpu_pci_busid)
+const char *mxo_nic_near_gpu(const char *gpu_pci_busid)
 {
     (void)gpu_pci_busid;
     (void)nic_buf;
     return NULL;
 }
 
-void mxp_describe(char *buf, unsigned len)
+void mxo_describe(char *buf, unsigned len)
 {
     if (buf != NULL && len > 0)
         snprintf(buf, len, "hwloc: not available (built without hwloc)");
@@ -496,7 +497,7 @@ void mxp_describe(char *buf, unsigned len)
 
 #endif /* MPIXACC_HAVE_HWLOC */
 
-void mxp_set_placement_context(int rank, int size)
+void mxo_set_placement_context(int rank, int size)
 {
     pthread_mutex_lock(&topo_lock);
     local_rank = rank > 0 ? rank : 0;
@@ -505,14 +506,14 @@ void mxp_set_placement_context(int rank, int size)
     pthread_mutex_unlock(&topo_lock);
 }
 
-void mxp_test_set_current_cpu(int cpu)
+void mxo_test_set_current_cpu(int cpu)
 {
     pthread_mutex_lock(&topo_lock);
     test_current_cpu = cpu;
     pthread_mutex_unlock(&topo_lock);
 }
 
-int mxp_verbs_device_count(void)
+int mxo_verbs_device_count(void)
 {
 #ifdef MPIXACC_HAVE_VERBS
     int n = 0;

@@ -10,15 +10,15 @@
 
 #include "util/status.h"
 
-mx_status_t mxp_init(void);
-void mxp_finalize(void);
+mxu_status_t mxo_init(void);
+void mxo_finalize(void);
 
 /* Choose a core for the progress thread: `forced` >= 0 wins (setting
  * MPIX_ACC_PROGRESS_CPU); else a core near the GPU with the given PCI bus id
  * (NULL: none) ; else the NUMA node of the calling thread, preferring a core
  * the calling thread is not running on. Returns -1 if nothing can be
  * chosen. The choice is logged at info level. */
-int mxp_choose_progress_cpu(int forced, const char *gpu_pci_busid);
+int mxo_choose_progress_cpu(int forced, const char *gpu_pci_busid);
 /* Placement context, from the application thread at init: this process's
  * rank among the processes of its node and their number (0: unknown), and
  * the application thread's CPU now. Ranks of a node then get distinct cores
@@ -27,14 +27,14 @@ int mxp_choose_progress_cpu(int forced, const char *gpu_pci_busid);
  * thread and a progress thread) - the progress thread is not bound: pinned
  * progress threads stacked on shared cores starved the ranks' other threads
  * (4 ranks on 2 cores: barriers stalled for tens of seconds). */
-void mxp_set_placement_context(int local_rank, int local_size);
-/* Bind the calling thread to `cpu` (no-op and MX_OK when cpu < 0). */
-mx_status_t mxp_bind_self(int cpu);
+void mxo_set_placement_context(int local_rank, int local_size);
+/* Bind the calling thread to `cpu` (no-op and MXU_OK when cpu < 0). */
+mxu_status_t mxo_bind_self(int cpu);
 /* Name of the network device closest to the GPU (e.g. "mlx5_0:1"), or NULL. */
-const char *mxp_nic_near_gpu(const char *gpu_pci_busid);
+const char *mxo_nic_near_gpu(const char *gpu_pci_busid);
 /* One-line description for mpixacc_info ("hwloc 2.9.0: 2 cores, 1 NUMA"). */
-void mxp_describe(char *buf, unsigned len);
+void mxo_describe(char *buf, unsigned len);
 /* verbs capability probe: number of RDMA devices (0 when built without verbs). */
-int mxp_verbs_device_count(void);
+int mxo_verbs_device_count(void);
 
 #endif

@@ -9,11 +9,11 @@
 #include "util/status.h"
 
 /* Replace the topology with an hwloc synthetic description, e.g.
- * "pack:2 numa:1 core:2 pu:1". MX_ERR_UNSUPPORTED without hwloc. */
-mx_status_t mxp_init_from_synthetic(const char *description);
+ * "pack:2 numa:1 core:2 pu:1". MXU_ERR_UNSUPPORTED without hwloc. */
+mxu_status_t mxo_init_from_synthetic(const char *description);
 /* Replace the topology with an hwloc XML document (I/O objects kept). */
-mx_status_t mxp_init_from_xml_buffer(const char *xml, int len);
+mxu_status_t mxo_init_from_xml_buffer(const char *xml, int len);
 /* Pretend the calling thread runs on `cpu` (OS index); -1 asks the OS. */
-void mxp_test_set_current_cpu(int cpu);
+void mxo_test_set_current_cpu(int cpu);
 
 #endif

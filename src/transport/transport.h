@@ -14,42 +14,42 @@
 
 #include "util/status.h"
 
-/* Completion callback: status is MX_OK, MX_ERR_TRUNCATED, MX_ERR_CANCELED or
- * MX_ERR_TRANSPORT; for receives, sender_tag/length describe the message. */
-typedef void (*mxt_complete_fn)(void *user, mx_status_t status, uint64_t sender_tag,
+/* Completion callback: status is MXU_OK, MXU_ERR_TRUNCATED, MXU_ERR_CANCELED or
+ * MXU_ERR_TRANSPORT; for receives, sender_tag/length describe the message. */
+typedef void (*mxt_complete_fn)(void *user, mxu_status_t status, uint64_t sender_tag,
                                 size_t length);
 
 typedef struct {
     int world_rank;
     int world_size;
-    int enable_wakeup; /* request UCP_FEATURE_WAKEUP (blocking progress) */
+    int enable_wakeup;       /* request UCP_FEATURE_WAKEUP (blocking progress) */
     const char *net_devices; /* UCX NET_DEVICES for this context, or NULL */
     int peer_errors;         /* endpoints report a failed peer (UCX error mode "peer") */
     int shared_gpu;          /* more ranks on the node than visible GPUs (ucx.c overrides) */
 } mxt_config_t;
 
-mx_status_t mxt_create(const mxt_config_t *cfg);
+mxu_status_t mxt_create(const mxt_config_t *cfg);
 void mxt_destroy(void);
 /* Finalize has begun on every rank (after its barrier): peers closing their
  * endpoints from now on is expected, not an error (any thread). */
 void mxt_expect_disconnects(void);
 
 /* Worker address of this process (valid until mxt_destroy). */
-mx_status_t mxt_local_address(const void **addr, size_t *len);
+mxu_status_t mxt_local_address(const void **addr, size_t *len);
 /* Install the address table (copied): addr of rank r is blob+offsets[r],
  * length offsets[r+1]-offsets[r]. Endpoints are created lazily. */
-mx_status_t mxt_set_peer_addresses(const void *blob, const size_t *offsets, int nranks);
+mxu_status_t mxt_set_peer_addresses(const void *blob, const size_t *offsets, int nranks);
 
-/* Nonblocking tagged send/receive. Returns MX_OK if posted (the callback
+/* Nonblocking tagged send/receive. Returns MXU_OK if posted (the callback
  * will be called exactly once, possibly from inside this call) or an error
  * (callback not called). `handle` receives an opaque pointer for cancel, or
  * NULL when the callback already ran. synchronous: complete only once the
  * receiver matched the message (MPI_Ssend). */
-mx_status_t mxt_tag_send(int world_dest, const void *buf, size_t len, int memtype_hint,
-                         int synchronous, uint64_t tag, mxt_complete_fn cb, void *user,
-                         void **handle);
-mx_status_t mxt_tag_recv(void *buf, size_t len, int memtype_hint, uint64_t tag,
-                         uint64_t tag_mask, mxt_complete_fn cb, void *user, void **handle);
+mxu_status_t mxt_tag_send(int world_dest, const void *buf, size_t len, int memtype_hint,
+                          int synchronous, uint64_t tag, mxt_complete_fn cb, void *user,
+                          void **handle);
+mxu_status_t mxt_tag_recv(void *buf, size_t len, int memtype_hint, uint64_t tag, uint64_t tag_mask,
+                          mxt_complete_fn cb, void *user, void **handle);
 /* Control messages: small host-memory messages (eager, never rendezvous)
  * between the engines of two processes, delivered to one handler, called on
  * the progress thread from mxt_progress() with data valid during the call.
@@ -57,16 +57,16 @@ mx_status_t mxt_tag_recv(void *buf, size_t len, int memtype_hint, uint64_t tag,
  * error). Messages to one peer are not promised to arrive in order. */
 typedef void (*mxt_control_fn)(const void *data, size_t len);
 void mxt_set_control_handler(mxt_control_fn fn);
-mx_status_t mxt_control_send(int world_dest, void *buf, size_t len);
+mxu_status_t mxt_control_send(int world_dest, void *buf, size_t len);
 
-/* Cancel a posted receive; its callback is called with MX_ERR_CANCELED
+/* Cancel a posted receive; its callback is called with MXU_ERR_CANCELED
  * unless it already matched. */
 void mxt_cancel(void *handle);
 
 /* A peer failed (its endpoint reported an error, "peer" error mode only;
  * not at finalize, where peers closing is expected). Called on the progress
  * thread from mxt_progress(), after UCX's callbacks, once per peer. From
- * then on, sends to that rank and mxt_watch_peer() fail with MX_ERR_PEER.
+ * then on, sends to that rank and mxt_watch_peer() fail with MXU_ERR_PEER.
  * UCX itself completes the sends it had to that rank with an error; posted
  * receives are not tied to an endpoint, so completing the ones that name
  * that rank is the hook's job. */
@@ -77,15 +77,15 @@ int mxt_peer_failed(int world_rank);
 /* Receives from world_rank: in the "peer" error mode, make sure an endpoint
  * to it exists, so that its failure is detected even when this process
  * never sends to it (endpoints are otherwise made on the first send).
- * MX_ERR_PEER when it failed already. No-op in the default mode. */
-mx_status_t mxt_watch_peer(int world_rank);
+ * MXU_ERR_PEER when it failed already. No-op in the default mode. */
+mxu_status_t mxt_watch_peer(int world_rank);
 
 /* Drive the worker; returns the number of events processed. */
 unsigned mxt_progress(void);
 /* Event fd to epoll on when idle (-1 if wakeup is unavailable), and the arm
- * call to make before blocking (MX_ERR_BUSY: events pending, do not block). */
+ * call to make before blocking (MXU_ERR_BUSY: events pending, do not block). */
 int mxt_event_fd(void);
-mx_status_t mxt_arm(void);
+mxu_status_t mxt_arm(void);
 
 /* Before the progress thread starts (the caller owns the worker): do now
  * what UCX otherwise does lazily on first use and what may synchronize the
@@ -105,8 +105,8 @@ mx_status_t mxt_arm(void);
  * current context's device: UCX's protocol selection and its one-time
  * probing allocations, which synchronize the device, happen here rather
  * than under a stream wait. Progress-thread (or pre-start) only. */
-mx_status_t mxt_warm_memory(int with_cuda);
-mx_status_t mxt_warm_up(int with_cuda, int connect_all, const int *node_peers, int npeers);
+mxu_status_t mxt_warm_memory(int with_cuda);
+mxu_status_t mxt_warm_up(int with_cuda, int connect_all, const int *node_peers, int npeers);
 
 /* Flush all endpoints and close them (finalize). */
 /* Flush the worker and close every endpoint, progressing until all closes
@@ -114,7 +114,7 @@ mx_status_t mxt_warm_up(int with_cuda, int connect_all, const int *node_peers, i
  * (fence may be NULL). fence is first called once this rank's closes are
  * done (it may start a non-blocking barrier there and test it afterwards):
  * a peer's close can need this worker's progress. */
-mx_status_t mxt_flush_and_close(int (*fence)(void *arg), void *arg);
+mxu_status_t mxt_flush_and_close(int (*fence)(void *arg), void *arg);
 
 /* Finalize without the peers (one failed or never came): with the "peer"
  * error mode, force-close every endpoint (bounded); otherwise leave them to

@@ -23,18 +23,18 @@ typedef struct {
     size_t local_addr_len;
     int world_rank;
     int world_size;
-    unsigned char *peer_blob;  /* concatenated peer addresses */
-    size_t *peer_offsets;      /* world_size + 1 */
-    ucp_ep_h *eps;             /* lazily created, world_size entries */
+    unsigned char *peer_blob; /* concatenated peer addresses */
+    size_t *peer_offsets;     /* world_size + 1 */
+    ucp_ep_h *eps;            /* lazily created, world_size entries */
     int efd;
     int wakeup;
-    _Atomic int closing;       /* finalize: peers closing is expected */
-    int peer_errors;           /* endpoints in UCX's "peer" error-handling mode */
-    uint64_t memory_types;     /* UCX-supported memory types (bit mask) */
-    ucp_mem_h ipc_warm_memh;   /* device buffer of the node-peer warm-up (kept) */
-    unsigned char *failed;     /* world_size entries: 1 = endpoint reported the peer failed,
+    _Atomic int closing;     /* finalize: peers closing is expected */
+    int peer_errors;         /* endpoints in UCX's "peer" error-handling mode */
+    uint64_t memory_types;   /* UCX-supported memory types (bit mask) */
+    ucp_mem_h ipc_warm_memh; /* device buffer of the node-peer warm-up (kept) */
+    unsigned char *failed;   /* world_size entries: 1 = endpoint reported the peer failed,
                                 * 2 = and the failure hook was told */
-    int failures_new;          /* failed entries not yet handed to the hook */
+    int failures_new;        /* failed entries not yet handed to the hook */
     mxt_peer_failed_fn on_peer_failed;
     mxt_control_fn on_control; /* control messages (the engine's envelopes) */
 } mxt_state_t;
@@ -96,49 +96,50 @@ static void mxt_apply_overrides(ucp_config_t *config, int shared_gpu, char *what
         if (user == NULL)
             st = ucp_config_modify(config, mxt_ucx_overrides[i].name, mxt_ucx_overrides[i].value);
         if (st != UCS_OK)
-            MPIX_ACC_LOG(MX_LOG_WARN, "cannot set UCX %s=%s in the library's UCX context: %s",
-                         mxt_ucx_overrides[i].name, mxt_ucx_overrides[i].value,
-                         ucs_status_string(st));
+            MXU_LOG(MXU_LOG_WARN, "cannot set UCX %s=%s in the library's UCX context: %s",
+                    mxt_ucx_overrides[i].name, mxt_ucx_overrides[i].value, ucs_status_string(st));
         if (what != NULL && used < len)
             used += (size_t)snprintf(what + used, len - used, "%s%s=%s%s", used ? " " : "",
                                      mxt_ucx_overrides[i].name,
                                      user != NULL ? user : mxt_ucx_overrides[i].value,
-                                     user != NULL ? " (user's)" : st != UCS_OK ? " (failed)" : "");
+                                     user != NULL   ? " (user's)"
+                                     : st != UCS_OK ? " (failed)"
+                                                    : "");
     }
 }
 
 /* Map a UCX status to ours. */
-static mx_status_t mxt_map_status(ucs_status_t st)
+static mxu_status_t mxt_map_status(ucs_status_t st)
 {
     switch (st) {
     case UCS_OK:
-        return MX_OK;
+        return MXU_OK;
     case UCS_ERR_MESSAGE_TRUNCATED:
-        return MX_ERR_TRUNCATED;
+        return MXU_ERR_TRUNCATED;
     case UCS_ERR_CANCELED:
-        return MX_ERR_CANCELED;
+        return MXU_ERR_CANCELED;
     case UCS_ERR_NO_MEMORY:
-        return MX_ERR_NO_MEMORY;
+        return MXU_ERR_NO_MEMORY;
     case UCS_ERR_UNREACHABLE:
     case UCS_ERR_CONNECTION_RESET:
     case UCS_ERR_ENDPOINT_TIMEOUT:
-        return MX_ERR_PEER;
+        return MXU_ERR_PEER;
     default:
-        return MX_ERR_TRANSPORT;
+        return MXU_ERR_TRANSPORT;
     }
 }
 
 /* A control message arrived (progress thread, inside ucp_worker_progress). */
-static ucs_status_t mxt_control_cb(void *arg, const void *header, size_t header_length,
-                                   void *data, size_t length, const ucp_am_recv_param_t *param)
+static ucs_status_t mxt_control_cb(void *arg, const void *header, size_t header_length, void *data,
+                                   size_t length, const ucp_am_recv_param_t *param)
 {
     (void)arg;
     (void)header;
     (void)header_length;
     if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
         /* never sent so (eager only): a protocol error, not data to lose quietly */
-        MPIX_ACC_LOG(MX_LOG_ERROR, "control message of %zu bytes arrived as rendezvous; dropped",
-                     length);
+        MXU_LOG(MXU_LOG_ERROR, "control message of %zu bytes arrived as rendezvous; dropped",
+                length);
         return UCS_OK;
     }
     if (mxt.on_control)
@@ -146,7 +147,7 @@ static ucs_status_t mxt_control_cb(void *arg, const void *header, size_t header_
     return UCS_OK;
 }
 
-mx_status_t mxt_create(const mxt_config_t *cfg)
+mxu_status_t mxt_create(const mxt_config_t *cfg)
 {
     ucp_config_t *config = NULL;
     ucs_status_t st;
@@ -167,42 +168,42 @@ mx_status_t mxt_create(const mxt_config_t *cfg)
     const char *ucp_path =
         dladdr((void *)ucp_get_version, &di) && di.dli_fname ? di.dli_fname : "?";
     if (vmaj < UCP_API_MAJOR || (vmaj == UCP_API_MAJOR && vmin < UCP_API_MINOR))
-        MX_FAIL(MX_ERR_TRANSPORT,
-                "the process loaded UCX %u.%u.%u (%s), older than the UCX %d.%d the library was "
-                "built with: one libucp.so.0 serves the whole process and the first library "
-                "that needed it chose it; link -lmpixacc before the MPI library, or put UCX "
-                "%d.%d first on LD_LIBRARY_PATH (mpixacc-env.sh does); stream-ordered "
-                "communication is off",
-                vmaj, vmin, vrel, ucp_path, UCP_API_MAJOR, UCP_API_MINOR, UCP_API_MAJOR,
-                UCP_API_MINOR);
-    MPIX_ACC_LOG(MX_LOG_INFO, "UCX %u.%u.%u loaded from %s (built against UCX %s)", vmaj, vmin,
-                 vrel, ucp_path, MPIXACC_UCX_VERSION);
+        MXU_FAIL(MXU_ERR_TRANSPORT,
+                 "the process loaded UCX %u.%u.%u (%s), older than the UCX %d.%d the library was "
+                 "built with: one libucp.so.0 serves the whole process and the first library "
+                 "that needed it chose it; link -lmpixacc before the MPI library, or put UCX "
+                 "%d.%d first on LD_LIBRARY_PATH (mpixacc-env.sh does); stream-ordered "
+                 "communication is off",
+                 vmaj, vmin, vrel, ucp_path, UCP_API_MAJOR, UCP_API_MINOR, UCP_API_MAJOR,
+                 UCP_API_MINOR);
+    MXU_LOG(MXU_LOG_INFO, "UCX %u.%u.%u loaded from %s (built against UCX %s)", vmaj, vmin, vrel,
+            ucp_path, MPIXACC_UCX_VERSION);
 
     st = ucp_config_read(NULL, NULL, &config);
     if (st != UCS_OK)
-        MX_FAIL(MX_ERR_TRANSPORT, "ucp_config_read failed: %s", ucs_status_string(st));
+        MXU_FAIL(MXU_ERR_TRANSPORT, "ucp_config_read failed: %s", ucs_status_string(st));
     if (cfg->net_devices) {
         st = ucp_config_modify(config, "NET_DEVICES", cfg->net_devices);
         if (st != UCS_OK)
-            MPIX_ACC_LOG(MX_LOG_WARN, "cannot set UCX NET_DEVICES=%s: %s", cfg->net_devices,
-                         ucs_status_string(st));
+            MXU_LOG(MXU_LOG_WARN, "cannot set UCX NET_DEVICES=%s: %s", cfg->net_devices,
+                    ucs_status_string(st));
     }
     char overrides[256];
     mxt_apply_overrides(config, cfg->shared_gpu, overrides, sizeof(overrides));
-    MPIX_ACC_LOG(MX_LOG_DEBUG, "library's UCX context: %s", overrides);
+    MXU_LOG(MXU_LOG_DEBUG, "library's UCX context: %s", overrides);
 
     ucp_params_t params;
     memset(&params, 0, sizeof(params));
-    params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
-                        UCP_PARAM_FIELD_NAME;
-    params.features = UCP_FEATURE_TAG | UCP_FEATURE_AM |
-                      (cfg->enable_wakeup ? UCP_FEATURE_WAKEUP : 0);
+    params.field_mask =
+        UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_NAME;
+    params.features =
+        UCP_FEATURE_TAG | UCP_FEATURE_AM | (cfg->enable_wakeup ? UCP_FEATURE_WAKEUP : 0);
     params.mt_workers_shared = 0;
     params.name = "mpix-acc";
     st = ucp_init(&params, config, &mxt.context);
     ucp_config_release(config);
     if (st != UCS_OK)
-        MX_FAIL(MX_ERR_TRANSPORT, "ucp_init failed: %s", ucs_status_string(st));
+        MXU_FAIL(MXU_ERR_TRANSPORT, "ucp_init failed: %s", ucs_status_string(st));
 
     ucp_context_attr_t cattr;
     memset(&cattr, 0, sizeof(cattr));
@@ -219,7 +220,7 @@ mx_status_t mxt_create(const mxt_config_t *cfg)
     if (st != UCS_OK) {
         ucp_cleanup(mxt.context);
         mxt.context = NULL;
-        MX_FAIL(MX_ERR_TRANSPORT, "ucp_worker_create failed: %s", ucs_status_string(st));
+        MXU_FAIL(MXU_ERR_TRANSPORT, "ucp_worker_create failed: %s", ucs_status_string(st));
     }
 
     ucp_am_handler_param_t amp;
@@ -232,14 +233,14 @@ mx_status_t mxt_create(const mxt_config_t *cfg)
     st = ucp_worker_set_am_recv_handler(mxt.worker, &amp);
     if (st != UCS_OK) {
         mxt_destroy();
-        MX_FAIL(MX_ERR_TRANSPORT, "ucp_worker_set_am_recv_handler failed: %s",
-                ucs_status_string(st));
+        MXU_FAIL(MXU_ERR_TRANSPORT, "ucp_worker_set_am_recv_handler failed: %s",
+                 ucs_status_string(st));
     }
 
     st = ucp_worker_get_address(mxt.worker, &mxt.local_addr, &mxt.local_addr_len);
     if (st != UCS_OK) {
         mxt_destroy();
-        MX_FAIL(MX_ERR_TRANSPORT, "ucp_worker_get_address failed: %s", ucs_status_string(st));
+        MXU_FAIL(MXU_ERR_TRANSPORT, "ucp_worker_get_address failed: %s", ucs_status_string(st));
     }
 
     if (cfg->enable_wakeup) {
@@ -248,13 +249,13 @@ mx_status_t mxt_create(const mxt_config_t *cfg)
             mxt.wakeup = 1;
         } else {
             mxt.efd = -1;
-            MPIX_ACC_LOG(MX_LOG_INFO, "UCX worker wake-up unavailable (%s); progress will poll",
-                         ucs_status_string(st));
+            MXU_LOG(MXU_LOG_INFO, "UCX worker wake-up unavailable (%s); progress will poll",
+                    ucs_status_string(st));
         }
     }
-    MPIX_ACC_LOG(MX_LOG_DEBUG, "UCX %s worker created, address %zu bytes",
-                 ucp_get_version_string(), mxt.local_addr_len);
-    return MX_OK;
+    MXU_LOG(MXU_LOG_DEBUG, "UCX %s worker created, address %zu bytes", ucp_get_version_string(),
+            mxt.local_addr_len);
+    return MXU_OK;
 }
 
 void mxt_destroy(void)
@@ -288,30 +289,30 @@ void mxt_destroy(void)
     }
 }
 
-mx_status_t mxt_local_address(const void **addr, size_t *len)
+mxu_status_t mxt_local_address(const void **addr, size_t *len)
 {
     if (!mxt.local_addr)
-        return MX_ERR_NOT_READY;
+        return MXU_ERR_NOT_READY;
     *addr = mxt.local_addr;
     *len = mxt.local_addr_len;
-    return MX_OK;
+    return MXU_OK;
 }
 
-mx_status_t mxt_set_peer_addresses(const void *blob, const size_t *offsets, int nranks)
+mxu_status_t mxt_set_peer_addresses(const void *blob, const size_t *offsets, int nranks)
 {
     if (nranks != mxt.world_size)
-        MX_FAIL(MX_ERR_INVALID_PARAM, "address table has %d ranks, expected %d", nranks,
-                mxt.world_size);
+        MXU_FAIL(MXU_ERR_INVALID_PARAM, "address table has %d ranks, expected %d", nranks,
+                 mxt.world_size);
     size_t total = offsets[nranks];
     mxt.peer_blob = malloc(total ? total : 1);
     mxt.peer_offsets = malloc(sizeof(size_t) * ((size_t)nranks + 1));
     mxt.eps = calloc((size_t)nranks, sizeof(ucp_ep_h));
     mxt.failed = calloc((size_t)nranks, 1);
     if (!mxt.peer_blob || !mxt.peer_offsets || !mxt.eps || !mxt.failed)
-        MX_FAIL(MX_ERR_NO_MEMORY, "cannot store %d peer addresses (%zu bytes)", nranks, total);
+        MXU_FAIL(MXU_ERR_NO_MEMORY, "cannot store %d peer addresses (%zu bytes)", nranks, total);
     memcpy(mxt.peer_blob, blob, total);
     memcpy(mxt.peer_offsets, offsets, sizeof(size_t) * ((size_t)nranks + 1));
-    return MX_OK;
+    return MXU_OK;
 }
 
 static void mxt_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
@@ -319,8 +320,8 @@ static void mxt_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
     (void)ep;
     int rank = (int)(intptr_t)arg;
     int closing = atomic_load(&mxt.closing);
-    MPIX_ACC_LOG(closing ? MX_LOG_DEBUG : MX_LOG_ERROR, "connection to rank %d failed: %s",
-                 rank, ucs_status_string(status));
+    MXU_LOG(closing ? MXU_LOG_DEBUG : MXU_LOG_ERROR, "connection to rank %d failed: %s", rank,
+            ucs_status_string(status));
     /* The peer is gone: no new operation with it is posted from now on,
      * and the engine is told after this progress call (mxt_progress), not
      * from inside UCX's callback. The endpoint stays in eps[] (failed) and
@@ -352,19 +353,19 @@ static void mxt_report_failures(void)
     }
 }
 
-static mx_status_t mxt_get_ep(int rank, ucp_ep_h *ep_out)
+static mxu_status_t mxt_get_ep(int rank, ucp_ep_h *ep_out)
 {
     if (rank < 0 || rank >= mxt.world_size)
-        MX_FAIL(MX_ERR_INVALID_PARAM, "transport rank %d out of range [0,%d)", rank,
-                mxt.world_size);
+        MXU_FAIL(MXU_ERR_INVALID_PARAM, "transport rank %d out of range [0,%d)", rank,
+                 mxt.world_size);
     if (mxt.failed[rank]) {
         /* reported once, when it failed; operations say it in their status */
-        MPIX_ACC_LOG(MX_LOG_DEBUG, "rank %d failed earlier: not connecting", rank);
-        return MX_ERR_PEER;
+        MXU_LOG(MXU_LOG_DEBUG, "rank %d failed earlier: not connecting", rank);
+        return MXU_ERR_PEER;
     }
     if (mxt.eps[rank]) {
         *ep_out = mxt.eps[rank];
-        return MX_OK;
+        return MXU_OK;
     }
     ucp_ep_params_t ep_params;
     memset(&ep_params, 0, sizeof(ep_params));
@@ -377,7 +378,8 @@ static mx_status_t mxt_get_ep(int rank, ucp_ep_h *ep_out)
      * (MPIX_ACC_PEER_ERRORS); by default a failed peer ends the job, as in
      * MPI. */
     if (mxt.peer_errors) {
-        ep_params.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+        ep_params.field_mask |=
+            UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
         ep_params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
         ep_params.err_handler.cb = mxt_ep_error_cb;
         ep_params.err_handler.arg = (void *)(intptr_t)rank;
@@ -385,11 +387,10 @@ static mx_status_t mxt_get_ep(int rank, ucp_ep_h *ep_out)
     ucs_status_t st = ucp_ep_create(mxt.worker, &ep_params, &mxt.eps[rank]);
     if (st != UCS_OK) {
         mxt.eps[rank] = NULL;
-        MX_FAIL(mxt_map_status(st), "cannot connect to rank %d: %s", rank,
-                ucs_status_string(st));
+        MXU_FAIL(mxt_map_status(st), "cannot connect to rank %d: %s", rank, ucs_status_string(st));
     }
     *ep_out = mxt.eps[rank];
-    return MX_OK;
+    return MXU_OK;
 }
 
 /* Per-operation context for UCX callbacks: the user's callback and data.
@@ -435,11 +436,11 @@ static void mxt_live_cancel_all(void)
         mxt_complete_fn cb = ctx->cb;
         void *user = ctx->user;
         free(ctx);
-        cb(user, MX_ERR_CANCELED, 0, 0);
+        cb(user, MXU_ERR_CANCELED, 0, 0);
         n++;
     }
     if (n)
-        MPIX_ACC_LOG(MX_LOG_DEBUG, "%u UCX request(s) left at worker destruction, cancelled", n);
+        MXU_LOG(MXU_LOG_DEBUG, "%u UCX request(s) left at worker destruction, cancelled", n);
 }
 
 static void mxt_send_cb(void *request, ucs_status_t status, void *user_data)
@@ -479,23 +480,23 @@ static ucs_memory_type_t mxt_memtype(int hint)
     }
 }
 
-mx_status_t mxt_tag_send(int world_dest, const void *buf, size_t len, int memtype_hint,
-                         int synchronous, uint64_t tag, mxt_complete_fn cb, void *user,
-                         void **handle)
+mxu_status_t mxt_tag_send(int world_dest, const void *buf, size_t len, int memtype_hint,
+                          int synchronous, uint64_t tag, mxt_complete_fn cb, void *user,
+                          void **handle)
 {
     ucp_ep_h ep;
-    MX_TRY(mxt_get_ep(world_dest, &ep));
+    MXU_TRY(mxt_get_ep(world_dest, &ep));
     mxt_cb_ctx_t *ctx = malloc(sizeof(*ctx));
     if (!ctx)
-        MX_FAIL(MX_ERR_NO_MEMORY, "send context allocation failed");
+        MXU_FAIL(MXU_ERR_NO_MEMORY, "send context allocation failed");
     ctx->cb = cb;
     ctx->user = user;
     ctx->ran_inline = NULL;
 
     ucp_request_param_t param;
     memset(&param, 0, sizeof(param));
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                         UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    param.op_attr_mask =
+        UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
     param.cb.send = mxt_send_cb;
     param.user_data = ctx;
     param.memory_type = mxt_memtype(memtype_hint);
@@ -507,26 +508,26 @@ mx_status_t mxt_tag_send(int world_dest, const void *buf, size_t len, int memtyp
     if (req == NULL) {
         mxt_live_remove(ctx);
         free(ctx);
-        cb(user, MX_OK, 0, 0);
-        return MX_OK;
+        cb(user, MXU_OK, 0, 0);
+        return MXU_OK;
     }
     if (UCS_PTR_IS_ERR(req)) {
         mxt_live_remove(ctx);
         free(ctx);
         ucs_status_t st = UCS_PTR_STATUS(req);
-        MX_FAIL(mxt_map_status(st), "send of %zu bytes to rank %d failed: %s", len, world_dest,
-                ucs_status_string(st));
+        MXU_FAIL(mxt_map_status(st), "send of %zu bytes to rank %d failed: %s", len, world_dest,
+                 ucs_status_string(st));
     }
     *handle = req;
-    return MX_OK;
+    return MXU_OK;
 }
 
-mx_status_t mxt_tag_recv(void *buf, size_t len, int memtype_hint, uint64_t tag,
-                         uint64_t tag_mask, mxt_complete_fn cb, void *user, void **handle)
+mxu_status_t mxt_tag_recv(void *buf, size_t len, int memtype_hint, uint64_t tag, uint64_t tag_mask,
+                          mxt_complete_fn cb, void *user, void **handle)
 {
     mxt_cb_ctx_t *ctx = malloc(sizeof(*ctx));
     if (!ctx)
-        MX_FAIL(MX_ERR_NO_MEMORY, "receive context allocation failed");
+        MXU_FAIL(MXU_ERR_NO_MEMORY, "receive context allocation failed");
     ctx->cb = cb;
     ctx->user = user;
 
@@ -552,14 +553,13 @@ mx_status_t mxt_tag_recv(void *buf, size_t len, int memtype_hint, uint64_t tag,
         mxt_live_remove(ctx);
         free(ctx);
         ucs_status_t st = UCS_PTR_STATUS(req);
-        MX_FAIL(mxt_map_status(st), "receive of %zu bytes failed: %s", len,
-                ucs_status_string(st));
+        MXU_FAIL(mxt_map_status(st), "receive of %zu bytes failed: %s", len, ucs_status_string(st));
     }
     if (!ran_inline) {
         ctx->ran_inline = NULL;
         *handle = req;
     }
-    return MX_OK;
+    return MXU_OK;
 }
 
 void mxt_set_control_handler(mxt_control_fn fn) { mxt.on_control = fn; }
@@ -567,16 +567,16 @@ void mxt_set_control_handler(mxt_control_fn fn) { mxt.on_control = fn; }
 static void mxt_control_sent(void *request, ucs_status_t status, void *user_data)
 {
     if (status != UCS_OK && !atomic_load(&mxt.closing))
-        MPIX_ACC_LOG(MX_LOG_ERROR, "control message send failed: %s", ucs_status_string(status));
+        MXU_LOG(MXU_LOG_ERROR, "control message send failed: %s", ucs_status_string(status));
     free(user_data);
     ucp_request_free(request);
 }
 
-mx_status_t mxt_control_send(int world_dest, void *buf, size_t len)
+mxu_status_t mxt_control_send(int world_dest, void *buf, size_t len)
 {
     ucp_ep_h ep;
-    mx_status_t rc = mxt_get_ep(world_dest, &ep);
-    if (rc != MX_OK) {
+    mxu_status_t rc = mxt_get_ep(world_dest, &ep);
+    if (rc != MXU_OK) {
         free(buf);
         return rc;
     }
@@ -591,15 +591,15 @@ mx_status_t mxt_control_send(int world_dest, void *buf, size_t len)
     ucs_status_ptr_t req = ucp_am_send_nbx(ep, MXT_AM_CONTROL, NULL, 0, buf, len, &param);
     if (req == NULL) {
         free(buf);
-        return MX_OK;
+        return MXU_OK;
     }
     if (UCS_PTR_IS_ERR(req)) {
         free(buf);
         ucs_status_t st = UCS_PTR_STATUS(req);
-        MX_FAIL(mxt_map_status(st), "control message of %zu bytes to rank %d failed: %s", len,
-                world_dest, ucs_status_string(st));
+        MXU_FAIL(mxt_map_status(st), "control message of %zu bytes to rank %d failed: %s", len,
+                 world_dest, ucs_status_string(st));
     }
-    return MX_OK;
+    return MXU_OK;
 }
 
 void mxt_cancel(void *handle)
@@ -618,26 +618,26 @@ unsigned mxt_progress(void)
     return n;
 }
 
-mx_status_t mxt_watch_peer(int world_rank)
+mxu_status_t mxt_watch_peer(int world_rank)
 {
     if (!mxt.peer_errors || world_rank == mxt.world_rank)
-        return MX_OK;
+        return MXU_OK;
     ucp_ep_h ep;
     return mxt_get_ep(world_rank, &ep);
 }
 
 int mxt_event_fd(void) { return mxt.wakeup ? mxt.efd : -1; }
 
-mx_status_t mxt_arm(void)
+mxu_status_t mxt_arm(void)
 {
     if (!mxt.wakeup)
-        return MX_ERR_UNSUPPORTED;
+        return MXU_ERR_UNSUPPORTED;
     ucs_status_t st = ucp_worker_arm(mxt.worker);
     if (st == UCS_ERR_BUSY)
-        return MX_ERR_BUSY;
+        return MXU_ERR_BUSY;
     if (st != UCS_OK)
-        MX_FAIL(MX_ERR_TRANSPORT, "ucp_worker_arm failed: %s", ucs_status_string(st));
-    return MX_OK;
+        MXU_FAIL(MXU_ERR_TRANSPORT, "ucp_worker_arm failed: %s", ucs_status_string(st));
+    return MXU_OK;
 }
 
 /* Wait for a nonblocking UCX control request (flush, close). */
@@ -687,8 +687,8 @@ static void *mxt_warm_alloc(ucs_memory_type_t mt, size_t len, ucp_mem_h *memh)
     mp.memory_type = mt;
     ucs_status_t st = ucp_mem_map(mxt.context, &mp, memh);
     if (st != UCS_OK) {
-        MPIX_ACC_LOG(MX_LOG_INFO, "UCX warm-up: cannot allocate %s memory: %s",
-                     ucs_memory_type_names[mt], ucs_status_string(st));
+        MXU_LOG(MXU_LOG_INFO, "UCX warm-up: cannot allocate %s memory: %s",
+                ucs_memory_type_names[mt], ucs_status_string(st));
         return NULL;
     }
     ucp_mem_attr_t ma;
@@ -727,14 +727,14 @@ static void mxt_warm_node_peers(const int *peers, int npeers)
         buf = mxt_warm_alloc(mt, 2 * MXT_IPC_WARM_LEN, &mxt.ipc_warm_memh);
         if (!buf)
             return;
-        MPIX_ACC_LOG(MX_LOG_INFO, "UCX warm-up with node peers uses host memory (no device "
-                     "memory through UCX here)");
+        MXU_LOG(MXU_LOG_INFO, "UCX warm-up with node peers uses host memory (no device "
+                              "memory through UCX here)");
     }
     int done = 0;
     for (int k = 1; k < npeers; k++) {
         int dst = peers[(me + k) % npeers], src = peers[(me - k + npeers) % npeers];
         ucp_ep_h ep;
-        if (mxt_get_ep(dst, &ep) != MX_OK)
+        if (mxt_get_ep(dst, &ep) != MXU_OK)
             break;
         /* ctx field all ones (no communicator has it); the low bits name
          * the sender so that rounds cannot cross */
@@ -744,8 +744,8 @@ static void mxt_warm_node_peers(const int *peers, int npeers)
         memset(&param, 0, sizeof(param));
         param.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE;
         param.memory_type = mt;
-        ucs_status_ptr_t r = ucp_tag_recv_nbx(mxt.worker, buf + MXT_IPC_WARM_LEN,
-                                              MXT_IPC_WARM_LEN, rtag, UINT64_MAX, &param);
+        ucs_status_ptr_t r = ucp_tag_recv_nbx(mxt.worker, buf + MXT_IPC_WARM_LEN, MXT_IPC_WARM_LEN,
+                                              rtag, UINT64_MAX, &param);
         if (UCS_PTR_IS_ERR(r))
             break;
         ucs_status_ptr_t s = ucp_tag_send_nbx(ep, buf, MXT_IPC_WARM_LEN, stag, &param);
@@ -755,7 +755,7 @@ static void mxt_warm_node_peers(const int *peers, int npeers)
         for (;;) {
             ucp_worker_progress(mxt.worker);
             if (ss == UCS_INPROGRESS)
-                ss = s == NULL ? UCS_OK
+                ss = s == NULL           ? UCS_OK
                      : UCS_PTR_IS_ERR(s) ? UCS_PTR_STATUS(s)
                                          : ucp_request_check_status(s);
             if (rs == UCS_INPROGRESS)
@@ -764,20 +764,22 @@ static void mxt_warm_node_peers(const int *peers, int npeers)
                 break;
             clock_gettime(CLOCK_MONOTONIC, &t);
             if (t.tv_sec - t0.tv_sec > 30) {
-                MPIX_ACC_LOG(MX_LOG_WARN, "UCX warm-up with node peer %d (send) / %d (receive) "
-                             "did not finish in 30 s; continuing without it", dst, src);
+                MXU_LOG(MXU_LOG_WARN,
+                        "UCX warm-up with node peer %d (send) / %d (receive) "
+                        "did not finish in 30 s; continuing without it",
+                        dst, src);
                 if (rs == UCS_INPROGRESS && r)
                     ucp_request_cancel(mxt.worker, r);
                 /* give the cancel (and the send) a moment, free what ended */
-                for (int i = 0; i < 100000 && ((r && ucp_request_check_status(r) ==
-                                                             UCS_INPROGRESS) ||
-                                               (s && !UCS_PTR_IS_ERR(s) &&
-                                                ucp_request_check_status(s) == UCS_INPROGRESS));
+                for (int i = 0;
+                     i < 100000 &&
+                     ((r && ucp_request_check_status(r) == UCS_INPROGRESS) ||
+                      (s && !UCS_PTR_IS_ERR(s) && ucp_request_check_status(s) == UCS_INPROGRESS));
                      i++)
                     ucp_worker_progress(mxt.worker);
                 int r_busy = r && ucp_request_check_status(r) == UCS_INPROGRESS;
-                int s_busy = s && !UCS_PTR_IS_ERR(s) &&
-                             ucp_request_check_status(s) == UCS_INPROGRESS;
+                int s_busy =
+                    s && !UCS_PTR_IS_ERR(s) && ucp_request_check_status(s) == UCS_INPROGRESS;
                 if (r && !r_busy)
                     ucp_request_free(r);
                 if (s && !UCS_PTR_IS_ERR(s) && !s_busy)
@@ -792,19 +794,19 @@ static void mxt_warm_node_peers(const int *peers, int npeers)
         if (r)
             ucp_request_free(r);
         if (ss != UCS_OK || rs != UCS_OK) {
-            MPIX_ACC_LOG(MX_LOG_INFO, "UCX warm-up with node peers %d / %d: %s", dst, src,
-                         ucs_status_string(ss != UCS_OK ? ss : rs));
+            MXU_LOG(MXU_LOG_INFO, "UCX warm-up with node peers %d / %d: %s", dst, src,
+                    ucs_status_string(ss != UCS_OK ? ss : rs));
             break;
         }
         done++;
     }
-    MPIX_ACC_LOG(MX_LOG_DEBUG, "UCX warm-up: device memory exchanged with %d node peer(s)", done);
+    MXU_LOG(MXU_LOG_DEBUG, "UCX warm-up: device memory exchanged with %d node peer(s)", done);
 }
 
-mx_status_t mxt_warm_memory(int with_cuda)
+mxu_status_t mxt_warm_memory(int with_cuda)
 {
     ucp_ep_h self;
-    MX_TRY(mxt_get_ep(mxt.world_rank, &self));
+    MXU_TRY(mxt_get_ep(mxt.world_rank, &self));
 
     /* Eager and rendezvous messages of each memory type through the
      * endpoint to self: protocol selection for these memory types, and the
@@ -815,8 +817,7 @@ mx_status_t mxt_warm_memory(int with_cuda)
     const size_t lens[] = {8, 256 * 1024};
     for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
         ucs_memory_type_t mt = types[t];
-        if (mt != UCS_MEMORY_TYPE_HOST &&
-            (!with_cuda || !(mxt.memory_types & UCS_BIT(mt))))
+        if (mt != UCS_MEMORY_TYPE_HOST && (!with_cuda || !(mxt.memory_types & UCS_BIT(mt))))
             continue;
         ucp_mem_h memh;
         char *addr = mxt_warm_alloc(mt, 2 * lens[1], &memh);
@@ -826,45 +827,42 @@ mx_status_t mxt_warm_memory(int with_cuda)
         for (size_t i = 0; st == UCS_OK && i < sizeof(lens) / sizeof(lens[0]); i++)
             st = mxt_warm_loopback(self, addr, addr + lens[1], lens[i], mt);
         if (st != UCS_OK)
-            MPIX_ACC_LOG(MX_LOG_INFO, "UCX warm-up with %s memory: %s",
-                         ucs_memory_type_names[mt], ucs_status_string(st));
+            MXU_LOG(MXU_LOG_INFO, "UCX warm-up with %s memory: %s", ucs_memory_type_names[mt],
+                    ucs_status_string(st));
         ucp_mem_unmap(mxt.context, memh);
     }
-    return MX_OK;
+    return MXU_OK;
 }
 
-mx_status_t mxt_warm_up(int with_cuda, int connect_all, const int *node_peers, int npeers)
+mxu_status_t mxt_warm_up(int with_cuda, int connect_all, const int *node_peers, int npeers)
 {
     /* Endpoints: creating one selects protocols for its configuration. */
     int n = connect_all ? mxt.world_size : 0;
     for (int r = 0; r < n; r++) {
         ucp_ep_h ep;
-        MX_TRY(mxt_get_ep(r, &ep));
+        MXU_TRY(mxt_get_ep(r, &ep));
     }
-    MX_TRY(mxt_warm_memory(with_cuda));
+    MXU_TRY(mxt_warm_memory(with_cuda));
     if (with_cuda && node_peers)
         mxt_warm_node_peers(node_peers, npeers);
-    MPIX_ACC_LOG(MX_LOG_DEBUG, "UCX warm-up done (%d endpoints connected eagerly)", n);
-    return MX_OK;
+    MXU_LOG(MXU_LOG_DEBUG, "UCX warm-up done (%d endpoints connected eagerly)", n);
+    return MXU_OK;
 }
 
-void mxt_expect_disconnects(void)
-{
-    atomic_store(&mxt.closing, 1);
-}
+void mxt_expect_disconnects(void) { atomic_store(&mxt.closing, 1); }
 
-mx_status_t mxt_flush_and_close(int (*fence)(void *arg), void *arg)
+mxu_status_t mxt_flush_and_close(int (*fence)(void *arg), void *arg)
 {
-    mx_status_t result = MX_OK;
+    mxu_status_t result = MXU_OK;
     if (!mxt.worker)
-        return MX_OK;
+        return MXU_OK;
     atomic_store(&mxt.closing, 1);
     ucp_request_param_t param;
     memset(&param, 0, sizeof(param));
     ucs_status_t st = mxt_wait_request(ucp_worker_flush_nbx(mxt.worker, &param));
     if (st != UCS_OK) {
-        MPIX_ACC_LOG(MX_LOG_WARN, "UCX worker flush: %s", ucs_status_string(st));
-        result = MX_ERR_TRANSPORT;
+        MXU_LOG(MXU_LOG_WARN, "UCX worker flush: %s", ucs_status_string(st));
+        result = MXU_ERR_TRANSPORT;
     }
     /* Close every endpoint at once and keep progressing until all closes
      * are done and then the fence is: a peer's close may need this
@@ -887,8 +885,8 @@ mx_status_t mxt_flush_and_close(int (*fence)(void *arg), void *arg)
         else if (UCS_PTR_IS_PTR(req))
             (void)mxt_wait_request(req); /* no memory for the list: one at a time */
         else if (UCS_PTR_IS_ERR(req))
-            MPIX_ACC_LOG(MX_LOG_DEBUG, "closing endpoint to rank %d: %s", r,
-                         ucs_status_string(UCS_PTR_STATUS(req)));
+            MXU_LOG(MXU_LOG_DEBUG, "closing endpoint to rank %d: %s", r,
+                    ucs_status_string(UCS_PTR_STATUS(req)));
     }
     int fenced = fence == NULL;
     for (;;) {
@@ -904,8 +902,7 @@ mx_status_t mxt_flush_and_close(int (*fence)(void *arg), void *arg)
             }
             if (st != UCS_OK && st != UCS_ERR_CANCELED && st != UCS_ERR_CONNECTION_RESET &&
                 st != UCS_ERR_ENDPOINT_TIMEOUT)
-                MPIX_ACC_LOG(MX_LOG_DEBUG, "closing endpoint to rank %d: %s", r,
-                             ucs_status_string(st));
+                MXU_LOG(MXU_LOG_DEBUG, "closing endpoint to rank %d: %s", r, ucs_status_string(st));
             ucp_request_free(reqs[r]);
             reqs[r] = NULL;
         }
@@ -966,8 +963,9 @@ void mxt_describe(char *buf, size_t len)
         {UCS_MEMORY_TYPE_CUDA_MANAGED, "cuda-managed"},
         {UCS_MEMORY_TYPE_ROCM, "rocm"},
     };
-    size_t used = (size_t)snprintf(buf, len, "UCX %s (header %d.%d), memory types:",
-                                   ucp_get_version_string(), UCP_API_MAJOR, UCP_API_MINOR);
+    size_t used =
+        (size_t)snprintf(buf, len, "UCX %s (header %d.%d), memory types:", ucp_get_version_string(),
+                         UCP_API_MAJOR, UCP_API_MINOR);
     uint64_t types = mxt.memory_types;
     if (!mxt.context) {
         /* Not initialised (mpixacc_info): make a throw-away context to ask. */

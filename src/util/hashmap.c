@@ -35,7 +35,7 @@ static size_t round_pow2(size_t n)
     return c;
 }
 
-mx_status_t mxu_hashmap_init(mxu_hashmap_t *m, size_t initial_capacity)
+mxu_status_t mxu_hashmap_init(mxu_hashmap_t *m, size_t initial_capacity)
 {
     size_t cap = round_pow2(initial_capacity);
     m->keys = calloc(cap, sizeof(*m->keys));
@@ -46,12 +46,12 @@ mx_status_t mxu_hashmap_init(mxu_hashmap_t *m, size_t initial_capacity)
         m->keys = NULL;
         m->values = NULL;
         m->capacity = m->count = m->tombstones = 0;
-        return MX_ERR_NO_MEMORY;
+        return MXU_ERR_NO_MEMORY;
     }
     m->capacity = cap;
     m->count = 0;
     m->tombstones = 0;
-    return MX_OK;
+    return MXU_OK;
 }
 
 void mxu_hashmap_destroy(mxu_hashmap_t *m)
@@ -79,11 +79,11 @@ static long find_slot(const mxu_hashmap_t *m, uint64_t key)
     return -1;
 }
 
-static mx_status_t rehash(mxu_hashmap_t *m, size_t new_cap)
+static mxu_status_t rehash(mxu_hashmap_t *m, size_t new_cap)
 {
     mxu_hashmap_t n;
-    mx_status_t st = mxu_hashmap_init(&n, new_cap);
-    if (st != MX_OK)
+    mxu_status_t st = mxu_hashmap_init(&n, new_cap);
+    if (st != MXU_OK)
         return st;
     size_t mask = n.capacity - 1;
     for (size_t i = 0; i < m->capacity; i++) {
@@ -99,20 +99,20 @@ static mx_status_t rehash(mxu_hashmap_t *m, size_t new_cap)
     free(m->keys);
     free(m->values);
     *m = n;
-    return MX_OK;
+    return MXU_OK;
 }
 
-mx_status_t mxu_hashmap_put(mxu_hashmap_t *m, uint64_t key, void *value)
+mxu_status_t mxu_hashmap_put(mxu_hashmap_t *m, uint64_t key, void *value)
 {
     if (key == 0)
-        return MX_ERR_INVALID_PARAM;
+        return MXU_ERR_INVALID_PARAM;
     if (m->capacity == 0)
-        MX_TRY(mxu_hashmap_init(m, MIN_CAPACITY));
+        MXU_TRY(mxu_hashmap_init(m, MIN_CAPACITY));
 
     long found = find_slot(m, key);
     if (found >= 0) {
         m->values[found] = value;
-        return MX_OK;
+        return MXU_OK;
     }
 
     /* New key: keep (count + tombstones) <= 70% of the capacity. */
@@ -120,7 +120,7 @@ mx_status_t mxu_hashmap_put(mxu_hashmap_t *m, uint64_t key, void *value)
         size_t cap = m->capacity;
         if ((m->count + 1) * 10 > cap * 7 / 2)
             cap *= 2; /* really full: grow; otherwise just drop the tombstones */
-        MX_TRY(rehash(m, cap));
+        MXU_TRY(rehash(m, cap));
     }
 
     size_t mask = m->capacity - 1;
@@ -133,7 +133,7 @@ mx_status_t mxu_hashmap_put(mxu_hashmap_t *m, uint64_t key, void *value)
     m->keys[i] = key;
     m->values[i] = value;
     m->count++;
-    return MX_OK;
+    return MXU_OK;
 }
 
 void *mxu_hashmap_get(const mxu_hashmap_t *m, uint64_t key)
@@ -183,13 +183,13 @@ long mxu_hashmap_next(const mxu_hashmap_t *m, size_t *pos, uint64_t *key, void *
 
 /* ---- locked map ---- */
 
-mx_status_t mxu_locked_map_init(mxu_locked_map_t *m)
+mxu_status_t mxu_locked_map_init(mxu_locked_map_t *m)
 {
     if (pthread_mutex_init(&m->lock, NULL) != 0)
-        return MX_ERR_SYSTEM;
+        return MXU_ERR_SYSTEM;
     atomic_store_explicit(&m->count, 0, memory_order_relaxed);
-    mx_status_t st = mxu_hashmap_init(&m->map, MIN_CAPACITY);
-    if (st != MX_OK)
+    mxu_status_t st = mxu_hashmap_init(&m->map, MIN_CAPACITY);
+    if (st != MXU_OK)
         pthread_mutex_destroy(&m->lock);
     return st;
 }
@@ -201,10 +201,10 @@ void mxu_locked_map_destroy(mxu_locked_map_t *m)
     pthread_mutex_destroy(&m->lock);
 }
 
-mx_status_t mxu_locked_map_put(mxu_locked_map_t *m, uint64_t key, void *value)
+mxu_status_t mxu_locked_map_put(mxu_locked_map_t *m, uint64_t key, void *value)
 {
     pthread_mutex_lock(&m->lock);
-    mx_status_t st = mxu_hashmap_put(&m->map, key, value);
+    mxu_status_t st = mxu_hashmap_put(&m->map, key, value);
     atomic_store_explicit(&m->count, m->map.count, memory_order_release);
     pthread_mutex_unlock(&m->lock);
     return st;

@@ -1,5 +1,5 @@
 /*
- * log.c - backend of MPIX_ACC_LOG.
+ * log.c - backend of MXU_LOG.
  *
  * Every message is formatted completely in memory and handed to the kernel
  * with a single write(2) on stderr, so lines of concurrent threads (and, for
@@ -30,7 +30,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-#define MXU_LOG_UNSET (MX_LOG_DEBUG + 1) /* every message reaches emit() */
+#define MXU_LOG_UNSET (MXU_LOG_DEBUG + 1) /* every message reaches emit() */
 
 int mxu_log_threshold = MXU_LOG_UNSET;
 
@@ -44,10 +44,10 @@ int mxu_log_parse_level(const char *name)
         const char *name;
         int level;
     } names[] = {
-        {"error", MX_LOG_ERROR}, {"err", MX_LOG_ERROR},   {"warn", MX_LOG_WARN},
-        {"warning", MX_LOG_WARN}, {"info", MX_LOG_INFO}, {"debug", MX_LOG_DEBUG},
-        {"0", MX_LOG_ERROR},     {"1", MX_LOG_WARN},     {"2", MX_LOG_INFO},
-        {"3", MX_LOG_DEBUG},
+        {"error", MXU_LOG_ERROR},  {"err", MXU_LOG_ERROR}, {"warn", MXU_LOG_WARN},
+        {"warning", MXU_LOG_WARN}, {"info", MXU_LOG_INFO}, {"debug", MXU_LOG_DEBUG},
+        {"0", MXU_LOG_ERROR},      {"1", MXU_LOG_WARN},    {"2", MXU_LOG_INFO},
+        {"3", MXU_LOG_DEBUG},
     };
     if (name == NULL)
         return -1;
@@ -76,7 +76,7 @@ static void log_init(void)
     if (mxu_log_threshold == MXU_LOG_UNSET) {
         /* A malformed value is reported by mxu_config_load(); keep "warn". */
         int level = mxu_log_parse_level(getenv("MPIX_ACC_LOG"));
-        mxu_log_threshold = level >= 0 ? level : MX_LOG_WARN;
+        mxu_log_threshold = level >= 0 ? level : MXU_LOG_WARN;
     }
 }
 
@@ -87,18 +87,19 @@ __attribute__((constructor)) static void log_constructor(void)
     pthread_once(&log_once, log_init);
 }
 
-void mxu_log_set_rank(int rank)
-{
-    atomic_store_explicit(&log_rank, rank, memory_order_relaxed);
-}
+void mxu_log_set_rank(int rank) { atomic_store_explicit(&log_rank, rank, memory_order_relaxed); }
 
-static const char *level_name(mx_log_level_t level)
+static const char *level_name(mxu_log_level_t level)
 {
     switch (level) {
-    case MX_LOG_ERROR: return "ERROR";
-    case MX_LOG_WARN: return "WARN";
-    case MX_LOG_INFO: return "INFO";
-    case MX_LOG_DEBUG: return "DEBUG";
+    case MXU_LOG_ERROR:
+        return "ERROR";
+    case MXU_LOG_WARN:
+        return "WARN";
+    case MXU_LOG_INFO:
+        return "INFO";
+    case MXU_LOG_DEBUG:
+        return "DEBUG";
     }
     return "LOG";
 }
@@ -123,7 +124,7 @@ static void write_all(int fd, const char *buf, size_t len)
     }
 }
 
-void mxu_log_emit(mx_log_level_t level, const char *file, int line, const char *fmt, ...)
+void mxu_log_emit(mxu_log_level_t level, const char *file, int line, const char *fmt, ...)
 {
     int saved_errno = errno; /* logging must not disturb errno-based callers */
     pthread_once(&log_once, log_init);

@@ -6,8 +6,8 @@
  * push() is wait-free; pop() may briefly return NULL while a push is half
  * done (the consumer simply retries on its next pass).
  */
-#ifndef MX_UTIL_MPSC_H
-#define MX_UTIL_MPSC_H
+#ifndef MXU_MPSC_H
+#define MXU_MPSC_H
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -73,6 +73,6 @@ static inline int mxu_mpsc_empty(mxu_mpsc_t *q)
            atomic_load_explicit(&q->head, memory_order_acquire) == &q->stub;
 }
 
-#define MXU_CONTAINER_OF(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+#define MXU_CONTAINER_OF(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * settings.c - the MPIX_ACC_* settings registry, generated from
- * MX_CONFIG_TABLE (util/settings.h).
+ * MXU_CONFIG_TABLE (util/settings.h).
  *
  * - mxu_config holds the defaults from program start (constructor) and the
  *   parsed environment after mxu_config_load().
@@ -35,21 +35,21 @@ extern char **environ;
 mxu_config_t mxu_config;
 
 static mxu_config_entry_t rows[] = {
-#define MXU_CFG_ROW_(name, type, field, def, range, help)                                        \
+#define MXU_CFG_ROW_(name, type, field, def, range, help)                                          \
     {MXU_ENV_PREFIX #name, MXU_CFG_##type, def, range, help, 0},
-    MX_CONFIG_TABLE(MXU_CFG_ROW_)
+    MXU_CONFIG_TABLE(MXU_CFG_ROW_)
 #undef MXU_CFG_ROW_
 };
 
 static const size_t row_offset[] = {
 #define MXU_CFG_OFF_(name, type, field, def, range, help) offsetof(mxu_config_t, field),
-    MX_CONFIG_TABLE(MXU_CFG_OFF_)
+    MXU_CONFIG_TABLE(MXU_CFG_OFF_)
 #undef MXU_CFG_OFF_
 };
 
 static const size_t row_size[] = {
 #define MXU_CFG_SZ_(name, type, field, def, range, help) sizeof(((mxu_config_t *)0)->field),
-    MX_CONFIG_TABLE(MXU_CFG_SZ_)
+    MXU_CONFIG_TABLE(MXU_CFG_SZ_)
 #undef MXU_CFG_SZ_
 };
 
@@ -102,59 +102,72 @@ static int trim_copy(const char *value, char *buf, size_t len)
     return 1;
 }
 
-static mx_status_t parse_bool(const char *value, int *out)
+static mxu_status_t parse_bool(const char *value, int *out)
 {
     static const char *const yes[] = {"1", "yes", "true", "on", "y"};
     static const char *const no[] = {"0", "no", "false", "off", "n"};
     char buf[16];
     if (!trim_copy(value, buf, sizeof(buf)))
-        return MX_ERR_INVALID_PARAM;
+        return MXU_ERR_INVALID_PARAM;
     for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
         if (strcasecmp(buf, yes[i]) == 0) {
             *out = 1;
-            return MX_OK;
+            return MXU_OK;
         }
         if (strcasecmp(buf, no[i]) == 0) {
             *out = 0;
-            return MX_OK;
+            return MXU_OK;
         }
     }
-    return MX_ERR_INVALID_PARAM;
+    return MXU_ERR_INVALID_PARAM;
 }
 
-static mx_status_t parse_long(const char *value, long *out)
+static mxu_status_t parse_long(const char *value, long *out)
 {
     char buf[64];
     if (!trim_copy(value, buf, sizeof(buf)) || buf[0] == '\0')
-        return MX_ERR_INVALID_PARAM;
+        return MXU_ERR_INVALID_PARAM;
     char *end;
     errno = 0;
     long v = strtol(buf, &end, 10);
     if (errno != 0 || *end != '\0')
-        return MX_ERR_INVALID_PARAM;
+        return MXU_ERR_INVALID_PARAM;
     *out = v;
-    return MX_OK;
+    return MXU_OK;
 }
 
-mx_status_t mxu_parse_size(const char *value, size_t *out)
+mxu_status_t mxu_parse_size(const char *value, size_t *out)
 {
     char buf[64];
     if (value == NULL || out == NULL || !trim_copy(value, buf, sizeof(buf)) ||
         !isdigit((unsigned char)buf[0]))
-        return MX_ERR_INVALID_PARAM;
+        return MXU_ERR_INVALID_PARAM;
     char *end;
     errno = 0;
     unsigned long long v = strtoull(buf, &end, 10);
     if (errno != 0)
-        return MX_ERR_INVALID_PARAM;
+        return MXU_ERR_INVALID_PARAM;
     while (*end == ' ' || *end == '\t')
         end++;
     unsigned shift = 0;
     switch (*end) {
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    default: break;
+    case 'k':
+    case 'K':
+        shift = 10;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        shift = 20;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        shift = 30;
+        end++;
+        break;
+    default:
+        break;
     }
     /* optional unit: "b", "B", and after a multiplier also "iB"/"ib" */
     if (shift != 0 && (end[0] == 'i' || end[0] == 'I') && (end[1] == 'b' || end[1] == 'B'))
@@ -162,62 +175,72 @@ mx_status_t mxu_parse_size(const char *value, size_t *out)
     else if (*end == 'b' || *end == 'B')
         end++;
     if (*end != '\0')
-        return MX_ERR_INVALID_PARAM;
+        return MXU_ERR_INVALID_PARAM;
     if (shift != 0 && v > (SIZE_MAX >> shift))
-        return MX_ERR_INVALID_PARAM;
+        return MXU_ERR_INVALID_PARAM;
     if (v > SIZE_MAX)
-        return MX_ERR_INVALID_PARAM;
+        return MXU_ERR_INVALID_PARAM;
     *out = (size_t)v << shift;
-    return MX_OK;
+    return MXU_OK;
 }
 
-static mx_status_t parse_double(const char *value, double *out)
+static mxu_status_t parse_double(const char *value, double *out)
 {
     char buf[64];
     if (!trim_copy(value, buf, sizeof(buf)) || buf[0] == '\0')
-        return MX_ERR_INVALID_PARAM;
+        return MXU_ERR_INVALID_PARAM;
     char *end;
     errno = 0;
     double v = strtod(buf, &end);
     if (errno != 0 || *end != '\0' || !isfinite(v))
-        return MX_ERR_INVALID_PARAM;
+        return MXU_ERR_INVALID_PARAM;
     *out = v;
-    return MX_OK;
+    return MXU_OK;
 }
 
-mx_status_t mxu_config_parse_value(mxu_config_type_t type, const char *value, void *out)
+mxu_status_t mxu_config_parse_value(mxu_config_type_t type, const char *value, void *out)
 {
     if (value == NULL || out == NULL)
-        return MX_ERR_INVALID_PARAM;
+        return MXU_ERR_INVALID_PARAM;
     switch (type) {
-    case MXU_CFG_BOOL: return parse_bool(value, (int *)out);
-    case MXU_CFG_INT: return parse_long(value, (long *)out);
-    case MXU_CFG_SIZE: return mxu_parse_size(value, (size_t *)out);
-    case MXU_CFG_DOUBLE: return parse_double(value, (double *)out);
+    case MXU_CFG_BOOL:
+        return parse_bool(value, (int *)out);
+    case MXU_CFG_INT:
+        return parse_long(value, (long *)out);
+    case MXU_CFG_SIZE:
+        return mxu_parse_size(value, (size_t *)out);
+    case MXU_CFG_DOUBLE:
+        return parse_double(value, (double *)out);
     case MXU_CFG_STRING:
         /* the pointer is stored as is: the caller keeps `value` alive */
         *(const char **)out = value;
-        return MX_OK;
+        return MXU_OK;
     case MXU_CFG_LOGLEVEL: {
         int level = mxu_log_parse_level(value);
         if (level < 0)
-            return MX_ERR_INVALID_PARAM;
+            return MXU_ERR_INVALID_PARAM;
         *(int *)out = level;
-        return MX_OK;
+        return MXU_OK;
     }
     }
-    return MX_ERR_INVALID_PARAM;
+    return MXU_ERR_INVALID_PARAM;
 }
 
 static const char *type_description(mxu_config_type_t type)
 {
     switch (type) {
-    case MXU_CFG_BOOL: return "bool: 1/0, yes/no, true/false, on/off";
-    case MXU_CFG_INT: return "integer";
-    case MXU_CFG_SIZE: return "size in bytes, k/m/g suffixes allowed";
-    case MXU_CFG_DOUBLE: return "number";
-    case MXU_CFG_STRING: return "string";
-    case MXU_CFG_LOGLEVEL: return "log level: error, warn, info, debug";
+    case MXU_CFG_BOOL:
+        return "bool: 1/0, yes/no, true/false, on/off";
+    case MXU_CFG_INT:
+        return "integer";
+    case MXU_CFG_SIZE:
+        return "size in bytes, k/m/g suffixes allowed";
+    case MXU_CFG_DOUBLE:
+        return "number";
+    case MXU_CFG_STRING:
+        return "string";
+    case MXU_CFG_LOGLEVEL:
+        return "log level: error, warn, info, debug";
     }
     return "?";
 }
@@ -242,8 +265,8 @@ static int range_bounds(int i, cfg_value_t *lo, cfg_value_t *hi)
         return 0;
     memcpy(low, range, (size_t)(dots - range));
     low[dots - range] = '\0';
-    return mxu_config_parse_value(rows[i].type, low, lo) == MX_OK &&
-           mxu_config_parse_value(rows[i].type, dots + 2, hi) == MX_OK;
+    return mxu_config_parse_value(rows[i].type, low, lo) == MXU_OK &&
+           mxu_config_parse_value(rows[i].type, dots + 2, hi) == MXU_OK;
 }
 
 /* 1 when `word` (trimmed) is one of the '|'-separated words of `words`. */
@@ -282,21 +305,22 @@ static int in_range(int i, const cfg_value_t *v)
         return trim_copy(v->s, word, sizeof(word)) && word_in(rows[i].range, word);
     }
     case MXU_CFG_BOOL:
-    case MXU_CFG_LOGLEVEL: return 1;
+    case MXU_CFG_LOGLEVEL:
+        return 1;
     }
     return 1;
 }
 
-mx_status_t mxu_config_parse_setting(int i, const char *value, void *out)
+mxu_status_t mxu_config_parse_setting(int i, const char *value, void *out)
 {
     if (i < 0 || i >= NROWS || value == NULL || out == NULL)
-        return MX_ERR_INVALID_PARAM;
+        return MXU_ERR_INVALID_PARAM;
     cfg_value_t v;
     memset(&v, 0, sizeof(v));
-    if (mxu_config_parse_value(rows[i].type, value, &v) != MX_OK || !in_range(i, &v))
-        return MX_ERR_INVALID_PARAM;
+    if (mxu_config_parse_value(rows[i].type, value, &v) != MXU_OK || !in_range(i, &v))
+        return MXU_ERR_INVALID_PARAM;
     memcpy(out, &v, row_size[i]);
-    return MX_OK;
+    return MXU_OK;
 }
 
 void mxu_config_describe(int i, char *buf, size_t len)
@@ -320,10 +344,7 @@ void mxu_config_describe(int i, char *buf, size_t len)
 
 /* ---- defaults and loading ---- */
 
-static void *field_ptr(mxu_config_t *cfg, int i)
-{
-    return (char *)cfg + row_offset[i];
-}
+static void *field_ptr(mxu_config_t *cfg, int i) { return (char *)cfg + row_offset[i]; }
 
 static void apply_defaults(mxu_config_t *cfg)
 {
@@ -331,7 +352,7 @@ static void apply_defaults(mxu_config_t *cfg)
         /* The defaults are literals of the table: they parse (test_config
          * checks every one). */
         if (mxu_config_parse_value(rows[i].type, rows[i].default_value, field_ptr(cfg, i)) !=
-            MX_OK)
+            MXU_OK)
             memset(field_ptr(cfg, i), 0, row_size[i]);
     }
 }
@@ -356,7 +377,8 @@ static size_t edit_distance(const char *a, const char *b)
     for (size_t i = 1; i <= la; i++) {
         cur[0] = i;
         for (size_t j = 1; j <= lb; j++) {
-            size_t cost = toupper((unsigned char)a[i - 1]) == toupper((unsigned char)b[j - 1]) ? 0 : 1;
+            size_t cost =
+                toupper((unsigned char)a[i - 1]) == toupper((unsigned char)b[j - 1]) ? 0 : 1;
             size_t best = prev[j - 1] + cost;
             if (prev[j] + 1 < best)
                 best = prev[j] + 1;
@@ -428,14 +450,14 @@ static void warn_unknown_variables(void)
                 best = i;
             }
         }
-        MPIX_ACC_LOG(MX_LOG_WARN,
-                     "unknown setting %s is ignored (closest known setting: %s; "
-                     "`mpixacc_info -c` lists all settings)",
-                     name, rows[best].name);
+        MXU_LOG(MXU_LOG_WARN,
+                "unknown setting %s is ignored (closest known setting: %s; "
+                "`mpixacc_info -c` lists all settings)",
+                name, rows[best].name);
     }
 }
 
-mx_status_t mxu_config_load(void)
+mxu_status_t mxu_config_load(void)
 {
     pthread_mutex_lock(&config_lock);
 
@@ -457,7 +479,7 @@ mx_status_t mxu_config_load(void)
             char trimmed[256];
             const char *kept = NULL, *checked;
             if (trim_copy(v, trimmed, sizeof(trimmed)) && trimmed[0] != '\0' &&
-                mxu_config_parse_setting(i, trimmed, &checked) == MX_OK)
+                mxu_config_parse_setting(i, trimmed, &checked) == MXU_OK)
                 kept = keep_string(trimmed);
             if (kept == NULL) {
                 malformed[i] = 1;
@@ -465,7 +487,7 @@ mx_status_t mxu_config_load(void)
             }
             *(const char **)field_ptr(&next, i) = kept;
             from_env[i] = 1;
-        } else if (mxu_config_parse_setting(i, v, field_ptr(&next, i)) == MX_OK) {
+        } else if (mxu_config_parse_setting(i, v, field_ptr(&next, i)) == MXU_OK) {
             from_env[i] = 1;
         } else {
             /* keep the default */
@@ -496,21 +518,18 @@ mx_status_t mxu_config_load(void)
         warned_value[i] = strdup(envval[i]);
         char accepted[256];
         mxu_config_describe(i, accepted, sizeof(accepted));
-        MPIX_ACC_LOG(MX_LOG_WARN, "%s=\"%s\" is not valid (%s); using the default %s",
-                     rows[i].name, envval[i], accepted, rows[i].default_value);
+        MXU_LOG(MXU_LOG_WARN, "%s=\"%s\" is not valid (%s); using the default %s", rows[i].name,
+                envval[i], accepted, rows[i].default_value);
     }
     warn_unknown_variables();
 
     pthread_mutex_unlock(&config_lock);
-    return MX_OK;
+    return MXU_OK;
 }
 
 /* ---- access and printing ---- */
 
-int mxu_config_count(void)
-{
-    return NROWS;
-}
+int mxu_config_count(void) { return NROWS; }
 
 const mxu_config_entry_t *mxu_config_entry(int i)
 {
@@ -529,10 +548,18 @@ void mxu_config_value_string(int i, char *buf, size_t len)
     }
     const void *p = field_ptr(&mxu_config, i);
     switch (rows[i].type) {
-    case MXU_CFG_BOOL: snprintf(buf, len, "%d", *(const int *)p ? 1 : 0); break;
-    case MXU_CFG_INT: snprintf(buf, len, "%ld", *(const long *)p); break;
-    case MXU_CFG_SIZE: snprintf(buf, len, "%zu", *(const size_t *)p); break;
-    case MXU_CFG_DOUBLE: snprintf(buf, len, "%g", *(const double *)p); break;
+    case MXU_CFG_BOOL:
+        snprintf(buf, len, "%d", *(const int *)p ? 1 : 0);
+        break;
+    case MXU_CFG_INT:
+        snprintf(buf, len, "%ld", *(const long *)p);
+        break;
+    case MXU_CFG_SIZE:
+        snprintf(buf, len, "%zu", *(const size_t *)p);
+        break;
+    case MXU_CFG_DOUBLE:
+        snprintf(buf, len, "%g", *(const double *)p);
+        break;
     case MXU_CFG_STRING: {
         const char *s = *(const char *const *)p;
         snprintf(buf, len, "%s", s != NULL ? s : "");
@@ -584,8 +611,8 @@ void mxu_config_print(FILE *out, int with_help)
             int has_dot = hl > 0 && rows[i].help[hl - 1] == '.';
             char accepted[256];
             mxu_config_describe(i, accepted, sizeof(accepted));
-            snprintf(help, sizeof(help), "%s%s [%s; default: %s]", rows[i].help,
-                     has_dot ? "" : ".", accepted, rows[i].default_value);
+            snprintf(help, sizeof(help), "%s%s [%s; default: %s]", rows[i].help, has_dot ? "" : ".",
+                     accepted, rows[i].default_value);
             print_wrapped(out, help);
         }
     }

@@ -1,7 +1,7 @@
 /*
  * settings.h - the MPIX_ACC_* settings registry: one declarative table.
  *
- * MX_CONFIG_TABLE drives everything: the fields of mxu_config_t, the
+ * MXU_CONFIG_TABLE drives everything: the fields of mxu_config_t, the
  * environment variable names (MPIX_ACC_<NAME>), the defaults, the parsing,
  * the help text printed by `mpixacc_info -c`, the warnings about malformed
  * values and unknown MPIX_ACC_* variables, and the README's settings table.
@@ -32,8 +32,8 @@
  *
  * (Named settings.h, not config.h: "config.h" is autoconf's header.)
  */
-#ifndef MX_UTIL_SETTINGS_H
-#define MX_UTIL_SETTINGS_H
+#ifndef MXU_SETTINGS_H
+#define MXU_SETTINGS_H
 
 #include <stddef.h>
 #include <stdio.h>
@@ -41,7 +41,7 @@
 #include "util/status.h"
 
 /* clang-format off */
-#define MX_CONFIG_TABLE(X)                                                                       \
+#define MXU_CONFIG_TABLE(X)                                                                       \
     X(DISABLE, BOOL, disable, "0", "",                                                           \
       "Make every MPI wrapper a pure pass-through to the MPI library (the library does "          \
       "nothing; MPIX_Acc_* calls return MPI_ERR_OTHER)")                                         \
@@ -122,18 +122,18 @@ typedef enum {
 
 typedef struct {
 #define MXU_CFG_FIELD_(name, type, field, def, range, help) MXU_CFG_CTYPE_##type field;
-    MX_CONFIG_TABLE(MXU_CFG_FIELD_)
+    MXU_CONFIG_TABLE(MXU_CFG_FIELD_)
 #undef MXU_CFG_FIELD_
 } mxu_config_t;
 
 /* One row of the registry, as printed and tested. */
 typedef struct {
-    const char *name;          /* full variable name, MPIX_ACC_... */
+    const char *name; /* full variable name, MPIX_ACC_... */
     mxu_config_type_t type;
     const char *default_value; /* literal, parsed like an environment value */
     const char *range;         /* "lo..hi", "w1|w2" or "" (see above) */
     const char *help;
-    int from_env;              /* set by the last mxu_config_load() */
+    int from_env; /* set by the last mxu_config_load() */
 } mxu_config_entry_t;
 
 /* The settings in effect. */
@@ -142,20 +142,20 @@ extern mxu_config_t mxu_config;
 /* Read the MPIX_ACC_* environment into mxu_config; warns (once per value)
  * about malformed values, which keep their default, and about unknown
  * MPIX_ACC_* variables, naming the closest known setting. */
-mx_status_t mxu_config_load(void);
+mxu_status_t mxu_config_load(void);
 
 /* Parse `value` as `type` into *out (the field's C type, see above). */
-mx_status_t mxu_config_parse_value(mxu_config_type_t type, const char *value, void *out);
+mxu_status_t mxu_config_parse_value(mxu_config_type_t type, const char *value, void *out);
 /* The validation of row i: `value` parsed as the row's type and within its
  * range, into *out (written only on success; a STRING is stored as the
- * pointer `value`, which the caller keeps alive). MX_ERR_INVALID_PARAM when
+ * pointer `value`, which the caller keeps alive). MXU_ERR_INVALID_PARAM when
  * it does not parse or lies outside the range. */
-mx_status_t mxu_config_parse_setting(int i, const char *value, void *out);
+mxu_status_t mxu_config_parse_setting(int i, const char *value, void *out);
 /* What row i accepts, in words: "integer -2..8191", "one of ordered|early",
  * "bool: 1/0, yes/no, true/false, on/off" (printed by mpixacc_info -c). */
 void mxu_config_describe(int i, char *buf, size_t len);
 /* Parse a size: digits, optional k/m/g multiplier, optional b/B or iB. */
-mx_status_t mxu_parse_size(const char *value, size_t *out);
+mxu_status_t mxu_parse_size(const char *value, size_t *out);
 
 /* Registry rows for listing: 0 <= i < mxu_config_count(); NULL outside. */
 int mxu_config_count(void);

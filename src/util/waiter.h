@@ -9,8 +9,8 @@
  *
  * notify() is cheap when nobody sleeps (one atomic load).
  */
-#ifndef MX_UTIL_WAITER_H
-#define MX_UTIL_WAITER_H
+#ifndef MXU_WAITER_H
+#define MXU_WAITER_H
 
 #include <stdatomic.h>
 #include <stdint.h>
@@ -27,7 +27,7 @@ uint32_t mxu_event_prepare(mxu_event_t *e);
 void mxu_event_wait(mxu_event_t *e, uint32_t key, int64_t timeout_ns);
 /* End a prepared wait without sleeping. */
 void mxu_event_cancel(mxu_event_t *e);
-void mxu_event_notify(mxu_event_t *e);       /* wake all */
+void mxu_event_notify(mxu_event_t *e); /* wake all */
 
 /* Monotonic clock in nanoseconds. */
 uint64_t mxu_now_ns(void);

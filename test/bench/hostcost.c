@@ -86,13 +86,13 @@ static void gate_fn(void *arg)
         nanosleep(&ts, NULL);
 }
 
-#define CHK(call)                                                                                \
-    do {                                                                                         \
-        int rc_ = (call);                                                                        \
-        if (rc_ != MPI_SUCCESS) {                                                                \
-            fprintf(stderr, "hostcost rank %d: %s failed (%d)\n", rank, #call, rc_);             \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                                        \
-        }                                                                                        \
+#define CHK(call)                                                                                  \
+    do {                                                                                           \
+        int rc_ = (call);                                                                          \
+        if (rc_ != MPI_SUCCESS) {                                                                  \
+            fprintf(stderr, "hostcost rank %d: %s failed (%d)\n", rank, #call, rc_);               \
+            MPI_Abort(MPI_COMM_WORLD, 1);                                                          \
+        }                                                                                          \
     } while (0)
 
 int main(int argc, char **argv)
@@ -130,9 +130,11 @@ int main(int argc, char **argv)
                 tm_t a = tnow();
                 for (long i = 0; i < N; i++) {
                     if (rank == 0)
-                        CHK(MPIX_Acc_Isend(S, &buf[i], 1, MPI_LONG, peer, 1, MPI_COMM_WORLD, &rq[i]));
+                        CHK(MPIX_Acc_Isend(S, &buf[i], 1, MPI_LONG, peer, 1, MPI_COMM_WORLD,
+                                           &rq[i]));
                     else
-                        CHK(MPIX_Acc_Irecv(S, &buf[i], 1, MPI_LONG, peer, 1, MPI_COMM_WORLD, &rq[i]));
+                        CHK(MPIX_Acc_Irecv(S, &buf[i], 1, MPI_LONG, peer, 1, MPI_COMM_WORLD,
+                                           &rq[i]));
                 }
                 tm_t b = tnow();
                 CHK(MPIX_Acc_Waitall(S, (int)N, rq, MPI_STATUSES_IGNORE));

@@ -102,8 +102,7 @@ int main(int argc, char **argv)
             GT_MPI(MPIX_Acc_Waitall(s, 2 * peers, req, ist));
             for (int j = 0; j < peers; j++) {
                 status_check_kernel<<<gt_blocks(n), 256, 0, s>>>(rbuf + (size_t)j * n, n, &ist[j],
-                                                                  gt_rank, gt_size, iters,
-                                                                  chk.dev);
+                                                                 gt_rank, gt_size, iters, chk.dev);
                 GT_CUDA(cudaGetLastError());
             }
         }

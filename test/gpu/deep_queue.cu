@@ -23,7 +23,6 @@
  */
 #include "gpu_common.h"
 
-
 int main(int argc, char **argv)
 {
     gt_init(&argc, &argv, "deep_queue", 240);
@@ -69,9 +68,10 @@ int main(int argc, char **argv)
     GT_CHECK(h == 3ull * (unsigned long long)iters, "counter kernels ran %llu times, expected %llu",
              h, 3ull * (unsigned long long)iters);
     if (gt_rank == 0)
-        printf("[deep_queue] ok A: %ld iterations (5 kernels, 3 stream points each) behind a 200 ms "
-               "delay: enqueued in %.1f ms, done in %.1f ms\n",
-               iters, 1e3 * t_enq, 1e3 * t_all);
+        printf(
+            "[deep_queue] ok A: %ld iterations (5 kernels, 3 stream points each) behind a 200 ms "
+            "delay: enqueued in %.1f ms, done in %.1f ms\n",
+            iters, 1e3 * t_enq, 1e3 * t_all);
 
     gt_phase("B: waits only, matched late");
     MPI_Barrier(MPI_COMM_WORLD);

@@ -13,9 +13,9 @@
  */
 #include "gpu_common.h"
 
-static void ring_loop(const char *what, cudaStream_t ks, MPIX_Acc_stream post,
-                      MPIX_Acc_stream wait, long iters, int tagbase, gt_checker_t *chk,
-                      uint8_t *sbuf, uint8_t *rbuf, size_t n)
+static void ring_loop(const char *what, cudaStream_t ks, MPIX_Acc_stream post, MPIX_Acc_stream wait,
+                      long iters, int tagbase, gt_checker_t *chk, uint8_t *sbuf, uint8_t *rbuf,
+                      size_t n)
 {
     int next = (gt_rank + 1) % gt_size, prev = (gt_rank - 1 + gt_size) % gt_size;
     gt_phase(what);
@@ -48,8 +48,8 @@ int main(int argc, char **argv)
     const size_t n = 16384;
     uint8_t *sbuf = (uint8_t *)gt_alloc(GT_DEVICE, n), *rbuf = (uint8_t *)gt_alloc(GT_DEVICE, n);
 
-    ring_loop("A: NULL (legacy default stream)", (cudaStream_t)0, NULL, NULL, iters, 0, &chk,
-              sbuf, rbuf, n);
+    ring_loop("A: NULL (legacy default stream)", (cudaStream_t)0, NULL, NULL, iters, 0, &chk, sbuf,
+              rbuf, n);
     ring_loop("B: cudaStreamPerThread", cudaStreamPerThread, (MPIX_Acc_stream)cudaStreamPerThread,
               (MPIX_Acc_stream)cudaStreamPerThread, iters, 100000, &chk, sbuf, rbuf, n);
     ring_loop("C: NULL and cudaStreamLegacy are one stream", cudaStreamLegacy, NULL,
@@ -59,8 +59,8 @@ int main(int argc, char **argv)
     {
         MPI_Request req = MPI_REQUEST_NULL;
         MPIX_Acc_stream bad = (MPIX_Acc_stream)(uintptr_t)0x10;
-        int rc = MPIX_Acc_Isend(bad, sbuf, 1, MPI_BYTE, (gt_rank + 1) % gt_size, 1,
-                                MPI_COMM_WORLD, &req);
+        int rc = MPIX_Acc_Isend(bad, sbuf, 1, MPI_BYTE, (gt_rank + 1) % gt_size, 1, MPI_COMM_WORLD,
+                                &req);
         int cls = -1;
         MPI_Error_class(rc, &cls);
         GT_CHECK(rc != MPI_SUCCESS && cls == MPI_ERR_ARG,

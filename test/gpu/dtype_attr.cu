@@ -31,7 +31,8 @@ int main(int argc, char **argv)
     gt_checker_t chk;
     gt_checker_init(&chk);
     size_t maxn = sizes[NSIZES - 1];
-    uint8_t *sbuf = (uint8_t *)gt_alloc(GT_DEVICE, maxn), *rbuf = (uint8_t *)gt_alloc(GT_DEVICE, maxn);
+    uint8_t *sbuf = (uint8_t *)gt_alloc(GT_DEVICE, maxn),
+            *rbuf = (uint8_t *)gt_alloc(GT_DEVICE, maxn);
 
     MPI_Datatype tbyte, tint;
     GT_MPI(MPI_Type_dup(MPI_BYTE, &tbyte));

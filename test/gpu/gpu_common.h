@@ -63,8 +63,8 @@ static void gt_fail(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "[%s] rank %d/%d (GPU %d) FAIL in phase '%s': %s\n", gt_name, gt_rank,
-            gt_size, gt_dev, gt_phase_name, msg);
+    fprintf(stderr, "[%s] rank %d/%d (GPU %d) FAIL in phase '%s': %s\n", gt_name, gt_rank, gt_size,
+            gt_dev, gt_phase_name, msg);
     fflush(stderr);
     fflush(stdout);
     MPI_Abort(MPI_COMM_WORLD, 1);
@@ -84,25 +84,25 @@ static inline const char *gt_errstr(int code)
     return buf;
 }
 
-#define GT_MPI(call)                                                                             \
-    do {                                                                                         \
-        int gt_rc_ = (call);                                                                     \
-        if (gt_rc_ != MPI_SUCCESS)                                                               \
-            gt_fail("%s:%d: %s returned %s", __FILE__, __LINE__, #call, gt_errstr(gt_rc_));      \
+#define GT_MPI(call)                                                                               \
+    do {                                                                                           \
+        int gt_rc_ = (call);                                                                       \
+        if (gt_rc_ != MPI_SUCCESS)                                                                 \
+            gt_fail("%s:%d: %s returned %s", __FILE__, __LINE__, #call, gt_errstr(gt_rc_));        \
     } while (0)
 
-#define GT_CUDA(call)                                                                            \
-    do {                                                                                         \
-        cudaError_t gt_ce_ = (call);                                                             \
-        if (gt_ce_ != cudaSuccess)                                                               \
-            gt_fail("%s:%d: %s: %s (%s)", __FILE__, __LINE__, #call, cudaGetErrorName(gt_ce_),   \
-                    cudaGetErrorString(gt_ce_));                                                 \
+#define GT_CUDA(call)                                                                              \
+    do {                                                                                           \
+        cudaError_t gt_ce_ = (call);                                                               \
+        if (gt_ce_ != cudaSuccess)                                                                 \
+            gt_fail("%s:%d: %s: %s (%s)", __FILE__, __LINE__, #call, cudaGetErrorName(gt_ce_),     \
+                    cudaGetErrorString(gt_ce_));                                                   \
     } while (0)
 
-#define GT_CHECK(cond, ...)                                                                      \
-    do {                                                                                         \
-        if (!(cond))                                                                             \
-            gt_fail(__VA_ARGS__);                                                                \
+#define GT_CHECK(cond, ...)                                                                        \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            gt_fail(__VA_ARGS__);                                                                  \
     } while (0)
 
 /* On a timeout every thread of the process prints its backtrace

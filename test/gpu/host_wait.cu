@@ -68,8 +68,10 @@ int main(int argc, char **argv)
             }
             GT_CHECK(rreq == MPI_REQUEST_NULL && sreq == MPI_REQUEST_NULL,
                      "completed requests not set to MPI_REQUEST_NULL");
-            GT_CHECK(st.MPI_SOURCE == prev && st.MPI_TAG == tag, "status %s, expected source %d "
-                     "tag %d", gt_status_str(&st), prev, tag);
+            GT_CHECK(st.MPI_SOURCE == prev && st.MPI_TAG == tag,
+                     "status %s, expected source %d "
+                     "tag %d",
+                     gt_status_str(&st), prev, tag);
             gt_check(&chk, GT_DEVICE, rbuf, n, gt_seed(prev, it, tag), it, s);
         }
         GT_CUDA(cudaStreamSynchronize(s));
@@ -119,8 +121,10 @@ int main(int argc, char **argv)
         GT_MPI(MPI_Wait(&sreq, MPI_STATUS_IGNORE));
         double dt = gt_now() - t0;
         GT_MPI(MPI_Wait(&rreq, MPI_STATUS_IGNORE));
-        GT_CHECK(dt >= 0.9 * delay_s, "MPI_Wait on the send returned after %.1f ms, before the "
-                 "stream reached the send (delay %.0f ms)", dt * 1e3, delay_s * 1e3);
+        GT_CHECK(dt >= 0.9 * delay_s,
+                 "MPI_Wait on the send returned after %.1f ms, before the "
+                 "stream reached the send (delay %.0f ms)",
+                 dt * 1e3, delay_s * 1e3);
         gt_check(&chk, GT_DEVICE, rbuf, n, gt_seed(prev, 0, tag), 0, s);
         GT_CUDA(cudaStreamSynchronize(s));
         gt_checker_verify(&chk, what);

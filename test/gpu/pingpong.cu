@@ -76,9 +76,8 @@ int main(int argc, char **argv)
     for (size_t x : lat_sizes)
         maxn = std::max(maxn, x);
     uint8_t *sbuf = (uint8_t *)gt_alloc(GT_DEVICE, maxn);
-    uint8_t *rbuf = (uint8_t *)gt_alloc(GT_DEVICE, (size_t)window * bw_size > maxn
-                                                        ? (size_t)window * bw_size
-                                                        : maxn);
+    uint8_t *rbuf = (uint8_t *)gt_alloc(
+        GT_DEVICE, (size_t)window * bw_size > maxn ? (size_t)window * bw_size : maxn);
     uint8_t *ack = (uint8_t *)gt_alloc(GT_DEVICE, 1);
     std::vector<double> host_call_ns;
 
@@ -137,11 +136,11 @@ int main(int argc, char **argv)
             } else {
                 for (long i = 0; i < iters; i++) {
                     MPI_Request rq, sq;
-                    GT_MPI(MPIX_Acc_Irecv(s, rbuf, (int)n, MPI_BYTE, peer, tag, MPI_COMM_WORLD,
-                                          &rq));
+                    GT_MPI(
+                        MPIX_Acc_Irecv(s, rbuf, (int)n, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &rq));
                     GT_MPI(MPIX_Acc_Wait(s, &rq, MPI_STATUS_IGNORE));
-                    GT_MPI(MPIX_Acc_Isend(s, rbuf, (int)n, MPI_BYTE, peer, tag, MPI_COMM_WORLD,
-                                          &sq));
+                    GT_MPI(
+                        MPIX_Acc_Isend(s, rbuf, (int)n, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &sq));
                     GT_MPI(MPIX_Acc_Wait(s, &sq, MPI_STATUS_IGNORE));
                 }
                 gt_check(&chk, GT_DEVICE, rbuf, n, seed, r, s);
@@ -177,13 +176,13 @@ int main(int argc, char **argv)
                     GT_CUDA(cudaMemcpyAsync(hb, sbuf, n, cudaMemcpyDeviceToHost, s));
                     GT_CUDA(cudaStreamSynchronize(s));
                     GT_MPI(MPI_Send(hb, (int)n, MPI_BYTE, peer, 7, MPI_COMM_WORLD));
-                    GT_MPI(MPI_Recv(hb, (int)n, MPI_BYTE, peer, 7, MPI_COMM_WORLD,
-                                    MPI_STATUS_IGNORE));
+                    GT_MPI(
+                        MPI_Recv(hb, (int)n, MPI_BYTE, peer, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
                     GT_CUDA(cudaMemcpyAsync(rbuf, hb, n, cudaMemcpyHostToDevice, s));
                     GT_CUDA(cudaStreamSynchronize(s));
                 } else {
-                    GT_MPI(MPI_Recv(hb, (int)n, MPI_BYTE, peer, 7, MPI_COMM_WORLD,
-                                    MPI_STATUS_IGNORE));
+                    GT_MPI(
+                        MPI_Recv(hb, (int)n, MPI_BYTE, peer, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
                     GT_CUDA(cudaMemcpyAsync(rbuf, hb, n, cudaMemcpyHostToDevice, s));
                     GT_CUDA(cudaStreamSynchronize(s));
                     GT_CUDA(cudaMemcpyAsync(hb, rbuf, n, cudaMemcpyDeviceToHost, s));
@@ -242,9 +241,8 @@ int main(int argc, char **argv)
             } else {
                 for (int k = 0; k < bw_iters; k++) {
                     for (int w = 0; w < window; w++)
-                        GT_MPI(MPIX_Acc_Irecv(s, rbuf + (size_t)w * bw_size, (int)bw_size,
-                                              MPI_BYTE, peer, tag, MPI_COMM_WORLD,
-                                              &req[(size_t)w]));
+                        GT_MPI(MPIX_Acc_Irecv(s, rbuf + (size_t)w * bw_size, (int)bw_size, MPI_BYTE,
+                                              peer, tag, MPI_COMM_WORLD, &req[(size_t)w]));
                     GT_MPI(MPIX_Acc_Waitall(s, window, req.data(), MPI_STATUSES_IGNORE));
                     MPI_Request ar;
                     GT_MPI(MPIX_Acc_Isend(s, ack, 1, MPI_BYTE, peer, tag + 1, MPI_COMM_WORLD, &ar));

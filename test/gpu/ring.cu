@@ -32,9 +32,9 @@ struct combo_t {
 };
 
 static const combo_t combos[] = {
-    {"dd", GT_DEVICE, GT_DEVICE, 1000, 1000},   {"dh", GT_DEVICE, GT_PINNED, 1000, 100},
-    {"hd", GT_PINNED, GT_DEVICE, 1000, 100},    {"mm", GT_MANAGED, GT_MANAGED, 1000, 100},
-    {"pd", GT_PAGEABLE, GT_DEVICE, 100, 2},     {"dp", GT_DEVICE, GT_PAGEABLE, 100, 2},
+    {"dd", GT_DEVICE, GT_DEVICE, 1000, 1000}, {"dh", GT_DEVICE, GT_PINNED, 1000, 100},
+    {"hd", GT_PINNED, GT_DEVICE, 1000, 100},  {"mm", GT_MANAGED, GT_MANAGED, 1000, 100},
+    {"pd", GT_PAGEABLE, GT_DEVICE, 100, 2},   {"dp", GT_DEVICE, GT_PAGEABLE, 100, 2},
 };
 
 static const size_t sizes[] = {1, 8, 8192, 8193, 65536, 1 << 20, 64 << 20};
@@ -80,10 +80,10 @@ int main(int argc, char **argv)
             for (long it = 0; it < iters; it++) {
                 MPI_Request req[2];
                 gt_fill(c->s, sbuf, n, gt_seed(gt_rank, it, tag), s);
-                GT_MPI(MPIX_Acc_Irecv(s, rbuf, (int)n, MPI_BYTE, prev, tag, MPI_COMM_WORLD,
-                                      &req[0]));
-                GT_MPI(MPIX_Acc_Isend(s, sbuf, (int)n, MPI_BYTE, next, tag, MPI_COMM_WORLD,
-                                      &req[1]));
+                GT_MPI(
+                    MPIX_Acc_Irecv(s, rbuf, (int)n, MPI_BYTE, prev, tag, MPI_COMM_WORLD, &req[0]));
+                GT_MPI(
+                    MPIX_Acc_Isend(s, sbuf, (int)n, MPI_BYTE, next, tag, MPI_COMM_WORLD, &req[1]));
                 if (it % 2 == 0) {
                     GT_MPI(MPIX_Acc_Waitall(s, 2, req, MPI_STATUSES_IGNORE));
                 } else {

@@ -41,7 +41,8 @@ int main(int argc, char **argv)
     gt_checker_t chk;
     gt_checker_init(&chk);
     size_t maxn = sizes[NSIZES - 1];
-    uint8_t *sbuf = (uint8_t *)gt_alloc(GT_DEVICE, maxn), *rbuf = (uint8_t *)gt_alloc(GT_DEVICE, maxn);
+    uint8_t *sbuf = (uint8_t *)gt_alloc(GT_DEVICE, maxn),
+            *rbuf = (uint8_t *)gt_alloc(GT_DEVICE, maxn);
 
     gt_phase("A: dup_with_info");
     MPI_Info info;

@@ -36,7 +36,8 @@ int main(int argc, char **argv)
     static const size_t msg[] = {1024, 1 << 20};
     for (int k = 0; k < 2; k++) {
         size_t n = msg[k], rn = n / 2;
-        uint8_t *sbuf = (uint8_t *)gt_alloc(GT_DEVICE, n), *rbuf = (uint8_t *)gt_alloc(GT_DEVICE, n);
+        uint8_t *sbuf = (uint8_t *)gt_alloc(GT_DEVICE, n),
+                *rbuf = (uint8_t *)gt_alloc(GT_DEVICE, n);
         long iters = (long)(50 * scale);
         if (iters < 1)
             iters = 1;
@@ -61,7 +62,7 @@ int main(int argc, char **argv)
             GT_CUDA(cudaGetLastError());
             /* bytes [rn, n) of rbuf must still hold the canary */
             gt_check_kernel<<<gt_blocks(n - rn), 256, 0, s>>>(rbuf + rn, n - rn, canary, it,
-                                                             chk.dev);
+                                                              chk.dev);
         }
         GT_CUDA(cudaStreamSynchronize(s));
         gt_checker_verify(&chk, "canary behind the receive buffer (checked on the stream)");
@@ -105,8 +106,10 @@ int main(int argc, char **argv)
             int rc = MPI_Wait(&rreq, &rst);
             int cls = -1;
             MPI_Error_class(rc, &cls);
-            GT_CHECK(cls == MPI_ERR_TRUNCATE, "%s: MPI_Wait returned %s, expected class "
-                     "MPI_ERR_TRUNCATE", what, gt_errstr(rc));
+            GT_CHECK(cls == MPI_ERR_TRUNCATE,
+                     "%s: MPI_Wait returned %s, expected class "
+                     "MPI_ERR_TRUNCATE",
+                     what, gt_errstr(rc));
             GT_MPI(MPI_Wait(&sreq, MPI_STATUS_IGNORE));
             GT_CUDA(cudaStreamSynchronize(s));
         }

@@ -47,19 +47,19 @@ static void mix(const void *p, size_t n)
 static void mixi(long v) { mix(&v, sizeof v); }
 static void mixs(const char *s) { mix(s, strlen(s) + 1); }
 
-#define CHECK(cond, ...)                                                                         \
-    do {                                                                                         \
-        if (!(cond)) {                                                                           \
-            fprintf(stderr, "interpose_prog rank %d FAIL %s:%d: ", rank, __FILE__, __LINE__);    \
-            fprintf(stderr, __VA_ARGS__);                                                        \
-            fprintf(stderr, "\n");                                                               \
-            failures++;                                                                          \
-        }                                                                                        \
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "interpose_prog rank %d FAIL %s:%d: ", rank, __FILE__, __LINE__);      \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fprintf(stderr, "\n");                                                                 \
+            failures++;                                                                            \
+        }                                                                                          \
     } while (0)
-#define OK(call)                                                                                 \
-    do {                                                                                         \
-        int rc_ = (call);                                                                        \
-        CHECK(rc_ == MPI_SUCCESS, "%s returned %d", #call, rc_);                                 \
+#define OK(call)                                                                                   \
+    do {                                                                                           \
+        int rc_ = (call);                                                                          \
+        CHECK(rc_ == MPI_SUCCESS, "%s returned %d", #call, rc_);                                   \
     } while (0)
 
 static int cmp_long(const void *a, const void *b)
@@ -192,7 +192,8 @@ static void p2p(void)
     /* PROC_NULL */
     OK(MPI_Recv(dr, 10, MPI_DOUBLE, MPI_PROC_NULL, 5, MPI_COMM_WORLD, &st));
     MPI_Get_count(&st, MPI_DOUBLE, &c);
-    CHECK(st.MPI_SOURCE == MPI_PROC_NULL && st.MPI_TAG == MPI_ANY_TAG && c == 0, "PROC_NULL status");
+    CHECK(st.MPI_SOURCE == MPI_PROC_NULL && st.MPI_TAG == MPI_ANY_TAG && c == 0,
+          "PROC_NULL status");
     mixi(st.MPI_SOURCE);
     mixi(st.MPI_TAG);
     mixi(c);

@@ -41,8 +41,10 @@ int main(int argc, char **argv)
         /* with 6 or 8 operations per iteration far beyond the limit, the
          * enqueue loop must have waited for the stream (it cannot outrun
          * the 300 ms hold by more than the limit) */
-        T_CHECK(t_enq > 0.25, "enqueueing %d iterations took %.3f s: no back-pressure with "
-                "MPIX_ACC_MAX_PENDING=%d", ITERS, t_enq, limit);
+        T_CHECK(t_enq > 0.25,
+                "enqueueing %d iterations took %.3f s: no back-pressure with "
+                "MPIX_ACC_MAX_PENDING=%d",
+                ITERS, t_enq, limit);
         if (t_rank == 0)
             T_CHECK(echo == ITERS, "last echo %llu, expected %d", (unsigned long long)echo, ITERS);
     }
@@ -66,8 +68,8 @@ int main(int argc, char **argv)
         double dt = t_now() - t0;
         T_CHECK(rc != MPI_SUCCESS, "%d receives in flight with MPIX_ACC_MAX_PENDING=%d: no error",
                 posted, limit);
-        T_CHECK(posted <= limit && posted >= limit - 2, "error after %d receives, limit %d",
-                posted, limit);
+        T_CHECK(posted <= limit && posted >= limit - 2, "error after %d receives, limit %d", posted,
+                limit);
         T_CHECK(dt > 9.0, "the error came after %.1f s, expected the 10 s grace", dt);
         int cls = -1, len = 0;
         char msg[MPI_MAX_ERROR_STRING];

@@ -75,7 +75,8 @@ static void alternating_case(void)
     T_MPI(MPIX_Acc_Hoststream_create(&s[0]));
     T_MPI(MPIX_Acc_Hoststream_create(&s[1]));
     int n = t_size;
-    int *sval = malloc(sizeof(int) * (size_t)(n * CH)), *rval = malloc(sizeof(int) * (size_t)(n * CH));
+    int *sval = malloc(sizeof(int) * (size_t)(n * CH)),
+        *rval = malloc(sizeof(int) * (size_t)(n * CH));
     MPI_Request *req = malloc(sizeof(MPI_Request) * (size_t)(2 * n * CH));
     T_CHECK(sval && rval && req, "out of memory");
     static t_sleep_arg_t nap = {2};
@@ -113,8 +114,8 @@ static void alternating_case(void)
 #define NTAG 4
 
 typedef struct {
-    int src;   /* sender's rank */
-    int k;     /* sender's call index towards this receiver */
+    int src; /* sender's rank */
+    int k;   /* sender's call index towards this receiver */
     int tag;
     int check; /* src * 7919 + k */
 } msg_t;
@@ -131,7 +132,8 @@ static void mixed_case(void)
         T_MPI(MPIX_Acc_Hoststream_create(&s[i]));
     int total = n * NM;
     msg_t *out = malloc(sizeof(msg_t) * (size_t)total), *in = malloc(sizeof(msg_t) * (size_t)total);
-    int *kind = malloc(sizeof(int) * (size_t)total), *want_src = malloc(sizeof(int) * (size_t)total);
+    int *kind = malloc(sizeof(int) * (size_t)total),
+        *want_src = malloc(sizeof(int) * (size_t)total);
     MPI_Request *rreq = malloc(sizeof(MPI_Request) * (size_t)total);
     MPI_Request *sreq = malloc(sizeof(MPI_Request) * (size_t)total);
     MPI_Status *st = malloc(sizeof(MPI_Status) * (size_t)total);
@@ -187,8 +189,8 @@ static void mixed_case(void)
             m->tag = k % NTAG;
             m->check = t_rank * 7919 + k;
             int si = (int)(((unsigned)k * 2654435761u + (unsigned)p * 40503u) >> 7) % 3;
-            T_MPI(MPIX_Acc_Isend(s[si], m, (int)sizeof(msg_t), MPI_BYTE, p, m->tag,
-                                 MPI_COMM_WORLD, &sreq[ns++]));
+            T_MPI(MPIX_Acc_Isend(s[si], m, (int)sizeof(msg_t), MPI_BYTE, p, m->tag, MPI_COMM_WORLD,
+                                 &sreq[ns++]));
         }
     }
     T_MPI(MPI_Waitall(nr, rreq, st));
@@ -223,8 +225,8 @@ static void mixed_case(void)
         if (kind[i] == R_ANYSRC)
             T_CHECK(m->tag == 1, "%s: tag %d", what, m->tag);
         int *lk = &last_k[kind[i] * n + m->src];
-        T_CHECK(m->k > *lk, "%s: message %d from %d after message %d (source order broken)",
-                what, m->k, m->src, *lk);
+        T_CHECK(m->k > *lk, "%s: message %d from %d after message %d (source order broken)", what,
+                m->k, m->src, *lk);
         *lk = m->k;
     }
     for (int i = 0; i < total; i++)
@@ -273,8 +275,8 @@ static void info_case(void)
     cls = MPI_SUCCESS;
     if (rc != MPI_SUCCESS)
         MPI_Error_class(rc, &cls);
-    T_CHECK(cls == MPI_ERR_INFO_VALUE && c == MPI_COMM_NULL,
-            "mpix_acc_match=bogus: got %s", t_errstr(rc));
+    T_CHECK(cls == MPI_ERR_INFO_VALUE && c == MPI_COMM_NULL, "mpix_acc_match=bogus: got %s",
+            t_errstr(rc));
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
     T_MPI(MPI_Info_free(&info));
 }

@@ -55,7 +55,7 @@ static int t_timeout_s = 60;
  * sanitizers, 10 under valgrind) stretches every time limit of the tests:
  * the hard guard, the gate timeout and the "must be fast" bounds (T_SLOW). */
 static double t_scale = 1.0;
-#define T_SLOW(seconds) ((seconds) * t_scale)
+#define T_SLOW(seconds) ((seconds)*t_scale)
 
 static atomic_int t_async_failed;
 static char t_async_msg[512];
@@ -142,22 +142,22 @@ T_UNUSED static const char *_Atomic t_in_call = "";
 T_UNUSED static _Atomic int t_in_line;
 T_UNUSED static _Atomic double t_in_since; /* 0: not inside a T_MPI call */
 
-#define T_MPI(call)                                                                              \
-    do {                                                                                         \
-        atomic_store(&t_in_call, #call);                                                         \
-        atomic_store(&t_in_line, __LINE__);                                                      \
-        atomic_store(&t_in_since, t_now());                                                      \
-        int t_rc_ = (call);                                                                      \
-        atomic_store(&t_in_since, 0.0);                                                          \
-        if (t_rc_ != MPI_SUCCESS)                                                                \
-            t_fail("%s:%d: %s returned %s, expected MPI_SUCCESS", __FILE__, __LINE__, #call,      \
-                   t_errstr(t_rc_));                                                             \
+#define T_MPI(call)                                                                                \
+    do {                                                                                           \
+        atomic_store(&t_in_call, #call);                                                           \
+        atomic_store(&t_in_line, __LINE__);                                                        \
+        atomic_store(&t_in_since, t_now());                                                        \
+        int t_rc_ = (call);                                                                        \
+        atomic_store(&t_in_since, 0.0);                                                            \
+        if (t_rc_ != MPI_SUCCESS)                                                                  \
+            t_fail("%s:%d: %s returned %s, expected MPI_SUCCESS", __FILE__, __LINE__, #call,       \
+                   t_errstr(t_rc_));                                                               \
     } while (0)
 
-#define T_CHECK(cond, ...)                                                                       \
-    do {                                                                                         \
-        if (!(cond))                                                                             \
-            t_fail(__VA_ARGS__);                                                                 \
+#define T_CHECK(cond, ...)                                                                         \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            t_fail(__VA_ARGS__);                                                                   \
     } while (0)
 
 /* ------------------------------------------------------------------ */
@@ -303,8 +303,8 @@ T_UNUSED static void t_gate_fn(void *arg)
         if (t_now() - t0 > T_SLOW(30.0)) {
             t_async_fail("gate was never opened (%.0f s); main thread in or after line %d: %s",
                          T_SLOW(30.0), atomic_load(&t_in_line), atomic_load(&t_in_call));
-            fprintf(stderr, "[rank %d] gate timeout: main thread in or after line %d: %s\n",
-                    t_rank, atomic_load(&t_in_line), atomic_load(&t_in_call));
+            fprintf(stderr, "[rank %d] gate timeout: main thread in or after line %d: %s\n", t_rank,
+                    atomic_load(&t_in_line), atomic_load(&t_in_call));
             return;
         }
         t_sleep_ms(0.2);

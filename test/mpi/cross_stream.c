@@ -43,8 +43,10 @@ static void recv_waited_elsewhere(MPIX_Acc_stream A, MPIX_Acc_stream B, MPIX_Acc
     t_sleep_ms(500);
     int early = atomic_load(&bflag);
     atomic_store(&g.open, 1);
-    T_CHECK(!early, "%s: work on B after the cross-stream wait ran while A was still held "
-                    "before the receive", what);
+    T_CHECK(!early,
+            "%s: work on B after the cross-stream wait ran while A was still held "
+            "before the receive",
+            what);
     T_MPI(MPIX_Acc_Hoststream_synchronize(B));
     T_MPI(MPIX_Acc_Hoststream_synchronize(A));
     T_MPI(MPIX_Acc_Hoststream_synchronize(C));
@@ -86,7 +88,8 @@ static void send_waited_elsewhere(MPIX_Acc_stream A, MPIX_Acc_stream B, MPIX_Acc
     t_check_async();
     T_CHECK(t_verify(rbuf, n, 999) != -1 || n == 0,
             "%s: received the data written on B after the cross-stream wait: B did not wait for "
-            "the send to complete", what);
+            "the send to complete",
+            what);
     t_expect_pattern(rbuf, n, 200 + (uint64_t)prev, what);
     t_expect_status(&st, prev, 41, (int)n, MPI_BYTE, what);
     free(sbuf);
@@ -117,15 +120,18 @@ static void waitall_mixed_streams(MPIX_Acc_stream A, MPIX_Acc_stream B, MPIX_Acc
     for (int i = 0; i < 2 * N; i++)
         T_CHECK(rq[i] == MPI_REQUEST_NULL, "Waitall left request %d non-null", i);
     for (int i = 0; i < N; i++) {
-        ver[i] = (t_verify_arg_t){.buf = rbuf + (size_t)i * SZ, .n = (i % 3 == 0) ? 100 : SZ,
-                                  .seed = (uint64_t)(prev * 1000 + i), .what = "Waitall on C"};
+        ver[i] = (t_verify_arg_t){.buf = rbuf + (size_t)i * SZ,
+                                  .n = (i % 3 == 0) ? 100 : SZ,
+                                  .seed = (uint64_t)(prev * 1000 + i),
+                                  .what = "Waitall on C"};
         T_MPI(MPIX_Acc_Hoststream_launch(C, t_verify_fn, &ver[i]));
     }
     T_MPI(MPIX_Acc_Hoststream_synchronize(C));
     t_check_async();
     for (int i = 0; i < N; i++) {
         T_CHECK(atomic_load(&ver[i].ran), "verify %d did not run", i);
-        t_expect_status(&st[i], prev, 50 + i, (i % 3 == 0) ? 100 : SZ, MPI_BYTE, "Waitall on C status");
+        t_expect_status(&st[i], prev, 50 + i, (i % 3 == 0) ? 100 : SZ, MPI_BYTE,
+                        "Waitall on C status");
     }
     T_MPI(MPIX_Acc_Hoststream_synchronize(A));
     T_MPI(MPIX_Acc_Hoststream_synchronize(B));
@@ -177,11 +183,13 @@ static void relay(MPIX_Acc_stream A, MPIX_Acc_stream B)
     for (int r = 0; r < ROUNDS; r++) {
         int *slot = tok + (size_t)r * ti;
         int want = r * t_size + t_rank + 1;
-        T_CHECK(slot[0] == want, "relay round %d: token counter %d expected %d (a hop used a "
-                                 "stale token or the increment raced the transfer)",
+        T_CHECK(slot[0] == want,
+                "relay round %d: token counter %d expected %d (a hop used a "
+                "stale token or the increment raced the transfer)",
                 r, slot[0], want);
         for (size_t j = 1; j < ti; j++)
-            T_CHECK(slot[j] == (int)(j * 2654435761u), "relay round %d: payload word %zu wrong", r, j);
+            T_CHECK(slot[j] == (int)(j * 2654435761u), "relay round %d: payload word %zu wrong", r,
+                    j);
     }
     if (t_rank == 0)
         T_CHECK(fin[0] == ROUNDS * t_size, "relay: final token counter %d expected %d", fin[0],

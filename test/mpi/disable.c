@@ -122,7 +122,8 @@ int main(int argc, char **argv)
         MPI_Error_class(rc, &cls);
         T_CHECK(rc != MPI_SUCCESS && cls == MPI_ERR_OTHER,
                 "MPIX_Acc_Hoststream_create under MPIX_ACC_DISABLE=1: %s, expected class "
-                "MPI_ERR_OTHER", t_errstr(rc));
+                "MPI_ERR_OTHER",
+                t_errstr(rc));
         int x = 0;
         MPI_Request r;
         rc = MPIX_Acc_Isend(NULL, &x, 1, MPI_INT, next, 1, MPI_COMM_WORLD, &r);

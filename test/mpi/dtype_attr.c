@@ -79,18 +79,22 @@ int main(int argc, char **argv)
         double dt = t_now() - t0;
         t_sleep_ms(300); /* window for a send started too early */
         atomic_store(&g.open, 1);
-        T_CHECK(dt < T_SLOW(2.0), "%s: MPI_Isend with the attributed type blocked the host %.3f s while "
-                          "its stream was held", what, dt);
+        T_CHECK(dt < T_SLOW(2.0),
+                "%s: MPI_Isend with the attributed type blocked the host %.3f s while "
+                "its stream was held",
+                what, dt);
         T_MPI(MPI_Wait(&rr, &st));
         T_MPI(MPI_Wait(&rs, MPI_STATUS_IGNORE));
-        T_CHECK(rr == MPI_REQUEST_NULL && rs == MPI_REQUEST_NULL, "%s: MPI_Wait left a handle", what);
+        T_CHECK(rr == MPI_REQUEST_NULL && rs == MPI_REQUEST_NULL, "%s: MPI_Wait left a handle",
+                what);
         T_MPI(MPIX_Acc_Hoststream_launch(R, t_verify_fn, &va));
         T_MPI(MPIX_Acc_Hoststream_synchronize(S));
         T_MPI(MPIX_Acc_Hoststream_synchronize(R));
         t_check_async();
         if (t_verify(rbuf, n, 5) < 0)
             t_fail("%s: received the buffer from before the launched write: MPI_Isend with the "
-                   "attributed datatype was not stream-ordered", what);
+                   "attributed datatype was not stream-ordered",
+                   what);
         t_expect_pattern(rbuf, n, rnew, what);
         t_expect_status(&st, prev, 1, (int)n, MPI_BYTE, what);
         t_expect_status(&st, prev, 1, (int)n, tR, what);
@@ -111,9 +115,11 @@ int main(int argc, char **argv)
         T_MPI(MPIX_Acc_Hoststream_synchronize(R));
         T_MPI(MPIX_Acc_Hoststream_synchronize(S));
         T_CHECK(atomic_load(&rec.ran), "%s: record function did not run", what);
-        T_CHECK(rec.saw_old, "%s: the function launched before MPI_Irecv saw the buffer already "
-                             "written: MPI_Irecv with the attributed datatype was not "
-                             "stream-ordered", what);
+        T_CHECK(rec.saw_old,
+                "%s: the function launched before MPI_Irecv saw the buffer already "
+                "written: MPI_Irecv with the attributed datatype was not "
+                "stream-ordered",
+                what);
         t_check_async();
         t_expect_pattern(rbuf, n, rnew, what);
         t_expect_status(&st, prev, 2, (int)n, tR, what);
@@ -158,8 +164,10 @@ int main(int argc, char **argv)
             T_MPI(MPI_Send(sb, 32, tS, next, 4, MPI_COMM_WORLD));
         }
         for (int i = 0; i < 32; i++)
-            T_CHECK(rb[i] == prev + 1, "plain MPI_Recv after delete_attr: byte %d = %d expected "
-                                       "%d (returned without the data)", i, rb[i], prev + 1);
+            T_CHECK(rb[i] == prev + 1,
+                    "plain MPI_Recv after delete_attr: byte %d = %d expected "
+                    "%d (returned without the data)",
+                    i, rb[i], prev + 1);
         t_expect_status(&st, prev, 4, 32, MPI_BYTE, "plain after delete_attr");
     }
     T_MPI(MPI_Type_free(&tS));

@@ -28,17 +28,26 @@ static int nchecks;
 static const char *class_words(int cls)
 {
     switch (cls) {
-    case MPI_ERR_ARG: return "Invalid argument";
-    case MPI_ERR_COUNT: return "Invalid count";
-    case MPI_ERR_RANK: return "Invalid rank";
-    case MPI_ERR_TAG: return "Invalid tag";
+    case MPI_ERR_ARG:
+        return "Invalid argument";
+    case MPI_ERR_COUNT:
+        return "Invalid count";
+    case MPI_ERR_RANK:
+        return "Invalid rank";
+    case MPI_ERR_TAG:
+        return "Invalid tag";
     /* MPICH 4.0.2's class table gives 19 the text of MPIX_ERR_PROC_FAILED_PENDING
      * (the same number): "Request pending due to failure" */
-    case MPI_ERR_REQUEST: return "Request";
-    case MPI_ERR_COMM: return "Invalid communicator";
-    case MPI_ERR_INFO_VALUE: return "Invalid MPI_Info value";
-    case MPI_ERR_TYPE: return "Invalid datatype";
-    default: return "";
+    case MPI_ERR_REQUEST:
+        return "Request";
+    case MPI_ERR_COMM:
+        return "Invalid communicator";
+    case MPI_ERR_INFO_VALUE:
+        return "Invalid MPI_Info value";
+    case MPI_ERR_TYPE:
+        return "Invalid datatype";
+    default:
+        return "";
     }
 }
 
@@ -54,8 +63,10 @@ static void expect_words(int rc, int cls, const char *what)
     T_MPI(MPI_Error_string(cls, cs, &clen));
     const char *w = class_words(cls);
     if (strncmp(s, w, strlen(w)) != 0 || strstr(s, "error stack") || strcmp(s, cs) != 0) {
-        fprintf(stderr, "[errors] rank %d FAIL: %s: MPI_Error_string says \"%s\", expected "
-                        "\"%s\" (the text of the class, nothing else)\n", t_rank, what, s, cs);
+        fprintf(stderr,
+                "[errors] rank %d FAIL: %s: MPI_Error_string says \"%s\", expected "
+                "\"%s\" (the text of the class, nothing else)\n",
+                t_rank, what, s, cs);
         nfailed++;
     }
 }
@@ -65,7 +76,8 @@ static void expect_err(int rc, int cls, const char *what)
     nchecks++;
     int c = -1;
     if (rc == MPI_SUCCESS) {
-        fprintf(stderr, "[errors] rank %d FAIL: %s: returned MPI_SUCCESS, expected error class %d\n",
+        fprintf(stderr,
+                "[errors] rank %d FAIL: %s: returned MPI_SUCCESS, expected error class %d\n",
                 t_rank, what, cls);
         nfailed++;
         return;
@@ -81,8 +93,10 @@ static void expect_err(int rc, int cls, const char *what)
     s[0] = 0;
     T_MPI(MPI_Error_string(rc, s, &len));
     if (!(len > 0 && s[0] != 0 && (int)strlen(s) == len)) {
-        fprintf(stderr, "[errors] rank %d FAIL: %s: MPI_Error_string gave an empty or "
-                        "inconsistent message (len %d)\n", t_rank, what, len);
+        fprintf(stderr,
+                "[errors] rank %d FAIL: %s: MPI_Error_string gave an empty or "
+                "inconsistent message (len %d)\n",
+                t_rank, what, len);
         nfailed++;
     }
     if (c == cls)
@@ -169,8 +183,10 @@ int main(int argc, char **argv)
 
     /* ---- count ---- */
     t_phase("negative count");
-    expect_err(MPIX_Acc_Isend(X, buf, -1, MPI_INT, next, 1, W, &r), MPI_ERR_COUNT, "Isend count -1");
-    expect_err(MPIX_Acc_Irecv(X, buf, -3, MPI_INT, prev, 1, W, &r), MPI_ERR_COUNT, "Irecv count -3");
+    expect_err(MPIX_Acc_Isend(X, buf, -1, MPI_INT, next, 1, W, &r), MPI_ERR_COUNT,
+               "Isend count -1");
+    expect_err(MPIX_Acc_Irecv(X, buf, -3, MPI_INT, prev, 1, W, &r), MPI_ERR_COUNT,
+               "Irecv count -3");
     expect_err(MPIX_Acc_Send(X, buf, -1, MPI_INT, next, 1, W), MPI_ERR_COUNT, "Send count -1");
     expect_err(MPIX_Acc_Recv(X, buf, -1, MPI_INT, prev, 1, W, &st), MPI_ERR_COUNT, "Recv count -1");
     {
@@ -181,7 +197,8 @@ int main(int argc, char **argv)
 
     /* ---- rank ---- */
     t_phase("bad rank");
-    expect_err(MPIX_Acc_Isend(X, buf, 1, MPI_INT, t_size, 1, W, &r), MPI_ERR_RANK, "Isend dest = size");
+    expect_err(MPIX_Acc_Isend(X, buf, 1, MPI_INT, t_size, 1, W, &r), MPI_ERR_RANK,
+               "Isend dest = size");
     expect_err(MPIX_Acc_Isend(X, buf, 1, MPI_INT, -5, 1, W, &r), MPI_ERR_RANK, "Isend dest = -5");
     expect_err(MPIX_Acc_Isend(X, buf, 1, MPI_INT, MPI_ANY_SOURCE, 1, W, &r), MPI_ERR_RANK,
                "Isend dest = MPI_ANY_SOURCE");
@@ -189,7 +206,8 @@ int main(int argc, char **argv)
                "Irecv source = size+3");
     expect_err(MPIX_Acc_Irecv(X, buf, 1, MPI_INT, -7, 1, W, &r), MPI_ERR_RANK, "Irecv source = -7");
     expect_err(MPIX_Acc_Send(X, buf, 1, MPI_INT, t_size, 1, W), MPI_ERR_RANK, "Send dest = size");
-    expect_err(MPIX_Acc_Recv(X, buf, 1, MPI_INT, t_size, 1, W, &st), MPI_ERR_RANK, "Recv source = size");
+    expect_err(MPIX_Acc_Recv(X, buf, 1, MPI_INT, t_size, 1, W, &st), MPI_ERR_RANK,
+               "Recv source = size");
 
     /* ---- tag ---- */
     t_phase("bad tag");
@@ -207,8 +225,10 @@ int main(int argc, char **argv)
 
     /* ---- request ---- */
     t_phase("NULL request pointer");
-    expect_err(MPIX_Acc_Isend(X, buf, 1, MPI_INT, next, 1, W, NULL), MPI_ERR_REQUEST, "Isend request NULL");
-    expect_err(MPIX_Acc_Irecv(X, buf, 1, MPI_INT, prev, 1, W, NULL), MPI_ERR_REQUEST, "Irecv request NULL");
+    expect_err(MPIX_Acc_Isend(X, buf, 1, MPI_INT, next, 1, W, NULL), MPI_ERR_REQUEST,
+               "Isend request NULL");
+    expect_err(MPIX_Acc_Irecv(X, buf, 1, MPI_INT, prev, 1, W, NULL), MPI_ERR_REQUEST,
+               "Irecv request NULL");
     expect_err(MPIX_Acc_Wait(X, NULL, &st), MPI_ERR_REQUEST, "Wait request NULL");
 
     /* ---- comm ---- */
@@ -241,12 +261,9 @@ int main(int argc, char **argv)
     struct {
         const char *key, *val;
     } badinfo[] = {
-        {MPIX_ACC_INFO_STREAM, "0xzz"},
-        {MPIX_ACC_INFO_STREAM, "stream please"},
-        {MPIX_ACC_INFO_STREAM_ALIAS, "0xzz"},
-        {MPIX_ACC_INFO_RECV_POST, "sideways"},
-        {MPIX_ACC_INFO_EAGER_LIMIT, "-5"},
-        {MPIX_ACC_INFO_EAGER_LIMIT, "lots"},
+        {MPIX_ACC_INFO_STREAM, "0xzz"},       {MPIX_ACC_INFO_STREAM, "stream please"},
+        {MPIX_ACC_INFO_STREAM_ALIAS, "0xzz"}, {MPIX_ACC_INFO_RECV_POST, "sideways"},
+        {MPIX_ACC_INFO_EAGER_LIMIT, "-5"},    {MPIX_ACC_INFO_EAGER_LIMIT, "lots"},
     };
     for (size_t i = 0; i < sizeof badinfo / sizeof badinfo[0]; i++) {
         MPI_Info info;
@@ -274,8 +291,9 @@ int main(int argc, char **argv)
         MPI_Error_class(rc, &c);
         nchecks++;
         if (!(c == MPI_ERR_ARG || c == MPI_ERR_INFO_VALUE)) {
-            fprintf(stderr, "[errors] rank %d FAIL: MPI_Comm_set_info mpix_acc_stream=<address of "
-                            "a heap object>: expected class MPI_ERR_ARG or MPI_ERR_INFO_VALUE, got %s\n",
+            fprintf(stderr,
+                    "[errors] rank %d FAIL: MPI_Comm_set_info mpix_acc_stream=<address of "
+                    "a heap object>: expected class MPI_ERR_ARG or MPI_ERR_INFO_VALUE, got %s\n",
                     t_rank, t_errstr(rc));
             nfailed++;
         } else {
@@ -287,8 +305,10 @@ int main(int argc, char **argv)
     {
         int sv = t_rank, rv = -1;
         T_MPI(MPI_Sendrecv(&sv, 1, MPI_INT, next, 3, &rv, 1, MPI_INT, prev, 3, ic, &st));
-        T_CHECK(rv == prev, "plain Sendrecv on the communicator after bad set_info: got %d "
-                            "expected %d", rv, prev);
+        T_CHECK(rv == prev,
+                "plain Sendrecv on the communicator after bad set_info: got %d "
+                "expected %d",
+                rv, prev);
     }
 
     /* ---- datatypes ---- */
@@ -297,10 +317,13 @@ int main(int argc, char **argv)
     T_MPI(MPI_Type_vector(4, 1, 2, MPI_INT, &vec));
     T_MPI(MPI_Type_commit(&vec));
     T_MPI(MPI_Type_contiguous(4, MPI_INT, &uncommitted));
-    expect_err(MPIX_Acc_Isend(X, buf, 1, vec, next, 1, W, &r), MPI_ERR_TYPE, "Isend MPI_Type_vector");
-    expect_err(MPIX_Acc_Irecv(X, buf, 1, vec, prev, 1, W, &r), MPI_ERR_TYPE, "Irecv MPI_Type_vector");
+    expect_err(MPIX_Acc_Isend(X, buf, 1, vec, next, 1, W, &r), MPI_ERR_TYPE,
+               "Isend MPI_Type_vector");
+    expect_err(MPIX_Acc_Irecv(X, buf, 1, vec, prev, 1, W, &r), MPI_ERR_TYPE,
+               "Irecv MPI_Type_vector");
     expect_err(MPIX_Acc_Send(X, buf, 2, vec, next, 1, W), MPI_ERR_TYPE, "Send MPI_Type_vector");
-    expect_err(MPIX_Acc_Recv(X, buf, 2, vec, prev, 1, W, &st), MPI_ERR_TYPE, "Recv MPI_Type_vector");
+    expect_err(MPIX_Acc_Recv(X, buf, 2, vec, prev, 1, W, &st), MPI_ERR_TYPE,
+               "Recv MPI_Type_vector");
     expect_err(MPIX_Acc_Isend(X, buf, 1, MPI_DATATYPE_NULL, next, 1, W, &r), MPI_ERR_TYPE,
                "Isend MPI_DATATYPE_NULL");
     expect_err(MPIX_Acc_Isend(X, buf, 1, uncommitted, next, 1, W, &r), MPI_ERR_TYPE,
@@ -313,16 +336,22 @@ int main(int argc, char **argv)
     T_MPI(MPIX_Acc_Comm_set_stream(sc, X));
     expect_err(MPI_Isend(buf, 1, MPI_INT, next, big, sc, &r), MPI_ERR_TAG,
                "stream comm MPI_Isend tag 2^24");
-    expect_err(MPI_Irecv(buf, 1, MPI_INT, prev, -9, sc, &r), MPI_ERR_TAG, "stream comm MPI_Irecv tag -9");
-    expect_err(MPI_Isend(buf, -1, MPI_INT, next, 1, sc, &r), MPI_ERR_COUNT, "stream comm MPI_Isend count -1");
-    expect_err(MPI_Send(buf, 1, MPI_INT, t_size, 1, sc), MPI_ERR_RANK, "stream comm MPI_Send dest = size");
-    expect_err(MPI_Isend(buf, 1, vec, next, 1, sc, &r), MPI_ERR_TYPE, "stream comm MPI_Isend vector type");
+    expect_err(MPI_Irecv(buf, 1, MPI_INT, prev, -9, sc, &r), MPI_ERR_TAG,
+               "stream comm MPI_Irecv tag -9");
+    expect_err(MPI_Isend(buf, -1, MPI_INT, next, 1, sc, &r), MPI_ERR_COUNT,
+               "stream comm MPI_Isend count -1");
+    expect_err(MPI_Send(buf, 1, MPI_INT, t_size, 1, sc), MPI_ERR_RANK,
+               "stream comm MPI_Send dest = size");
+    expect_err(MPI_Isend(buf, 1, vec, next, 1, sc, &r), MPI_ERR_TYPE,
+               "stream comm MPI_Isend vector type");
     t_phase("errors with a datatype attribute");
     MPI_Datatype at;
     T_MPI(MPI_Type_dup(MPI_BYTE, &at));
     T_MPI(MPI_Type_set_attr(at, MPIX_ACC_STREAM_KEYVAL, (void *)X));
-    expect_err(MPI_Isend(buf, 4, at, next, big, W, &r), MPI_ERR_TAG, "attribute type MPI_Isend tag 2^24");
-    expect_err(MPI_Irecv(buf, 4, at, t_size, 1, W, &r), MPI_ERR_RANK, "attribute type MPI_Irecv source = size");
+    expect_err(MPI_Isend(buf, 4, at, next, big, W, &r), MPI_ERR_TAG,
+               "attribute type MPI_Isend tag 2^24");
+    expect_err(MPI_Irecv(buf, 4, at, t_size, 1, W, &r), MPI_ERR_RANK,
+               "attribute type MPI_Irecv source = size");
 
     /* ---- the error goes through the communicator's error handler ---- */
     t_phase("user error handler");
@@ -333,8 +362,10 @@ int main(int argc, char **argv)
     T_MPI(MPI_Comm_set_errhandler(ec, eh));
     eh_calls = 0;
     int rc = MPIX_Acc_Isend(X, buf, 1, MPI_INT, next, -7, ec, &r);
-    T_CHECK(eh_calls == 1, "MPIX_Acc_Isend with a bad tag called the communicator's error handler "
-                           "%d times, expected once", eh_calls);
+    T_CHECK(eh_calls == 1,
+            "MPIX_Acc_Isend with a bad tag called the communicator's error handler "
+            "%d times, expected once",
+            eh_calls);
     int c1 = -1, c2 = -1;
     MPI_Error_class(eh_last, &c1);
     MPI_Error_class(rc, &c2);
@@ -342,7 +373,8 @@ int main(int argc, char **argv)
     T_CHECK(c2 == MPI_ERR_TAG, "return code class %d expected MPI_ERR_TAG", c2);
     eh_calls = 0;
     rc = MPIX_Acc_Irecv(X, buf, -1, MPI_INT, prev, 1, ec, &r);
-    T_CHECK(eh_calls == 1, "MPIX_Acc_Irecv with count -1 called the error handler %d times", eh_calls);
+    T_CHECK(eh_calls == 1, "MPIX_Acc_Irecv with count -1 called the error handler %d times",
+            eh_calls);
     MPI_Error_class(eh_last, &c1);
     T_CHECK(c1 == MPI_ERR_COUNT, "error handler got class %d expected MPI_ERR_COUNT", c1);
     /* A garbage datatype handle: the handler runs once, not once for the
@@ -379,8 +411,10 @@ int main(int argc, char **argv)
         for (int i = 0; i < 4; i++) {
             nchecks++;
             if (g[i].calls != 1) {
-                fprintf(stderr, "[errors] rank %d FAIL: %s ran the error handler %d times, "
-                                "expected once\n", t_rank, g[i].what, g[i].calls);
+                fprintf(stderr,
+                        "[errors] rank %d FAIL: %s ran the error handler %d times, "
+                        "expected once\n",
+                        t_rank, g[i].what, g[i].calls);
                 nfailed++;
             }
             if (i < 3) {
@@ -410,8 +444,9 @@ int main(int argc, char **argv)
         double t0 = t_now();
         T_MPI(MPIX_Acc_Hoststream_synchronize(S));
         T_CHECK(t_now() - t0 < T_SLOW(20), "synchronize took %.1f s", t_now() - t0);
-        T_CHECK(rv[0] == prev && rv[1] == prev + 1000, "exchange after errors got %d/%d expected "
-                                                       "%d/%d (a stray operation matched?)",
+        T_CHECK(rv[0] == prev && rv[1] == prev + 1000,
+                "exchange after errors got %d/%d expected "
+                "%d/%d (a stray operation matched?)",
                 rv[0], rv[1], prev, prev + 1000);
         t_expect_status(&sts[0], prev, hi, 1, MPI_INT, "tag 2^24-1");
         /* a new stream comm works too */

@@ -131,8 +131,10 @@ int main(int argc, char **argv)
     if (len < 0)
         len = 0;
     text[len] = 0;
-    fprintf(stderr, "[finalize_pending] rank %d: MPI_Finalize returned %d after %.2f s; it "
-                    "printed %zd bytes (above)\n", t_rank, rc, dt, len);
+    fprintf(stderr,
+            "[finalize_pending] rank %d: MPI_Finalize returned %d after %.2f s; it "
+            "printed %zd bytes (above)\n",
+            t_rank, rc, dt, len);
     int fail = 0;
     if (rc != MPI_SUCCESS) {
         /* reporting through the return code is allowed; it must still return */
@@ -140,20 +142,23 @@ int main(int argc, char **argv)
                 t_rank, rc);
     }
     if (dt > timeout + T_SLOW(8.0)) {
-        fprintf(stderr, "[finalize_pending] rank %d FAIL: MPI_Finalize took %.2f s with "
-                        "MPIX_ACC_FINALIZE_TIMEOUT=%s\n", t_rank, dt, to);
+        fprintf(stderr,
+                "[finalize_pending] rank %d FAIL: MPI_Finalize took %.2f s with "
+                "MPIX_ACC_FINALIZE_TIMEOUT=%s\n",
+                t_rank, dt, to);
         fail = 1;
     }
     lower(text);
-    const char *words[] = {"pending", "stuck", "cancel", "timed out", "timeout", "outstanding",
-                           "incomplete", "not complete", "unfinished"};
+    const char *words[] = {"pending",     "stuck",      "cancel",       "timed out", "timeout",
+                           "outstanding", "incomplete", "not complete", "unfinished"};
     int found = 0;
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
         if (strstr(text, words[i]))
             found = 1;
     if (!found) {
-        fprintf(stderr, "[finalize_pending] rank %d FAIL: MPI_Finalize did not report the stuck "
-                        "operations (an Irecv tag 999 was never matched)\n",
+        fprintf(stderr,
+                "[finalize_pending] rank %d FAIL: MPI_Finalize did not report the stuck "
+                "operations (an Irecv tag 999 was never matched)\n",
                 t_rank);
         fail = 1;
     }

@@ -219,7 +219,8 @@ static void test_testall_any_some(void)
         int flag = 1;
         T_MPI(MPI_Testall(NREQ, rq, &flag, st));
         T_CHECK(!flag, "MPI_Testall returned true while accelerated requests were gated");
-        T_CHECK(memcmp(copy, rq, sizeof rq) == 0, "MPI_Testall changed handles while returning false");
+        T_CHECK(memcmp(copy, rq, sizeof rq) == 0,
+                "MPI_Testall changed handles while returning false");
         t_sleep_ms(2);
     }
     /* Testany until the two plain ones completed */
@@ -229,7 +230,8 @@ static void test_testall_any_some(void)
         int i = -5, flag = 0;
         T_MPI(MPI_Testany(NREQ, rq, &i, &flag, &st[0]));
         if (flag && i != MPI_UNDEFINED) {
-            T_CHECK(i == 1 || i == 5, "MPI_Testany completed request %d while its stream was gated", i);
+            T_CHECK(i == 1 || i == 5, "MPI_Testany completed request %d while its stream was gated",
+                    i);
             check_recv_status(&st[0], i, 500, "MPI_Testany");
             got++;
         }
@@ -282,7 +284,8 @@ static void test_get_status(void)
         T_CHECK(t_now() - t0 < T_SLOW(30), "MPI_Request_get_status never reported completion");
     } while (!flag);
     T_CHECK(rr == keep, "MPI_Request_get_status changed the handle");
-    T_CHECK(rv == prev + 10, "get_status reported completion but data is %d expected %d", rv, prev + 10);
+    T_CHECK(rv == prev + 10, "get_status reported completion but data is %d expected %d", rv,
+            prev + 10);
     t_expect_status(&st, prev, 600, 1, MPI_INT, "MPI_Request_get_status");
     MPI_Status st2;
     T_MPI(MPI_Wait(&rr, &st2));
@@ -375,7 +378,8 @@ static void test_cancel(void)
     T_MPI(MPIX_Acc_Isend(S, &sv, 1, MPI_INT, next, 999, MPI_COMM_WORLD, &s));
     T_MPI(MPIX_Acc_Irecv(S, &late, 1, MPI_INT, prev, 999, MPI_COMM_WORLD, &r));
     T_MPI(MPI_Wait(&r, &st));
-    T_CHECK(late == prev + 900, "receive after two cancelled ones got %d expected %d", late, prev + 900);
+    T_CHECK(late == prev + 900, "receive after two cancelled ones got %d expected %d", late,
+            prev + 900);
     t_expect_status(&st, prev, 999, 1, MPI_INT, "receive after cancelled ones");
     T_MPI(MPI_Wait(&s, MPI_STATUS_IGNORE));
     T_CHECK(buf[0] == 1 && buf[3] == 4, "a cancelled receive's buffer was written");

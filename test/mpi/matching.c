@@ -32,7 +32,8 @@ static void any_source_any_tag(void)
             uint8_t *rbuf = calloc((size_t)nmsg, MAXB);
             MPI_Request *rq = malloc(sizeof(MPI_Request) * (size_t)nmsg);
             MPI_Status *st = calloc((size_t)nmsg, sizeof(MPI_Status));
-            int *lastk = malloc(sizeof(int) * (size_t)t_size), *cnt = calloc((size_t)t_size, sizeof(int));
+            int *lastk = malloc(sizeof(int) * (size_t)t_size),
+                *cnt = calloc((size_t)t_size, sizeof(int));
             T_CHECK(rbuf && rq && st && lastk && cnt, "malloc");
             for (int i = 0; i < t_size; i++)
                 lastk[i] = -1;
@@ -46,8 +47,9 @@ static void any_source_any_tag(void)
                 memcpy(&h, rbuf + (size_t)i * MAXB, sizeof h);
                 T_CHECK(h.src >= 0 && h.src < t_size && h.src != root,
                         "receive %d: payload names source %d", i, h.src);
-                T_CHECK(st[i].MPI_SOURCE == h.src, "receive %d: status.MPI_SOURCE expected %d got %d",
-                        i, h.src, st[i].MPI_SOURCE);
+                T_CHECK(st[i].MPI_SOURCE == h.src,
+                        "receive %d: status.MPI_SOURCE expected %d got %d", i, h.src,
+                        st[i].MPI_SOURCE);
                 T_CHECK(st[i].MPI_TAG == h.tag, "receive %d: status.MPI_TAG expected %d got %d", i,
                         h.tag, st[i].MPI_TAG);
                 int c;
@@ -62,8 +64,8 @@ static void any_source_any_tag(void)
                                  (uint64_t)(h.src * 100000 + h.k), "ANY_SOURCE payload");
             }
             for (int s = 0; s < t_size; s++)
-                T_CHECK(s == root || cnt[s] == M, "root %d got %d messages from rank %d, expected %d",
-                        root, cnt[s], s, M);
+                T_CHECK(s == root || cnt[s] == M,
+                        "root %d got %d messages from rank %d, expected %d", root, cnt[s], s, M);
             free(rbuf);
             free(rq);
             free(st);
@@ -73,7 +75,8 @@ static void any_source_any_tag(void)
             uint8_t *sbuf = malloc((size_t)M * MAXB);
             MPI_Request *rq = malloc(sizeof(MPI_Request) * M);
             for (int k = 0; k < M; k++) {
-                hdr_t h = {t_rank, k, 1000 + t_rank * 10 + k % 7, (int)sizeof(hdr_t) + (k * 7) % (MAXB - (int)sizeof(hdr_t) + 1)};
+                hdr_t h = {t_rank, k, 1000 + t_rank * 10 + k % 7,
+                           (int)sizeof(hdr_t) + (k * 7) % (MAXB - (int)sizeof(hdr_t) + 1)};
                 uint8_t *p = sbuf + (size_t)k * MAXB;
                 memcpy(p, &h, sizeof h);
                 t_fill(p + sizeof h, (size_t)h.size - sizeof h, (uint64_t)(t_rank * 100000 + k));
@@ -102,13 +105,15 @@ static void any_source_any_tag(void)
             T_MPI(MPIX_Acc_Hoststream_synchronize(S));
             for (int i = 0; i < nmsg; i++) {
                 int src = st[i].MPI_SOURCE;
-                T_CHECK(src >= 0 && src < t_size && src != root, "large ANY_SOURCE: status source %d", src);
+                T_CHECK(src >= 0 && src < t_size && src != root,
+                        "large ANY_SOURCE: status source %d", src);
                 T_CHECK(st[i].MPI_TAG == 77, "large ANY_SOURCE: status tag %d", st[i].MPI_TAG);
                 int c;
                 T_MPI(MPI_Get_count(&st[i], MPI_BYTE, &c));
                 T_CHECK(c == LN - src, "large ANY_SOURCE: count %d expected %d", c, LN - src);
                 t_expect_pattern(rbuf + (size_t)i * LN, (size_t)(LN - src),
-                                 (uint64_t)(src * 10 + cnt[src]), "large ANY_SOURCE payload (per-source order)");
+                                 (uint64_t)(src * 10 + cnt[src]),
+                                 "large ANY_SOURCE payload (per-source order)");
                 cnt[src]++;
             }
             free(rbuf);
@@ -145,7 +150,8 @@ static void any_tag(void)
     for (int i = 0; i < NT; i++)
         T_MPI(MPIX_Acc_Isend(S, &sdata[i], 1, MPI_INT, next, tags[i], MPI_COMM_WORLD, &rq[i]));
     for (int i = 0; i < NT; i++)
-        T_MPI(MPIX_Acc_Irecv(S, &rdata[i], 1, MPI_INT, prev, MPI_ANY_TAG, MPI_COMM_WORLD, &rq[NT + i]));
+        T_MPI(MPIX_Acc_Irecv(S, &rdata[i], 1, MPI_INT, prev, MPI_ANY_TAG, MPI_COMM_WORLD,
+                             &rq[NT + i]));
     T_MPI(MPIX_Acc_Waitall(S, 2 * NT, rq, st));
     T_MPI(MPIX_Acc_Hoststream_synchronize(S));
     for (int i = 0; i < NT; i++) {
@@ -171,8 +177,10 @@ static void comm_isolation(void)
     T_MPI(MPIX_Acc_Irecv(S, &rb, 1, MPI_INT, prev, 4, c2, &rq[3]));
     T_MPI(MPIX_Acc_Waitall(S, 4, rq, st));
     T_MPI(MPIX_Acc_Hoststream_synchronize(S));
-    T_CHECK(ra == prev * 10 + 1, "receive on comm 1 got %d, expected %d (message of another "
-                                 "communicator matched?)", ra, prev * 10 + 1);
+    T_CHECK(ra == prev * 10 + 1,
+            "receive on comm 1 got %d, expected %d (message of another "
+            "communicator matched?)",
+            ra, prev * 10 + 1);
     T_CHECK(rb == prev * 10 + 2, "receive on comm 2 got %d, expected %d", rb, prev * 10 + 2);
     t_expect_status(&st[2], prev, 4, 1, MPI_INT, "comm 1 ANY_SOURCE/ANY_TAG status");
 
@@ -233,7 +241,8 @@ static void proc_null(void)
     T_MPI(MPIX_Acc_Recv(S, buf, 4, MPI_INT, MPI_PROC_NULL, 6, MPI_COMM_WORLD, &s3));
     T_MPI(MPIX_Acc_Send(S, buf, 4, MPI_INT, MPI_PROC_NULL, 6, MPI_COMM_WORLD));
     T_MPI(MPIX_Acc_Hoststream_synchronize(S));
-    t_expect_status(&s2[1], MPI_PROC_NULL, MPI_ANY_TAG, 0, MPI_INT, "PROC_NULL Irecv (stream Waitall)");
+    t_expect_status(&s2[1], MPI_PROC_NULL, MPI_ANY_TAG, 0, MPI_INT,
+                    "PROC_NULL Irecv (stream Waitall)");
     t_expect_status(&s3, MPI_PROC_NULL, MPI_ANY_TAG, 0, MPI_INT, "PROC_NULL Recv (stream)");
     T_CHECK(buf[0] == 11 && buf[3] == 44, "PROC_NULL receive wrote the buffer");
 }
@@ -318,8 +327,10 @@ static void truncation(void)
         T_MPI(MPIX_Acc_Hoststream_launch(S, t_flag_fn, &flag));
         double t0 = t_now();
         T_MPI(MPIX_Acc_Hoststream_synchronize(S));
-        T_CHECK(t_now() - t0 < T_SLOW(20.0), "%s: synchronize after the error took %.1f s", what, t_now() - t0);
-        T_CHECK(atomic_load(&flag), "%s: the function enqueued after the failed wait never ran", what);
+        T_CHECK(t_now() - t0 < T_SLOW(20.0), "%s: synchronize after the error took %.1f s", what,
+                t_now() - t0);
+        T_CHECK(atomic_load(&flag), "%s: the function enqueued after the failed wait never ran",
+                what);
         T_CHECK(after_r == prev + 500, "%s: the exchange after the failed wait got %d expected %d",
                 what, after_r, prev + 500);
         T_CHECK(okr == prev, "%s: the good receive in the same Waitall got %d expected %d", what,

@@ -45,7 +45,7 @@ static size_t msg_size(int m, int src, long k)
     if (r < 84)
         return 257 + (size_t)(h >> 8) % (8192 - 257); /* below the eager limit */
     if (r < 93)
-        return (size_t)(8191 + (h >> 8) % 3); /* 8191, 8192, 8193 */
+        return (size_t)(8191 + (h >> 8) % 3);             /* 8191, 8192, 8193 */
     return 8194 + (size_t)(h >> 8) % (262144 - 8194 + 1); /* rendezvous up to 256 KiB */
 }
 
@@ -56,7 +56,10 @@ static int msg_tag(int m, long k)
     return 5;
 }
 
-static uint64_t msg_seed(int m, int src, long k) { return ((uint64_t)m << 60) ^ ((uint64_t)src << 40) ^ (uint64_t)k; }
+static uint64_t msg_seed(int m, int src, long k)
+{
+    return ((uint64_t)m << 60) ^ ((uint64_t)src << 40) ^ (uint64_t)k;
+}
 
 /* message payload: the 8-byte index (when it fits) followed by a pattern */
 static void fill_msg(uint8_t *p, size_t n, int m, int src, long k)
@@ -126,7 +129,8 @@ static void run_batched(MPIX_Acc_stream S, int mode)
     t_phase(what);
     long nb = (total + BATCH - 1) / BATCH;
     /* per-batch offsets and the largest batch, for both directions */
-    size_t *soff = malloc(sizeof(size_t) * (size_t)total), *roff = malloc(sizeof(size_t) * (size_t)total);
+    size_t *soff = malloc(sizeof(size_t) * (size_t)total),
+           *roff = malloc(sizeof(size_t) * (size_t)total);
     size_t smax = 0, rmax = 0;
     for (long b = 0; b < nb; b++) {
         size_t so = 0, ro = 0;
@@ -191,7 +195,8 @@ static void run_batched(MPIX_Acc_stream S, int mode)
     for (long k = 0; k < total; k++) {
         char w[256];
         snprintf(w, sizeof w, "%s: status of message %ld", what, k);
-        T_CHECK(sts[k].MPI_ERROR == MPI_SUCCESS, "%s: MPI_ERROR = %s", w, t_errstr(sts[k].MPI_ERROR));
+        T_CHECK(sts[k].MPI_ERROR == MPI_SUCCESS, "%s: MPI_ERROR = %s", w,
+                t_errstr(sts[k].MPI_ERROR));
         t_expect_status(&sts[k], prev, msg_tag(mode, k), (int)msg_size(mode, prev, k), MPI_BYTE, w);
     }
     if (t_rank == 0)
@@ -214,7 +219,8 @@ static void run_burst(MPIX_Acc_stream S)
     char what[96];
     snprintf(what, sizeof what, "mode 3 (burst), %ld messages", total);
     t_phase(what);
-    size_t *soff = malloc(sizeof(size_t) * (size_t)total), *roff = malloc(sizeof(size_t) * (size_t)total);
+    size_t *soff = malloc(sizeof(size_t) * (size_t)total),
+           *roff = malloc(sizeof(size_t) * (size_t)total);
     size_t so = 0, ro = 0;
     for (long k = 0; k < total; k++) {
         soff[k] = so;
@@ -245,8 +251,8 @@ static void run_burst(MPIX_Acc_stream S)
     for (long k = 0; k < total; k++) {
         size_t n = msg_size(mode, prev, k);
         long bad = check_msg(rbuf + roff[k], n, mode, prev, k);
-        T_CHECK(bad < 0, "%s: message %ld (%zu B) from rank %d: wrong data at byte %ld", what, k,
-                n, prev, bad);
+        T_CHECK(bad < 0, "%s: message %ld (%zu B) from rank %d: wrong data at byte %ld", what, k, n,
+                prev, bad);
         char w[256];
         snprintf(w, sizeof w, "%s: status of message %ld", what, k);
         T_CHECK(sts[total + k].MPI_ERROR == MPI_SUCCESS, "%s: MPI_ERROR = %s", w,

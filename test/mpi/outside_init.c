@@ -16,8 +16,10 @@ static void expect_other(int rc, const char *when, const char *what)
 {
     nchecks++;
     if (rc != MPI_ERR_OTHER) {
-        fprintf(stderr, "[outside_init] rank %d FAIL: %s %s returned %d, expected "
-                        "MPI_ERR_OTHER (%d)\n", t_rank, what, when, rc, MPI_ERR_OTHER);
+        fprintf(stderr,
+                "[outside_init] rank %d FAIL: %s %s returned %d, expected "
+                "MPI_ERR_OTHER (%d)\n",
+                t_rank, what, when, rc, MPI_ERR_OTHER);
         nfailed++;
     }
 }
@@ -32,8 +34,7 @@ static void calls(const char *when, MPIX_Acc_stream stream)
     expect_other(MPIX_Acc_Hoststream_create(&s), when, "MPIX_Acc_Hoststream_create");
     expect_other(MPIX_Acc_Hoststream_launch(stream, noop_fn, NULL), when,
                  "MPIX_Acc_Hoststream_launch");
-    expect_other(MPIX_Acc_Hoststream_synchronize(stream), when,
-                 "MPIX_Acc_Hoststream_synchronize");
+    expect_other(MPIX_Acc_Hoststream_synchronize(stream), when, "MPIX_Acc_Hoststream_synchronize");
     expect_other(MPIX_Acc_Isend(stream, buf, 1, MPI_INT, 0, 1, MPI_COMM_WORLD, &r), when,
                  "MPIX_Acc_Isend");
     expect_other(MPIX_Acc_Irecv(stream, buf, 1, MPI_INT, 0, 1, MPI_COMM_WORLD, &r), when,
@@ -83,6 +84,7 @@ int main(int argc, char **argv)
     }
     if (t_rank == 0)
         printf("[outside_init] PASS with %d ranks (%d calls outside MPI returned "
-               "MPI_ERR_OTHER)\n", t_size, nchecks);
+               "MPI_ERR_OTHER)\n",
+               t_size, nchecks);
     return 0;
 }

@@ -146,8 +146,7 @@ int main(int argc, char **argv)
         MPI_Request rq;
         double t1 = t_now();
         T_MPI(MPIX_Acc_Irecv(S2, r11, 64, MPI_BYTE, victim, 21, MPI_COMM_WORLD, &rq));
-        expect_transport_error(MPI_Wait(&rq, MPI_STATUS_IGNORE), "new receive from the victim",
-                               t1);
+        expect_transport_error(MPI_Wait(&rq, MPI_STATUS_IGNORE), "new receive from the victim", t1);
         T_MPI(MPIX_Acc_Isend(S2, sbuf, BIG, MPI_BYTE, victim, 22, MPI_COMM_WORLD, &rq));
         expect_transport_error(MPI_Wait(&rq, MPI_STATUS_IGNORE), "new send to the victim", t1);
         T_MPI(MPIX_Acc_Irecv(S3, r13, 64, MPI_BYTE, MPI_ANY_SOURCE, 23, MPI_COMM_WORLD, &rq));
@@ -165,8 +164,10 @@ int main(int argc, char **argv)
         if (t_rank == 0) {
             T_MPI(MPIX_Acc_Irecv(S3, &v, 1, MPI_INT, MPI_ANY_SOURCE, 31, alive, &rq));
             T_MPI(MPI_Wait(&rq, &st));
-            T_CHECK(v == 1 && st.MPI_SOURCE == 1, "wildcard receive on the survivors' "
-                    "communicator: got %d from %d, expected 1 from 1", v, st.MPI_SOURCE);
+            T_CHECK(v == 1 && st.MPI_SOURCE == 1,
+                    "wildcard receive on the survivors' "
+                    "communicator: got %d from %d, expected 1 from 1",
+                    v, st.MPI_SOURCE);
         } else if (t_rank == 1) {
             T_MPI(MPIX_Acc_Isend(S3, &one, 1, MPI_INT, 0, 31, alive, &rq));
             T_MPI(MPI_Wait(&rq, MPI_STATUS_IGNORE));

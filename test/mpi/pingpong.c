@@ -61,7 +61,8 @@ int main(int argc, char **argv)
 
     if (t_rank == 0) {
         MPIX_Acc_stream *st = calloc((size_t)npeers, sizeof *st);
-        uint8_t **sb = calloc((size_t)npeers, sizeof *sb), **rb = calloc((size_t)npeers, sizeof *rb);
+        uint8_t **sb = calloc((size_t)npeers, sizeof *sb),
+                **rb = calloc((size_t)npeers, sizeof *rb);
         t_fill_arg_t *fills = calloc((size_t)npeers * NSIZES * K, sizeof *fills);
         xarg_t *checks = calloc((size_t)npeers * NSIZES * K, sizeof *checks);
         MPI_Status *sts = calloc((size_t)npeers * NSIZES * K, sizeof *sts);
@@ -82,9 +83,13 @@ int main(int argc, char **argv)
                     size_t idx = ((size_t)p * NSIZES + si) * K + (size_t)it;
                     size_t n = sizes[si];
                     int tag = (int)(si * 1000 + (size_t)it);
-                    fills[idx] = (t_fill_arg_t){.buf = sb[p], .n = n, .seed = seed_of(peer, si, it)};
-                    checks[idx] = (xarg_t){.buf = rb[p], .n = n, .seed = seed_of(peer, si, it),
-                                           .peer = peer, .iter = it};
+                    fills[idx] =
+                        (t_fill_arg_t){.buf = sb[p], .n = n, .seed = seed_of(peer, si, it)};
+                    checks[idx] = (xarg_t){.buf = rb[p],
+                                           .n = n,
+                                           .seed = seed_of(peer, si, it),
+                                           .peer = peer,
+                                           .iter = it};
                     T_MPI(MPIX_Acc_Hoststream_launch(st[p], t_fill_fn, &fills[idx]));
                     T_MPI(MPIX_Acc_Send(st[p], sb[p], (int)n, MPI_BYTE, peer, tag, MPI_COMM_WORLD));
                     T_MPI(MPIX_Acc_Recv(st[p], rb[p], (int)n, MPI_BYTE, peer, tag + 500000,

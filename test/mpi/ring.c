@@ -59,8 +59,10 @@ int main(int argc, char **argv)
             T_MPI(MPIX_Acc_Hoststream_launch(s1, t_verify_fn, &va));
             T_MPI(MPIX_Acc_Hoststream_synchronize(s1));
             t_check_async();
-            T_CHECK(atomic_load(&va.ran), "%s: verify function did not run before synchronize "
-                                          "returned", what);
+            T_CHECK(atomic_load(&va.ran),
+                    "%s: verify function did not run before synchronize "
+                    "returned",
+                    what);
             t_expect_pattern(rbuf, n, rseed, what);
             t_expect_status(&st[0], prev, tag, (int)n, MPI_BYTE, what);
             T_CHECK(st[0].MPI_ERROR == MPI_SUCCESS || st[0].MPI_ERROR == 0,

@@ -110,16 +110,21 @@ static void stream_exchange(MPI_Comm comm, const char *label)
             T_MPI(MPI_Barrier(MPI_COMM_WORLD));
             t_sleep_ms(100); /* window for a send started too early */
             atomic_store(&g.open, 1);
-            T_CHECK(dt < T_SLOW(2.0), "%s: the calls took %.3f s on the host while the stream was held: "
-                              "not stream-ordered", what, dt);
-            T_CHECK(!early_data, "%s: data already there when MPI_Waitall/MPI_Recv returned (not "
-                                 "stream-ordered)", what);
+            T_CHECK(dt < T_SLOW(2.0),
+                    "%s: the calls took %.3f s on the host while the stream was held: "
+                    "not stream-ordered",
+                    what, dt);
+            T_CHECK(!early_data,
+                    "%s: data already there when MPI_Waitall/MPI_Recv returned (not "
+                    "stream-ordered)",
+                    what);
             T_MPI(MPIX_Acc_Hoststream_launch(S, t_verify_fn, &va));
             T_MPI(MPIX_Acc_Hoststream_synchronize(S));
             t_check_async();
             if (t_verify(rbuf, n, 1) < 0)
                 t_fail("%s: received the buffer contents from BEFORE the launched write: "
-                       "MPI_Isend did not wait for prior stream work", what);
+                       "MPI_Isend did not wait for prior stream work",
+                       what);
             t_expect_pattern(rbuf, n, rnew, what);
             t_expect_status(&st[0], prev, 5, (int)n, MPI_BYTE, what);
             t_expect_pattern(r2, n, rnew, what);
@@ -180,8 +185,9 @@ static void plain_exchange(MPI_Comm comm, const char *label)
     T_MPI(MPI_Send(sv, 16, MPI_INT, next, 9, comm));
     T_MPI(MPI_Wait(&rq, &st));
     for (int i = 0; i < 16; i++)
-        T_CHECK(rv[i] == prev * 100 + i, "%s: after MPI_Wait rv[%d] = %d expected %d (the "
-                                         "communicator behaves like a stream communicator)",
+        T_CHECK(rv[i] == prev * 100 + i,
+                "%s: after MPI_Wait rv[%d] = %d expected %d (the "
+                "communicator behaves like a stream communicator)",
                 what, i, rv[i], prev * 100 + i);
     t_expect_status(&st, prev, 9, 16, MPI_INT, what);
     int rv2 = -1, sv2 = t_rank + 77;
@@ -194,8 +200,9 @@ static void plain_exchange(MPI_Comm comm, const char *label)
         T_MPI(MPI_Recv(&rv2, 1, MPI_INT, prev, 10, comm, &st));
         T_MPI(MPI_Send(&sv2, 1, MPI_INT, next, 10, comm));
     }
-    T_CHECK(rv2 == prev + 77, "%s: MPI_Recv returned with %d, expected %d (returned before the "
-                              "data: behaves like a stream communicator)",
+    T_CHECK(rv2 == prev + 77,
+            "%s: MPI_Recv returned with %d, expected %d (returned before the "
+            "data: behaves like a stream communicator)",
             what, rv2, prev + 77);
 }
 
@@ -224,8 +231,10 @@ static void recv_post(MPI_Comm comm, int early, const char *label)
     }
     atomic_store(&g.open, 1);
     if (early) {
-        T_CHECK(flag, "%s: with mpix_acc_recv_post=early the receive did not complete while "
-                      "its stream was held (not posted at call time)", what);
+        T_CHECK(flag,
+                "%s: with mpix_acc_recv_post=early the receive did not complete while "
+                "its stream was held (not posted at call time)",
+                what);
         T_CHECK(rv == prev + 300, "%s: early receive completed but data %d expected %d", what, rv,
                 prev + 300);
         t_expect_status(&st, prev, 11, 1, MPI_INT, what);
@@ -292,7 +301,8 @@ static void expect_collective_error(int rc, int arg_ok, const char *what)
             MPI_ERR_INFO_VALUE, t_errstr(rc));
     T_CHECK(eh_calls == 1 && eh_code == rc,
             "%s: the parent communicator's error handler ran %d time(s) (code %d), expected "
-            "once with the returned code %d", what, eh_calls, eh_code, rc);
+            "once with the returned code %d",
+            what, eh_calls, eh_code, rc);
     /* the ranks are still in step: nobody was left inside the call */
     int one = 1, n = 0;
     T_MPI(MPI_Allreduce(&one, &n, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
@@ -304,10 +314,8 @@ static void one_rank_bad_info(void)
     static const struct {
         const char *key, *bad;
     } cases[] = {
-        {MPIX_ACC_INFO_STREAM, "0xzz"},
-        {MPIX_ACC_INFO_STREAM_ALIAS, "stream please"},
-        {MPIX_ACC_INFO_RECV_POST, "sideways"},
-        {MPIX_ACC_INFO_EAGER_LIMIT, "-5"},
+        {MPIX_ACC_INFO_STREAM, "0xzz"},        {MPIX_ACC_INFO_STREAM_ALIAS, "stream please"},
+        {MPIX_ACC_INFO_RECV_POST, "sideways"}, {MPIX_ACC_INFO_EAGER_LIMIT, "-5"},
         {MPIX_ACC_INFO_STREAM, NULL}, /* well-formed, names no stream */
     };
     char what[192], v[128], junk[64];
@@ -325,15 +333,14 @@ static void one_rank_bad_info(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *key = cases[i].key;
         const char *bad = cases[i].bad ? cases[i].bad : junk;
-        int stream_key = strcmp(key, MPIX_ACC_INFO_STREAM) == 0 ||
-                         strcmp(key, MPIX_ACC_INFO_STREAM_ALIAS) == 0;
-        const char *good = stream_key ? sstr
+        int stream_key =
+            strcmp(key, MPIX_ACC_INFO_STREAM) == 0 || strcmp(key, MPIX_ACC_INFO_STREAM_ALIAS) == 0;
+        const char *good = stream_key                                  ? sstr
                            : strcmp(key, MPIX_ACC_INFO_RECV_POST) == 0 ? "early"
                                                                        : "4096";
         MPI_Info info = make_info(key, t_rank == 1 ? bad : good, NULL, NULL);
 
-        snprintf(what, sizeof what, "MPI_Comm_dup_with_info, %s=\"%s\" on rank 1 only", key,
-                 bad);
+        snprintf(what, sizeof what, "MPI_Comm_dup_with_info, %s=\"%s\" on rank 1 only", key, bad);
         t_phase(what);
         MPI_Comm nc = MPI_COMM_NULL;
         eh_calls = 0;

@@ -39,15 +39,20 @@ int main(int argc, char **argv)
         uint64_t echo = 0;
         double t_enq = t_pingpong_behind_hold(s, ITERS, 300, &echo);
         if (depth > 0)
-            T_CHECK(t_enq > 0.25, "enqueueing %d iterations behind a 300 ms hold took %.3f s: "
-                    "not throttled with MPIX_ACC_STREAM_DEPTH=%d", ITERS, t_enq, depth);
+            T_CHECK(t_enq > 0.25,
+                    "enqueueing %d iterations behind a 300 ms hold took %.3f s: "
+                    "not throttled with MPIX_ACC_STREAM_DEPTH=%d",
+                    ITERS, t_enq, depth);
         else
-            T_CHECK(t_enq < T_SLOW(0.25), "enqueueing %d iterations took %.3f s with "
-                    "MPIX_ACC_STREAM_DEPTH=0 (no limit): the calls waited", ITERS, t_enq);
+            T_CHECK(t_enq < T_SLOW(0.25),
+                    "enqueueing %d iterations took %.3f s with "
+                    "MPIX_ACC_STREAM_DEPTH=0 (no limit): the calls waited",
+                    ITERS, t_enq);
         if (t_rank == 0) {
             T_CHECK(echo == ITERS, "last echo %llu, expected %d", (unsigned long long)echo, ITERS);
             printf("[stream_depth] %d iterations enqueued in %.3f s behind a 300 ms hold "
-                   "(MPIX_ACC_STREAM_DEPTH=%d)\n", ITERS, t_enq, depth);
+                   "(MPIX_ACC_STREAM_DEPTH=%d)\n",
+                   ITERS, t_enq, depth);
         }
     }
     T_MPI(MPI_Barrier(MPI_COMM_WORLD));
@@ -76,11 +81,14 @@ int main(int argc, char **argv)
                     unwaited = posted++; /* posted; its wait was refused */
                     break;
                 }
-                T_CHECK(rq[posted] == MPI_REQUEST_NULL, "MPIX_Acc_Wait left request %d set", posted);
+                T_CHECK(rq[posted] == MPI_REQUEST_NULL, "MPIX_Acc_Wait left request %d set",
+                        posted);
             }
             double dt = t_now() - t0;
-            T_CHECK(rc != MPI_SUCCESS, "%d receive+wait pairs behind an unmatched receive with "
-                    "MPIX_ACC_STREAM_DEPTH=%d: no error", posted, depth);
+            T_CHECK(rc != MPI_SUCCESS,
+                    "%d receive+wait pairs behind an unmatched receive with "
+                    "MPIX_ACC_STREAM_DEPTH=%d: no error",
+                    posted, depth);
             /* each pair is 2 points: the limit is reached after depth/2 pairs */
             T_CHECK(posted >= depth / 2 && posted <= depth / 2 + 1,
                     "error after %d pairs, MPIX_ACC_STREAM_DEPTH=%d", posted, depth);

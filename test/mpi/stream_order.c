@@ -28,8 +28,8 @@
  */
 #include "common.h"
 
-#define OLD_SEED  0x01d01d01dull
-#define NEW_SEED  0x0e0e0e0eull
+#define OLD_SEED 0x01d01d01dull
+#define NEW_SEED 0x0e0e0e0eull
 #define NEW2_SEED 0x22222222ull
 
 static int next, prev;
@@ -55,15 +55,18 @@ static void record_fn(void *arg)
     atomic_store(&a->ran, 1);
 }
 
-static uint64_t seed_for(int rank, uint64_t base, size_t n) { return base ^ ((uint64_t)rank << 48) ^ n; }
+static uint64_t seed_for(int rank, uint64_t base, size_t n)
+{
+    return base ^ ((uint64_t)rank << 48) ^ n;
+}
 
 /* Send-side ordering. recv_delay_ms: the receiver's stream sleeps that long
  * before its Irecv (0: receive posted before the sender's data is ready). */
 static void send_side(MPIX_Acc_stream S, MPIX_Acc_stream R, size_t n, double recv_delay_ms)
 {
     char what[160];
-    snprintf(what, sizeof what, "send-side ordering, %zu B from rank %d, receiver delay %.0f ms",
-             n, prev, recv_delay_ms);
+    snprintf(what, sizeof what, "send-side ordering, %zu B from rank %d, receiver delay %.0f ms", n,
+             prev, recv_delay_ms);
     t_phase(what);
     uint8_t *sbuf = malloc(n), *rbuf = malloc(n);
     T_CHECK(sbuf && rbuf, "malloc");
@@ -98,8 +101,10 @@ static void send_side(MPIX_Acc_stream S, MPIX_Acc_stream R, size_t n, double rec
     int fill_done_at_enqueue = atomic_load(&fnew.done);
     t_sleep_ms(400); /* window in which a send started too early would carry OLD */
     atomic_store(&g.open, 1);
-    T_CHECK(t_enq < T_SLOW(2.0), "%s: enqueuing launch+Isend+Wait+launch took %.3f s while the stream was "
-                         "held: the host was blocked", what, t_enq);
+    T_CHECK(t_enq < T_SLOW(2.0),
+            "%s: enqueuing launch+Isend+Wait+launch took %.3f s while the stream was "
+            "held: the host was blocked",
+            what, t_enq);
     T_CHECK(!fill_done_at_enqueue, "internal: fill ran before the gate opened");
 
     T_MPI(MPIX_Acc_Hoststream_synchronize(S));
@@ -108,10 +113,12 @@ static void send_side(MPIX_Acc_stream S, MPIX_Acc_stream R, size_t n, double rec
     T_CHECK(atomic_load(&ver.ran), "%s: verify did not run", what);
     if (t_verify(rbuf, n, seed_for(prev, OLD_SEED, n)) < 0)
         t_fail("%s: received the OLD buffer contents: the send read the buffer before the "
-               "launched function that precedes it on the stream had finished", what);
+               "launched function that precedes it on the stream had finished",
+               what);
     if (t_verify(rbuf, n, seed_for(prev, NEW2_SEED, n)) < 0)
         t_fail("%s: received the contents written AFTER the stream wait: the wait released the "
-               "stream before the send completed", what);
+               "stream before the send completed",
+               what);
     t_expect_pattern(rbuf, n, seed_for(prev, NEW_SEED, n), what);
     t_expect_status(&st, prev, 11, (int)n, MPI_BYTE, what);
     free(sbuf);
@@ -130,8 +137,8 @@ static void recv_side(MPIX_Acc_stream S, MPIX_Acc_stream R, size_t n, double sen
     T_CHECK(sbuf && rbuf, "malloc");
     t_fill(sbuf, n, seed_for(t_rank, NEW_SEED, n));
     t_fill(rbuf, n, seed_for(t_rank, OLD_SEED, n));
-    record_arg_t rec = {.buf = rbuf, .n = n, .sleep_ms = 700.0,
-                        .old_seed = seed_for(t_rank, OLD_SEED, n)};
+    record_arg_t rec = {
+        .buf = rbuf, .n = n, .sleep_ms = 700.0, .old_seed = seed_for(t_rank, OLD_SEED, n)};
     t_verify_arg_t ver = {.buf = rbuf, .n = n, .seed = seed_for(prev, NEW_SEED, n), .what = what};
     t_sleep_arg_t sdelay = {.ms = send_delay_ms};
     MPI_Request rs, rr;
@@ -190,12 +197,16 @@ static void host_wait_gated(MPIX_Acc_stream S, MPIX_Acc_stream R, size_t n)
     while (t_now() - t0 < 0.4) {
         flag = 1;
         T_MPI(MPI_Test(&rr, &flag, &st));
-        T_CHECK(!flag, "%s: MPI_Test completed a receive whose stream has not reached it "
-                       "(gate closed)", what);
+        T_CHECK(!flag,
+                "%s: MPI_Test completed a receive whose stream has not reached it "
+                "(gate closed)",
+                what);
         flag = 1;
         T_MPI(MPI_Request_get_status(rr, &flag, &st));
-        T_CHECK(!flag, "%s: MPI_Request_get_status reports complete for a receive whose stream "
-                       "has not reached it", what);
+        T_CHECK(!flag,
+                "%s: MPI_Request_get_status reports complete for a receive whose stream "
+                "has not reached it",
+                what);
         T_CHECK(t_verify(rbuf, n, seed_for(t_rank, OLD_SEED, n)) < 0,
                 "%s: receive buffer written while the stream was held before the Irecv", what);
         t_sleep_ms(5);
@@ -280,8 +291,8 @@ static void no_blocking(MPIX_Acc_stream S, size_t n)
     T_CHECK(!atomic_load(&g.open), "internal: gate opened early");
     /* opening the gate before failing keeps the other ranks from hanging */
     atomic_store(&g.open, 1);
-    T_CHECK(dt < T_SLOW(2.0), "%s: the enqueue calls took %.3f s with the stream gated (blocked the host)",
-            what, dt);
+    T_CHECK(dt < T_SLOW(2.0),
+            "%s: the enqueue calls took %.3f s with the stream gated (blocked the host)", what, dt);
     T_MPI(MPIX_Acc_Hoststream_synchronize(S));
     t_check_async();
     for (int k = 0; k < SLOTS; k++) {

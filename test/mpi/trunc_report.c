@@ -34,8 +34,8 @@ static void check_truncated(const MPI_Status *st, int tag, int ignore, const cha
     T_CHECK(c == MPI_ERR_TRUNCATE, "%s: status.MPI_ERROR expected class MPI_ERR_TRUNCATE, got %s",
             what, t_errstr(st->MPI_ERROR));
     T_CHECK(st->MPI_SOURCE == prev && st->MPI_TAG == tag,
-            "%s: status source/tag %d/%d expected %d/%d", what, st->MPI_SOURCE, st->MPI_TAG,
-            prev, tag);
+            "%s: status source/tag %d/%d expected %d/%d", what, st->MPI_SOURCE, st->MPI_TAG, prev,
+            tag);
 }
 
 int main(int argc, char **argv)
@@ -107,8 +107,7 @@ int main(int argc, char **argv)
         T_MPI(MPIX_Acc_Hoststream_synchronize(S));
         check_truncated(&st[0], 44, ignore, what);
 
-        snprintf(what, sizeof what, "%d B into %d B, MPI_Waitall on a stream communicator", n,
-                 rn);
+        snprintf(what, sizeof what, "%d B into %d B, MPI_Waitall on a stream communicator", n, rn);
         t_phase(what);
         T_MPI(MPI_Isend(sbuf, n, MPI_BYTE, next, 45, sc, &rq[0]));
         T_MPI(MPI_Irecv(rbuf, rn, MPI_BYTE, prev, 45, sc, &rq[1]));

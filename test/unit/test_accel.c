@@ -32,8 +32,8 @@ static void visit(mxa_stream_t *s, void *arg)
 int main(void)
 {
     mxu_config_load();
-    CHECK(mxa_init() == MX_OK);
-    CHECK(mxa_init() == MX_OK); /* idempotent */
+    CHECK(mxa_init() == MXU_OK);
+    CHECK(mxa_init() == MXU_OK); /* idempotent */
 
     mxa_features_t f;
     memset(&f, 0x5a, sizeof(f));
@@ -49,30 +49,30 @@ int main(void)
 
     /* NULL -> the none stream (no CUDA here) */
     mxa_stream_t *s = NULL;
-    CHECK(mxa_stream_lookup(NULL, &s) == MX_OK);
+    CHECK(mxa_stream_lookup(NULL, &s) == MXU_OK);
     CHECK(s == mxa_none_stream() && s->kind == MXA_KIND_NONE && s->handle == NULL);
     CHECK(strcmp(s->backend->name, "none") == 0 && s->backend->needs_polling == 0);
-    CHECK(mxa_stream_lookup(NULL, NULL) == MX_ERR_INVALID_PARAM);
+    CHECK(mxa_stream_lookup(NULL, NULL) == MXU_ERR_INVALID_PARAM);
 
     /* none backend: triggers are reached at once, waits are host waits */
     uint64_t t0 = s->backend->poll_trigger(s);
-    CHECK(s->backend->enqueue_trigger(s, t0 + 5) == MX_OK);
+    CHECK(s->backend->enqueue_trigger(s, t0 + 5) == MXU_OK);
     CHECK_EQ_LL(s->backend->poll_trigger(s), t0 + 5);
-    CHECK(s->backend->enqueue_trigger(s, t0 + 3) == MX_OK); /* words only grow */
+    CHECK(s->backend->enqueue_trigger(s, t0 + 3) == MXU_OK); /* words only grow */
     CHECK_EQ_LL(s->backend->poll_trigger(s), t0 + 5);
-    CHECK(s->backend->enqueue_wait(s, 1) == MX_ERR_UNSUPPORTED);
+    CHECK(s->backend->enqueue_wait(s, 1) == MXU_ERR_UNSUPPORTED);
     s->backend->release(s, 9);
     CHECK_EQ_LL(atomic_load(s->release_word), 9);
 
     /* a host stream is found; garbage is rejected without being touched */
     void *h;
-    CHECK(mxa_host_stream_create(&h) == MX_OK);
+    CHECK(mxa_host_stream_create(&h) == MXU_OK);
     mxa_stream_t *hs = NULL;
-    CHECK(mxa_stream_lookup(h, &hs) == MX_OK && hs != NULL && hs->kind == MXA_KIND_HOST);
+    CHECK(mxa_stream_lookup(h, &hs) == MXU_OK && hs != NULL && hs->kind == MXA_KIND_HOST);
     int local;
     mxa_stream_t *bad = (mxa_stream_t *)&local;
-    CHECK(mxa_stream_lookup(&local, &bad) == MX_ERR_INVALID_STREAM && bad == NULL);
-    CHECK(mxa_stream_lookup((void *)0x10, &bad) == MX_ERR_INVALID_STREAM);
+    CHECK(mxa_stream_lookup(&local, &bad) == MXU_ERR_INVALID_STREAM && bad == NULL);
+    CHECK(mxa_stream_lookup((void *)0x10, &bad) == MXU_ERR_INVALID_STREAM);
 
     seen_none = seen_host = 0;
     mxa_foreach_stream(visit, NULL);
@@ -83,14 +83,14 @@ int main(void)
 
     /* finalize stops host streams the application did not free */
     mxa_finalize();
-    CHECK(mxa_stream_lookup(h, &hs) == MX_ERR_INVALID_STREAM);
-    CHECK(mxa_host_stream_free(h) == MX_ERR_INVALID_STREAM);
+    CHECK(mxa_stream_lookup(h, &hs) == MXU_ERR_INVALID_STREAM);
+    CHECK(mxa_host_stream_free(h) == MXU_ERR_INVALID_STREAM);
     mxa_finalize(); /* harmless twice */
 
     /* re-initialisable, and host streams work again */
-    CHECK(mxa_init() == MX_OK);
-    CHECK(mxa_host_stream_create(&h) == MX_OK);
-    CHECK(mxa_host_stream_free(h) == MX_OK);
+    CHECK(mxa_init() == MXU_OK);
+    CHECK(mxa_host_stream_create(&h) == MXU_OK);
+    CHECK(mxa_host_stream_free(h) == MXU_OK);
     mxa_finalize();
     TEST_PASS("test_accel");
 }

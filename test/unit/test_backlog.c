@@ -30,8 +30,8 @@ static int fake_capturing(mxa_stream_t *s)
 int main(void)
 {
     static const mxa_backend_t plain = {.name = "fake", .kind = MXA_KIND_CUDA};
-    static const mxa_backend_t graphs = {.name = "fake-graphs", .kind = MXA_KIND_CUDA,
-                                         .capturing = fake_capturing};
+    static const mxa_backend_t graphs = {
+        .name = "fake-graphs", .kind = MXA_KIND_CUDA, .capturing = fake_capturing};
     _Atomic uint64_t trig = 0, rel = 0;
     mxa_stream_t s;
     memset(&s, 0, sizeof(s));

@@ -30,8 +30,7 @@ static uint64_t next_rand(void)
 
 static void check_load(const mxu_hashmap_t *m)
 {
-    CHECK((m->capacity & (m->capacity - 1)) == 0, "capacity %zu not a power of two",
-          m->capacity);
+    CHECK((m->capacity & (m->capacity - 1)) == 0, "capacity %zu not a power of two", m->capacity);
     CHECK((m->count + m->tombstones) * 10 <= m->capacity * 7, "load %zu+%zu / %zu over 70%%",
           m->count, m->tombstones, m->capacity);
 }
@@ -39,17 +38,17 @@ static void check_load(const mxu_hashmap_t *m)
 static void test_basic(void)
 {
     mxu_hashmap_t m;
-    CHECK(mxu_hashmap_init(&m, 5) == MX_OK);
+    CHECK(mxu_hashmap_init(&m, 5) == MXU_OK);
     CHECK(m.capacity >= 8 && (m.capacity & (m.capacity - 1)) == 0);
     int a, b, c;
-    CHECK(mxu_hashmap_put(&m, 0, &a) == MX_ERR_INVALID_PARAM);
+    CHECK(mxu_hashmap_put(&m, 0, &a) == MXU_ERR_INVALID_PARAM);
     CHECK(mxu_hashmap_get(&m, 0) == NULL);
     CHECK(mxu_hashmap_get(&m, 7) == NULL);
-    CHECK(mxu_hashmap_put(&m, 7, &a) == MX_OK);
-    CHECK(mxu_hashmap_put(&m, UINT64_MAX, &b) == MX_OK);
+    CHECK(mxu_hashmap_put(&m, 7, &a) == MXU_OK);
+    CHECK(mxu_hashmap_put(&m, UINT64_MAX, &b) == MXU_OK);
     CHECK(mxu_hashmap_get(&m, 7) == &a);
     CHECK(mxu_hashmap_get(&m, UINT64_MAX) == &b);
-    CHECK(mxu_hashmap_put(&m, 7, &c) == MX_OK); /* replace */
+    CHECK(mxu_hashmap_put(&m, 7, &c) == MXU_OK); /* replace */
     CHECK(mxu_hashmap_get(&m, 7) == &c);
     CHECK_EQ_LL(m.count, 2);
     CHECK(mxu_hashmap_remove(&m, 7) == &c);
@@ -58,7 +57,7 @@ static void test_basic(void)
     CHECK(mxu_hashmap_get(&m, UINT64_MAX) == &b);
     CHECK_EQ_LL(m.count, 1);
     /* NULL values are storable and distinguishable only via iteration/count */
-    CHECK(mxu_hashmap_put(&m, 9, NULL) == MX_OK);
+    CHECK(mxu_hashmap_put(&m, 9, NULL) == MXU_OK);
     CHECK_EQ_LL(m.count, 2);
     mxu_hashmap_destroy(&m);
     CHECK(m.keys == NULL && m.capacity == 0);
@@ -68,7 +67,7 @@ static void test_basic(void)
     memset(&z, 0, sizeof(z));
     CHECK(mxu_hashmap_get(&z, 1) == NULL);
     CHECK(mxu_hashmap_remove(&z, 1) == NULL);
-    CHECK(mxu_hashmap_put(&z, 1, &a) == MX_OK);
+    CHECK(mxu_hashmap_put(&z, 1, &a) == MXU_OK);
     CHECK(mxu_hashmap_get(&z, 1) == &a);
     mxu_hashmap_destroy(&z);
 }
@@ -77,7 +76,7 @@ static void test_basic(void)
 static void test_model(void)
 {
     mxu_hashmap_t m;
-    CHECK(mxu_hashmap_init(&m, 0) == MX_OK);
+    CHECK(mxu_hashmap_init(&m, 0) == MXU_OK);
     static void *model[KEYSPACE + 1];
     static char present[KEYSPACE + 1];
     size_t live = 0;
@@ -86,7 +85,7 @@ static void test_model(void)
         uint64_t r = next_rand() % 10;
         if (r < 5) {
             void *v = (void *)(uintptr_t)next_rand();
-            CHECK(mxu_hashmap_put(&m, k * 0x9e3779b97f4a7c15ull, v) == MX_OK);
+            CHECK(mxu_hashmap_put(&m, k * 0x9e3779b97f4a7c15ull, v) == MXU_OK);
             if (!present[k])
                 live++;
             present[k] = 1;
@@ -100,8 +99,7 @@ static void test_model(void)
             present[k] = 0;
         } else {
             void *v = mxu_hashmap_get(&m, k * 0x9e3779b97f4a7c15ull);
-            CHECK(v == (present[k] ? model[k] : NULL), "op %d key %llu", op,
-                  (unsigned long long)k);
+            CHECK(v == (present[k] ? model[k] : NULL), "op %d key %llu", op, (unsigned long long)k);
         }
         CHECK(m.count == live);
     }
@@ -137,10 +135,10 @@ static void test_tombstones(void)
     /* insert/remove churn over ever-new keys with few live entries: the table
      * must not keep growing (tombstones are recycled by rebuilds) */
     mxu_hashmap_t m;
-    CHECK(mxu_hashmap_init(&m, 16) == MX_OK);
+    CHECK(mxu_hashmap_init(&m, 16) == MXU_OK);
     int x;
     for (uint64_t k = 1; k <= 200000; k++) {
-        CHECK(mxu_hashmap_put(&m, k, &x) == MX_OK);
+        CHECK(mxu_hashmap_put(&m, k, &x) == MXU_OK);
         if (k > 5)
             CHECK(mxu_hashmap_remove(&m, k - 5) == &x);
         check_load(&m);
@@ -152,9 +150,9 @@ static void test_tombstones(void)
     mxu_hashmap_destroy(&m);
 
     /* growth keeps everything */
-    CHECK(mxu_hashmap_init(&m, 0) == MX_OK);
+    CHECK(mxu_hashmap_init(&m, 0) == MXU_OK);
     for (uint64_t k = 1; k <= 100000; k++)
-        CHECK(mxu_hashmap_put(&m, k << 12, (void *)(uintptr_t)k) == MX_OK);
+        CHECK(mxu_hashmap_put(&m, k << 12, (void *)(uintptr_t)k) == MXU_OK);
     check_load(&m);
     for (uint64_t k = 1; k <= 100000; k++)
         CHECK(mxu_hashmap_get(&m, k << 12) == (void *)(uintptr_t)k);
@@ -170,7 +168,7 @@ static void *lm_worker(void *arg)
 {
     uint64_t base = ((uint64_t)(uintptr_t)arg + 1) << 32;
     for (uint64_t i = 1; i <= PER_THREAD; i++) {
-        CHECK(mxu_locked_map_put(&lm, base + i, (void *)(uintptr_t)(base + i)) == MX_OK);
+        CHECK(mxu_locked_map_put(&lm, base + i, (void *)(uintptr_t)(base + i)) == MXU_OK);
         CHECK(mxu_locked_map_get(&lm, base + i) == (void *)(uintptr_t)(base + i));
         if (i % 2 == 0)
             CHECK(mxu_locked_map_remove(&lm, base + i) == (void *)(uintptr_t)(base + i));
@@ -184,7 +182,7 @@ static void *lm_worker(void *arg)
 
 static void test_locked(void)
 {
-    CHECK(mxu_locked_map_init(&lm) == MX_OK);
+    CHECK(mxu_locked_map_init(&lm) == MXU_OK);
     CHECK(mxu_locked_map_get(&lm, 5) == NULL);
     enum { NT = 4 };
     pthread_t th[NT];
@@ -207,7 +205,7 @@ static void test_locked(void)
     static mxu_locked_map_t st = {.lock = PTHREAD_MUTEX_INITIALIZER};
     int v;
     CHECK(mxu_locked_map_get(&st, 3) == NULL);
-    CHECK(mxu_locked_map_put(&st, 3, &v) == MX_OK);
+    CHECK(mxu_locked_map_put(&st, 3, &v) == MXU_OK);
     CHECK(mxu_locked_map_get(&st, 3) == &v);
     CHECK(mxu_locked_map_remove(&st, 3) == &v);
     mxu_hashmap_destroy(&st.map);

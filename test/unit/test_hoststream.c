@@ -56,24 +56,24 @@ static void record(void *arg)
 static void test_launch_order(void)
 {
     void *h = NULL;
-    CHECK(mxa_host_stream_create(&h) == MX_OK && h != NULL);
+    CHECK(mxa_host_stream_create(&h) == MXU_OK && h != NULL);
     mxa_stream_t *s = mxa_host_stream_find(h);
     CHECK(s != NULL && s->kind == MXA_KIND_HOST && s->handle == h);
     CHECK(s->backend != NULL && strcmp(s->backend->name, "host") == 0);
     CHECK(s->backend->needs_polling == 0);
     mxa_stream_t *via_lookup = NULL;
-    CHECK(mxa_stream_lookup(h, &via_lookup) == MX_OK && via_lookup == s);
+    CHECK(mxa_stream_lookup(h, &via_lookup) == MXU_OK && via_lookup == s);
 
     atomic_store(&order_pos, 0);
     for (int i = 0; i < NLAUNCH; i++)
-        CHECK(mxa_host_stream_launch(h, record, (void *)(intptr_t)i) == MX_OK);
-    CHECK(mxa_host_stream_synchronize(h) == MX_OK);
+        CHECK(mxa_host_stream_launch(h, record, (void *)(intptr_t)i) == MXU_OK);
+    CHECK(mxa_host_stream_synchronize(h) == MXU_OK);
     CHECK_EQ_LL(atomic_load(&order_pos), NLAUNCH);
     for (int i = 0; i < NLAUNCH; i++)
         CHECK(order[i] == i, "launch %d ran at position %d", order[i], i);
     CHECK(!pthread_equal(stream_thread_seen, pthread_self()), "work ran on the caller's thread");
-    CHECK(mxa_host_stream_launch(h, NULL, NULL) == MX_ERR_INVALID_PARAM);
-    CHECK(mxa_host_stream_free(h) == MX_OK);
+    CHECK(mxa_host_stream_launch(h, NULL, NULL) == MXU_ERR_INVALID_PARAM);
+    CHECK(mxa_host_stream_free(h) == MXU_OK);
 }
 
 /* ---- triggers ---- */
@@ -101,36 +101,33 @@ static void on_trigger(void)
 static void test_triggers(void)
 {
     void *h;
-    CHECK(mxa_host_stream_create(&h) == MX_OK);
+    CHECK(mxa_host_stream_create(&h) == MXU_OK);
     mxa_stream_t *s = mxa_host_stream_find(h);
     trig_stream = s;
     CHECK_EQ_LL(s->backend->poll_trigger(s), 0);
     mxa_set_trigger_notify(on_trigger);
     enum { N = 2000 };
     for (int k = 1; k <= N; k++) {
-        CHECK(mxa_host_stream_launch(h, count_launch, NULL) == MX_OK);
-        CHECK(s->backend->enqueue_trigger(s, (uint64_t)k) == MX_OK);
+        CHECK(mxa_host_stream_launch(h, count_launch, NULL) == MXU_OK);
+        CHECK(s->backend->enqueue_trigger(s, (uint64_t)k) == MXU_OK);
     }
-    CHECK(mxa_host_stream_synchronize(h) == MX_OK);
+    CHECK(mxa_host_stream_synchronize(h) == MXU_OK);
     CHECK_EQ_LL(atomic_load(&notified), N);
     CHECK(atomic_load(&notify_order_ok), "a trigger was notified out of order");
     CHECK_EQ_LL(s->backend->poll_trigger(s), N);
     CHECK_EQ_LL(atomic_load(s->trigger_word), N);
     mxa_set_trigger_notify(NULL);
-    CHECK(s->backend->enqueue_trigger(s, N + 1) == MX_OK); /* no callback: no crash */
-    CHECK(mxa_host_stream_synchronize(h) == MX_OK);
+    CHECK(s->backend->enqueue_trigger(s, N + 1) == MXU_OK); /* no callback: no crash */
+    CHECK(mxa_host_stream_synchronize(h) == MXU_OK);
     CHECK_EQ_LL(atomic_load(&notified), N);
     CHECK_EQ_LL(s->backend->poll_trigger(s), N + 1);
-    CHECK(mxa_host_stream_free(h) == MX_OK);
+    CHECK(mxa_host_stream_free(h) == MXU_OK);
 }
 
 /* ---- waits and release ---- */
 
 static _Atomic int flag_a, flag_b, flag_c;
-static void set_flag(void *arg)
-{
-    atomic_store((_Atomic int *)arg, 1);
-}
+static void set_flag(void *arg) { atomic_store((_Atomic int *)arg, 1); }
 
 typedef struct {
     mxa_stream_t *s;
@@ -153,17 +150,17 @@ static void *releaser(void *p)
 static void test_wait_release(void)
 {
     void *h;
-    CHECK(mxa_host_stream_create(&h) == MX_OK);
+    CHECK(mxa_host_stream_create(&h) == MXU_OK);
     mxa_stream_t *s = mxa_host_stream_find(h);
     atomic_store(&flag_a, 0);
     atomic_store(&flag_b, 0);
     atomic_store(&flag_c, 0);
 
-    CHECK(mxa_host_stream_launch(h, set_flag, &flag_a) == MX_OK);
-    CHECK(s->backend->enqueue_wait(s, 1) == MX_OK);
-    CHECK(mxa_host_stream_launch(h, set_flag, &flag_b) == MX_OK);
-    CHECK(s->backend->enqueue_wait(s, 2) == MX_OK);
-    CHECK(mxa_host_stream_launch(h, set_flag, &flag_c) == MX_OK);
+    CHECK(mxa_host_stream_launch(h, set_flag, &flag_a) == MXU_OK);
+    CHECK(s->backend->enqueue_wait(s, 1) == MXU_OK);
+    CHECK(mxa_host_stream_launch(h, set_flag, &flag_b) == MXU_OK);
+    CHECK(s->backend->enqueue_wait(s, 2) == MXU_OK);
+    CHECK(mxa_host_stream_launch(h, set_flag, &flag_c) == MXU_OK);
 
     /* blocked at wait(1): A ran, B not; and the blocked stream sleeps */
     sleep_ms(20);
@@ -172,8 +169,8 @@ static void test_wait_release(void)
     sleep_ms(300);
     double used = cpu_seconds() - c0;
     double wall = (double)(mxu_now_ns() - t0) / 1e9;
-    CHECK(atomic_load(&flag_a) == 1 && atomic_load(&flag_b) == 0, "a=%d b=%d",
-          atomic_load(&flag_a), atomic_load(&flag_b));
+    CHECK(atomic_load(&flag_a) == 1 && atomic_load(&flag_b) == 0, "a=%d b=%d", atomic_load(&flag_a),
+          atomic_load(&flag_b));
     CHECK(used < 0.3 * wall, "blocked stream used %.3f s CPU in %.3f s", used, wall);
 
     s->backend->release(s, 1);
@@ -188,20 +185,20 @@ static void test_wait_release(void)
     pthread_t th;
     CHECK(pthread_create(&th, NULL, releaser, &ra) == 0);
     uint64_t t1 = mxu_now_ns();
-    CHECK(mxa_host_stream_synchronize(h) == MX_OK);
+    CHECK(mxa_host_stream_synchronize(h) == MXU_OK);
     CHECK(mxu_now_ns() - t1 >= 80000000ull, "synchronize returned before the release");
     CHECK(atomic_load(&flag_c) == 1);
     pthread_join(th, NULL);
 
     /* releasing past several waits at once (release words only grow) */
-    CHECK(s->backend->enqueue_wait(s, 3) == MX_OK);
-    CHECK(s->backend->enqueue_wait(s, 4) == MX_OK);
-    CHECK(mxa_host_stream_launch(h, set_flag, &flag_a) == MX_OK);
+    CHECK(s->backend->enqueue_wait(s, 3) == MXU_OK);
+    CHECK(s->backend->enqueue_wait(s, 4) == MXU_OK);
+    CHECK(mxa_host_stream_launch(h, set_flag, &flag_a) == MXU_OK);
     s->backend->release(s, 4);
     s->backend->release(s, 3); /* late, smaller: ignored */
-    CHECK(mxa_host_stream_synchronize(h) == MX_OK);
+    CHECK(mxa_host_stream_synchronize(h) == MXU_OK);
     CHECK_EQ_LL(atomic_load(s->release_word), 4);
-    CHECK(mxa_host_stream_free(h) == MX_OK);
+    CHECK(mxa_host_stream_free(h) == MXU_OK);
 }
 
 /* ---- synchronize waits for ops in flight; idle streams sleep ---- */
@@ -209,7 +206,7 @@ static void test_wait_release(void)
 static void test_ops_in_flight(void)
 {
     void *h;
-    CHECK(mxa_host_stream_create(&h) == MX_OK);
+    CHECK(mxa_host_stream_create(&h) == MXU_OK);
     mxa_stream_t *s = mxa_host_stream_find(h);
 
     /* idle stream: no CPU burnt */
@@ -228,7 +225,7 @@ static void test_ops_in_flight(void)
     CHECK(pthread_create(&t1, NULL, releaser, &r1) == 0);
     CHECK(pthread_create(&t2, NULL, releaser, &r2) == 0);
     uint64_t start = mxu_now_ns();
-    CHECK(mxa_host_stream_synchronize(h) == MX_OK);
+    CHECK(mxa_host_stream_synchronize(h) == MXU_OK);
     uint64_t dt = mxu_now_ns() - start;
     CHECK_EQ_LL(atomic_load(&s->ops_in_flight), 0);
     CHECK(dt >= 100000000ull, "synchronize returned after %llu ns with ops in flight",
@@ -241,7 +238,7 @@ static void test_ops_in_flight(void)
     releaser_arg_t r3 = {s, 0, 80, &s->ops_in_flight};
     CHECK(pthread_create(&t1, NULL, releaser, &r3) == 0);
     start = mxu_now_ns();
-    CHECK(mxa_host_stream_free(h) == MX_OK);
+    CHECK(mxa_host_stream_free(h) == MXU_OK);
     CHECK(mxu_now_ns() - start >= 60000000ull, "free did not wait for ops in flight");
     pthread_join(t1, NULL);
 }
@@ -270,15 +267,15 @@ static void free_hook(mxa_stream_t *s)
 static void test_free_and_invalid(void)
 {
     void *h;
-    CHECK(mxa_host_stream_create(&h) == MX_OK);
+    CHECK(mxa_host_stream_create(&h) == MXU_OK);
     mxa_stream_t *s = mxa_host_stream_find(h);
 
     /* a blocked wait makes free wait until the release (MPI-like) */
-    CHECK(s->backend->enqueue_wait(s, 1) == MX_OK);
-    CHECK(mxa_host_stream_launch(h, set_flag, &flag_a) == MX_OK);
+    CHECK(s->backend->enqueue_wait(s, 1) == MXU_OK);
+    CHECK(mxa_host_stream_launch(h, set_flag, &flag_a) == MXU_OK);
     atomic_store(&flag_a, 0);
-    CHECK(mxa_host_stream_launch(h, sync_from_inside, h) == MX_OK);
-    CHECK(mxa_host_stream_launch(h, free_from_inside, h) == MX_OK);
+    CHECK(mxa_host_stream_launch(h, sync_from_inside, h) == MXU_OK);
+    CHECK(mxa_host_stream_launch(h, free_from_inside, h) == MXU_OK);
     releaser_arg_t ra = {s, 1, 50, NULL};
     pthread_t th;
     CHECK(pthread_create(&th, NULL, releaser, &ra) == 0);
@@ -286,7 +283,7 @@ static void test_free_and_invalid(void)
     atomic_store(&hook_calls, 0);
     mxa_set_stream_free_hook(free_hook);
     capture_begin();
-    CHECK(mxa_host_stream_free(h) == MX_OK);
+    CHECK(mxa_host_stream_free(h) == MXU_OK);
     char *log = capture_end();
     mxa_set_stream_free_hook(NULL);
     CHECK(strstr(log, "synchronize called from work running on the same stream") != NULL &&
@@ -295,38 +292,38 @@ static void test_free_and_invalid(void)
     free(log);
     pthread_join(th, NULL);
     CHECK(atomic_load(&flag_a) == 1, "work before free did not run");
-    CHECK_EQ_LL(atomic_load(&inner_status), MX_ERR_INVALID_PARAM);
-    CHECK_EQ_LL(atomic_load(&inner_free_status), MX_ERR_INVALID_PARAM);
+    CHECK_EQ_LL(atomic_load(&inner_status), MXU_ERR_INVALID_PARAM);
+    CHECK_EQ_LL(atomic_load(&inner_free_status), MXU_ERR_INVALID_PARAM);
     CHECK_EQ_LL(atomic_load(&hook_calls), 1);
 
     /* the freed handle is invalid everywhere */
     CHECK(mxa_host_stream_find(h) == NULL);
     mxa_stream_t *out = (mxa_stream_t *)0x1;
-    CHECK(mxa_stream_lookup(h, &out) == MX_ERR_INVALID_STREAM && out == NULL);
-    CHECK(mxa_host_stream_launch(h, set_flag, &flag_a) == MX_ERR_INVALID_STREAM);
-    CHECK(mxa_host_stream_synchronize(h) == MX_ERR_INVALID_STREAM);
-    CHECK(mxa_host_stream_free(h) == MX_ERR_INVALID_STREAM);
+    CHECK(mxa_stream_lookup(h, &out) == MXU_ERR_INVALID_STREAM && out == NULL);
+    CHECK(mxa_host_stream_launch(h, set_flag, &flag_a) == MXU_ERR_INVALID_STREAM);
+    CHECK(mxa_host_stream_synchronize(h) == MXU_ERR_INVALID_STREAM);
+    CHECK(mxa_host_stream_free(h) == MXU_ERR_INVALID_STREAM);
 
     /* pointers that were never streams: never dereferenced (ASan/valgrind
      * would report it) */
     char *heap = malloc(16);
     int local;
-    void *bogus[] = {(void *)0x1, (void *)-1, (void *)0xdeadbeef, heap, &local,
-                     (void *)test_free_and_invalid};
+    void *bogus[] = {(void *)0x1, (void *)-1, (void *)0xdeadbeef,
+                     heap,        &local,     (void *)test_free_and_invalid};
     free(heap); /* a freed block too */
     for (size_t i = 0; i < sizeof(bogus) / sizeof(bogus[0]); i++) {
         CHECK(mxa_host_stream_find(bogus[i]) == NULL);
-        CHECK(mxa_host_stream_launch(bogus[i], set_flag, &flag_a) == MX_ERR_INVALID_STREAM);
-        CHECK(mxa_host_stream_synchronize(bogus[i]) == MX_ERR_INVALID_STREAM);
-        CHECK(mxa_host_stream_free(bogus[i]) == MX_ERR_INVALID_STREAM);
-        CHECK(mxa_stream_lookup(bogus[i], &out) == MX_ERR_INVALID_STREAM);
+        CHECK(mxa_host_stream_launch(bogus[i], set_flag, &flag_a) == MXU_ERR_INVALID_STREAM);
+        CHECK(mxa_host_stream_synchronize(bogus[i]) == MXU_ERR_INVALID_STREAM);
+        CHECK(mxa_host_stream_free(bogus[i]) == MXU_ERR_INVALID_STREAM);
+        CHECK(mxa_stream_lookup(bogus[i], &out) == MXU_ERR_INVALID_STREAM);
     }
     CHECK(mxa_host_stream_find(NULL) == NULL);
-    CHECK(mxa_host_stream_launch(NULL, set_flag, &flag_a) == MX_ERR_INVALID_STREAM);
-    CHECK(mxa_host_stream_synchronize(NULL) == MX_ERR_INVALID_STREAM);
-    CHECK(mxa_host_stream_free(NULL) == MX_ERR_INVALID_STREAM);
+    CHECK(mxa_host_stream_launch(NULL, set_flag, &flag_a) == MXU_ERR_INVALID_STREAM);
+    CHECK(mxa_host_stream_synchronize(NULL) == MXU_ERR_INVALID_STREAM);
+    CHECK(mxa_host_stream_free(NULL) == MXU_ERR_INVALID_STREAM);
     capture_begin();
-    CHECK(mxa_host_stream_create(NULL) == MX_ERR_INVALID_PARAM);
+    CHECK(mxa_host_stream_create(NULL) == MXU_ERR_INVALID_PARAM);
     free(capture_end());
 }
 
@@ -334,10 +331,7 @@ static void test_free_and_invalid(void)
 
 #define NSTREAMS 48
 static _Atomic int per_stream[NSTREAMS];
-static void bump(void *arg)
-{
-    atomic_fetch_add((_Atomic int *)arg, 1);
-}
+static void bump(void *arg) { atomic_fetch_add((_Atomic int *)arg, 1); }
 
 static int visit_count;
 static void visit(mxa_stream_t *s, void *arg)
@@ -351,26 +345,26 @@ static void test_many_streams(void)
 {
     void *h[NSTREAMS];
     for (int i = 0; i < NSTREAMS; i++) {
-        CHECK(mxa_host_stream_create(&h[i]) == MX_OK);
+        CHECK(mxa_host_stream_create(&h[i]) == MXU_OK);
         atomic_store(&per_stream[i], 0);
     }
     for (int k = 0; k < 100; k++)
         for (int i = 0; i < NSTREAMS; i++)
-            CHECK(mxa_host_stream_launch(h[i], bump, &per_stream[i]) == MX_OK);
+            CHECK(mxa_host_stream_launch(h[i], bump, &per_stream[i]) == MXU_OK);
     visit_count = 0;
     mxa_foreach_stream(visit, NULL);
     CHECK_EQ_LL(visit_count, NSTREAMS);
     for (int i = 0; i < NSTREAMS; i++)
-        CHECK(mxa_host_stream_synchronize(h[i]) == MX_OK);
+        CHECK(mxa_host_stream_synchronize(h[i]) == MXU_OK);
     for (int i = 0; i < NSTREAMS; i++)
         CHECK_EQ_LL(atomic_load(&per_stream[i]), 100);
     for (int i = 0; i < NSTREAMS; i += 2) /* free half, in a mixed order */
-        CHECK(mxa_host_stream_free(h[i]) == MX_OK);
+        CHECK(mxa_host_stream_free(h[i]) == MXU_OK);
     visit_count = 0;
     mxa_foreach_stream(visit, NULL);
     CHECK_EQ_LL(visit_count, NSTREAMS / 2);
     for (int i = 1; i < NSTREAMS; i += 2)
-        CHECK(mxa_host_stream_free(h[i]) == MX_OK);
+        CHECK(mxa_host_stream_free(h[i]) == MXU_OK);
     visit_count = 0;
     mxa_foreach_stream(visit, NULL);
     CHECK_EQ_LL(visit_count, 0);
@@ -401,16 +395,16 @@ static void *producer(void *arg)
     for (int i = 0; i < PER_PROD; i++) {
         tags[p][i].producer = p;
         tags[p][i].seq = i;
-        CHECK(mxa_host_stream_launch(shared_handle, check_tag, &tags[p][i]) == MX_OK);
+        CHECK(mxa_host_stream_launch(shared_handle, check_tag, &tags[p][i]) == MXU_OK);
         if (i % 1000 == 999)
-            CHECK(mxa_host_stream_synchronize(shared_handle) == MX_OK);
+            CHECK(mxa_host_stream_synchronize(shared_handle) == MXU_OK);
     }
     return NULL;
 }
 
 static void test_producers(void)
 {
-    CHECK(mxa_host_stream_create(&shared_handle) == MX_OK);
+    CHECK(mxa_host_stream_create(&shared_handle) == MXU_OK);
     for (int p = 0; p < NPROD; p++)
         last_seen[p] = -1;
     pthread_t th[NPROD];
@@ -418,11 +412,11 @@ static void test_producers(void)
         CHECK(pthread_create(&th[p], NULL, producer, (void *)p) == 0);
     for (int p = 0; p < NPROD; p++)
         pthread_join(th[p], NULL);
-    CHECK(mxa_host_stream_synchronize(shared_handle) == MX_OK);
+    CHECK(mxa_host_stream_synchronize(shared_handle) == MXU_OK);
     CHECK(atomic_load(&prod_order_ok), "per-producer order broken");
     for (int p = 0; p < NPROD; p++)
         CHECK_EQ_LL(last_seen[p], PER_PROD - 1);
-    CHECK(mxa_host_stream_free(shared_handle) == MX_OK);
+    CHECK(mxa_host_stream_free(shared_handle) == MXU_OK);
 }
 
 /* ---- shutdown stops what the application did not free ---- */
@@ -431,11 +425,11 @@ static void test_shutdown(void)
 {
     void *h[3];
     for (int i = 0; i < 3; i++)
-        CHECK(mxa_host_stream_create(&h[i]) == MX_OK);
+        CHECK(mxa_host_stream_create(&h[i]) == MXU_OK);
     mxa_stream_t *s0 = mxa_host_stream_find(h[0]);
-    CHECK(s0->backend->enqueue_wait(s0, 1) == MX_OK); /* never released */
+    CHECK(s0->backend->enqueue_wait(s0, 1) == MXU_OK); /* never released */
     atomic_store(&flag_b, 0);
-    CHECK(mxa_host_stream_launch(h[1], set_flag, &flag_b) == MX_OK);
+    CHECK(mxa_host_stream_launch(h[1], set_flag, &flag_b) == MXU_OK);
     capture_begin();
     mxa_host_shutdown();
     char *out = capture_end();
@@ -444,7 +438,7 @@ static void test_shutdown(void)
     CHECK(atomic_load(&flag_b) == 1, "queued work was not run before shutdown");
     for (int i = 0; i < 3; i++) {
         CHECK(mxa_host_stream_find(h[i]) == NULL);
-        CHECK(mxa_host_stream_free(h[i]) == MX_ERR_INVALID_STREAM);
+        CHECK(mxa_host_stream_free(h[i]) == MXU_ERR_INVALID_STREAM);
     }
     mxa_host_shutdown(); /* idempotent */
 }

@@ -41,7 +41,7 @@ static int rel(mxa_ipc_table_t *t, uint64_t addr, void *want_ctx)
 int main(void)
 {
     mxa_ipc_table_t t;
-    CHECK(mxa_ipc_table_init(&t) == MX_OK);
+    CHECK(mxa_ipc_table_init(&t) == MXU_OK);
     int ca, cb; /* two stand-in contexts */
     void *A = &ca, *B = &cb;
     unsigned char h1[MXA_IPC_HANDLE_BYTES], h2[MXA_IPC_HANDLE_BYTES], h3[MXA_IPC_HANDLE_BYTES];
@@ -57,7 +57,7 @@ int main(void)
 
     /* one driver open, then the same handle again in the same context (the
      * other UCX context): answered from the table */
-    CHECK(mxa_ipc_table_add(&t, h1, A, 0x1000) == MX_OK);
+    CHECK(mxa_ipc_table_add(&t, h1, A, 0x1000) == MXU_OK);
     CHECK(mxa_ipc_table_reuse(&t, h1, A, &addr));
     CHECK_EQ_LL(addr, 0x1000);
     CHECK_EQ_LL(mxa_ipc_table_refs(&t, 0x1000), 2);
@@ -75,17 +75,17 @@ int main(void)
 
     /* the driver itself returning a mapping it already had (two driver
      * opens at one address): two driver closes */
-    CHECK(mxa_ipc_table_add(&t, h2, A, 0x2000) == MX_OK);
-    CHECK(mxa_ipc_table_add(&t, h2, A, 0x2000) == MX_OK);
+    CHECK(mxa_ipc_table_add(&t, h2, A, 0x2000) == MXU_OK);
+    CHECK(mxa_ipc_table_add(&t, h2, A, 0x2000) == MXU_OK);
     CHECK_EQ_LL(rel(&t, 0x2000, A), 1);
     CHECK_EQ_LL(rel(&t, 0x2000, A), 1);
     CHECK_EQ_LL(rel(&t, 0x2000, A), -1);
 
     /* mixed: driver open, reuse, driver open again: 3 references, 2 driver
      * opens -> closes: no, yes, yes */
-    CHECK(mxa_ipc_table_add(&t, h2, B, 0x3000) == MX_OK);
+    CHECK(mxa_ipc_table_add(&t, h2, B, 0x3000) == MXU_OK);
     CHECK(mxa_ipc_table_reuse(&t, h2, B, &addr) && addr == 0x3000);
-    CHECK(mxa_ipc_table_add(&t, h2, B, 0x3000) == MX_OK);
+    CHECK(mxa_ipc_table_add(&t, h2, B, 0x3000) == MXU_OK);
     CHECK_EQ_LL(mxa_ipc_table_refs(&t, 0x3000), 3);
     CHECK_EQ_LL(rel(&t, 0x3000, B), 0);
     CHECK_EQ_LL(rel(&t, 0x3000, B), 1);
@@ -95,8 +95,8 @@ int main(void)
     /* two handles live at once, each found by its own bytes; a peer's new
      * allocation at a recycled address (new handle) is not mistaken for
      * the old one */
-    CHECK(mxa_ipc_table_add(&t, h1, A, 0x4000) == MX_OK);
-    CHECK(mxa_ipc_table_add(&t, h3, A, 0x5000) == MX_OK);
+    CHECK(mxa_ipc_table_add(&t, h1, A, 0x4000) == MXU_OK);
+    CHECK(mxa_ipc_table_add(&t, h3, A, 0x5000) == MXU_OK);
     CHECK(mxa_ipc_table_reuse(&t, h3, A, &addr) && addr == 0x5000);
     CHECK(mxa_ipc_table_reuse(&t, h1, A, &addr) && addr == 0x4000);
     CHECK(!mxa_ipc_table_reuse(&t, h2, A, &addr));
@@ -105,7 +105,7 @@ int main(void)
     for (int i = 0; i < 500; i++) {
         unsigned char h[MXA_IPC_HANDLE_BYTES];
         mkhandle(h, 100 + i);
-        CHECK(mxa_ipc_table_add(&t, h, B, 0x100000 + (uint64_t)i * 0x1000) == MX_OK);
+        CHECK(mxa_ipc_table_add(&t, h, B, 0x100000 + (uint64_t)i * 0x1000) == MXU_OK);
     }
     for (int i = 0; i < 500; i++) {
         unsigned char h[MXA_IPC_HANDLE_BYTES];

@@ -32,12 +32,12 @@ static void short_host(void)
 
 static void test_parse(void)
 {
-    CHECK_EQ_LL(mxu_log_parse_level("error"), MX_LOG_ERROR);
-    CHECK_EQ_LL(mxu_log_parse_level("WARN"), MX_LOG_WARN);
-    CHECK_EQ_LL(mxu_log_parse_level("warning"), MX_LOG_WARN);
-    CHECK_EQ_LL(mxu_log_parse_level("Info"), MX_LOG_INFO);
-    CHECK_EQ_LL(mxu_log_parse_level(" debug "), MX_LOG_DEBUG);
-    CHECK_EQ_LL(mxu_log_parse_level("3"), MX_LOG_DEBUG);
+    CHECK_EQ_LL(mxu_log_parse_level("error"), MXU_LOG_ERROR);
+    CHECK_EQ_LL(mxu_log_parse_level("WARN"), MXU_LOG_WARN);
+    CHECK_EQ_LL(mxu_log_parse_level("warning"), MXU_LOG_WARN);
+    CHECK_EQ_LL(mxu_log_parse_level("Info"), MXU_LOG_INFO);
+    CHECK_EQ_LL(mxu_log_parse_level(" debug "), MXU_LOG_DEBUG);
+    CHECK_EQ_LL(mxu_log_parse_level("3"), MXU_LOG_DEBUG);
     CHECK_EQ_LL(mxu_log_parse_level("trace"), -1);
     CHECK_EQ_LL(mxu_log_parse_level(""), -1);
     CHECK_EQ_LL(mxu_log_parse_level(NULL), -1);
@@ -45,15 +45,15 @@ static void test_parse(void)
 
 static void test_format(void)
 {
-    mxu_log_threshold = MX_LOG_INFO;
+    mxu_log_threshold = MXU_LOG_INFO;
     mxu_log_set_rank(3);
     capture_begin();
     int line = __LINE__ + 1;
-    MPIX_ACC_LOG(MX_LOG_WARN, "hello %d %s", 42, "world");
-    MPIX_ACC_LOG(MX_LOG_DEBUG, "not shown");          /* above the threshold */
-    MPIX_ACC_LOG(MX_LOG_INFO, "with newline\n");      /* one newline only */
+    MXU_LOG(MXU_LOG_WARN, "hello %d %s", 42, "world");
+    MXU_LOG(MXU_LOG_DEBUG, "not shown");     /* above the threshold */
+    MXU_LOG(MXU_LOG_INFO, "with newline\n"); /* one newline only */
     mxu_log_set_rank(-1);
-    MPIX_ACC_LOG(MX_LOG_ERROR, "before rank");
+    MXU_LOG(MXU_LOG_ERROR, "before rank");
     char *out = capture_end();
 
     char expect[512];
@@ -67,19 +67,19 @@ static void test_format(void)
     free(out);
 
     /* threshold error: warnings suppressed */
-    mxu_log_threshold = MX_LOG_ERROR;
+    mxu_log_threshold = MXU_LOG_ERROR;
     capture_begin();
-    MPIX_ACC_LOG(MX_LOG_WARN, "suppressed");
-    MPIX_ACC_LOG(MX_LOG_ERROR, "kept");
+    MXU_LOG(MXU_LOG_WARN, "suppressed");
+    MXU_LOG(MXU_LOG_ERROR, "kept");
     out = capture_end();
     CHECK(strstr(out, "suppressed") == NULL && count_substr(out, "kept\n") == 1, "%s", out);
     free(out);
 
     /* errno is preserved across a log call */
-    mxu_log_threshold = MX_LOG_DEBUG;
+    mxu_log_threshold = MXU_LOG_DEBUG;
     capture_begin();
     errno = ERANGE;
-    MPIX_ACC_LOG(MX_LOG_DEBUG, "errno test");
+    MXU_LOG(MXU_LOG_DEBUG, "errno test");
     int e = errno;
     out = capture_end();
     free(out);
@@ -88,7 +88,7 @@ static void test_format(void)
 
 static void test_long_message(void)
 {
-    mxu_log_threshold = MX_LOG_DEBUG;
+    mxu_log_threshold = MXU_LOG_DEBUG;
     size_t n = 5000;
     char *big = malloc(n + 1);
     CHECK(big != NULL);
@@ -96,7 +96,7 @@ static void test_long_message(void)
         big[i] = (char)('a' + i % 26);
     big[n] = '\0';
     capture_begin();
-    MPIX_ACC_LOG(MX_LOG_INFO, "big:%s:end", big);
+    MXU_LOG(MXU_LOG_INFO, "big:%s:end", big);
     char *out = capture_end();
     CHECK(strstr(out, big) != NULL, "long message truncated");
     CHECK(count_substr(out, ":end\n") == 1 && count_substr(out, "\n") == 1);
@@ -114,13 +114,13 @@ static void *log_thread(void *arg)
     memset(pad, 'x', 200);
     pad[200] = '\0';
     for (int i = 0; i < NMSG; i++)
-        MPIX_ACC_LOG(MX_LOG_INFO, "thread %d msg %d %s", t, i, pad);
+        MXU_LOG(MXU_LOG_INFO, "thread %d msg %d %s", t, i, pad);
     return NULL;
 }
 
 static void test_threads(void)
 {
-    mxu_log_threshold = MX_LOG_INFO;
+    mxu_log_threshold = MXU_LOG_INFO;
     mxu_log_set_rank(0);
     capture_begin();
     pthread_t th[NTHREADS];
@@ -133,8 +133,7 @@ static void test_threads(void)
     static char seen[NTHREADS][NMSG];
     int lines = 0;
     char prefix[128];
-    snprintf(prefix, sizeof(prefix), "[mpix-acc %s:%ld r0] INFO test_log.c:", host,
-             (long)getpid());
+    snprintf(prefix, sizeof(prefix), "[mpix-acc %s:%ld r0] INFO test_log.c:", host, (long)getpid());
     for (char *save, *l = strtok_r(out, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
         CHECK(strncmp(l, prefix, strlen(prefix)) == 0, "interleaved line: %.120s", l);
         const char *msg = strstr(l, ": thread ");
@@ -157,8 +156,8 @@ int main(int argc, char **argv)
     if (argc > 1 && strcmp(argv[1], "--child-threshold") == 0) {
         /* Started with MPIX_ACC_LOG=debug: the threshold comes from the
          * environment before any explicit initialisation. */
-        if (mxu_log_threshold != MX_LOG_DEBUG) {
-            fprintf(stderr, "threshold %d, expected %d\n", mxu_log_threshold, MX_LOG_DEBUG);
+        if (mxu_log_threshold != MXU_LOG_DEBUG) {
+            fprintf(stderr, "threshold %d, expected %d\n", mxu_log_threshold, MXU_LOG_DEBUG);
             return 1;
         }
         return 0;

@@ -53,8 +53,7 @@ static void test_basic(void)
     uint64_t t0 = mxu_now_ns();
     mxu_event_wait(&e, key, 20000000);
     uint64_t dt = mxu_now_ns() - t0;
-    CHECK(dt >= 15000000 && dt < 2000000000ull, "timed wait took %llu ns",
-          (unsigned long long)dt);
+    CHECK(dt >= 15000000 && dt < 2000000000ull, "timed wait took %llu ns", (unsigned long long)dt);
     CHECK_EQ_LL(atomic_load(&e.waiters), 0);
 
     /* a notify between prepare and wait is not lost */

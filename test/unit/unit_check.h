@@ -8,33 +8,33 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define CHECK(cond, ...)                                                                         \
-    do {                                                                                         \
-        if (!(cond)) {                                                                           \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                      \
-            fprintf(stderr, " " __VA_ARGS__);                                                    \
-            fprintf(stderr, "\n");                                                               \
-            exit(1);                                                                             \
-        }                                                                                        \
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                        \
+            fprintf(stderr, " " __VA_ARGS__);                                                      \
+            fprintf(stderr, "\n");                                                                 \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
-#define CHECK_EQ_LL(a, b)                                                                        \
-    do {                                                                                         \
-        long long ca_ = (long long)(a), cb_ = (long long)(b);                                    \
-        CHECK(ca_ == cb_, "%s = %lld, expected %lld", #a, ca_, cb_);                             \
+#define CHECK_EQ_LL(a, b)                                                                          \
+    do {                                                                                           \
+        long long ca_ = (long long)(a), cb_ = (long long)(b);                                      \
+        CHECK(ca_ == cb_, "%s = %lld, expected %lld", #a, ca_, cb_);                               \
     } while (0)
 
-#define CHECK_STR(a, b)                                                                          \
-    do {                                                                                         \
-        const char *sa_ = (a), *sb_ = (b);                                                       \
-        CHECK(sa_ != NULL && strcmp(sa_, sb_) == 0, "%s = \"%s\", expected \"%s\"", #a,          \
-              sa_ ? sa_ : "(null)", sb_);                                                        \
+#define CHECK_STR(a, b)                                                                            \
+    do {                                                                                           \
+        const char *sa_ = (a), *sb_ = (b);                                                         \
+        CHECK(sa_ != NULL && strcmp(sa_, sb_) == 0, "%s = \"%s\", expected \"%s\"", #a,            \
+              sa_ ? sa_ : "(null)", sb_);                                                          \
     } while (0)
 
-#define TEST_PASS(name)                                                                          \
-    do {                                                                                         \
-        printf("PASS %s\n", name);                                                               \
-        return 0;                                                                                \
+#define TEST_PASS(name)                                                                            \
+    do {                                                                                           \
+        printf("PASS %s\n", name);                                                                 \
+        return 0;                                                                                  \
     } while (0)
 
 /* Capture what the code under test writes on stderr (fd 2) into a string.
