@@ -4,6 +4,7 @@
 #
 #  1. Debian packages (apt-get update + install only when some are missing):
 #     MPICH 4.0.2 (ch4:ucx), hwloc, verbs, autotools, compiler, valgrind,
+#     cmake, Debian's UCX headers (libucx-dev),
 #     and python3 + pip when `python3 -m pip` is not usable.
 #  2. UCX 1.22 with CUDA transports and the UCP device API from the PyPI
 #     wheel libucx-cu13==1.22.0, unpacked into the project-local prefix
@@ -39,8 +40,10 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 # ---------------------------------------------------------------- packages
+# cmake: the install-and-consume test (find_package(mpixacc)); libucx-dev:
+# CI's build against Debian's own UCX (scripts/ci-sysucx.sh)
 packages=(mpich libmpich-dev libhwloc-dev libibverbs-dev autoconf automake libtool
-    pkg-config make gcc libc6-dev valgrind coreutils)
+    pkg-config make gcc libc6-dev valgrind coreutils cmake libucx-dev)
 
 pkg_installed() {
     [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]

@@ -12,26 +12,65 @@
 # Sets:   LD_LIBRARY_PATH  <ucx>/lib first (not duplicated when sourced twice)
 #         UCX_MODULE_DIR   <ucx>/lib/ucx
 #         MPIXACC_UCX_DIR  the UCX prefix used
-#         MPIXACC_ROOT     the repository root
-# Override the prefix with MPIXACC_UCX_DIR=/some/ucx before sourcing.
+#         MPIXACC_ROOT     the repository root (source tree only)
+# The installed copy (<prefix>/share/mpix-acc/mpixacc-env.sh, written by
+# `make install`) uses the UCX installed with the library (or the one named
+# with configure --with-ucx) and also sets PATH, MANPATH, PKG_CONFIG_PATH,
+# CMAKE_PREFIX_PATH and MPIXACC_LIB (full path of libmpixacc.so, to preload).
+# Override the prefix with MPIXACC_UCX_DIR=/some/ucx before sourcing;
+# MPIXACC_UCX_DIR=system changes nothing (a build against the system UCX,
+# configure --with-ucx=/usr: the loader's default libucp serves both).
 # Nothing else is needed: MPICH's hydra mpiexec oversubscribes (-n 4 on 2
 # cores) without a flag, and no MPIR_CVAR_* setting is required.
 #
 # Check it:  scripts/mpixacc-env.sh --check   (builds and runs a tiny MPI
 # program with 2 ranks and shows which libucp each rank mapped).
 
-if [ -n "${BASH_SOURCE:-}" ]; then
-    _mxenv_self=${BASH_SOURCE[0]}
-else
-    _mxenv_self=$0
-fi
-MPIXACC_ROOT=$(cd "$(dirname "$_mxenv_self")/.." && pwd)
-export MPIXACC_ROOT
+# `make install` writes the installed copy (DATADIR/mpix-acc/mpixacc-env.sh)
+# with these set; there the script also puts the installation on PATH,
+# MANPATH, PKG_CONFIG_PATH and CMAKE_PREFIX_PATH and sets MPIXACC_LIB (the
+# library's full path, for LD_PRELOAD). Empty _mxenv_ucx: a system UCX.
+_mxenv_installed=
+_mxenv_prefix=
+_mxenv_bindir=
+_mxenv_libdir=
+_mxenv_mandir=
+_mxenv_ucx=
 
-if [ -z "${MPIXACC_UCX_DIR:-}" ]; then
-    MPIXACC_UCX_DIR="$MPIXACC_ROOT/.deps-local/ucx"
+_mxenv_prepend() { # VAR DIR: DIR first on the colon list VAR, not duplicated
+    eval "_mxenv_old=\${$1:-}"
+    # shellcheck disable=SC2154
+    _mxenv_old=$(printf '%s' "$_mxenv_old" | tr ':' '\n' | grep -vxF "$2" | grep -v '^$' | paste -sd: -) || :
+    eval "$1=\"\$2\${_mxenv_old:+:\$_mxenv_old}\""
+    eval "export $1"
+    unset _mxenv_old
+}
+
+if [ -n "$_mxenv_installed" ]; then
+    _mxenv_prepend PATH "$_mxenv_bindir"
+    # an empty MANPATH element keeps man's default path
+    case ":${MANPATH:-}:" in *":$_mxenv_mandir:"*) ;; *) MANPATH="$_mxenv_mandir:${MANPATH:-}"; export MANPATH ;; esac
+    _mxenv_prepend PKG_CONFIG_PATH "$_mxenv_libdir/pkgconfig"
+    _mxenv_prepend CMAKE_PREFIX_PATH "$_mxenv_prefix"
+    export MPIXACC_LIB="$_mxenv_libdir/libmpixacc.so"
+    if [ -z "${MPIXACC_UCX_DIR:-}" ] && [ -n "$_mxenv_ucx" ]; then
+        MPIXACC_UCX_DIR=$_mxenv_ucx
+    fi
+else
+    if [ -n "${BASH_SOURCE:-}" ]; then
+        _mxenv_self=${BASH_SOURCE[0]}
+    else
+        _mxenv_self=$0
+    fi
+    MPIXACC_ROOT=$(cd "$(dirname "$_mxenv_self")/.." && pwd)
+    export MPIXACC_ROOT
+    if [ -z "${MPIXACC_UCX_DIR:-}" ]; then
+        MPIXACC_UCX_DIR="$MPIXACC_ROOT/.deps-local/ucx"
+    fi
 fi
-if [ -e "$MPIXACC_UCX_DIR/lib/libucp.so.0" ]; then
+if [ "${MPIXACC_UCX_DIR:-}" = system ] || { [ -n "$_mxenv_installed" ] && [ -z "${MPIXACC_UCX_DIR:-}" ]; }; then
+    : # a system UCX: the loader's default, nothing to set
+elif [ -e "$MPIXACC_UCX_DIR/lib/libucp.so.0" ]; then
     export MPIXACC_UCX_DIR
     case ":${LD_LIBRARY_PATH:-}:" in
     ":$MPIXACC_UCX_DIR/lib:"*) ;; # already first
@@ -49,7 +88,8 @@ else
     echo "mpixacc-env.sh: warning: no UCX in $MPIXACC_UCX_DIR (run scripts/install-deps.sh);" \
         "MPI and mpix-acc use whatever libucp the loader finds" >&2
 fi
-unset _mxenv_self
+unset _mxenv_self _mxenv_installed _mxenv_prefix _mxenv_bindir _mxenv_libdir _mxenv_mandir _mxenv_ucx
+unset -f _mxenv_prepend
 
 # --check: only when executed (bash scripts/mpixacc-env.sh --check), not sourced
 if [ "${1:-}" = "--check" ] && [ -n "${BASH_SOURCE:-}" ] && [ "${BASH_SOURCE[0]}" = "$0" ]; then

@@ -146,6 +146,14 @@ int mxi_raise(MPI_Comm comm, mxi_err_t e, const char *fmt, ...)
 {
     /* The returned code says only the class: the specifics are here. */
     const char *outside = mxi_outside_mpi();
+    if (e == MXI_E_NOT_ACTIVE && !outside) {
+        char call[96];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(call, sizeof(call), fmt, ap);
+        va_end(ap);
+        mxi_link_order_check(call);
+    }
     if (mxu_log_threshold >= MXU_LOG_WARN) {
         char msg[256];
         va_list ap;

@@ -4,6 +4,8 @@
  */
 #include "interpose/interpose.h"
 
+#include <dlfcn.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,83 @@
 #include "util/waiter.h"
 
 mxi_state_t mxi;
+
+/* ---- link order: did MPI_Init come through this library? ----
+ * A program linked with the MPI library before -lmpixacc resolves MPI_Init
+ * (and every MPI_* call) to the MPI library: the library never starts and
+ * stream communicators are silently plain. Checked at load time (which
+ * object the process's MPI_Init belongs to) and again when an MPIX_Acc_*
+ * call finds the library inactive although MPI is initialised. */
+static int mxi_init_seen;            /* our MPI_Init / MPI_Init_thread ran */
+static _Atomic int mxi_order_warned; /* the call-time warning, once per process */
+
+#define MXI_LINK_FIX                                                                               \
+    "link -lmpixacc before the MPI library, or preload it "                                        \
+    "(LD_PRELOAD=/full/path/to/libmpixacc.so)"
+
+/* dl_iterate_phdr: is data (an address) inside the first object, the program? */
+static int mxi_phdr_in_program(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    uintptr_t a = (uintptr_t)data;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && a >= lo && a < lo + ph->p_memsz)
+            return 1;
+    }
+    return -1; /* stop after the first object: not in the program */
+}
+
+/* The object MPI_Init resolves to when it is not this library, else NULL.
+ * NULL too when this code is in the program itself (static libmpixacc.a,
+ * mpixacc_info, unit tests): there the program's own definition wins. */
+static const char *mxi_mpi_init_elsewhere(void)
+{
+    static const char unknown[] = "another object";
+    Dl_info self, other;
+    void *fn = dlsym(RTLD_DEFAULT, "MPI_Init");
+    if (fn == NULL || !dladdr((void *)mxi_mpi_init_elsewhere, &self) || !dladdr(fn, &other))
+        return NULL;
+    if (dl_iterate_phdr(mxi_phdr_in_program, (void *)mxi_mpi_init_elsewhere) > 0)
+        return NULL;
+    if (other.dli_fbase == self.dli_fbase)
+        return NULL;
+    return other.dli_fname && other.dli_fname[0] ? other.dli_fname : unknown;
+}
+
+static int mxi_disabled_by_env(void)
+{
+    int off = 0;
+    const char *v = getenv("MPIX_ACC_DISABLE");
+    return v && mxu_config_parse_value(MXU_CFG_BOOL, v, &off) == MXU_OK && off;
+}
+
+__attribute__((constructor)) static void mxi_link_order_at_load(void)
+{
+    const char *where = mxi_mpi_init_elsewhere();
+    if (where != NULL && !mxi_disabled_by_env())
+        MXU_LOG(MXU_LOG_WARN,
+                "MPI_Init resolves to %s, not to libmpixacc: the MPI library "
+                "comes before libmpixacc on the link line, so no MPI call "
+                "reaches the library and it stays inactive; %s",
+                where, MXI_LINK_FIX);
+}
+
+void mxi_link_order_check(const char *call)
+{
+    int flag = 0;
+    if (mxi_init_seen || mxi.disabled || atomic_load(&mxi_order_warned) ||
+        PMPI_Initialized(&flag) != MPI_SUCCESS || !flag || mxi_disabled_by_env())
+        return;
+    if (atomic_exchange(&mxi_order_warned, 1))
+        return;
+    const char *where = mxi_mpi_init_elsewhere();
+    MXU_LOG(MXU_LOG_WARN,
+            "an MPIX_Acc_* call (%s) found the library inactive: MPI_Init did "
+            "not go through it (MPI was initialised by %s); %s",
+            call, where ? where : "the MPI library directly", MXI_LINK_FIX);
+}
 
 /* Exchange worker addresses over MPI_COMM_WORLD and start the engine.
  * Collective: every rank takes part even if its own setup failed, and all
@@ -125,6 +204,7 @@ static void mxi_bring_up(void)
 
 static void mxi_before_init(void)
 {
+    mxi_init_seen = 1;
     mxu_config_load();
     mxi.disabled = mxu_config.disable;
 }

@@ -116,6 +116,12 @@ int mxi_raise_code(MPI_Comm comm, int code);
  * which agree on the outcome before any rank raises. */
 int mxi_error(mxi_err_t e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* ---- init.c ---- */
+/* An MPIX_Acc_* call (named call) found the library inactive: if MPI was
+ * initialised without this library's MPI_Init (linked after the MPI
+ * library), log a warning naming the fix (once per process). */
+void mxi_link_order_check(const char *call);
+
 /* ---- comm.c ---- */
 uint64_t mxi_handle_key(const void *handle, size_t size);
 #define MXI_COMM_KEY(c) mxi_handle_key(&(c), sizeof(MPI_Comm))

@@ -7,6 +7,7 @@
  */
 #include "transport/transport.h"
 
+#include <dlfcn.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,6 +159,27 @@ mxu_status_t mxt_create(const mxt_config_t *cfg)
     mxt.world_rank = cfg->world_rank;
     mxt.world_size = cfg->world_size;
     mxt.peer_errors = cfg->peer_errors;
+
+    /* One libucp.so.0 serves the whole process: the first library that
+     * needed it (the MPI library when it comes first on the link line or
+     * LD_LIBRARY_PATH) chose which. Report it; refuse one older than the
+     * headers the library was built with (its ABI lacks what they use). */
+    unsigned vmaj = 0, vmin = 0, vrel = 0;
+    ucp_get_version(&vmaj, &vmin, &vrel);
+    Dl_info di;
+    const char *ucp_path =
+        dladdr((void *)ucp_get_version, &di) && di.dli_fname ? di.dli_fname : "?";
+    if (vmaj < UCP_API_MAJOR || (vmaj == UCP_API_MAJOR && vmin < UCP_API_MINOR))
+        MXU_FAIL(MXU_ERR_TRANSPORT,
+                 "the process loaded UCX %u.%u.%u (%s), older than the UCX %d.%d the library was "
+                 "built with: one libucp.so.0 serves the whole process and the first library "
+                 "that needed it chose it; link -lmpixacc before the MPI library, or put UCX "
+                 "%d.%d first on LD_LIBRARY_PATH (mpixacc-env.sh does); stream-ordered "
+                 "communication is off",
+                 vmaj, vmin, vrel, ucp_path, UCP_API_MAJOR, UCP_API_MINOR, UCP_API_MAJOR,
+                 UCP_API_MINOR);
+    MXU_LOG(MXU_LOG_INFO, "UCX %u.%u.%u loaded from %s (built against UCX %s)", vmaj, vmin, vrel,
+            ucp_path, MPIXACC_UCX_VERSION);
 
     st = ucp_config_read(NULL, NULL, &config);
     if (st != UCS_OK)

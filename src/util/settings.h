@@ -70,8 +70,10 @@
       "Default for the mpix_acc_recv_post hint: ordered (post when the stream reaches the "       \
       "receive) or early (post at call time)")                                                   \
     X(MAX_PENDING, INT, max_pending, "32768", "1..1000000000",                                   \
-      "Stream-ordered operations in flight per process at most; a call beyond it waits until "   \
-      "some are done (an MPI error after 10 s without one); MPICH allows ~128k live requests") \
+      "Stream-ordered operations alive per process at most (each holds an MPI generalized "     \
+      "request until it is done and let go of; MPICH allows about 128k live requests): a call "  \
+      "beyond it waits, like a full CUDA stream queue, until some are done, and fails with the " \
+      "library's \"too many stream-ordered operations\" error after 10 s without one")           \
     X(STREAM_DEPTH, INT, stream_depth, "128", "0..1000000000",                                  \
       "Stream-ordered operations one stream may have ahead of it (sends and receives it has not " \
       "reached, waits not released); a call beyond it waits until the stream catches up (an "   \
@@ -95,7 +97,8 @@
       "Use CUDA stream memory operations for triggers and waits; 0 forces the kernel fallback")  \
     X(IPC_CONTEXT, BOOL, ipc_context, "1", "",                                                 \
       "Map peers' device buffers (UCX cuda_ipc) in a CUDA context of the library's own per "    \
-      "device, so that unmapping one never waits for the application's streams")             \
+      "device, so that unmapping one never waits for the application's streams (one extra "   \
+      "CUDA context per device)")                                                               \
     X(PEER_ERRORS, BOOL, peer_errors, "0", "",                                                 \
       "UCX endpoints report a failed peer as an error instead of ending the job; UCX then "      \
       "leaves out its shared-memory transports (messages within a node go over TCP loopback)")  \
