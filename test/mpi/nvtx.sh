@@ -56,8 +56,12 @@ done
 
 # ---- off: not a single NVTX call
 mkdir "$dir/off"
+# a sanitizer build's tool needs its ASan runtime first in the preload list
+preload=$tool
+asan=$(ldd "$tool" 2>/dev/null | awk '/libasan\.so/ {print $3; exit}')
+[ -n "$asan" ] && preload="$asan:$tool"
 NVTX_COUNT_DIR=$dir/off MPIX_ACC_NVTX=0 timeout 120 mpiexec -n 2 \
-    env NVTX_INJECTION64_PATH="$tool" LD_PRELOAD="$tool" "$prog" >"$dir/off.log" 2>&1 ||
+    env NVTX_INJECTION64_PATH="$tool" LD_PRELOAD="$preload" "$prog" >"$dir/off.log" 2>&1 ||
     { tail -20 "$dir/off.log"; fail "pingpong with MPIX_ACC_NVTX=0: exit $?"; }
 n=$(ls "$dir/off" | wc -l)
 [ "$n" -eq 2 ] || { tail -20 "$dir/off.log"; fail "$n tool reports with MPIX_ACC_NVTX=0, 2 expected"; }
