@@ -227,19 +227,13 @@ static void nap_ns(long ns)
     nanosleep(&ts, NULL);
 }
 
-/* MPIX_ACC_WAIT_REPORT in ns; 0: never report. */
-static uint64_t slow_wait_report_ns(void)
-{
-    return mxu_config.wait_report > 0 ? (uint64_t)(mxu_config.wait_report * 1e9) : 0;
-}
-
 static void maybe_warn_slow(host_stream_t *hs, uint64_t start, uint64_t *next_warn,
                             const char *what)
 {
     uint64_t now = mxu_now_ns();
     if (*next_warn == 0 || now - start < *next_warn)
         return;
-    *next_warn += slow_wait_report_ns();
+    *next_warn += mxu_wait_report_ns();
     MXU_LOG(MXU_LOG_WARN,
             "host stream %p: %s is still waiting after %.0f s (%llu of its operations in flight; "
             "triggers reached %llu of %llu; waits released %llu of %llu)",
@@ -256,7 +250,7 @@ static void maybe_warn_slow(host_stream_t *hs, uint64_t start, uint64_t *next_wa
 static void sync_impl(host_stream_t *hs, const char *what)
 {
     uint64_t start = mxu_now_ns();
-    uint64_t next_warn = slow_wait_report_ns();
+    uint64_t next_warn = mxu_wait_report_ns();
 
     _Atomic int done = 0;
     host_item_t mark;

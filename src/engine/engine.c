@@ -87,26 +87,25 @@ mxu_status_t mxe_init(const mxe_init_args_t *args)
                          .peer_errors = args->peer_errors,
                          .shared_gpu = shared_gpu};
     mxu_status_t status = mxt_create(&tcfg);
-    if (status != MXU_OK) {
-        close(mxe.wake_fd);
-        mxe.wake_fd = -1;
-        mxo_finalize();
-        mxa_finalize(); /* the lower layers this call started */
-        return status;
-    }
+    if (status != MXU_OK)
+        goto undo_topo;
     status = mxe_match_init(args->world_size); /* before any peer can announce */
-    if (status != MXU_OK) {
-        mxt_destroy();
-        close(mxe.wake_fd);
-        mxe.wake_fd = -1;
-        mxo_finalize();
-        mxa_finalize();
-        return status;
-    }
+    if (status != MXU_OK)
+        goto undo_transport;
     mxa_set_trigger_notify(mxe_wake);
     mxa_set_stream_free_hook(mxe_on_stream_free);
     mxt_set_peer_failure_hook(mxe_on_peer_failed);
     return MXU_OK;
+
+    /* undo the lower layers this call started, in reverse */
+undo_transport:
+    mxt_destroy();
+undo_topo:
+    close(mxe.wake_fd);
+    mxe.wake_fd = -1;
+    mxo_finalize();
+    mxa_finalize();
+    return status;
 }
 
 mxu_status_t mxe_local_address(const void **addr, size_t *len)
@@ -416,7 +415,7 @@ mxu_status_t mxe_op_wait_any_host(mxe_op_t *const *ops, int n, int64_t timeout_n
 {
     uint64_t start = mxu_now_ns();
     uint64_t spin_ns = (uint64_t)mxu_config.wait_spin_us * 1000u;
-    uint64_t report_ns = mxu_config.wait_report > 0 ? (uint64_t)(mxu_config.wait_report * 1e9) : 0;
+    uint64_t report_ns = mxu_wait_report_ns();
     uint64_t next_report = start + report_ns;
     for (;;) {
         /* Nothing left to wait for (every entry NULL: the caller's list was

@@ -314,6 +314,19 @@ int mxe_match_forget(mxe_op_t *op)
     return 1;
 }
 
+/* A copy of e to keep in a list (NULL, logged, when out of memory). */
+static mxe_env_node_t *mxe_env_node_new(const mxe_envelope_t *e)
+{
+    mxe_env_node_t *n = malloc(sizeof(*n));
+    if (!n) {
+        MXU_LOG(MXU_LOG_ERROR, "out of memory: message from %d (tag %d) lost", e->src, e->tag);
+        return NULL;
+    }
+    n->e = *e;
+    n->next = NULL;
+    return n;
+}
+
 /* An envelope in its pair's sequence: the earliest receive called that
  * matches it takes it; else it waits for one. */
 static void mxe_match_arrived(const mxe_envelope_t *e)
@@ -329,13 +342,9 @@ static void mxe_match_arrived(const mxe_envelope_t *e)
         mxe_bind(op, e);
         return;
     }
-    mxe_env_node_t *n = malloc(sizeof(*n));
-    if (!n) {
-        MXU_LOG(MXU_LOG_ERROR, "out of memory: message from %d (tag %d) lost", e->src, e->tag);
+    mxe_env_node_t *n = mxe_env_node_new(e);
+    if (!n)
         return;
-    }
-    n->e = *e;
-    n->next = NULL;
     if (c->unexp_tail)
         c->unexp_tail->next = n;
     else
@@ -356,12 +365,9 @@ static void mxe_envelope_in(const mxe_envelope_t *e)
                     (unsigned long long)e->pseq, e->src, e->ctx);
             return;
         }
-        mxe_env_node_t *n = malloc(sizeof(*n));
-        if (!n) {
-            MXU_LOG(MXU_LOG_ERROR, "out of memory: message from %d (tag %d) lost", e->src, e->tag);
+        mxe_env_node_t *n = mxe_env_node_new(e);
+        if (!n)
             return;
-        }
-        n->e = *e;
         mxe_env_node_t **pp = &p->held;
         while (*pp && (*pp)->e.pseq < e->pseq)
             pp = &(*pp)->next;

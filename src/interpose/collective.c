@@ -16,7 +16,7 @@
 int mxi_collective_wait(MPI_Request *req, MPI_Comm comm, const char *what, double give_up_s)
 {
     uint64_t start = mxu_now_ns();
-    uint64_t report_ns = mxu_config.wait_report > 0 ? (uint64_t)(mxu_config.wait_report * 1e9) : 0;
+    uint64_t report_ns = mxu_wait_report_ns();
     uint64_t next_report = start + report_ns;
     long nap_ns = 1000;
     for (;;) {

@@ -461,6 +461,11 @@ static void warn_unknown_variables(void)
     }
 }
 
+uint64_t mxu_wait_report_ns(void)
+{
+    return mxu_config.wait_report > 0 ? (uint64_t)(mxu_config.wait_report * 1e9) : 0;
+}
+
 mxu_status_t mxu_config_load(void)
 {
     pthread_mutex_lock(&config_lock);

@@ -37,6 +37,7 @@
 #define MXU_SETTINGS_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "util/status.h"
@@ -159,6 +160,10 @@ extern mxu_config_t mxu_config;
  * about malformed values, which keep their default, and about unknown
  * MPIX_ACC_* variables, naming the closest known setting. */
 mxu_status_t mxu_config_load(void);
+
+/* MPIX_ACC_WAIT_REPORT in nanoseconds, 0 when reports are off: the one
+ * interval every blocking path of the library reports at. */
+uint64_t mxu_wait_report_ns(void);
 
 /* Parse `value` as `type` into *out (the field's C type, see above). */
 mxu_status_t mxu_config_parse_value(mxu_config_type_t type, const char *value, void *out);
