@@ -37,6 +37,26 @@ mxu_status_t mxa_cuda_bind_buffer(const void *buf);
 int mxa_cuda_ctx_push(void *ctx);
 void mxa_cuda_ctx_pop(void);
 void mxa_cuda_thread_relax_capture(void);
+
+/* cuda_sx.c: the stream-executed path's device side (for sx.c) */
+#include "accel/sx_proto.h"
+void *mxa_cuda_sx_host_alloc(size_t bytes); /* pinned, mapped, portable; never freed */
+void mxa_cuda_sx_host_free(void *p);
+mxu_status_t mxa_cuda_sx_register(void *host, size_t bytes, uint64_t *dptr);
+void mxa_cuda_sx_unregister(void *host);
+void *mxa_cuda_sx_stream_ctx(const mxa_stream_t *s);
+int mxa_cuda_sx_capturing(mxa_stream_t *s);
+mxu_status_t mxa_cuda_sx_ring_create(mxa_stream_t *s, size_t bytes, void **ring,
+                                     unsigned char handle[64], void **ctx_out);
+void mxa_cuda_sx_ring_free(void *ctx, void *ring);
+mxu_status_t mxa_cuda_sx_ring_open(mxa_stream_t *s, const unsigned char handle[64], void **ring,
+                                   void **ctx_out);
+void mxa_cuda_sx_ring_close(void *ctx, void *ring);
+mxu_status_t mxa_cuda_sx_send(mxa_stream_t *s, const mxa_sx_send_desc_t *d);
+mxu_status_t mxa_cuda_sx_recv(mxa_stream_t *s, const mxa_sx_recv_desc_t *d, int n,
+                              const mxa_sx_limits_t *lim);
+mxu_status_t mxa_cuda_sx_after(mxa_stream_t *s, mxa_stream_t *other, uint64_t seq);
+mxa_stream_t *mxa_cuda_sx_library_stream(void *ctx);
 #endif
 
 #endif

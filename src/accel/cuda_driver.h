@@ -67,7 +67,13 @@
     X(cuCtxGetFlags, 0, 7000)                                                                      \
     X(cuCtxSetFlags, 0, 12010)                                                                     \
     X(cuIpcOpenMemHandle, 0, 11000)                                                                \
-    X(cuIpcCloseMemHandle, 0, 4010)
+    X(cuIpcCloseMemHandle, 0, 4010)                                                                \
+    X(cuIpcGetMemHandle, 0, 4010)                                                                  \
+    X(cuMemAlloc, 0, 3020)                                                                         \
+    X(cuMemFree, 0, 3020)                                                                          \
+    X(cuMemsetD8Async, 0, 3020)                                                                    \
+    X(cuMemHostRegister, 0, 6050)                                                                  \
+    X(cuMemHostUnregister, 0, 4000)
 
 #define MXA_CU_FIELD_(name, req, since) __typeof__(&name) f_##name;
 typedef struct {
@@ -90,5 +96,7 @@ extern const size_t mxa_cuda_fatbin_size;
 #define MXA_CUDA_KERNEL_SET "mxa_flag_set_kernel"
 #define MXA_CUDA_KERNEL_WAIT "mxa_flag_wait_kernel"
 #define MXA_CUDA_KERNEL_WAIT_SET "mxa_flag_wait_set_kernel"
+#define MXA_CUDA_KERNEL_SX_SEND "mxa_sx_send_kernel"
+#define MXA_CUDA_KERNEL_SX_RECV "mxa_sx_recv_kernel"
 
 #endif

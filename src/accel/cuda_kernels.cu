@@ -76,3 +76,128 @@ extern "C" __global__ void mxa_flag_wait_set_kernel(const mxa_u64 *wait_word, mx
         mxa_store_release_sys(set_word, set_value);
     }
 }
+
+/* ---------------------------------------------------------------- SX steps
+ * The stream-executed path's steps (protocol: sx_proto.h, shared with the
+ * host executor in sx.c). One block per step; the sender's payload goes
+ * straight into the receiver's ring (mapped by CUDA IPC), the receiver's
+ * block scans its ring for its message and copies it out. */
+#include "accel/sx_proto.h"
+
+/* Block-wide copy: 16-byte words when both ends allow it. Loads bypass L1
+ * (the ring is rewritten by another GPU between two reads). */
+static __device__ __forceinline__ void mxa_sx_copy(unsigned char *dst, const unsigned char *src,
+                                                   uint64_t n)
+{
+    uint64_t tid = threadIdx.x, nt = blockDim.x;
+    if (((((uint64_t)(size_t)dst) | ((uint64_t)(size_t)src)) & 15) == 0) {
+        uint64_t nv = n / 16;
+        const uint4 *s = (const uint4 *)src;
+        uint4 *d = (uint4 *)dst;
+        for (uint64_t i = tid; i < nv; i += nt)
+            d[i] = __ldcg(s + i);
+        for (uint64_t i = nv * 16 + tid; i < n; i += nt)
+            dst[i] = __ldcg(src + i);
+    } else {
+        for (uint64_t i = tid; i < n; i += nt)
+            dst[i] = __ldcg(src + i);
+    }
+}
+
+extern "C" __global__ void mxa_sx_send_kernel(mxa_sx_send_desc_t d)
+{
+    mxa_sx_hdr_t *h = (mxa_sx_hdr_t *)(size_t)d.slot;
+    if (threadIdx.x == 0)
+        mxa_sx_slot_open(h);
+    __syncthreads();
+    mxa_sx_copy((unsigned char *)h + MXA_SX_HDR_BYTES, (const unsigned char *)(size_t)d.src,
+                d.bytes);
+    __threadfence_system();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        mxa_sx_slot_publish(h, &d);
+        if (d.trigger_word)
+            mxa_store_release_sys((mxa_u64 *)(size_t)d.trigger_word, d.trigger_seq);
+    }
+}
+
+extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
+{
+    __shared__ int s_slot;
+    __shared__ uint64_t s_n, s_bytes;
+    __shared__ int s_outcome;
+    const mxa_sx_recv_desc_t *d = &p.d[blockIdx.x];
+    mxa_sx_record_t *rec = (mxa_sx_record_t *)(size_t)d->record;
+    if (threadIdx.x < 32) {
+        unsigned lane = threadIdx.x;
+        if (lane == 0 && d->after_word)
+            mxa_wait_geq((const mxa_u64 *)(size_t)d->after_word, d->after_seq);
+        __syncwarp();
+        uint64_t start = mxa_sx_now_ns();
+        int slot = -1, outcome = -1;
+        uint64_t n = 0, bytes = 0;
+        for (unsigned iter = 0;; iter++) {
+            int hit = 0;
+            uint64_t hn = 0, hb = 0;
+            for (unsigned s = lane; s < d->nslots && !hit; s += 32) {
+                const mxa_sx_hdr_t *h =
+                    (const mxa_sx_hdr_t *)(size_t)(d->ring + (uint64_t)s * d->slot_stride);
+                if (mxa_sx_slot_match(h, d->ctx, d->tag, d->k, &hn, &hb)) {
+                    hit = 1;
+                    slot = (int)s;
+                }
+            }
+            unsigned mask = __ballot_sync(0xffffffffu, hit);
+            if (mask) {
+                int src = __ffs(mask) - 1;
+                slot = __shfl_sync(0xffffffffu, slot, src);
+                n = __shfl_sync(0xffffffffu, hn, src);
+                bytes = __shfl_sync(0xffffffffu, hb, src);
+                outcome = bytes <= d->cap ? MXA_SX_OK : MXA_SX_TRUNCATED;
+                break;
+            }
+            if ((iter & 31) == 31) {
+                int o = -1;
+                if (lane == 0) {
+                    uint64_t desc = mxa_sx_load_acquire(&rec->desc);
+                    if (desc != MXA_SX_DESC_NONE)
+                        o = desc == MXA_SX_DESC_DELIVERED ? MXA_SX_DELIVERED : MXA_SX_ABORTED;
+                    else if (p.lim.abort_word &&
+                             mxa_sx_load_acquire((const uint64_t *)(size_t)p.lim.abort_word))
+                        o = MXA_SX_ABORTED;
+                    else if (p.lim.timeout_ns && mxa_sx_now_ns() - start > p.lim.timeout_ns)
+                        o = MXA_SX_TIMED_OUT;
+                }
+                o = __shfl_sync(0xffffffffu, o, 0);
+                if (o >= 0) {
+                    outcome = o;
+                    break;
+                }
+            }
+        }
+        if (lane == 0) {
+            s_slot = slot;
+            s_n = n;
+            s_bytes = bytes;
+            s_outcome = outcome;
+        }
+    }
+    __syncthreads();
+    int outcome = s_outcome;
+    uint64_t take = 0;
+    if (outcome == MXA_SX_OK || outcome == MXA_SX_TRUNCATED) {
+        __threadfence_system();
+        take = s_bytes <= d->cap ? s_bytes : d->cap;
+        const unsigned char *src = (const unsigned char *)(size_t)(d->ring +
+                                                                   (uint64_t)s_slot * d->slot_stride) +
+                                   MXA_SX_HDR_BYTES;
+        mxa_sx_copy((unsigned char *)(size_t)d->dst, src, take);
+        __threadfence_system();
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        if (outcome == MXA_SX_OK || outcome == MXA_SX_TRUNCATED)
+            mxa_sx_consume((uint64_t *)(size_t)d->consumed, (unsigned)s_slot, s_n);
+        mxa_sx_record_finish(rec, take, outcome, s_slot);
+    }
+}

@@ -149,6 +149,7 @@ mxu_status_t mxe_start(const void *blob, const size_t *offsets, int nranks, cons
         MXU_FAIL(MXU_ERR_SYSTEM, "cannot start the progress thread: %s", strerror(rc));
     }
     mxa_set_context_hook(mxe_warm_context);
+    (void)mxe_sx_start(); /* failures are logged; the UCX path carries everything */
     return MXU_OK;
 }
 
@@ -238,6 +239,7 @@ static void mxe_stop_progress(void)
  * stop the other lower layers, accel last. */
 static void mxe_stop_lower_layers(void)
 {
+    mxe_sx_stop();
     mxe_match_destroy();
     mxt_destroy();
     if (mxe.epoll_fd >= 0)
@@ -298,6 +300,7 @@ static mxu_status_t mxe_op_alloc(mxa_stream_t *s, mxe_op_type_t type, void *buf,
         op->peer_world = comm->world_ranks ? comm->world_ranks[peer] : peer;
     op->memtype = (bytes > 0 && buf) ? (int)mxa_memtype(buf, bytes) : MXA_MEM_HOST;
     op->match_dynamic = comm->match_dynamic;
+    op->sx_comm = comm->sx && !comm->match_dynamic;
     if (type == MXE_OP_RECV && peer == MXE_ANY_SOURCE && mxu_config.peer_errors) {
         /* who may send to it, for the failure rule (mxe_on_peer_failed):
          * the communicator may be freed before the receive completes */
@@ -361,7 +364,18 @@ mxu_status_t mxe_op_submit(mxe_op_t *op)
 {
     mxa_stream_t *s = op->stream;
     int needs_trigger = s->kind != MXA_KIND_NONE && !op->post_early;
-    if (needs_trigger) {
+    int sx = 0;
+    if (op->sx_comm && op->peer >= 0) {
+        if (op->type == MXE_OP_SEND)
+            sx = mxe_sx_submit_send(op);
+        else
+            mxe_sx_bind_recv(op);
+    }
+    if (sx == 1) {
+        /* the send step raises the trigger word itself */
+    } else if (sx == -1) {
+        MXU_TRY(s->backend->enqueue_trigger(s, op->trigger_seq));
+    } else if (needs_trigger) {
         uint64_t seq = atomic_fetch_add_explicit(&s->next_trigger_seq, 1, memory_order_relaxed) + 1;
         op->trigger_seq = seq;
         MXU_TRY(s->backend->enqueue_trigger(s, seq));
@@ -417,6 +431,9 @@ mxu_status_t mxe_op_wait_any_host(mxe_op_t *const *ops, int n, int64_t timeout_n
     uint64_t spin_ns = (uint64_t)mxu_config.wait_spin_us * 1000u;
     uint64_t report_ns = mxu_wait_report_ns();
     uint64_t next_report = start + report_ns;
+    for (int i = 0; i < n; i++)
+        if (ops[i])
+            mxe_op_host_interest(ops[i]);
     for (;;) {
         /* Nothing left to wait for (every entry NULL: the caller's list was
          * built after the ops completed) counts as done, never as a wait. */
@@ -465,6 +482,10 @@ void mxe_op_cancel(mxe_op_t *op)
 {
     if (op->type != MXE_OP_RECV || mxe_op_is_complete(op))
         return;
+    /* a receive bound to an SX link is matched at its call (static
+     * matching): MPI lets the cancel fail */
+    if (op->sx)
+        return;
     if (atomic_exchange(&op->cancel_requested, 1))
         return;
     mxe_cmd_t *cmd = calloc(1, sizeof(*cmd));
@@ -511,6 +532,33 @@ mxu_status_t mxe_stream_wait(mxa_stream_t *s, mxe_op_t *const *ops, void *const 
         mxe_op_retain(ops[i]);
         w->targets[m] = target;
         w->ops[m++] = ops[i];
+    }
+    /* the stream-executed path: the ops the stream finishes itself leave
+     * the host's list (their steps hold references of their own) */
+    if (m > 0) {
+        unsigned char drop_small[64];
+        unsigned char *drop = m <= 64 ? drop_small : calloc((size_t)m, 1);
+        if (drop) {
+            memset(drop, 0, (size_t)m);
+            mxe_sx_stream_wait(s, w->ops, w->targets, m, drop);
+            int k = 0;
+            for (int i = 0; i < m; i++) {
+                if (drop[i]) {
+                    mxe_op_release(w->ops[i]);
+                    continue;
+                }
+                w->ops[k] = w->ops[i];
+                w->targets[k] = w->targets[i];
+                k++;
+            }
+            m = k;
+            if (drop != drop_small)
+                free(drop);
+        }
+        if (m == 0) {
+            free(w);
+            return MXU_OK; /* nothing for the host: no wait point */
+        }
     }
     w->n = m;
     w->checked = 0;
@@ -571,6 +619,7 @@ void mxe_get_stats(mxe_stats_t *out)
         out->path[p].received_bytes = atomic_load(&mxe.st_path[p].received_bytes);
     }
     mxe_match_stats(&out->match_announced, &out->match_posted, &out->match_unexpected);
+    mxe_sx_stats(out);
 }
 
 const char *mxe_path_name(mxe_path_t path)
@@ -578,6 +627,8 @@ const char *mxe_path_name(mxe_path_t path)
     switch (path) {
     case MXE_PATH_UCX:
         return "ucx";
+    case MXE_PATH_SX:
+        return "sx";
     case MXE_NPATHS:
         break;
     }

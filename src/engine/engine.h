@@ -62,6 +62,8 @@ typedef struct {
     int size;
     const int *world_ranks; /* comm rank -> transport (world) rank; NULL: identity */
     int match_dynamic;      /* mpix_acc_match=dynamic: match in start order, not call order */
+    int sx; /* no wildcard receives on any member (MPI-4 assertions) and call order: messages
+               between processes of a node may take the stream-executed path (path.c) */
 } mxe_comm_t;
 
 typedef enum { MXE_OP_SEND = 0, MXE_OP_RECV = 1 } mxe_op_type_t;
@@ -92,6 +94,8 @@ typedef enum {
     MXE_CMD_ABORT = 3,
     MXE_CMD_STREAM_FREE = 4,
     MXE_CMD_WARM_CONTEXT = 5,
+    MXE_CMD_SX_STEP = 6,  /* run a bound receive's step on a library stream */
+    MXE_CMD_SX_WATCH = 7, /* a receive step was enqueued: watch its record */
 } mxe_cmd_kind_t;
 typedef struct {
     mxu_mpsc_node_t node;
@@ -164,6 +168,21 @@ struct mxe_op {
     size_t msg_bytes;      /* recv: its size */
     mxe_op_t *next_posted; /* recv: posted-receive list of its context */
     mxe_op_t *prev_posted;
+
+    /* ---- stream-executed path (path.c) ---- */
+    int sx_comm;                 /* made on an SX communicator */
+    int sx;                      /* send: carried by its SX link; recv: bound to one (sx_k) */
+    uint64_t sx_k;               /* ordinal in its channel (context, sender, tag), call order */
+    uint64_t sx_n;               /* send: its number on the link */
+    struct mxe_sx_peer *sx_peer; /* the peer's links */
+    void *sx_rec;               /* recv: its receive step's record (mxa_sx_record_t) */
+    void *sx_bounce;            /* recv: pinned copy-out buffer (library step, host buffer) */
+    _Atomic int sx_stepped;     /* recv: a receive step was enqueued or asked for */
+    int sx_env_sx;              /* recv: its envelope said the data came by SX */
+    int sx_watched;             /* progress thread: the step's record is being watched */
+    int sx_delivered;           /* progress thread: completed another way (UCX, error) */
+    int sx_step_pending;        /* progress thread: a library step waits for the trigger */
+    mxe_op_t *sx_next_watch;
 };
 
 /* ---- lifecycle ---- */
@@ -265,7 +284,7 @@ void mxe_abandon(void);
 /* ---- statistics ---- */
 /* The paths a message can take (today one: UCX tagged messages, eager or
  * rendezvous as UCX chooses); counted per path. */
-typedef enum { MXE_PATH_UCX = 0, MXE_NPATHS } mxe_path_t;
+typedef enum { MXE_PATH_UCX = 0, MXE_PATH_SX = 1, MXE_NPATHS } mxe_path_t;
 const char *mxe_path_name(mxe_path_t path);
 typedef struct {
     uint64_t sent, sent_bytes;         /* sends completed without error */
@@ -294,7 +313,30 @@ typedef struct {
      * receives matched when their envelope arrived (posted first) and
      * envelopes matched when a receive came (unexpected first) */
     uint64_t match_announced, match_posted, match_unexpected;
+    /* stream-executed path: sends that could have taken it and did not,
+     * by reason (mxe_sx_fallback_name) */
+    uint64_t sx_fallback[8];
+    uint64_t sx_links_in, sx_links_out; /* rings published here / attached */
+    uint64_t sx_ring_bytes;             /* device or shared memory of the published rings */
 } mxe_stats_t;
+const char *mxe_sx_fallback_name(int reason); /* NULL past the last */
+
+/* Processes of this node (world ranks, local order) and an id of the job
+ * on this node (the first one's process id), for the stream-executed
+ * path's links; call before mxe_start (NULL/0: none). */
+void mxe_set_node(const int *world_ranks, int n, long node_job_id);
+
+/* The host is interested in op's completion (MPI_Wait/Test on it): a
+ * receive bound to an SX link gets its receive step run by the library.
+ * Any application thread. */
+void mxe_op_host_interest(mxe_op_t *op);
+static inline int mxe_op_test_host(mxe_op_t *op)
+{
+    if (mxe_op_is_complete(op))
+        return 1;
+    mxe_op_host_interest(op);
+    return mxe_op_is_complete(op);
+}
 void mxe_get_stats(mxe_stats_t *out);
 
 #endif

@@ -105,6 +105,23 @@ void mxe_match_flush(void);               /* send the queued announcements */
 int mxe_match_forget(mxe_op_t *op);       /* unmatched receive out of its list: 1 */
 uint64_t mxe_match_data_tag(uint32_t ctx, int src, uint64_t pseq);
 void mxe_match_stats(uint64_t *announced, uint64_t *matched_posted, uint64_t *matched_unexpected);
+/* The stream-executed path (path.c). Application threads: */
+mxu_status_t mxe_sx_start(void);
+void mxe_sx_stop(void);
+void mxe_sx_stats(mxe_stats_t *out);
+int mxe_sx_submit_send(mxe_op_t *op); /* 1: SX (trigger_seq set), 0: UCX, -1: UCX, seq set */
+void mxe_sx_bind_recv(mxe_op_t *op);
+void mxe_sx_stream_wait(mxa_stream_t *s, mxe_op_t **ops, void **targets, int n,
+                        unsigned char *drop);
+/* ... progress thread: */
+void mxe_sx_handle_step(mxe_op_t *op);
+void mxe_sx_handle_watch(mxe_op_t *op);
+void mxe_sx_recv_ready(mxe_op_t *op);
+void mxe_sx_on_complete(mxe_op_t *op);
+unsigned mxe_sx_poll(void);
+int mxe_sx_watching(void);
+void mxe_sx_abort_steps(void);
+void mxe_sx_complete_from_step(mxe_op_t *op, mxu_status_t st); /* progress.c */
 /* progress.c: post a matched receive's data receive (it is ready). */
 void mxe_recv_post_data(mxe_op_t *op);
 /* Progress thread entry. */

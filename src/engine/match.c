@@ -40,10 +40,13 @@ typedef struct {
     uint32_t ctx;
     int32_t src; /* sender's rank in the communicator */
     int32_t tag;
-    uint32_t pad;
-    uint64_t pseq; /* sender's call sequence number towards this rank, in ctx */
+    uint32_t flags; /* MXE_ENV_SX: the data is in the receiver's SX ring */
+    uint64_t pseq;  /* sender's call sequence number towards this rank, in ctx */
     uint64_t bytes;
+    uint64_t k; /* ordinal in its channel (SX communicators), else 0 */
 } mxe_envelope_t;
+
+#define MXE_ENV_SX 0x1u
 
 /* A control message: a header, then count envelopes. */
 typedef struct {
@@ -234,9 +237,10 @@ void mxe_match_send_called(mxe_op_t *op)
     e->ctx = op->ctx_id;
     e->src = op->comm_rank;
     e->tag = op->tag;
-    e->pad = 0;
+    e->flags = op->sx ? MXE_ENV_SX : 0;
     e->pseq = op->pseq;
     e->bytes = op->bytes;
+    e->k = op->sx_k;
     atomic_fetch_add_explicit(&mm.announced, 1, memory_order_relaxed);
 }
 
@@ -268,6 +272,24 @@ static void mxe_bind(mxe_op_t *op, const mxe_envelope_t *e)
     op->msg_tag = e->tag;
     op->msg_bytes = (size_t)e->bytes;
     op->pseq = e->pseq;
+    if (op->sx && e->k != op->sx_k)
+        MXU_LOG(MXU_LOG_ERROR,
+                "message %llu of channel (context %u, rank %d, tag %d) matched the receive "
+                "bound to message %llu: are the no-wildcard assertions set on every rank?",
+                (unsigned long long)e->k, e->ctx, e->src, e->tag,
+                (unsigned long long)op->sx_k);
+    if (e->flags & MXE_ENV_SX) {
+        /* the data is (or will be) in our ring: the receive's step copies it */
+        op->sx_env_sx = 1;
+        if (!op->sx) {
+            MXU_LOG(MXU_LOG_ERROR,
+                    "a message from rank %d (tag %d, context %u) came by the stream-executed "
+                    "path to a receive that is not bound to it (communicator assertions "
+                    "mpi_assert_no_any_source/tag differ between ranks?)",
+                    e->src, e->tag, e->ctx);
+        }
+        return;
+    }
     if (op->recv_ready)
         mxe_recv_post_data(op);
 }

@@ -116,17 +116,20 @@ static void mxe_op_complete(mxe_op_t *op, mxu_status_t error)
     if (error != MXU_OK) {
         atomic_fetch_add_explicit(&mxe.st_ops_failed, 1, memory_order_relaxed);
     } else if (op->peer != MXE_PROC_NULL && !op->result.cancelled) {
-        /* a message that went through a path (today every one: UCX) */
+        /* a message that went through a path */
+        int path = (op->type == MXE_OP_SEND ? op->sx : op->sx_env_sx) ? MXE_PATH_SX : MXE_PATH_UCX;
         if (op->type == MXE_OP_SEND) {
-            atomic_fetch_add_explicit(&mxe.st_path[MXE_PATH_UCX].sent, 1, memory_order_relaxed);
-            atomic_fetch_add_explicit(&mxe.st_path[MXE_PATH_UCX].sent_bytes, op->result.bytes,
+            atomic_fetch_add_explicit(&mxe.st_path[path].sent, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&mxe.st_path[path].sent_bytes, op->result.bytes,
                                       memory_order_relaxed);
         } else {
-            atomic_fetch_add_explicit(&mxe.st_path[MXE_PATH_UCX].received, 1, memory_order_relaxed);
-            atomic_fetch_add_explicit(&mxe.st_path[MXE_PATH_UCX].received_bytes, op->result.bytes,
+            atomic_fetch_add_explicit(&mxe.st_path[path].received, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&mxe.st_path[path].received_bytes, op->result.bytes,
                                       memory_order_relaxed);
         }
     }
+    if (op->type == MXE_OP_RECV && op->sx)
+        mxe_sx_on_complete(op); /* a step waiting for it stops */
     mxe_live_unlink(op);
     mxa_stream_t *s = op->stream;
     int engine_ref_free = !op->transport_active;
@@ -139,6 +142,8 @@ static void mxe_op_complete(mxe_op_t *op, mxu_status_t error)
     if (engine_ref_free)
         mxe_op_release(op);
 }
+
+void mxe_sx_complete_from_step(mxe_op_t *op, mxu_status_t st) { mxe_op_complete(op, st); }
 
 static void mxe_transport_done(void *user, mxu_status_t status, uint64_t sender_tag, size_t length)
 {
@@ -324,6 +329,13 @@ static void mxe_op_start(mxe_op_t *op)
             return;
         }
     }
+    if (op->type == MXE_OP_SEND && op->sx) {
+        /* the stream-executed path: the stream wrote it into the peer's
+         * ring before it raised this trigger */
+        op->result.bytes = op->bytes;
+        mxe_op_complete(op, MXU_OK);
+        return;
+    }
     if (op->type == MXE_OP_SEND) {
         if (op->match_dynamic) { /* matched in start order: announce it now */
             mxe_match_send_called(op);
@@ -360,8 +372,10 @@ static void mxe_op_start(mxe_op_t *op)
         if (op->match_dynamic)
             mxe_match_recv_called(op); /* start order: register now */
         op->recv_ready = 1;
-        if (op->matched)
+        if (op->matched && !op->sx_env_sx)
             mxe_recv_post_data(op);
+        if (op->sx)
+            mxe_sx_recv_ready(op); /* a library receive step waiting for this */
         return; /* else posted when its message is announced (match.c) */
     }
     if (status != MXU_OK) {
@@ -560,6 +574,7 @@ static int mxe_handle_abort(void)
 {
     int count = 0;
     mxe.aborting = 1;
+    mxe_sx_abort_steps(); /* receive steps still waiting stop */
     mxe_op_t *op = mxe.live_head;
     while (op) {
         mxe_op_t *next = op->next_active;
@@ -638,6 +653,14 @@ static unsigned mxe_drain_commands(void)
             break;
         case MXE_CMD_WARM_CONTEXT:
             mxe_handle_warm_context(cmd);
+            break;
+        case MXE_CMD_SX_STEP:
+            mxe_sx_handle_step(cmd->target);
+            free(cmd);
+            break;
+        case MXE_CMD_SX_WATCH:
+            mxe_sx_handle_watch(cmd->target);
+            free(cmd);
             break;
         case MXE_CMD_ABORT:
             free(cmd);
@@ -767,7 +790,7 @@ static void mxe_nap(uint64_t ns)
 static void mxe_sleep(uint64_t *nap_ns)
 {
     atomic_fetch_add_explicit(&mxe.st_sleeps, 1, memory_order_relaxed);
-    int must_poll = mxe.polling_streams > 0 || mxt_event_fd() < 0;
+    int must_poll = mxe.polling_streams > 0 || mxt_event_fd() < 0 || mxe_sx_watching();
     if (must_poll) {
         /* Accelerator triggers or UCX without wake-up: nap, growing to the cap. */
         uint64_t cap =
@@ -814,6 +837,8 @@ void *mxe_progress_main(void *arg)
         if (mxe.active_streams)
             work += mxe_poll_triggers();
         work += mxt_progress();
+        if (mxe_sx_watching())
+            work += mxe_sx_poll();
         if (mxe.waits_dirty) {
             mxe.waits_dirty = 0;
             work += mxe_check_waits();

@@ -333,6 +333,9 @@ static int mxi_comm_info(mxi_comm_t *c, MPI_Info info, MPI_Comm err_comm, int ch
         c->no_any_source = no_any[0];
     if (have_no_any[1])
         c->no_any_tag = no_any[1];
+    /* no wildcard receive on any member: messages between processes of a
+     * node may take the stream-executed path (engine/path.c) */
+    c->ec.sx = c->no_any_source && c->no_any_tag;
     if (stream_key) {
         mxi_comm_set_stream_ptr(c, none ? NULL : s);
         mxi_hint_drop(c, MPIX_ACC_INFO_STREAM);

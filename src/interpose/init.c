@@ -8,6 +8,7 @@
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <time.h>
 
@@ -126,6 +127,17 @@ static void mxi_bring_up(void)
     if (node != MPI_COMM_NULL) {
         PMPI_Comm_rank(node, &args.local_rank);
         PMPI_Comm_size(node, &args.local_size);
+        /* the node's processes and a job id for the stream-executed path's
+         * shared-memory names (the first process's pid) */
+        int *ranks = malloc(sizeof(int) * (size_t)args.local_size * 2);
+        int mine[2] = {mxi.world_rank, (int)getpid()}, ok_all = 0, ok = ranks != NULL;
+        mxi_allreduce_int(&ok, &ok_all, MPI_MIN, node, "of MPI_Init (node list)");
+        if (ok_all) {
+            mxi_allgather_int(&mine[0], ranks, node, "of MPI_Init (node ranks)");
+            mxi_allgather_int(&mine[1], ranks + args.local_size, node, "of MPI_Init (node pids)");
+            mxe_set_node(ranks, args.local_size, (long)ranks[args.local_size]);
+        }
+        free(ranks);
     }
     /* the engine starts the layers below it (accel, topo, transport) */
     if (mxe_init(&args) != MXU_OK)

@@ -169,7 +169,7 @@ void mxi_reap(int all)
         if (i >= mxi.nreap)
             i = 0;
         mxe_op_t *op = mxi.reap[i];
-        if (!mxe_op_is_complete(op)) {
+        if (!mxe_op_test_host(op)) {
             i++;
             continue;
         }
@@ -359,7 +359,7 @@ int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status)
     if (mxi_is_taken(v))
         return mxi_stale_handle(MPI_COMM_SELF, "MPI_Test");
     mxe_op_t *op = v;
-    if (!mxe_op_is_complete(op)) {
+    if (!mxe_op_test_host(op)) {
         *flag = 0;
         mxi_poke_mpi();
         return MPI_SUCCESS;
@@ -376,7 +376,7 @@ int MPI_Request_get_status(MPI_Request req, int *flag, MPI_Status *status)
     if (mxi_is_taken(v))
         return mxi_stale_handle(MPI_COMM_SELF, "MPI_Request_get_status");
     mxe_op_t *op = v;
-    *flag = mxe_op_is_complete(op);
+    *flag = mxe_op_test_host(op);
     if (*flag)
         mxi_fill_status(op, status);
     return *flag && status != MPI_STATUS_IGNORE ? status->MPI_ERROR : MPI_SUCCESS;
@@ -444,7 +444,7 @@ static void mxi_scan(int count, MPI_Request reqs[], mxe_op_t **ops, mxi_scan_t *
         }
         mxe_op_retain(ops[i]);
         sc->nacc++;
-        if (mxe_op_is_complete(ops[i])) {
+        if (mxe_op_test_host(ops[i])) {
             mxu_locked_map_remove(&mxi.requests, MXI_REQ_KEY(reqs[i]));
             mxi_greq_sync(ops[i]);
         } else {
@@ -566,7 +566,7 @@ static int mxi_scan_stale(int count, MPI_Request reqs[], mxi_scratch_t *x, const
 static void mxi_wait_some_op(int count, mxe_op_t **ops, mxe_op_t **pending, int with_plain)
 {
     for (int i = 0; i < count; i++)
-        pending[i] = (ops[i] && !mxe_op_is_complete(ops[i])) ? ops[i] : NULL;
+        pending[i] = (ops[i] && !mxe_op_test_host(ops[i])) ? ops[i] : NULL;
     mxe_op_wait_any_host(pending, count, with_plain ? 100000 : -1);
     if (with_plain)
         mxi_poke_mpi();

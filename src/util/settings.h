@@ -92,6 +92,20 @@
       "world barrier, reported every MPIX_ACC_WAIT_REPORT seconds); then, or at once when a "     \
       "peer is known to have failed (with MPIX_ACC_PEER_ERRORS on), it reports, skips the MPI "   \
       "library's finalize (which would wait for the missing rank forever) and returns an error") \
+    X(SX, STRING, sx, "auto", "auto|on|off",                                                     \
+      "Stream-executed path between processes of a node on communicators without wildcard "      \
+      "receives (mpi_assert_no_any_source and _tag): the sending stream writes the message into " \
+      "the receiver's ring, the receiving stream copies it out. auto: on unless processes share " \
+      "a GPU (its receive steps poll; use on with MPS)")                                         \
+    X(SX_SLOTS, INT, sx_slots, "16", "1..64",                                                    \
+      "Slots of each stream-executed ring (one per peer process of the node and direction): "   \
+      "messages to one peer in flight at once before sends take the UCX path")                   \
+    X(SX_SLOT_BYTES, SIZE, sx_slot_bytes, "64k", "64..16m",                                      \
+      "Largest message of the stream-executed path (slot payload); larger ones take the UCX "    \
+      "path. Ring memory per peer and direction: slots x (this + 64 bytes)")                     \
+    X(SX_TIMEOUT, DOUBLE, sx_timeout, "600", "0..1e9",                                           \
+      "Seconds a stream-executed receive step waits for its message before it completes the "    \
+      "receive with an error (0: no limit; finalize and a failed peer stop it anyway)")          \
     X(CUDA, BOOL, cuda, "1", "",                                                                 \
       "Use the CUDA backend when a CUDA driver and device are present")                          \
     X(MEMOPS, BOOL, memops, "1", "",                                                             \

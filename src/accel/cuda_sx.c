@@ -1,0 +1,292 @@
+/*
+ * cuda_sx.c - CUDA backend (cuda.c): the stream-executed path's device side
+ * (sx.c is the layer above it, sx_proto.h the protocol): rings in device
+ * memory exported by CUDA IPC and mapped in the application's context (the
+ * steps are kernels of that context), host-visible memory for records, the
+ * launches of the send and receive steps, and one library stream per
+ * context for ring set-up and the receive steps the host asks for.
+ *
+ * Nothing here is freed at finalize: freeing device or pinned memory, and
+ * closing an IPC mapping, wait for the device to be idle (design.md §3,
+ * hazards 3 and 4); the process ends soon after.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#ifdef MPIXACC_HAVE_CUDA
+
+#include "accel/cuda_priv.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "accel/sx_proto.h"
+#include "util/log.h"
+
+/* Any context to allocate pinned memory in (PORTABLE: usable from all). */
+static int sx_enter_any(void)
+{
+    CUcontext c = atomic_load_explicit(&mxa_cuda_g_first_ctx, memory_order_acquire);
+    if (c == NULL) {
+        CUcontext cur = NULL;
+        if (MXA_CU(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && cur != NULL)
+            return 0;
+        return -1;
+    }
+    return ctx_enter(c);
+}
+
+void *mxa_cuda_sx_host_alloc(size_t bytes)
+{
+    int entered = sx_enter_any();
+    if (entered < 0) {
+        MXU_LOG(MXU_LOG_ERROR, "SX: no CUDA context to allocate pinned memory in");
+        return NULL;
+    }
+    void *hp = NULL;
+    CUresult r =
+        MXA_CU(cuMemHostAlloc)(&hp, bytes, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE);
+    ctx_leave(entered);
+    if (r != CUDA_SUCCESS) {
+        MXU_LOG(MXU_LOG_ERROR, "SX: cuMemHostAlloc(%zu) failed: %s", bytes, cu_err(r));
+        return NULL;
+    }
+    memset(hp, 0, bytes);
+    return hp;
+}
+
+void mxa_cuda_sx_host_free(void *p)
+{
+    (void)p; /* kept: cuMemFreeHost waits for the device (see the top) */
+}
+
+mxu_status_t mxa_cuda_sx_register(void *host, size_t bytes, uint64_t *dptr)
+{
+    if (MXA_CU(cuMemHostRegister) == NULL)
+        MXU_FAIL(MXU_ERR_UNSUPPORTED, "SX: cuMemHostRegister is not available");
+    int entered = sx_enter_any();
+    if (entered < 0)
+        MXU_FAIL(MXU_ERR_NO_DEVICE, "SX: no CUDA context to register memory in");
+    CUresult r = MXA_CU(cuMemHostRegister)(host, bytes,
+                                           CU_MEMHOSTREGISTER_DEVICEMAP |
+                                               CU_MEMHOSTREGISTER_PORTABLE);
+    CUdeviceptr d = 0;
+    if (r == CUDA_SUCCESS)
+        r = MXA_CU(cuMemHostGetDevicePointer)(&d, host, 0);
+    ctx_leave(entered);
+    if (r != CUDA_SUCCESS)
+        MXU_FAIL(MXU_ERR_NO_DEVICE, "SX: cannot register the control page (%zu bytes): %s", bytes,
+                 cu_err(r));
+    *dptr = (uint64_t)d;
+    return MXU_OK;
+}
+
+void mxa_cuda_sx_unregister(void *host) { (void)host; /* kept (see the top) */ }
+
+void *mxa_cuda_sx_stream_ctx(const mxa_stream_t *s)
+{
+    if (s->kind != MXA_KIND_CUDA)
+        return NULL;
+    const cuda_stream_t *cs = (const cuda_stream_t *)s;
+    return cs->ctx ? cs->ctx->ctx : NULL;
+}
+
+static cuda_ctx_t *sx_ctx_record(CUcontext c)
+{
+    pthread_mutex_lock(&mxa_cuda_g.lock);
+    cuda_ctx_t *found = NULL;
+    for (cuda_ctx_t *cx = mxa_cuda_g.ctxs; cx != NULL; cx = cx->next)
+        if (cx->ctx == c && !cx->stale)
+            found = cx;
+    pthread_mutex_unlock(&mxa_cuda_g.lock);
+    return found;
+}
+
+/* The context's library stream (created at the first call; context current). */
+static CUstream sx_ctx_stream(cuda_ctx_t *cx)
+{
+    pthread_mutex_lock(&mxa_cuda_g.lock);
+    if (cx->sx_stream == NULL) {
+        CUstream st = NULL;
+        if (MXA_CU(cuStreamCreate)(&st, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS)
+            cx->sx_stream = st;
+    }
+    CUstream st = cx->sx_stream;
+    pthread_mutex_unlock(&mxa_cuda_g.lock);
+    return st;
+}
+
+mxu_status_t mxa_cuda_sx_ring_create(mxa_stream_t *s, size_t bytes, void **ring,
+                                     unsigned char handle[64], void **ctx_out)
+{
+    cuda_stream_t *cs = (cuda_stream_t *)s;
+    cuda_ctx_t *cx = cs->ctx;
+    if (cx == NULL || cx->fn_sx_recv == NULL || MXA_CU(cuMemAlloc) == NULL ||
+        MXA_CU(cuIpcGetMemHandle) == NULL || MXA_CU(cuMemsetD8Async) == NULL)
+        return MXU_ERR_UNSUPPORTED;
+    int entered = ctx_enter(cx->ctx);
+    if (entered < 0)
+        return MXU_ERR_UNSUPPORTED;
+    CUdeviceptr d = 0;
+    CUipcMemHandle h;
+    CUstream st = sx_ctx_stream(cx);
+    CUresult r = st ? MXA_CU(cuMemAlloc)(&d, bytes) : CUDA_ERROR_NOT_INITIALIZED;
+    if (r == CUDA_SUCCESS)
+        r = MXA_CU(cuMemsetD8Async)(d, 0, bytes, st);
+    if (r == CUDA_SUCCESS)
+        r = MXA_CU(cuStreamSynchronize)(st);
+    if (r == CUDA_SUCCESS)
+        r = MXA_CU(cuIpcGetMemHandle)(&h, d);
+    ctx_leave(entered);
+    if (r != CUDA_SUCCESS)
+        MXU_FAIL(MXU_ERR_UNSUPPORTED, "SX: cannot make a %zu-byte ring on device %d: %s", bytes,
+                 cx->dev_index, cu_err(r));
+    memcpy(handle, &h, 64);
+    *ring = (void *)(uintptr_t)d;
+    *ctx_out = cx->ctx;
+    return MXU_OK;
+}
+
+void mxa_cuda_sx_ring_free(void *ctx, void *ring)
+{
+    (void)ctx;
+    (void)ring; /* kept (see the top) */
+}
+
+mxu_status_t mxa_cuda_sx_ring_open(mxa_stream_t *s, const unsigned char handle[64], void **ring,
+                                   void **ctx_out)
+{
+    cuda_stream_t *cs = (cuda_stream_t *)s;
+    cuda_ctx_t *cx = cs->ctx;
+    if (cx == NULL || cx->fn_sx_send == NULL || MXA_CU(cuIpcOpenMemHandle) == NULL)
+        return MXU_ERR_UNSUPPORTED;
+    int entered = ctx_enter(cx->ctx);
+    if (entered < 0)
+        return MXU_ERR_UNSUPPORTED;
+    CUipcMemHandle h;
+    memcpy(&h, handle, 64);
+    CUdeviceptr d = 0;
+    CUresult r = MXA_CU(cuIpcOpenMemHandle)(&d, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    ctx_leave(entered);
+    if (r != CUDA_SUCCESS)
+        MXU_FAIL(MXU_ERR_UNSUPPORTED, "SX: cuIpcOpenMemHandle of a peer's ring failed: %s",
+                 cu_err(r));
+    *ring = (void *)(uintptr_t)d;
+    *ctx_out = cx->ctx;
+    return MXU_OK;
+}
+
+void mxa_cuda_sx_ring_close(void *ctx, void *ring)
+{
+    (void)ctx;
+    (void)ring; /* kept (see the top) */
+}
+
+int mxa_cuda_sx_capturing(mxa_stream_t *s)
+{
+    cuda_stream_t *cs = (cuda_stream_t *)s;
+    CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
+    int entered = ctx_enter(cs->ctx->ctx);
+    CUresult r = MXA_CU(cuStreamIsCapturing)(cs->cu, &cap);
+    ctx_leave(entered);
+    return r != CUDA_SUCCESS || cap != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+static mxu_status_t sx_launch(cuda_stream_t *cs, CUfunction f, unsigned blocks, unsigned threads,
+                              void *param, size_t param_bytes, const char *what)
+{
+    int entered = ctx_enter(cs->ctx->ctx);
+    if (entered < 0)
+        MXU_FAIL(MXU_ERR_INVALID_STREAM, "SX: cannot make the context of stream %p current",
+                 cs->pub.handle);
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, param, CU_LAUNCH_PARAM_BUFFER_SIZE,
+                     &param_bytes, CU_LAUNCH_PARAM_END};
+    CUresult r = MXA_CU(cuLaunchKernel)(f, blocks, 1, 1, threads, 1, 1, 0, cs->cu, NULL, extra);
+    ctx_leave(entered);
+    if (r != CUDA_SUCCESS)
+        MXU_FAIL(cu_err_is_bad_handle(r) ? MXU_ERR_INVALID_STREAM : MXU_ERR_NO_DEVICE,
+                 "SX: %s step on stream %p failed to launch: %s", what, cs->pub.handle,
+                 cu_err(r));
+    return MXU_OK;
+}
+
+mxu_status_t mxa_cuda_sx_send(mxa_stream_t *s, const mxa_sx_send_desc_t *d)
+{
+    cuda_stream_t *cs = (cuda_stream_t *)s;
+    mxa_sx_send_desc_t p = *d;
+    if (p.trigger_seq)
+        p.trigger_word = (uint64_t)cs->trig_dptr;
+    unsigned threads = p.bytes <= 1024 ? 64 : p.bytes <= 16384 ? 256 : 512;
+    return sx_launch(cs, cs->ctx->fn_sx_send, 1, threads, &p, sizeof(p), "send");
+}
+
+mxu_status_t mxa_cuda_sx_recv(mxa_stream_t *s, const mxa_sx_recv_desc_t *d, int n,
+                              const mxa_sx_limits_t *lim)
+{
+    cuda_stream_t *cs = (cuda_stream_t *)s;
+    if (cs->ctx->fn_sx_recv == NULL)
+        return MXU_ERR_UNSUPPORTED;
+    mxa_sx_recv_params_t p;
+    memset(&p, 0, sizeof(p));
+    p.lim = *lim;
+    p.n = n;
+    uint64_t most = 0;
+    for (int i = 0; i < n; i++) {
+        p.d[i] = d[i];
+        if (d[i].cap > most)
+            most = d[i].cap;
+    }
+    unsigned threads = most <= 1024 ? 64 : most <= 16384 ? 256 : 512;
+    /* only the first n descriptors travel */
+    size_t bytes = offsetof(mxa_sx_recv_params_t, d) + sizeof(mxa_sx_recv_desc_t) * (size_t)n;
+    (void)bytes;
+    return sx_launch(cs, cs->ctx->fn_sx_recv, (unsigned)n, threads, &p, sizeof(p), "receive");
+}
+
+mxu_status_t mxa_cuda_sx_after(mxa_stream_t *s, mxa_stream_t *other, uint64_t seq)
+{
+    cuda_stream_t *cs = (cuda_stream_t *)s, *os = (cuda_stream_t *)other;
+    cuda_ctx_t *cx = cs->ctx;
+    int entered = ctx_enter(cx->ctx);
+    if (entered < 0)
+        MXU_FAIL(MXU_ERR_INVALID_STREAM, "SX: cannot make the context of stream %p current",
+                 cs->pub.handle);
+    CUresult r;
+    if (cx->memops) {
+        r = MXA_CU(cuStreamWaitValue64)(cs->cu, os->trig_dptr, seq, CU_STREAM_WAIT_VALUE_GEQ);
+    } else {
+        unsigned long long v = seq;
+        CUdeviceptr w = os->trig_dptr;
+        void *args[] = {&w, &v};
+        r = MXA_CU(cuLaunchKernel)(cx->fn_wait, 1, 1, 1, 1, 1, 1, 0, cs->cu, args, NULL);
+    }
+    ctx_leave(entered);
+    if (r != CUDA_SUCCESS)
+        MXU_FAIL(MXU_ERR_NO_DEVICE, "SX: cross-stream wait on stream %p failed: %s",
+                 cs->pub.handle, cu_err(r));
+    return MXU_OK;
+}
+
+mxa_stream_t *mxa_cuda_sx_library_stream(void *ctx)
+{
+    cuda_ctx_t *cx = sx_ctx_record((CUcontext)ctx);
+    if (cx == NULL)
+        return NULL;
+    int entered = ctx_enter(cx->ctx);
+    CUstream st = entered >= 0 ? sx_ctx_stream(cx) : NULL;
+    mxa_stream_t *out = NULL;
+    if (st != NULL && mxa_cuda_stream_lookup(st, &out) != MXU_OK)
+        out = NULL;
+    ctx_leave(entered);
+    return out;
+}
+
+#else /* !MPIXACC_HAVE_CUDA */
+
+typedef int mxa_cuda_sx_unused_t;
+
+#endif

@@ -1,0 +1,682 @@
+/*
+ * sx.c - stream-executed (SX) links: control pages in POSIX shared memory,
+ * the ring each receiver publishes, records, and the steps of sx_proto.h
+ * enqueued on a stream: run by the stream's own thread for host streams
+ * (here), by kernels for CUDA streams (cuda_sx.c).
+ *
+ * Threads. Links are created at start-up and closed at finalize (engine).
+ * Publish/attach/enqueue run on application threads (the engine serializes
+ * them per link); the progress thread enqueues receive steps on library
+ * streams and reads records. The record pool has its own lock.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "accel/sx.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "accel/cuda.h"
+#include "accel/seq_word.h"
+#include "util/log.h"
+
+struct mxa_sx_link {
+    char name[96];
+    int owner;         /* created here (receiver): unlink at close */
+    mxa_sx_ctrl_t *ctrl; /* mapped control page (+ host ring) */
+    size_t map_bytes;
+    size_t slot_stride;
+    /* receiver: the published ring */
+    int ring_kind;
+    void *ring; /* executor address of slot 0 */
+    void *ring_ctx;  /* CUDA: the context owning/mapping the ring */
+    uint64_t consumed_dev; /* consumed[] as the receiver's GPU sees it */
+    int registered;        /* control page registered with CUDA */
+    /* sender: the attached ring */
+    int attach_state; /* 0 not yet, 1 attached, -1 never */
+    void *peer_ring;
+    void *peer_ctx;
+    mxa_stream_t *lib_stream; /* receiver: steps the host asks for */
+};
+
+static struct {
+    pthread_mutex_t lock;
+    mxa_sx_record_t *free_records;
+    void **chunks;
+    size_t nchunks;
+    uint64_t *abort_word; /* host-visible, device-mapped with CUDA */
+    mxa_sx_limits_t limits;
+    void *host_lib_stream; /* host kind library stream handle */
+} sx = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+#define SX_RECORDS_PER_CHUNK 256
+
+static size_t sx_page_round(size_t n)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    size_t p = pg > 0 ? (size_t)pg : 4096;
+    return (n + p - 1) / p * p;
+}
+
+size_t mxa_sx_slot_stride(size_t slot_bytes) { return MXA_SX_HDR_BYTES + ((slot_bytes + 63) & ~(size_t)63); }
+
+/* ------------------------------------------------------------ memory */
+
+/* Host memory the steps of every executor can write: pinned and mapped
+ * with CUDA active (unified addressing: the same address on the device),
+ * ordinary memory otherwise. Never freed before mxa_sx_shutdown. */
+static void *sx_host_visible(size_t bytes)
+{
+#ifdef MPIXACC_HAVE_CUDA
+    if (mxa_cuda_active())
+        return mxa_cuda_sx_host_alloc(bytes);
+#endif
+    void *p = NULL;
+    if (posix_memalign(&p, 64, bytes) != 0)
+        return NULL;
+    memset(p, 0, bytes);
+    return p;
+}
+
+static void sx_host_visible_free(void *p)
+{
+#ifdef MPIXACC_HAVE_CUDA
+    if (mxa_cuda_active()) {
+        mxa_cuda_sx_host_free(p);
+        return;
+    }
+#endif
+    free(p);
+}
+
+mxa_sx_record_t *mxa_sx_record_alloc(void)
+{
+    pthread_mutex_lock(&sx.lock);
+    if (!sx.free_records) {
+        void **nc = realloc(sx.chunks, sizeof(void *) * (sx.nchunks + 1));
+        mxa_sx_record_t *c =
+            nc ? sx_host_visible(sizeof(mxa_sx_record_t) * SX_RECORDS_PER_CHUNK) : NULL;
+        if (nc)
+            sx.chunks = nc;
+        if (!c) {
+            pthread_mutex_unlock(&sx.lock);
+            MXU_LOG(MXU_LOG_ERROR, "SX: out of host-visible memory for receive records");
+            return NULL;
+        }
+        sx.chunks[sx.nchunks++] = c;
+        for (int i = 0; i < SX_RECORDS_PER_CHUNK; i++) {
+            *(mxa_sx_record_t **)&c[i] = sx.free_records; /* link through the first word */
+            sx.free_records = &c[i];
+        }
+    }
+    mxa_sx_record_t *r = sx.free_records;
+    sx.free_records = *(mxa_sx_record_t **)r;
+    pthread_mutex_unlock(&sx.lock);
+    memset(r, 0, sizeof(*r));
+    return r;
+}
+
+void mxa_sx_record_free(mxa_sx_record_t *r)
+{
+    if (!r)
+        return;
+    pthread_mutex_lock(&sx.lock);
+    *(mxa_sx_record_t **)r = sx.free_records;
+    sx.free_records = r;
+    pthread_mutex_unlock(&sx.lock);
+}
+
+mxu_status_t mxa_sx_setup(double timeout_s)
+{
+    sx.limits.timeout_ns = timeout_s > 0 ? (uint64_t)(timeout_s * 1e9) : 0;
+    if (!sx.abort_word) {
+        sx.abort_word = sx_host_visible(64);
+        if (!sx.abort_word)
+            MXU_FAIL(MXU_ERR_NO_MEMORY, "SX: no host-visible memory for the abort word");
+    }
+    __atomic_store_n(sx.abort_word, 0, __ATOMIC_RELEASE);
+    sx.limits.abort_word = (uint64_t)(uintptr_t)sx.abort_word;
+    return MXU_OK;
+}
+
+void mxa_sx_abort_all(void)
+{
+    if (sx.abort_word)
+        __atomic_store_n(sx.abort_word, 1, __ATOMIC_RELEASE);
+}
+
+void mxa_sx_shutdown(void)
+{
+    if (sx.host_lib_stream) {
+        mxa_host_stream_free(sx.host_lib_stream);
+        sx.host_lib_stream = NULL;
+    }
+    pthread_mutex_lock(&sx.lock);
+    for (size_t i = 0; i < sx.nchunks; i++)
+        sx_host_visible_free(sx.chunks[i]);
+    free(sx.chunks);
+    sx.chunks = NULL;
+    sx.nchunks = 0;
+    sx.free_records = NULL;
+    if (sx.abort_word)
+        sx_host_visible_free(sx.abort_word);
+    sx.abort_word = NULL;
+    pthread_mutex_unlock(&sx.lock);
+}
+
+/* Bounce buffers: pinned copy-out space for library receive steps into
+ * buffers the step cannot write (all of one size: the largest slot). */
+static struct {
+    void *free_list;
+    size_t size;
+} bounce;
+
+void *mxa_sx_bounce_alloc(size_t bytes)
+{
+    pthread_mutex_lock(&sx.lock);
+    if (bounce.size && bytes > bounce.size) {
+        pthread_mutex_unlock(&sx.lock);
+        return NULL;
+    }
+    void *b = bounce.free_list;
+    if (b) {
+        bounce.free_list = *(void **)b;
+        pthread_mutex_unlock(&sx.lock);
+        return b;
+    }
+    pthread_mutex_unlock(&sx.lock);
+    size_t sz = bytes < 64 * 1024 ? 64 * 1024 : bytes;
+    b = sx_host_visible(sz > sizeof(void *) ? sz : sizeof(void *));
+    pthread_mutex_lock(&sx.lock);
+    if (b && !bounce.size)
+        bounce.size = sz;
+    pthread_mutex_unlock(&sx.lock);
+    return b;
+}
+
+void mxa_sx_bounce_free(void *b)
+{
+    if (!b)
+        return;
+    pthread_mutex_lock(&sx.lock);
+    *(void **)b = bounce.free_list;
+    bounce.free_list = b;
+    pthread_mutex_unlock(&sx.lock);
+}
+
+/* ------------------------------------------------------------- links */
+
+mxu_status_t mxa_sx_link_create(const char *name, unsigned nslots, size_t slot_bytes,
+                                int host_ring, mxa_sx_link_t **out)
+{
+    if (nslots == 0 || nslots > MXA_SX_MAX_SLOTS)
+        MXU_FAIL(MXU_ERR_INVALID_PARAM, "SX: %u slots (1..%d)", nslots, MXA_SX_MAX_SLOTS);
+    mxa_sx_link_t *l = calloc(1, sizeof(*l));
+    if (!l)
+        MXU_FAIL(MXU_ERR_NO_MEMORY, "SX: out of memory");
+    snprintf(l->name, sizeof(l->name), "%s", name);
+    l->slot_stride = mxa_sx_slot_stride(slot_bytes);
+    size_t ctrl_bytes = sx_page_round(sizeof(mxa_sx_ctrl_t));
+    l->map_bytes = ctrl_bytes + (host_ring ? sx_page_round(l->slot_stride * nslots) : 0);
+    shm_unlink(name); /* a leftover of a crashed job with this process id */
+    int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0) {
+        free(l);
+        MXU_FAIL(MXU_ERR_SYSTEM, "SX: shm_open(%s): %s", name, strerror(errno));
+    }
+    if (ftruncate(fd, (off_t)l->map_bytes) != 0) {
+        int e = errno;
+        size_t bytes = l->map_bytes;
+        close(fd);
+        shm_unlink(name);
+        free(l);
+        MXU_FAIL(MXU_ERR_SYSTEM, "SX: ftruncate(%s, %zu): %s", name, bytes, strerror(e));
+    }
+    void *p = mmap(NULL, l->map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) {
+        shm_unlink(name);
+        free(l);
+        MXU_FAIL(MXU_ERR_SYSTEM, "SX: mmap(%s): %s", name, strerror(errno));
+    }
+    l->owner = 1;
+    l->ctrl = p;
+    l->ctrl->nslots = nslots;
+    l->ctrl->slot_bytes = slot_bytes;
+    l->consumed_dev = (uint64_t)(uintptr_t)l->ctrl->consumed;
+    if (host_ring) {
+        l->ring_kind = MXA_SX_RING_HOST;
+        l->ring = (unsigned char *)p + ctrl_bytes;
+        l->ctrl->ring_kind = MXA_SX_RING_HOST;
+        __atomic_store_n(&l->ctrl->ring_ready, 1, __ATOMIC_RELEASE);
+    }
+    __atomic_store_n(&l->ctrl->magic, MXA_SX_CTRL_MAGIC, __ATOMIC_RELEASE);
+    *out = l;
+    return MXU_OK;
+}
+
+mxu_status_t mxa_sx_link_open(const char *name, mxa_sx_link_t **out)
+{
+    int fd = shm_open(name, O_RDWR, 0600);
+    if (fd < 0)
+        return errno == ENOENT ? MXU_ERR_NOT_READY : MXU_ERR_SYSTEM;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || (size_t)st.st_size < sizeof(mxa_sx_ctrl_t)) {
+        close(fd);
+        return MXU_ERR_NOT_READY;
+    }
+    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED)
+        MXU_FAIL(MXU_ERR_SYSTEM, "SX: mmap(%s): %s", name, strerror(errno));
+    mxa_sx_ctrl_t *c = p;
+    if (__atomic_load_n(&c->magic, __ATOMIC_ACQUIRE) != MXA_SX_CTRL_MAGIC) {
+        munmap(p, (size_t)st.st_size);
+        return MXU_ERR_NOT_READY;
+    }
+    mxa_sx_link_t *l = calloc(1, sizeof(*l));
+    if (!l) {
+        munmap(p, (size_t)st.st_size);
+        MXU_FAIL(MXU_ERR_NO_MEMORY, "SX: out of memory");
+    }
+    snprintf(l->name, sizeof(l->name), "%s", name);
+    l->ctrl = c;
+    l->map_bytes = (size_t)st.st_size;
+    l->slot_stride = mxa_sx_slot_stride(c->slot_bytes);
+    *out = l;
+    return MXU_OK;
+}
+
+void mxa_sx_link_close(mxa_sx_link_t *l)
+{
+    if (!l)
+        return;
+    /* CUDA: the registration and the rings stay (unregistering, freeing
+     * and unmapping wait for the device; cuda_sx.c): so does the mapping */
+    int keep = l->registered || (l->attach_state == 1 && l->ctrl->ring_kind == MXA_SX_RING_CUDA);
+    if (!keep)
+        munmap(l->ctrl, l->map_bytes);
+    if (l->owner)
+        shm_unlink(l->name);
+    free(l);
+}
+
+void mxa_sx_link_unlink_name(mxa_sx_link_t *l)
+{
+    if (l && l->owner)
+        shm_unlink(l->name);
+}
+
+unsigned mxa_sx_link_nslots(const mxa_sx_link_t *l) { return l->ctrl->nslots; }
+size_t mxa_sx_link_slot_bytes(const mxa_sx_link_t *l) { return (size_t)l->ctrl->slot_bytes; }
+int mxa_sx_link_ring_kind(const mxa_sx_link_t *l)
+{
+    return __atomic_load_n(&l->ctrl->ring_ready, __ATOMIC_ACQUIRE) ? (int)l->ctrl->ring_kind
+                                                                   : MXA_SX_RING_NONE;
+}
+int mxa_sx_link_slot_free(const mxa_sx_link_t *l, uint64_t n) { return mxa_sx_slot_free(l->ctrl, n); }
+
+static int sx_ring_kind_of(const mxa_stream_t *s)
+{
+    return s->kind == MXA_KIND_HOST ? MXA_SX_RING_HOST
+           : s->kind == MXA_KIND_CUDA ? MXA_SX_RING_CUDA
+                                      : MXA_SX_RING_NONE;
+}
+
+int mxa_sx_stream_capturing(mxa_stream_t *s)
+{
+#ifdef MPIXACC_HAVE_CUDA
+    if (s->kind == MXA_KIND_CUDA)
+        return mxa_cuda_sx_capturing(s);
+#endif
+    return 0;
+}
+
+int mxa_sx_stream_reaches(const mxa_stream_t *s, int memtype)
+{
+    if (s->kind == MXA_KIND_HOST)
+        return memtype == MXA_MEM_HOST;
+    if (s->kind == MXA_KIND_CUDA)
+        return memtype == MXA_MEM_DEVICE || memtype == MXA_MEM_MANAGED;
+    return 0;
+}
+
+mxu_status_t mxa_sx_link_publish(mxa_sx_link_t *l, mxa_stream_t *s)
+{
+    int want = sx_ring_kind_of(s);
+    if (l->ring_kind != MXA_SX_RING_NONE)
+        return l->ring_kind == want ? MXU_OK : MXU_ERR_UNSUPPORTED;
+    if (want != MXA_SX_RING_CUDA)
+        return MXU_ERR_UNSUPPORTED; /* host rings are made with the link */
+#ifdef MPIXACC_HAVE_CUDA
+    unsigned char handle[64];
+    void *ring = NULL, *ctx = NULL;
+    size_t bytes = l->slot_stride * l->ctrl->nslots;
+    MXU_TRY(mxa_cuda_sx_ring_create(s, bytes, &ring, handle, &ctx));
+    uint64_t dptr = 0;
+    if (mxa_cuda_sx_register(l->ctrl, l->map_bytes, &dptr) != MXU_OK) {
+        mxa_cuda_sx_ring_free(ctx, ring);
+        return MXU_ERR_UNSUPPORTED;
+    }
+    l->registered = 1;
+    l->consumed_dev = dptr + offsetof(mxa_sx_ctrl_t, consumed);
+    l->ring = ring;
+    l->ring_ctx = ctx;
+    l->ring_kind = MXA_SX_RING_CUDA;
+    memcpy(l->ctrl->ipc_handle, handle, sizeof(handle));
+    l->ctrl->ring_kind = MXA_SX_RING_CUDA;
+    __atomic_store_n(&l->ctrl->ring_ready, 1, __ATOMIC_RELEASE);
+    MXU_LOG(MXU_LOG_INFO, "SX: ring %s published (%u slots of %llu bytes, device memory)", l->name,
+            l->ctrl->nslots, (unsigned long long)l->ctrl->slot_bytes);
+    return MXU_OK;
+#else
+    return MXU_ERR_UNSUPPORTED;
+#endif
+}
+
+int mxa_sx_link_published_for(const mxa_sx_link_t *l, const mxa_stream_t *s)
+{
+    return l->ring_kind != MXA_SX_RING_NONE && l->ring_kind == sx_ring_kind_of(s) &&
+           (l->ring_kind != MXA_SX_RING_CUDA ||
+#ifdef MPIXACC_HAVE_CUDA
+            mxa_cuda_sx_stream_ctx(s) == l->ring_ctx
+#else
+            0
+#endif
+           );
+}
+
+mxu_status_t mxa_sx_link_attach(mxa_sx_link_t *l, mxa_stream_t *s)
+{
+    if (l->attach_state == 1) {
+        if (l->ctrl->ring_kind == MXA_SX_RING_HOST)
+            return s->kind == MXA_KIND_HOST ? MXU_OK : MXU_ERR_UNSUPPORTED;
+#ifdef MPIXACC_HAVE_CUDA
+        return s->kind == MXA_KIND_CUDA && mxa_cuda_sx_stream_ctx(s) == l->peer_ctx
+                   ? MXU_OK
+                   : MXU_ERR_UNSUPPORTED;
+#else
+        return MXU_ERR_UNSUPPORTED;
+#endif
+    }
+    if (l->attach_state < 0)
+        return MXU_ERR_UNSUPPORTED;
+    int kind = mxa_sx_link_ring_kind(l);
+    if (kind == MXA_SX_RING_NONE)
+        return MXU_ERR_NOT_READY;
+    if (kind != sx_ring_kind_of(s))
+        return MXU_ERR_UNSUPPORTED; /* the other kind may still attach */
+    if (kind == MXA_SX_RING_HOST) {
+        l->peer_ring = (unsigned char *)l->ctrl + sx_page_round(sizeof(mxa_sx_ctrl_t));
+        l->attach_state = 1;
+        return MXU_OK;
+    }
+#ifdef MPIXACC_HAVE_CUDA
+    void *ring = NULL, *ctx = NULL;
+    mxu_status_t st = mxa_cuda_sx_ring_open(s, l->ctrl->ipc_handle, &ring, &ctx);
+    if (st != MXU_OK) {
+        l->attach_state = -1;
+        MXU_LOG(MXU_LOG_WARN, "SX: cannot map the ring %s: messages on it take the UCX path",
+                l->name);
+        return MXU_ERR_UNSUPPORTED;
+    }
+    l->peer_ring = ring;
+    l->peer_ctx = ctx;
+    l->attach_state = 1;
+    MXU_LOG(MXU_LOG_INFO, "SX: ring %s attached", l->name);
+    return MXU_OK;
+#else
+    return MXU_ERR_UNSUPPORTED;
+#endif
+}
+
+/* -------------------------------------------------- host executor */
+
+/* Copy with a progressive back-off while waiting: host streams are
+ * threads, and on an oversubscribed node a hard spin would starve the
+ * very thread that is to write. */
+static void sx_backoff(unsigned *spins)
+{
+    if (++*spins < 200) {
+        sched_yield();
+        return;
+    }
+    unsigned us = *spins < 1000 ? 5 : 50;
+    struct timespec ts = {0, (long)us * 1000};
+    nanosleep(&ts, NULL);
+}
+
+static uint64_t sx_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+typedef struct {
+    mxa_sx_send_desc_t d;
+} host_send_t;
+
+static void host_send_step(void *arg)
+{
+    host_send_t *hs = arg;
+    mxa_sx_send_desc_t *d = &hs->d;
+    mxa_sx_hdr_t *h = (mxa_sx_hdr_t *)(uintptr_t)d->slot;
+    mxa_sx_slot_open(h);
+    if (d->bytes)
+        memcpy((unsigned char *)h + MXA_SX_HDR_BYTES, (const void *)(uintptr_t)d->src,
+               (size_t)d->bytes);
+    mxa_sx_slot_publish(h, d);
+    if (d->trigger_word) {
+        mxa_store_max((_Atomic uint64_t *)(uintptr_t)d->trigger_word, d->trigger_seq);
+        mxa_notify_trigger();
+    }
+    free(hs);
+}
+
+typedef struct {
+    int n;
+    mxa_sx_limits_t lim;
+    mxa_sx_recv_desc_t d[];
+} host_recv_t;
+
+static void host_recv_one(const mxa_sx_recv_desc_t *d, const mxa_sx_limits_t *lim)
+{
+    mxa_sx_record_t *rec = (mxa_sx_record_t *)(uintptr_t)d->record;
+    uint64_t start = sx_now_ns();
+    unsigned spins = 0;
+    if (d->after_word) {
+        const _Atomic uint64_t *w = (const _Atomic uint64_t *)(uintptr_t)d->after_word;
+        while ((int64_t)(atomic_load_explicit(w, memory_order_acquire) - d->after_seq) < 0)
+            sx_backoff(&spins);
+        spins = 0;
+    }
+    for (;;) {
+        for (uint32_t s = 0; s < d->nslots; s++) {
+            mxa_sx_hdr_t *h = (mxa_sx_hdr_t *)(uintptr_t)(d->ring + s * d->slot_stride);
+            uint64_t n, bytes;
+            if (!mxa_sx_slot_match(h, d->ctx, d->tag, d->k, &n, &bytes))
+                continue;
+            uint64_t take = bytes <= d->cap ? bytes : d->cap;
+            if (take)
+                memcpy((void *)(uintptr_t)d->dst, (unsigned char *)h + MXA_SX_HDR_BYTES,
+                       (size_t)take);
+            mxa_sx_consume((uint64_t *)(uintptr_t)d->consumed, s, n);
+            mxa_sx_record_finish(rec, take, bytes <= d->cap ? MXA_SX_OK : MXA_SX_TRUNCATED,
+                                 (int32_t)s);
+            return;
+        }
+        uint64_t desc = mxa_sx_load_acquire(&rec->desc);
+        if (desc != MXA_SX_DESC_NONE) {
+            mxa_sx_record_finish(rec, 0,
+                                 desc == MXA_SX_DESC_DELIVERED ? MXA_SX_DELIVERED : MXA_SX_ABORTED,
+                                 -1);
+            return;
+        }
+        if (lim->abort_word && mxa_sx_load_acquire((const uint64_t *)(uintptr_t)lim->abort_word)) {
+            mxa_sx_record_finish(rec, 0, MXA_SX_ABORTED, -1);
+            return;
+        }
+        if (lim->timeout_ns && sx_now_ns() - start > lim->timeout_ns) {
+            mxa_sx_record_finish(rec, 0, MXA_SX_TIMED_OUT, -1);
+            return;
+        }
+        sx_backoff(&spins);
+    }
+}
+
+static void host_recv_step(void *arg)
+{
+    host_recv_t *hr = arg;
+    for (int i = 0; i < hr->n; i++)
+        host_recv_one(&hr->d[i], &hr->lim);
+    free(hr);
+}
+
+/* -------------------------------------------------------------- steps */
+
+mxu_status_t mxa_sx_enqueue_send(mxa_stream_t *s, const mxa_sx_send_t *m)
+{
+    mxa_sx_link_t *l = m->link;
+    unsigned nslots = l->ctrl->nslots;
+    mxa_sx_send_desc_t d = {
+        .slot = (uint64_t)(uintptr_t)l->peer_ring + (m->n % nslots) * l->slot_stride,
+        .src = (uint64_t)(uintptr_t)m->src,
+        .bytes = m->bytes,
+        .k = m->k,
+        .n = m->n,
+        .ctx = m->ctx,
+        .tag = m->tag,
+        .trigger_seq = m->trigger_seq,
+    };
+    if (s->kind == MXA_KIND_HOST) {
+        host_send_t *hs = malloc(sizeof(*hs));
+        if (!hs)
+            MXU_FAIL(MXU_ERR_NO_MEMORY, "SX: out of memory");
+        hs->d = d;
+        hs->d.trigger_word = m->trigger_seq ? (uint64_t)(uintptr_t)s->trigger_word : 0;
+        mxu_status_t st = mxa_host_stream_launch(s->handle, host_send_step, hs);
+        if (st != MXU_OK)
+            free(hs);
+        return st;
+    }
+#ifdef MPIXACC_HAVE_CUDA
+    if (s->kind == MXA_KIND_CUDA)
+        return mxa_cuda_sx_send(s, &d);
+#endif
+    return MXU_ERR_UNSUPPORTED;
+}
+
+static void sx_recv_desc(const mxa_sx_recv_t *r, mxa_sx_recv_desc_t *d)
+{
+    mxa_sx_link_t *l = r->link;
+    memset(d, 0, sizeof(*d));
+    d->ring = (uint64_t)(uintptr_t)l->ring;
+    d->consumed = l->consumed_dev;
+    d->dst = (uint64_t)(uintptr_t)r->dst;
+    d->cap = r->cap;
+    d->record = (uint64_t)(uintptr_t)r->record;
+    d->k = r->k;
+    d->slot_stride = l->slot_stride;
+    d->ctx = r->ctx;
+    d->tag = r->tag;
+    d->nslots = l->ctrl->nslots;
+    if (r->after && r->after_seq) {
+        d->after_word = (uint64_t)(uintptr_t)r->after->trigger_word;
+        d->after_seq = r->after_seq;
+    }
+}
+
+mxu_status_t mxa_sx_enqueue_recv(mxa_stream_t *s, const mxa_sx_recv_t *r, int n)
+{
+    if (n <= 0)
+        return MXU_OK;
+    if (s->kind == MXA_KIND_HOST) {
+        host_recv_t *hr = malloc(sizeof(*hr) + sizeof(mxa_sx_recv_desc_t) * (size_t)n);
+        if (!hr)
+            MXU_FAIL(MXU_ERR_NO_MEMORY, "SX: out of memory");
+        hr->n = n;
+        hr->lim = sx.limits;
+        for (int i = 0; i < n; i++)
+            sx_recv_desc(&r[i], &hr->d[i]);
+        mxu_status_t st = mxa_host_stream_launch(s->handle, host_recv_step, hr);
+        if (st != MXU_OK)
+            free(hr);
+        return st;
+    }
+#ifdef MPIXACC_HAVE_CUDA
+    if (s->kind == MXA_KIND_CUDA) {
+        for (int i = 0; i < n; i += MXA_SX_RECV_BATCH) {
+            mxa_sx_recv_desc_t d[MXA_SX_RECV_BATCH];
+            int m = n - i < MXA_SX_RECV_BATCH ? n - i : MXA_SX_RECV_BATCH;
+            for (int j = 0; j < m; j++)
+                sx_recv_desc(&r[i + j], &d[j]);
+            MXU_TRY(mxa_cuda_sx_recv(s, d, m, &sx.limits));
+        }
+        return MXU_OK;
+    }
+#endif
+    return MXU_ERR_UNSUPPORTED;
+}
+
+typedef struct {
+    const _Atomic uint64_t *word;
+    uint64_t seq;
+} host_after_t;
+
+static void host_after_step(void *arg)
+{
+    host_after_t *a = arg;
+    unsigned spins = 0;
+    while ((int64_t)(atomic_load_explicit(a->word, memory_order_acquire) - a->seq) < 0)
+        sx_backoff(&spins);
+    free(a);
+}
+
+mxu_status_t mxa_sx_enqueue_after(mxa_stream_t *s, mxa_stream_t *other, uint64_t seq)
+{
+    if (s->kind == MXA_KIND_HOST && other->kind == MXA_KIND_HOST) {
+        host_after_t *a = malloc(sizeof(*a));
+        if (!a)
+            MXU_FAIL(MXU_ERR_NO_MEMORY, "SX: out of memory");
+        a->word = other->trigger_word;
+        a->seq = seq;
+        mxu_status_t st = mxa_host_stream_launch(s->handle, host_after_step, a);
+        if (st != MXU_OK)
+            free(a);
+        return st;
+    }
+#ifdef MPIXACC_HAVE_CUDA
+    if (s->kind == MXA_KIND_CUDA && other->kind == MXA_KIND_CUDA)
+        return mxa_cuda_sx_after(s, other, seq);
+#endif
+    return MXU_ERR_UNSUPPORTED;
+}
+
+mxa_stream_t *mxa_sx_library_stream(mxa_sx_link_t *l)
+{
+    if (l->lib_stream)
+        return l->lib_stream;
+    if (l->ring_kind == MXA_SX_RING_HOST) {
+        if (!sx.host_lib_stream && mxa_host_stream_create(&sx.host_lib_stream) != MXU_OK)
+            return NULL;
+        l->lib_stream = mxa_host_stream_find(sx.host_lib_stream);
+    }
+#ifdef MPIXACC_HAVE_CUDA
+    else if (l->ring_kind == MXA_SX_RING_CUDA)
+        l->lib_stream = mxa_cuda_sx_library_stream(l->ring_ctx);
+#endif
+    return l->lib_stream;
+}

@@ -1,0 +1,102 @@
+/*
+ * sx.h - stream-executed (SX) links for the engine (sx.c; the protocol is
+ * sx_proto.h). A link carries messages from one process to another of the
+ * same node through a ring the receiver owns; the sender's stream writes
+ * each message into a slot and the receiver's stream copies it out, with
+ * no host thread in between. The engine decides which messages take a
+ * link (engine/path.c).
+ */
+#ifndef MX_ACCEL_SX_H
+#define MX_ACCEL_SX_H
+
+#include "accel/accel.h"
+#include "accel/sx_proto.h"
+
+typedef struct mxa_sx_link mxa_sx_link_t;
+
+/* Process-wide: records, the abort word, the deadline of every wait
+ * (timeout_s, 0: none). mxa_sx_shutdown after every link is closed. */
+mxu_status_t mxa_sx_setup(double timeout_s);
+void mxa_sx_shutdown(void);
+/* Every receive step waiting anywhere stops (MXA_SX_ABORTED). */
+void mxa_sx_abort_all(void);
+
+/* Receiver: the link for one peer's messages: a control page in POSIX
+ * shared memory `name` ("/..."), with the ring inside it when host_ring
+ * (host streams), else a device ring published at first use. */
+mxu_status_t mxa_sx_link_create(const char *name, unsigned nslots, size_t slot_bytes,
+                                int host_ring, mxa_sx_link_t **out);
+/* Sender: open a peer's link (MXU_ERR_NOT_READY: not there yet). */
+mxu_status_t mxa_sx_link_open(const char *name, mxa_sx_link_t **out);
+/* Unmap (and, for the receiver, free the ring and unlink the name). */
+void mxa_sx_link_close(mxa_sx_link_t *l);
+/* Receiver: the name may go (every sender opened it). */
+void mxa_sx_link_unlink_name(mxa_sx_link_t *l);
+unsigned mxa_sx_link_nslots(const mxa_sx_link_t *l);
+size_t mxa_sx_link_slot_bytes(const mxa_sx_link_t *l);
+size_t mxa_sx_slot_stride(size_t slot_bytes);
+/* The published ring's kind (MXA_SX_RING_*; NONE before publication). */
+int mxa_sx_link_ring_kind(const mxa_sx_link_t *l);
+/* Receiver: publish the ring for stream s's executor (CUDA: allocated in
+ * s's context, application thread). MXU_ERR_UNSUPPORTED: the ring is of
+ * another kind or context, or cannot be made. */
+mxu_status_t mxa_sx_link_publish(mxa_sx_link_t *l, mxa_stream_t *s);
+/* Receiver: can stream s run receive steps on the published ring? */
+int mxa_sx_link_published_for(const mxa_sx_link_t *l, const mxa_stream_t *s);
+/* Sender: may stream s write into the peer's ring (mapped in its context
+ * at the first call)? MXU_OK yes, MXU_ERR_NOT_READY not yet published,
+ * MXU_ERR_UNSUPPORTED not from this stream. */
+mxu_status_t mxa_sx_link_attach(mxa_sx_link_t *l, mxa_stream_t *s);
+/* Sender: is message n's slot free (its previous message consumed)? */
+int mxa_sx_link_slot_free(const mxa_sx_link_t *l, uint64_t n);
+/* Can the executor of s read or write memory of this type directly? */
+int mxa_sx_stream_reaches(const mxa_stream_t *s, int memtype);
+
+/* Is s being captured into a graph (SX steps are not capturable yet)? */
+int mxa_sx_stream_capturing(mxa_stream_t *s);
+
+/* Pinned buffers for receive steps into memory they cannot write (up to
+ * the largest slot; NULL: none). */
+void *mxa_sx_bounce_alloc(size_t bytes);
+void mxa_sx_bounce_free(void *b);
+
+/* Records of receive steps (host-visible; a pool). */
+mxa_sx_record_t *mxa_sx_record_alloc(void);
+void mxa_sx_record_free(mxa_sx_record_t *r);
+
+/* A send step: message n (ordinal k of channel (ctx, tag)) from src into
+ * its slot; then the stream's trigger word is raised to trigger_seq (0:
+ * not). The caller checked the slot is free and attached the link. */
+typedef struct {
+    mxa_sx_link_t *link;
+    const void *src;
+    size_t bytes;
+    uint32_t ctx;
+    int tag;
+    uint64_t k, n;
+    uint64_t trigger_seq;
+} mxa_sx_send_t;
+mxu_status_t mxa_sx_enqueue_send(mxa_stream_t *s, const mxa_sx_send_t *m);
+
+/* A receive step for n receives (each: wait for (ctx, tag, k) on its link,
+ * copy up to cap bytes to dst, finish the record; `after`: first wait
+ * until that stream's trigger word reaches after_seq). */
+typedef struct {
+    mxa_sx_link_t *link;
+    void *dst;
+    size_t cap;
+    uint32_t ctx;
+    int tag;
+    uint64_t k;
+    mxa_sx_record_t *record;
+    mxa_stream_t *after;
+    uint64_t after_seq;
+} mxa_sx_recv_t;
+mxu_status_t mxa_sx_enqueue_recv(mxa_stream_t *s, const mxa_sx_recv_t *r, int n);
+/* Stream s waits until other's trigger word reaches seq (same kind). */
+mxu_status_t mxa_sx_enqueue_after(mxa_stream_t *s, mxa_stream_t *other, uint64_t seq);
+/* Receiver: a library stream of the ring's kind and context, for the
+ * receive steps the host asks for (progress thread). NULL: none. */
+mxa_stream_t *mxa_sx_library_stream(mxa_sx_link_t *l);
+
+#endif

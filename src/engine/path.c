@@ -1,0 +1,592 @@
+/*
+ * path.c - which path carries a message, and the stream-executed (SX) path.
+ *
+ * Two paths: UCX (tagged messages started by the progress thread, match.c)
+ * and SX, for messages between processes of one node on a communicator
+ * without wildcard receives (the MPI-4 assertions mpi_assert_no_any_source
+ * and mpi_assert_no_any_tag, and call-order matching): the sender's stream
+ * writes the message into a ring the receiver owns and the receiver's
+ * stream copies it out (accel/sx.h, accel/sx_proto.h). No host thread sits
+ * between the two streams.
+ *
+ * Static matching. On such a communicator every send to a process of the
+ * node and every receive from one gets the ordinal k of its channel
+ * (context, sender, tag) at the call, on the application thread; with
+ * exact source and tag, MPI's rules give the k-th receive the k-th send,
+ * so each side knows the match without asking. The sender decides the
+ * path per message (SX when its stream can write the peer's ring, the
+ * buffer is of a kind the stream reaches, the message fits a slot and the
+ * slot is free; else UCX, which is never blocked on credit). A receive
+ * does not know which way its message comes: its receive step waits for
+ * (context, tag, k) in the ring *or* for the engine's word that the
+ * message came by UCX (match.c still matches every message; it announces
+ * SX messages too, so nothing is counted twice).
+ *
+ * Where the receive step runs: on the stream of the stream wait that
+ * waits for the receive (MPIX_Acc_Wait*, MPI_Wait on a stream
+ * communicator), when that stream's executor can write the buffer; else,
+ * once the host shows interest (MPI_Wait/Test) or a stream wait cannot
+ * take it, on a library stream of the ring's kind, into the buffer or a
+ * pinned bounce buffer copied on the host. The progress thread watches the
+ * records of the steps and completes the operations from them.
+ */
+#include "engine/engine_priv.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "accel/sx.h"
+#include "util/hashmap.h"
+#include "util/settings.h"
+
+typedef enum {
+    SXF_NO_LINK = 0, /* the peer's ring is not published or not for this stream */
+    SXF_TOO_BIG,     /* larger than a slot */
+    SXF_MEMTYPE,     /* a buffer the stream's executor cannot read */
+    SXF_CREDIT,      /* the slot is not free yet */
+    SXF_CAPTURE,     /* the stream is being captured */
+    SXF_SYNC,        /* synchronous send */
+    SXF_ENQUEUE,     /* the step could not be enqueued */
+    SXF_COUNT
+} mxe_sx_fallback_t;
+
+static const char *const sxf_names[SXF_COUNT] = {
+    "no ring for the stream", "larger than a slot", "buffer not reachable", "no free slot",
+    "stream capture",         "synchronous send",   "enqueue failed"};
+
+const char *mxe_sx_fallback_name(int reason)
+{
+    return reason >= 0 && reason < SXF_COUNT ? sxf_names[reason] : NULL;
+}
+
+/* One process of the node: the links both ways and the channel ordinals. */
+typedef struct mxe_sx_peer {
+    int world;
+    pthread_mutex_t lock;
+    mxa_sx_link_t *in;  /* its messages to us (ours) */
+    mxa_sx_link_t *out; /* our messages to it (its; opened at first use) */
+    char out_name[96];
+    unsigned open_tries;
+    uint64_t next_n;      /* our next SX message on `out` */
+    mxu_hashmap_t send_k; /* (ctx, tag) -> next ordinal of our sends + 1 */
+    mxu_hashmap_t recv_k; /* (ctx, tag) -> next ordinal of our receives + 1 */
+} mxe_sx_peer_t;
+
+static struct {
+    int on;
+    mxe_sx_peer_t **peers; /* world rank -> peer (NULL: not on this node, or self) */
+    int npeers_world;
+    int *node;
+    int nnode;
+    long job;
+    _Atomic uint64_t fallback[SXF_COUNT];
+    _Atomic uint64_t links_in, links_out, ring_bytes;
+} px;
+
+void mxe_set_node(const int *world_ranks, int n, long node_job_id)
+{
+    free(px.node);
+    px.node = NULL;
+    px.nnode = 0;
+    px.job = node_job_id;
+    if (world_ranks && n > 0) {
+        px.node = malloc(sizeof(int) * (size_t)n);
+        if (px.node) {
+            memcpy(px.node, world_ranks, sizeof(int) * (size_t)n);
+            px.nnode = n;
+        }
+    }
+}
+
+static void link_name(char *buf, size_t len, int dst, int src)
+{
+    snprintf(buf, len, "/mpixacc-sx-%ld-%d-from-%d", px.job, dst, src);
+}
+
+static uint64_t chan_key(uint32_t ctx, int tag)
+{
+    return (((uint64_t)ctx << MXE_TAG_BITS) | (uint32_t)tag) + 1;
+}
+
+/* Next ordinal of channel (ctx, tag) in map m (peer lock held). */
+static uint64_t chan_next(mxu_hashmap_t *m, uint32_t ctx, int tag)
+{
+    uint64_t key = chan_key(ctx, tag);
+    uint64_t v = (uint64_t)(uintptr_t)mxu_hashmap_get(m, key); /* next + 1; 0: absent */
+    uint64_t k = v ? v - 1 : 0;
+    if (mxu_hashmap_put(m, key, (void *)(uintptr_t)(k + 2)) != MXU_OK)
+        MXU_LOG(MXU_LOG_ERROR, "SX: out of memory for channel ordinals");
+    return k;
+}
+
+static int sx_setting_on(int local_size)
+{
+    const char *v = mxu_config.sx;
+    if (v && strcmp(v, "off") == 0)
+        return 0;
+    if (v && strcmp(v, "on") == 0)
+        return 1;
+    /* auto: a receive step polls; processes time-sliced on one GPU (without
+     * MPS) must not poll, so the path is off when they share GPUs */
+    mxa_features_t f;
+    mxa_get_features(&f);
+    if (f.cuda_active && f.cuda_device_count > 0 && local_size > f.cuda_device_count) {
+        MXU_LOG(MXU_LOG_INFO, "SX path off: %d processes share %d GPU(s) on this node "
+                              "(MPIX_ACC_SX=on with MPS turns it on)",
+                local_size, f.cuda_device_count);
+        return 0;
+    }
+    return 1;
+}
+
+mxu_status_t mxe_sx_start(void)
+{
+    memset((void *)px.fallback, 0, sizeof(px.fallback));
+    px.on = 0;
+    if (px.nnode < 2 || !sx_setting_on(px.nnode))
+        return MXU_OK;
+    if (mxa_sx_setup(mxu_config.sx_timeout) != MXU_OK)
+        return MXU_OK; /* logged: the UCX path carries everything */
+    px.peers = calloc((size_t)mxe.world_size, sizeof(*px.peers));
+    if (!px.peers)
+        return MXU_OK;
+    px.npeers_world = mxe.world_size;
+    int host_ring = !mxa_device_active();
+    int made = 0;
+    for (int i = 0; i < px.nnode; i++) {
+        int w = px.node[i];
+        if (w == mxe.world_rank || w < 0 || w >= mxe.world_size)
+            continue;
+        mxe_sx_peer_t *p = calloc(1, sizeof(*p));
+        if (!p)
+            continue;
+        p->world = w;
+        pthread_mutex_init(&p->lock, NULL);
+        if (mxu_hashmap_init(&p->send_k, 16) != MXU_OK ||
+            mxu_hashmap_init(&p->recv_k, 16) != MXU_OK) {
+            free(p);
+            continue;
+        }
+        char name[96];
+        link_name(name, sizeof(name), mxe.world_rank, w);
+        link_name(p->out_name, sizeof(p->out_name), w, mxe.world_rank);
+        if (mxa_sx_link_create(name, (unsigned)mxu_config.sx_slots, mxu_config.sx_slot_bytes,
+                               host_ring, &p->in) != MXU_OK)
+            p->in = NULL; /* logged; its messages come by UCX */
+        else if (host_ring) {
+            atomic_fetch_add(&px.links_in, 1);
+            atomic_fetch_add(&px.ring_bytes,
+                             mxa_sx_slot_stride(mxu_config.sx_slot_bytes) * mxu_config.sx_slots);
+        }
+        px.peers[w] = p;
+        made++;
+    }
+    px.on = made > 0;
+    if (px.on)
+        MXU_LOG(MXU_LOG_INFO,
+                "SX path on for %d process(es) of this node: %lld slots of %zu bytes per peer "
+                "and direction (%s rings)",
+                made, (long long)mxu_config.sx_slots, mxu_config.sx_slot_bytes,
+                host_ring ? "shared-memory" : "device");
+    return MXU_OK;
+}
+
+void mxe_sx_stop(void)
+{
+    for (int w = 0; px.peers && w < px.npeers_world; w++) {
+        mxe_sx_peer_t *p = px.peers[w];
+        if (!p)
+            continue;
+        mxa_sx_link_close(p->in);
+        mxa_sx_link_close(p->out);
+        mxu_hashmap_destroy(&p->send_k);
+        mxu_hashmap_destroy(&p->recv_k);
+        pthread_mutex_destroy(&p->lock);
+        free(p);
+    }
+    free(px.peers);
+    px.peers = NULL;
+    px.npeers_world = 0;
+    px.on = 0;
+    mxa_sx_shutdown();
+}
+
+void mxe_sx_stats(mxe_stats_t *out)
+{
+    for (int i = 0; i < SXF_COUNT && i < 8; i++)
+        out->sx_fallback[i] = atomic_load_explicit(&px.fallback[i], memory_order_relaxed);
+    out->sx_links_in = atomic_load(&px.links_in);
+    out->sx_links_out = atomic_load(&px.links_out);
+    out->sx_ring_bytes = atomic_load(&px.ring_bytes);
+}
+
+static void sx_fallback(mxe_sx_fallback_t why)
+{
+    atomic_fetch_add_explicit(&px.fallback[why], 1, memory_order_relaxed);
+}
+
+/* ------------------------------------------------ application threads */
+
+static mxe_sx_peer_t *sx_peer_of(const mxe_op_t *op)
+{
+    if (!px.on || !op->sx_comm || op->peer < 0 || op->peer_world < 0 ||
+        op->peer_world >= px.npeers_world)
+        return NULL;
+    return px.peers[op->peer_world];
+}
+
+/* The out link, opened at first use (peer lock held). */
+static mxa_sx_link_t *sx_out(mxe_sx_peer_t *p)
+{
+    if (p->out)
+        return p->out;
+    /* retry rarely: the peer may still be starting */
+    if (p->open_tries++ % 64 != 0)
+        return NULL;
+    if (mxa_sx_link_open(p->out_name, &p->out) != MXU_OK)
+        p->out = NULL;
+    return p->out;
+}
+
+/* A send on an SX communicator: its ordinal, and its path. Returns 1 when
+ * the send step was enqueued (op->trigger_seq set: the step raises the
+ * stream's trigger word after the message), 0 for the UCX path. */
+int mxe_sx_submit_send(mxe_op_t *op)
+{
+    mxe_sx_peer_t *p = sx_peer_of(op);
+    if (!p)
+        return 0;
+    mxa_stream_t *s = op->stream;
+    pthread_mutex_lock(&p->lock);
+    op->sx_peer = p;
+    op->sx_k = chan_next(&p->send_k, op->ctx_id, op->tag);
+    int why = -1;
+    mxa_sx_link_t *l = NULL;
+    if (s->kind == MXA_KIND_NONE)
+        why = SXF_NO_LINK;
+    else if (op->synchronous)
+        why = SXF_SYNC;
+    else if (!(l = sx_out(p)))
+        why = SXF_NO_LINK;
+    else if (op->bytes > mxa_sx_link_slot_bytes(l))
+        why = SXF_TOO_BIG;
+    else if (op->bytes > 0 && !mxa_sx_stream_reaches(s, op->memtype))
+        why = SXF_MEMTYPE;
+    else if (!mxa_sx_link_slot_free(l, p->next_n))
+        why = SXF_CREDIT;
+    if (why < 0) {
+        mxu_status_t st = mxa_sx_link_attach(l, s);
+        if (st != MXU_OK)
+            why = SXF_NO_LINK;
+        else if (mxa_sx_stream_capturing(s))
+            why = SXF_CAPTURE;
+    }
+    if (why >= 0) {
+        pthread_mutex_unlock(&p->lock);
+        sx_fallback((mxe_sx_fallback_t)why);
+        return 0;
+    }
+    uint64_t seq = atomic_fetch_add_explicit(&s->next_trigger_seq, 1, memory_order_relaxed) + 1;
+    mxa_sx_send_t m = {.link = l,
+                       .src = op->buf,
+                       .bytes = op->bytes,
+                       .ctx = op->ctx_id,
+                       .tag = op->tag,
+                       .k = op->sx_k,
+                       .n = p->next_n,
+                       .trigger_seq = seq};
+    if (mxa_sx_enqueue_send(s, &m) != MXU_OK) {
+        /* the trigger number is taken: raise it the ordinary way */
+        pthread_mutex_unlock(&p->lock);
+        sx_fallback(SXF_ENQUEUE);
+        op->trigger_seq = seq;
+        return -1;
+    }
+    op->sx = 1;
+    op->sx_n = p->next_n++;
+    op->trigger_seq = seq;
+    pthread_mutex_unlock(&p->lock);
+    return 1;
+}
+
+/* A receive on an SX communicator: bind it (its ordinal); publish our ring
+ * for its stream's executor at the first receive from that peer. */
+void mxe_sx_bind_recv(mxe_op_t *op)
+{
+    mxe_sx_peer_t *p = sx_peer_of(op);
+    if (!p || !p->in)
+        return;
+    pthread_mutex_lock(&p->lock);
+    op->sx_peer = p;
+    op->sx_k = chan_next(&p->recv_k, op->ctx_id, op->tag);
+    op->sx = 1;
+    if (mxa_sx_link_ring_kind(p->in) == MXA_SX_RING_NONE && op->stream->kind == MXA_KIND_CUDA &&
+        !mxa_sx_stream_capturing(op->stream)) {
+        if (mxa_sx_link_publish(p->in, op->stream) == MXU_OK) {
+            atomic_fetch_add(&px.links_in, 1);
+            atomic_fetch_add(&px.ring_bytes, mxa_sx_slot_stride(mxa_sx_link_slot_bytes(p->in)) *
+                                                 mxa_sx_link_nslots(p->in));
+            (void)mxa_sx_library_stream(p->in); /* made here, not on the progress thread */
+        }
+    }
+    pthread_mutex_unlock(&p->lock);
+}
+
+static void sx_push(mxe_cmd_kind_t kind, mxe_op_t *op)
+{
+    mxe_cmd_t *cmd = calloc(1, sizeof(*cmd));
+    if (!cmd) {
+        MXU_LOG(MXU_LOG_ERROR, "SX: out of memory: a receive step is lost");
+        return;
+    }
+    cmd->kind = kind;
+    cmd->target = op;
+    mxe_op_retain(op); /* dropped by the progress thread */
+    mxu_mpsc_push(&mxe.cmdq, &cmd->node);
+    mxe_wake();
+}
+
+void mxe_op_host_interest(mxe_op_t *op)
+{
+    if (op->type != MXE_OP_RECV || !op->sx || mxe_op_is_complete(op))
+        return;
+    if (atomic_exchange(&op->sx_stepped, 1))
+        return;
+    sx_push(MXE_CMD_SX_STEP, op);
+}
+
+/* Stream wait (before its wait point is enqueued): the ops the stream can
+ * finish itself get drop[i] = 1 -- SX sends of this stream (their step
+ * precedes) or of another stream of the same kind (a cross-stream wait on
+ * its trigger word), and bound receives, for which a receive step is
+ * enqueued on s here. A bound receive whose status is wanted stays for the
+ * host wait too (the host writes statuses). */
+void mxe_sx_stream_wait(mxa_stream_t *s, mxe_op_t **ops, void **targets, int n,
+                        unsigned char *drop)
+{
+    if (!px.on)
+        return;
+    mxa_sx_recv_t rv[MXA_SX_RECV_BATCH];
+    mxe_op_t *rops[MXA_SX_RECV_BATCH];
+    int nr = 0;
+    for (int i = 0; i < n; i++) {
+        mxe_op_t *op = ops[i];
+        if (op->type == MXE_OP_SEND && op->sx) {
+            if (op->stream == s || mxa_sx_enqueue_after(s, op->stream, op->trigger_seq) == MXU_OK)
+                drop[i] = 1;
+            continue;
+        }
+        if (op->type != MXE_OP_RECV || !op->sx)
+            continue;
+        if (nr == MXA_SX_RECV_BATCH || !mxa_sx_link_published_for(op->sx_peer->in, s) ||
+            (op->bytes > 0 && !mxa_sx_stream_reaches(s, op->memtype)) ||
+            mxa_sx_stream_capturing(s)) {
+            mxe_op_host_interest(op); /* a library step; the host waits for it */
+            continue;
+        }
+        if (atomic_exchange(&op->sx_stepped, 1))
+            continue;
+        mxa_sx_record_t *rec = mxa_sx_record_alloc();
+        if (!rec) {
+            atomic_store(&op->sx_stepped, 0);
+            continue;
+        }
+        op->sx_rec = rec;
+        rv[nr] = (mxa_sx_recv_t){.link = op->sx_peer->in,
+                                 .dst = op->buf,
+                                 .cap = op->bytes,
+                                 .ctx = op->ctx_id,
+                                 .tag = op->tag,
+                                 .k = op->sx_k,
+                                 .record = rec,
+                                 .after = op->stream != s ? op->stream : NULL,
+                                 .after_seq = op->trigger_seq};
+        rops[nr++] = op;
+        drop[i] = targets[i] == NULL;
+    }
+    if (!nr)
+        return;
+    if (mxa_sx_enqueue_recv(s, rv, nr) != MXU_OK) {
+        /* logged: the library steps them, the host waits for them */
+        for (int j = 0; j < nr; j++) {
+            mxa_sx_record_free(rops[j]->sx_rec);
+            rops[j]->sx_rec = NULL;
+            atomic_store(&rops[j]->sx_stepped, 0);
+            mxe_op_host_interest(rops[j]);
+        }
+        for (int i = 0; i < n; i++)
+            if (ops[i]->type == MXE_OP_RECV)
+                drop[i] = 0;
+        return;
+    }
+    for (int j = 0; j < nr; j++)
+        sx_push(MXE_CMD_SX_WATCH, rops[j]);
+}
+
+/* ------------------------------------------------------ progress thread */
+
+static mxe_op_t *watch_head;
+static int watch_count;
+
+int mxe_sx_watching(void) { return watch_count; }
+
+/* Tell a step (enqueued or still to come) that its op finished another way. */
+static void sx_tell_step(mxe_op_t *op)
+{
+    mxa_sx_record_t *rec = op->sx_rec;
+    if (!rec)
+        return;
+    uint64_t d = (op->result.error == MXU_OK && !op->result.cancelled) ? MXA_SX_DESC_DELIVERED
+                                                                      : MXA_SX_DESC_ABORT;
+    __atomic_store_n(&rec->desc, d, __ATOMIC_RELEASE);
+}
+
+/* mxe_op_complete's hook for bound receives completed by anything but
+ * their step (UCX delivery, peer failure, finalize). */
+void mxe_sx_on_complete(mxe_op_t *op)
+{
+    op->sx_delivered = 1;
+    if (op->sx_watched)
+        sx_tell_step(op);
+}
+
+static void sx_watch(mxe_op_t *op)
+{
+    op->sx_watched = 1;
+    op->sx_next_watch = watch_head;
+    watch_head = op;
+    watch_count++;
+    if (op->sx_delivered)
+        sx_tell_step(op);
+}
+
+/* A library step for op (its trigger was reached: the buffer may be
+ * written). */
+static void sx_library_step(mxe_op_t *op)
+{
+    mxa_sx_link_t *l = op->sx_peer->in;
+    mxa_stream_t *ls = mxa_sx_link_ring_kind(l) != MXA_SX_RING_NONE ? mxa_sx_library_stream(l)
+                                                                    : NULL;
+    if (!ls) {
+        /* no ring was ever published: nothing can come by SX; the UCX
+         * path delivers (or the op already completed) */
+        return;
+    }
+    mxa_sx_record_t *rec = mxa_sx_record_alloc();
+    if (!rec) {
+        MXU_LOG(MXU_LOG_ERROR, "SX: no record for a receive step");
+        return;
+    }
+    void *dst = op->buf;
+    if (op->bytes > 0 && !mxa_sx_stream_reaches(ls, op->memtype)) {
+        op->sx_bounce = mxa_sx_bounce_alloc(mxa_sx_link_slot_bytes(l));
+        if (!op->sx_bounce) {
+            mxa_sx_record_free(rec);
+            MXU_LOG(MXU_LOG_ERROR, "SX: no bounce buffer for a receive step");
+            return;
+        }
+        dst = op->sx_bounce;
+    }
+    op->sx_rec = rec;
+    size_t cap = op->sx_bounce ? (op->bytes < mxa_sx_link_slot_bytes(l) ? op->bytes
+                                                                        : mxa_sx_link_slot_bytes(l))
+                               : op->bytes;
+    mxa_sx_recv_t r = {.link = l,
+                       .dst = dst,
+                       .cap = cap,
+                       .ctx = op->ctx_id,
+                       .tag = op->tag,
+                       .k = op->sx_k,
+                       .record = rec};
+    /* a message longer than a bounce buffer would be truncated wrongly:
+     * cap the bounce at the slot size, the largest SX message */
+    if (mxa_sx_enqueue_recv(ls, &r, 1) != MXU_OK) {
+        mxa_sx_record_free(rec);
+        op->sx_rec = NULL;
+        return;
+    }
+    mxe_op_retain(op); /* the watch's reference */
+    sx_watch(op);
+}
+
+void mxe_sx_handle_step(mxe_op_t *op)
+{
+    if (!mxe_op_is_complete(op)) {
+        if (op->recv_ready)
+            sx_library_step(op);
+        else
+            op->sx_step_pending = 1; /* mxe_sx_recv_ready runs it */
+    }
+    mxe_op_release(op);
+}
+
+void mxe_sx_handle_watch(mxe_op_t *op)
+{
+    sx_watch(op); /* keeps the command's reference */
+}
+
+void mxe_sx_recv_ready(mxe_op_t *op)
+{
+    if (op->sx_step_pending) {
+        op->sx_step_pending = 0;
+        sx_library_step(op);
+    }
+}
+
+/* Records of finished steps: complete their ops. */
+unsigned mxe_sx_poll(void)
+{
+    unsigned n = 0;
+    mxe_op_t **pp = &watch_head;
+    while (*pp) {
+        mxe_op_t *op = *pp;
+        mxa_sx_record_t *rec = op->sx_rec;
+        if (!__atomic_load_n(&rec->done, __ATOMIC_ACQUIRE)) {
+            pp = &op->sx_next_watch;
+            continue;
+        }
+        *pp = op->sx_next_watch;
+        watch_count--;
+        n++;
+        op->sx_watched = 0;
+        int err = rec->error;
+        size_t bytes = (size_t)rec->bytes;
+        if (!mxe_op_is_complete(op)) {
+            op->result.source = op->peer;
+            op->result.tag = op->tag;
+            mxu_status_t st = MXU_OK;
+            if (err == MXA_SX_OK || err == MXA_SX_TRUNCATED) {
+                if (op->sx_bounce && bytes)
+                    memcpy(op->buf, op->sx_bounce, bytes);
+                op->result.bytes = bytes;
+                op->sx_env_sx = 1;
+                st = err == MXA_SX_OK ? MXU_OK : MXU_ERR_TRUNCATED;
+            } else if (err == MXA_SX_TIMED_OUT) {
+                MXU_LOG(MXU_LOG_ERROR,
+                        "SX: receive from rank %d (tag %d) gave up after MPIX_ACC_SX_TIMEOUT=%g s",
+                        op->peer, op->tag, mxu_config.sx_timeout);
+                st = MXU_ERR_TIMED_OUT;
+            } else {
+                st = op->peer_failed ? MXU_ERR_PEER : MXU_ERR_TIMED_OUT;
+            }
+            mxe_sx_complete_from_step(op, st);
+        }
+        if (op->sx_bounce) {
+            mxa_sx_bounce_free(op->sx_bounce);
+            op->sx_bounce = NULL;
+        }
+        op->sx_rec = NULL;
+        mxa_sx_record_free(rec);
+        mxe_op_release(op);
+    }
+    return n;
+}
+
+/* Finalize or a failed peer: every step still waiting stops. */
+void mxe_sx_abort_steps(void)
+{
+    if (watch_count)
+        mxa_sx_abort_all();
+}
