@@ -240,10 +240,10 @@ static void ctx_load_kernels(cuda_ctx_t *cx)
             MXA_CU(cuModuleUnload)(cx->module);
             cx->module = NULL;
         } else {
-            if (MXA_CU(cuModuleGetFunction)(&cx->fn_sx_send, cx->module,
-                                            MXA_CUDA_KERNEL_SX_SEND) != CUDA_SUCCESS ||
-                MXA_CU(cuModuleGetFunction)(&cx->fn_sx_recv, cx->module,
-                                            MXA_CUDA_KERNEL_SX_RECV) != CUDA_SUCCESS)
+            if (MXA_CU(cuModuleGetFunction)(&cx->fn_sx_send, cx->module, MXA_CUDA_KERNEL_SX_SEND) !=
+                    CUDA_SUCCESS ||
+                MXA_CU(cuModuleGetFunction)(&cx->fn_sx_recv, cx->module, MXA_CUDA_KERNEL_SX_RECV) !=
+                    CUDA_SUCCESS)
                 cx->fn_sx_send = cx->fn_sx_recv = NULL;
             if (MXA_CU(cuFuncLoad) != NULL) {
                 /* Load now even under CUDA_MODULE_LOADING=LAZY. */

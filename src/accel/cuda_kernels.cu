@@ -188,9 +188,9 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
     if (outcome == MXA_SX_OK || outcome == MXA_SX_TRUNCATED) {
         __threadfence_system();
         take = s_bytes <= d->cap ? s_bytes : d->cap;
-        const unsigned char *src = (const unsigned char *)(size_t)(d->ring +
-                                                                   (uint64_t)s_slot * d->slot_stride) +
-                                   MXA_SX_HDR_BYTES;
+        const unsigned char *src =
+            (const unsigned char *)(size_t)(d->ring + (uint64_t)s_slot * d->slot_stride) +
+            MXA_SX_HDR_BYTES;
         mxa_sx_copy((unsigned char *)(size_t)d->dst, src, take);
         __threadfence_system();
     }

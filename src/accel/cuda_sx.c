@@ -71,9 +71,8 @@ mxu_status_t mxa_cuda_sx_register(void *host, size_t bytes, uint64_t *dptr)
     int entered = sx_enter_any();
     if (entered < 0)
         MXU_FAIL(MXU_ERR_NO_DEVICE, "SX: no CUDA context to register memory in");
-    CUresult r = MXA_CU(cuMemHostRegister)(host, bytes,
-                                           CU_MEMHOSTREGISTER_DEVICEMAP |
-                                               CU_MEMHOSTREGISTER_PORTABLE);
+    CUresult r = MXA_CU(cuMemHostRegister)(
+        host, bytes, CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE);
     CUdeviceptr d = 0;
     if (r == CUDA_SUCCESS)
         r = MXA_CU(cuMemHostGetDevicePointer)(&d, host, 0);
@@ -209,8 +208,7 @@ static mxu_status_t sx_launch(cuda_stream_t *cs, CUfunction f, unsigned blocks, 
     ctx_leave(entered);
     if (r != CUDA_SUCCESS)
         MXU_FAIL(cu_err_is_bad_handle(r) ? MXU_ERR_INVALID_STREAM : MXU_ERR_NO_DEVICE,
-                 "SX: %s step on stream %p failed to launch: %s", what, cs->pub.handle,
-                 cu_err(r));
+                 "SX: %s step on stream %p failed to launch: %s", what, cs->pub.handle, cu_err(r));
     return MXU_OK;
 }
 
@@ -266,8 +264,8 @@ mxu_status_t mxa_cuda_sx_after(mxa_stream_t *s, mxa_stream_t *other, uint64_t se
     }
     ctx_leave(entered);
     if (r != CUDA_SUCCESS)
-        MXU_FAIL(MXU_ERR_NO_DEVICE, "SX: cross-stream wait on stream %p failed: %s",
-                 cs->pub.handle, cu_err(r));
+        MXU_FAIL(MXU_ERR_NO_DEVICE, "SX: cross-stream wait on stream %p failed: %s", cs->pub.handle,
+                 cu_err(r));
     return MXU_OK;
 }
 

@@ -34,14 +34,14 @@
 
 struct mxa_sx_link {
     char name[96];
-    int owner;         /* created here (receiver): unlink at close */
+    int owner;           /* created here (receiver): unlink at close */
     mxa_sx_ctrl_t *ctrl; /* mapped control page (+ host ring) */
     size_t map_bytes;
     size_t slot_stride;
     /* receiver: the published ring */
     int ring_kind;
-    void *ring; /* executor address of slot 0 */
-    void *ring_ctx;  /* CUDA: the context owning/mapping the ring */
+    void *ring;            /* executor address of slot 0 */
+    void *ring_ctx;        /* CUDA: the context owning/mapping the ring */
     uint64_t consumed_dev; /* consumed[] as the receiver's GPU sees it */
     int registered;        /* control page registered with CUDA */
     /* sender: the attached ring */
@@ -70,7 +70,10 @@ static size_t sx_page_round(size_t n)
     return (n + p - 1) / p * p;
 }
 
-size_t mxa_sx_slot_stride(size_t slot_bytes) { return MXA_SX_HDR_BYTES + ((slot_bytes + 63) & ~(size_t)63); }
+size_t mxa_sx_slot_stride(size_t slot_bytes)
+{
+    return MXA_SX_HDR_BYTES + ((slot_bytes + 63) & ~(size_t)63);
+}
 
 /* ------------------------------------------------------------ memory */
 
@@ -218,8 +221,8 @@ void mxa_sx_bounce_free(void *b)
 
 /* ------------------------------------------------------------- links */
 
-mxu_status_t mxa_sx_link_create(const char *name, unsigned nslots, size_t slot_bytes,
-                                int host_ring, mxa_sx_link_t **out)
+mxu_status_t mxa_sx_link_create(const char *name, unsigned nslots, size_t slot_bytes, int host_ring,
+                                mxa_sx_link_t **out)
 {
     if (nslots == 0 || nslots > MXA_SX_MAX_SLOTS)
         MXU_FAIL(MXU_ERR_INVALID_PARAM, "SX: %u slots (1..%d)", nslots, MXA_SX_MAX_SLOTS);
@@ -326,11 +329,14 @@ int mxa_sx_link_ring_kind(const mxa_sx_link_t *l)
     return __atomic_load_n(&l->ctrl->ring_ready, __ATOMIC_ACQUIRE) ? (int)l->ctrl->ring_kind
                                                                    : MXA_SX_RING_NONE;
 }
-int mxa_sx_link_slot_free(const mxa_sx_link_t *l, uint64_t n) { return mxa_sx_slot_free(l->ctrl, n); }
+int mxa_sx_link_slot_free(const mxa_sx_link_t *l, uint64_t n)
+{
+    return mxa_sx_slot_free(l->ctrl, n);
+}
 
 static int sx_ring_kind_of(const mxa_stream_t *s)
 {
-    return s->kind == MXA_KIND_HOST ? MXA_SX_RING_HOST
+    return s->kind == MXA_KIND_HOST   ? MXA_SX_RING_HOST
            : s->kind == MXA_KIND_CUDA ? MXA_SX_RING_CUDA
                                       : MXA_SX_RING_NONE;
 }
@@ -520,9 +526,8 @@ static void host_recv_one(const mxa_sx_recv_desc_t *d, const mxa_sx_limits_t *li
         }
         uint64_t desc = mxa_sx_load_acquire(&rec->desc);
         if (desc != MXA_SX_DESC_NONE) {
-            mxa_sx_record_finish(rec, 0,
-                                 desc == MXA_SX_DESC_DELIVERED ? MXA_SX_DELIVERED : MXA_SX_ABORTED,
-                                 -1);
+            mxa_sx_record_finish(
+                rec, 0, desc == MXA_SX_DESC_DELIVERED ? MXA_SX_DELIVERED : MXA_SX_ABORTED, -1);
             return;
         }
         if (lim->abort_word && mxa_sx_load_acquire((const uint64_t *)(uintptr_t)lim->abort_word)) {

@@ -24,8 +24,8 @@ void mxa_sx_abort_all(void);
 /* Receiver: the link for one peer's messages: a control page in POSIX
  * shared memory `name` ("/..."), with the ring inside it when host_ring
  * (host streams), else a device ring published at first use. */
-mxu_status_t mxa_sx_link_create(const char *name, unsigned nslots, size_t slot_bytes,
-                                int host_ring, mxa_sx_link_t **out);
+mxu_status_t mxa_sx_link_create(const char *name, unsigned nslots, size_t slot_bytes, int host_ring,
+                                mxa_sx_link_t **out);
 /* Sender: open a peer's link (MXU_ERR_NOT_READY: not there yet). */
 mxu_status_t mxa_sx_link_open(const char *name, mxa_sx_link_t **out);
 /* Unmap (and, for the receiver, free the ring and unlink the name). */

@@ -51,10 +51,10 @@
 
 /* Record error values (the step's outcome). */
 #define MXA_SX_OK 0
-#define MXA_SX_TRUNCATED 1  /* the message was longer than the buffer */
-#define MXA_SX_DELIVERED 2  /* desc said: the message came another way */
-#define MXA_SX_ABORTED 3    /* desc or the abort word said: give up */
-#define MXA_SX_TIMED_OUT 4  /* the deadline passed */
+#define MXA_SX_TRUNCATED 1 /* the message was longer than the buffer */
+#define MXA_SX_DELIVERED 2 /* desc said: the message came another way */
+#define MXA_SX_ABORTED 3   /* desc or the abort word said: give up */
+#define MXA_SX_TIMED_OUT 4 /* the deadline passed */
 
 /* desc values (engine -> step) */
 #define MXA_SX_DESC_NONE 0
@@ -249,8 +249,7 @@ MXA_SX_FN void mxa_sx_consume(uint64_t *consumed, uint32_t slot, uint64_t n)
 }
 
 /* Receiver: the step's outcome. */
-MXA_SX_FN void mxa_sx_record_finish(mxa_sx_record_t *r, uint64_t bytes, int32_t error,
-                                    int32_t slot)
+MXA_SX_FN void mxa_sx_record_finish(mxa_sx_record_t *r, uint64_t bytes, int32_t error, int32_t slot)
 {
     mxa_sx_store_relaxed(&r->bytes, bytes);
     uint64_t es = (uint64_t)(uint32_t)error | ((uint64_t)(uint32_t)slot << 32);

@@ -40,13 +40,18 @@ typedef struct {
     uint32_t ctx;
     int32_t src; /* sender's rank in the communicator */
     int32_t tag;
-    uint32_t flags; /* MXE_ENV_SX: the data is in the receiver's SX ring */
+    uint32_t flags; /* MXE_ENV_K, MXE_ENV_SX */
     uint64_t pseq;  /* sender's call sequence number towards this rank, in ctx */
     uint64_t bytes;
     uint64_t k; /* ordinal in its channel (SX communicators), else 0 */
 } mxe_envelope_t;
 
-#define MXE_ENV_SX 0x1u
+/* k is the message's ordinal in its channel (context, source, tag): the
+ * communicator binds receives from this sender statically (path.c) */
+#define MXE_ENV_K 0x1u
+/* the data is in the receiver's SX ring: its bound receive's step takes it
+ * there; the envelope itself is only counted */
+#define MXE_ENV_SX 0x2u
 
 /* A control message: a header, then count envelopes. */
 typedef struct {
@@ -92,7 +97,7 @@ static struct {
     int ndirty;
     int nranks;
     /* statistics: read by mxe_match_stats from another thread */
-    _Atomic uint64_t announced, matched_unexpected, matched_posted;
+    _Atomic uint64_t announced, matched_unexpected, matched_posted, sx_announced;
 } mm;
 
 static void mxe_match_arrived(const mxe_envelope_t *e);
@@ -237,7 +242,7 @@ void mxe_match_send_called(mxe_op_t *op)
     e->ctx = op->ctx_id;
     e->src = op->comm_rank;
     e->tag = op->tag;
-    e->flags = op->sx ? MXE_ENV_SX : 0;
+    e->flags = (op->sx_peer ? MXE_ENV_K : 0) | (op->sx ? MXE_ENV_SX : 0);
     e->pseq = op->pseq;
     e->bytes = op->bytes;
     e->k = op->sx_k;
@@ -248,8 +253,14 @@ void mxe_match_send_called(mxe_op_t *op)
 
 static int mxe_envelope_fits(const mxe_op_t *op, const mxe_envelope_t *e)
 {
-    return (op->peer == MXE_ANY_SOURCE || op->peer == e->src) &&
-           (op->tag == MXE_ANY_TAG || op->tag == e->tag);
+    if (!((op->peer == MXE_ANY_SOURCE || op->peer == e->src) &&
+          (op->tag == MXE_ANY_TAG || op->tag == e->tag)))
+        return 0;
+    /* a receive bound statically takes exactly its channel's k-th message
+     * (the earlier ones may have completed from the ring already) */
+    if ((e->flags & MXE_ENV_K) && op->sx)
+        return op->sx_k == e->k;
+    return 1;
 }
 
 static void mxe_posted_unlink(mxe_mctx_t *c, mxe_op_t *op)
@@ -272,24 +283,6 @@ static void mxe_bind(mxe_op_t *op, const mxe_envelope_t *e)
     op->msg_tag = e->tag;
     op->msg_bytes = (size_t)e->bytes;
     op->pseq = e->pseq;
-    if (op->sx && e->k != op->sx_k)
-        MXU_LOG(MXU_LOG_ERROR,
-                "message %llu of channel (context %u, rank %d, tag %d) matched the receive "
-                "bound to message %llu: are the no-wildcard assertions set on every rank?",
-                (unsigned long long)e->k, e->ctx, e->src, e->tag,
-                (unsigned long long)op->sx_k);
-    if (e->flags & MXE_ENV_SX) {
-        /* the data is (or will be) in our ring: the receive's step copies it */
-        op->sx_env_sx = 1;
-        if (!op->sx) {
-            MXU_LOG(MXU_LOG_ERROR,
-                    "a message from rank %d (tag %d, context %u) came by the stream-executed "
-                    "path to a receive that is not bound to it (communicator assertions "
-                    "mpi_assert_no_any_source/tag differ between ranks?)",
-                    e->src, e->tag, e->ctx);
-        }
-        return;
-    }
     if (op->recv_ready)
         mxe_recv_post_data(op);
 }
@@ -353,6 +346,12 @@ static mxe_env_node_t *mxe_env_node_new(const mxe_envelope_t *e)
  * matches it takes it; else it waits for one. */
 static void mxe_match_arrived(const mxe_envelope_t *e)
 {
+    if (e->flags & MXE_ENV_SX) {
+        /* in our ring: the bound receive's step finds it, before or after
+         * this envelope; nothing to match */
+        atomic_fetch_add_explicit(&mm.sx_announced, 1, memory_order_relaxed);
+        return;
+    }
     mxe_mctx_t *c = mxe_mctx(e->ctx);
     if (!c)
         return;

@@ -133,8 +133,9 @@ static int sx_setting_on(int local_size)
     mxa_features_t f;
     mxa_get_features(&f);
     if (f.cuda_active && f.cuda_device_count > 0 && local_size > f.cuda_device_count) {
-        MXU_LOG(MXU_LOG_INFO, "SX path off: %d processes share %d GPU(s) on this node "
-                              "(MPIX_ACC_SX=on with MPS turns it on)",
+        MXU_LOG(MXU_LOG_INFO,
+                "SX path off: %d processes share %d GPU(s) on this node "
+                "(MPIX_ACC_SX=on with MPS turns it on)",
                 local_size, f.cuda_device_count);
         return 0;
     }
@@ -363,8 +364,7 @@ void mxe_op_host_interest(mxe_op_t *op)
  * its trigger word), and bound receives, for which a receive step is
  * enqueued on s here. A bound receive whose status is wanted stays for the
  * host wait too (the host writes statuses). */
-void mxe_sx_stream_wait(mxa_stream_t *s, mxe_op_t **ops, void **targets, int n,
-                        unsigned char *drop)
+void mxe_sx_stream_wait(mxa_stream_t *s, mxe_op_t **ops, void **targets, int n, unsigned char *drop)
 {
     if (!px.on)
         return;
@@ -439,7 +439,7 @@ static void sx_tell_step(mxe_op_t *op)
     if (!rec)
         return;
     uint64_t d = (op->result.error == MXU_OK && !op->result.cancelled) ? MXA_SX_DESC_DELIVERED
-                                                                      : MXA_SX_DESC_ABORT;
+                                                                       : MXA_SX_DESC_ABORT;
     __atomic_store_n(&rec->desc, d, __ATOMIC_RELEASE);
 }
 
@@ -467,8 +467,8 @@ static void sx_watch(mxe_op_t *op)
 static void sx_library_step(mxe_op_t *op)
 {
     mxa_sx_link_t *l = op->sx_peer->in;
-    mxa_stream_t *ls = mxa_sx_link_ring_kind(l) != MXA_SX_RING_NONE ? mxa_sx_library_stream(l)
-                                                                    : NULL;
+    mxa_stream_t *ls =
+        mxa_sx_link_ring_kind(l) != MXA_SX_RING_NONE ? mxa_sx_library_stream(l) : NULL;
     if (!ls) {
         /* no ring was ever published: nothing can come by SX; the UCX
          * path delivers (or the op already completed) */
@@ -513,7 +513,7 @@ static void sx_library_step(mxe_op_t *op)
 
 void mxe_sx_handle_step(mxe_op_t *op)
 {
-    if (!mxe_op_is_complete(op)) {
+    if (!mxe_op_is_complete(op) && !op->matched) { /* matched: it comes by UCX */
         if (op->recv_ready)
             sx_library_step(op);
         else
@@ -522,13 +522,14 @@ void mxe_sx_handle_step(mxe_op_t *op)
     mxe_op_release(op);
 }
 
-void mxe_sx_handle_watch(mxe_op_t *op)
-{
-    sx_watch(op); /* keeps the command's reference */
-}
+void mxe_sx_handle_watch(mxe_op_t *op) { sx_watch(op); /* keeps the command's reference */ }
 
 void mxe_sx_recv_ready(mxe_op_t *op)
 {
+    if (op->sx_step_pending && op->matched) {
+        op->sx_step_pending = 0; /* its message comes by UCX: no step */
+        return;
+    }
     if (op->sx_step_pending) {
         op->sx_step_pending = 0;
         sx_library_step(op);

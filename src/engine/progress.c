@@ -372,10 +372,10 @@ static void mxe_op_start(mxe_op_t *op)
         if (op->match_dynamic)
             mxe_match_recv_called(op); /* start order: register now */
         op->recv_ready = 1;
-        if (op->matched && !op->sx_env_sx)
-            mxe_recv_post_data(op);
         if (op->sx)
             mxe_sx_recv_ready(op); /* a library receive step waiting for this */
+        if (op->matched)           /* (post last: the op may complete and go inside) */
+            mxe_recv_post_data(op);
         return; /* else posted when its message is announced (match.c) */
     }
     if (status != MXU_OK) {

@@ -273,6 +273,16 @@ static void mxi_print_stats(void)
                    "unexpected %llu",
                    (unsigned long long)st.match_announced, (unsigned long long)st.match_posted,
                    (unsigned long long)st.match_unexpected);
+    {
+        char fb[256];
+        size_t off = 0;
+        for (int i = 0; mxe_sx_fallback_name(i) && off < sizeof(fb); i++)
+            off += (size_t)snprintf(fb + off, sizeof(fb) - off, "%s%s %llu", i ? ", " : "",
+                                    mxe_sx_fallback_name(i), (unsigned long long)st.sx_fallback[i]);
+        MXU_LOG_FORCED(
+            MXU_LOG_INFO, "stats: sx: rings published %llu (%llu bytes), sends that took UCX: %s",
+            (unsigned long long)st.sx_links_in, (unsigned long long)st.sx_ring_bytes, fb);
+    }
 #define MXI_MEAN_US(sum, n) ((n) ? (double)(sum) / (double)(n) / 1e3 : 0.0)
     MXU_LOG_FORCED(MXU_LOG_INFO,
                    "stats: mean us: stream turnaround (wait released -> next trigger seen) %.2f "

@@ -1,0 +1,307 @@
+/*
+ * sx_path.c - the stream-executed path (doc/design.md §5b) on host streams,
+ * 2-4 ranks, on a communicator with mpi_assert_no_any_source/_tag (SX) and
+ * the same exchanges on one without (UCX only): results must be identical.
+ * test/mpi/sx_path.sh runs it with MPIX_ACC_STATS=1 and checks that the SX
+ * path carried messages (and none with MPIX_ACC_SX=off).
+ *
+ *  1. sizes: ring exchange (send to rank+1, receive from rank-1) of 0, 1, 8,
+ *     100, 4096, the slot size and one byte more (UCX), 1 MiB (UCX), one
+ *     stream, stream wait with MPI_STATUSES_IGNORE, then with statuses.
+ *  2. head-to-head: with the partner (rank ^ 1), N Isend then N Irecv then
+ *     one stream Waitall, N = 3 x the slots (sends beyond the free slots go
+ *     by UCX), payload checked.
+ *  3. ahead: rank 0 enqueues 1000 messages (tags 0..2) to rank 1 before rank
+ *     1 (asleep 200 ms) calls its receives; per-tag order checked.
+ *  4. host waits: MPIX_Acc_Irecv completed by MPI_Wait, and by MPI_Test
+ *     polling (the library runs the receive step).
+ *  5. truncation: 100 bytes into a 50-byte receive: MPI_ERR_TRUNCATE.
+ *  6. mixed sizes on one channel: small (SX) and large (UCX) alternate on
+ *     one tag; order kept.
+ *  7. other streams: receive on s1, stream wait on s2; send on s1, stream
+ *     wait on s2; self-send; MPI_PROC_NULL.
+ */
+#include "common.h"
+
+#define SLOT (64 * 1024)
+
+static MPI_Comm make_comm(int sx)
+{
+    MPI_Info info;
+    MPI_Comm c;
+    T_MPI(MPI_Info_create(&info));
+    if (sx) {
+        T_MPI(MPI_Info_set(info, "mpi_assert_no_any_source", "true"));
+        T_MPI(MPI_Info_set(info, "mpi_assert_no_any_tag", "true"));
+    }
+    T_MPI(MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &c));
+    T_MPI(MPI_Info_free(&info));
+    T_MPI(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN));
+    return c;
+}
+
+static size_t slot_bytes(void)
+{
+    const char *v = getenv("MPIX_ACC_SX_SLOT_BYTES");
+    return v ? (size_t)atol(v) : SLOT;
+}
+
+static int nslots(void)
+{
+    const char *v = getenv("MPIX_ACC_SX_SLOTS");
+    return v ? atoi(v) : 16;
+}
+
+static void sync_stream(MPIX_Acc_stream s) { T_MPI(MPIX_Acc_Hoststream_synchronize(s)); }
+
+/* ------------------------------------------------------------ 1. sizes */
+
+static void sizes(MPI_Comm comm, const char *what)
+{
+    size_t sz[] = {0, 1, 8, 100, 4096, slot_bytes(), slot_bytes() + 1, 1 << 20};
+    int nsz = (int)(sizeof(sz) / sizeof(sz[0]));
+    int to = (t_rank + 1) % t_size, from = (t_rank + t_size - 1) % t_size;
+    MPIX_Acc_stream s;
+    T_MPI(MPIX_Acc_Hoststream_create(&s));
+    for (int with_status = 0; with_status < 2; with_status++) {
+        for (int i = 0; i < nsz; i++) {
+            size_t n = sz[i];
+            unsigned char *out = malloc(n + 1), *in = malloc(n + 1);
+            t_fill(out, n, (uint64_t)(t_rank * 1000 + i));
+            memset(in, 0xee, n + 1);
+            MPI_Request r[2];
+            MPI_Status st[2];
+            T_MPI(MPIX_Acc_Irecv(s, in, (int)n, MPI_BYTE, from, 7, comm, &r[0]));
+            T_MPI(MPIX_Acc_Isend(s, out, (int)n, MPI_BYTE, to, 7, comm, &r[1]));
+            T_MPI(MPIX_Acc_Waitall(s, 2, r, with_status ? st : MPI_STATUSES_IGNORE));
+            sync_stream(s);
+            char w[96];
+            snprintf(w, sizeof(w), "%s sizes, %zu bytes%s", what, n,
+                     with_status ? ", statuses" : "");
+            t_expect_pattern(in, n, (uint64_t)(from * 1000 + i), w);
+            T_CHECK(in[n] == 0xee, "%s: byte past the message written", w);
+            if (with_status)
+                t_expect_status(&st[0], from, 7, (int)n, MPI_BYTE, w);
+            free(out);
+            free(in);
+        }
+    }
+    T_MPI(MPIX_Acc_Hoststream_free(&s));
+}
+
+/* ---------------------------------------------------- 2. head-to-head */
+
+static void head_to_head(MPI_Comm comm, const char *what)
+{
+    int partner = t_rank ^ 1;
+    if (partner >= t_size)
+        return;
+    int n = 3 * nslots();
+    size_t len = 256;
+    MPIX_Acc_stream s;
+    T_MPI(MPIX_Acc_Hoststream_create(&s));
+    unsigned char *out = malloc(len * (size_t)n), *in = malloc(len * (size_t)n);
+    MPI_Request *r = malloc(sizeof(MPI_Request) * 2 * (size_t)n);
+    for (int i = 0; i < n; i++)
+        t_fill(out + len * (size_t)i, len, (uint64_t)(t_rank * 7919 + i));
+    memset(in, 0, len * (size_t)n);
+    for (int i = 0; i < n; i++)
+        T_MPI(MPIX_Acc_Isend(s, out + len * (size_t)i, (int)len, MPI_BYTE, partner, 3, comm,
+                             &r[i]));
+    for (int i = 0; i < n; i++)
+        T_MPI(MPIX_Acc_Irecv(s, in + len * (size_t)i, (int)len, MPI_BYTE, partner, 3, comm,
+                             &r[n + i]));
+    T_MPI(MPIX_Acc_Waitall(s, 2 * n, r, MPI_STATUSES_IGNORE));
+    sync_stream(s);
+    for (int i = 0; i < n; i++) {
+        char w[96];
+        snprintf(w, sizeof(w), "%s head-to-head message %d of %d", what, i, n);
+        t_expect_pattern(in + len * (size_t)i, len, (uint64_t)(partner * 7919 + i), w);
+    }
+    free(out);
+    free(in);
+    free(r);
+    T_MPI(MPIX_Acc_Hoststream_free(&s));
+}
+
+/* ----------------------------------------------------------- 3. ahead */
+
+static void ahead(MPI_Comm comm, const char *what)
+{
+    enum { N = 1000 };
+    MPIX_Acc_stream s;
+    T_MPI(MPIX_Acc_Hoststream_create(&s));
+    if (t_rank == 0) {
+        static uint64_t v[N];
+        MPI_Request r[N];
+        for (int i = 0; i < N; i++) {
+            v[i] = (uint64_t)i;
+            T_MPI(MPIX_Acc_Isend(s, &v[i], 1, MPI_UINT64_T, 1, i % 3, comm, &r[i]));
+        }
+        T_MPI(MPIX_Acc_Waitall(s, N, r, MPI_STATUSES_IGNORE));
+        sync_stream(s);
+    } else if (t_rank == 1) {
+        static uint64_t v[N];
+        MPI_Request r[N];
+        t_sleep_ms(200);
+        /* receives by tag: tag 0 first, then 1, then 2 */
+        int k = 0;
+        for (int tag = 0; tag < 3; tag++)
+            for (int i = tag; i < N; i += 3, k++)
+                T_MPI(MPIX_Acc_Irecv(s, &v[k], 1, MPI_UINT64_T, 0, tag, comm, &r[k]));
+        T_MPI(MPIX_Acc_Waitall(s, N, r, MPI_STATUSES_IGNORE));
+        sync_stream(s);
+        k = 0;
+        for (int tag = 0; tag < 3; tag++)
+            for (int i = tag; i < N; i += 3, k++)
+                T_CHECK(v[k] == (uint64_t)i, "%s ahead: receive %d (tag %d) got %llu, expected %d",
+                        what, k, tag, (unsigned long long)v[k], i);
+    }
+    T_MPI(MPIX_Acc_Hoststream_free(&s));
+}
+
+/* ------------------------------------------------------ 4. host waits */
+
+static void host_waits(MPI_Comm comm, const char *what)
+{
+    int to = (t_rank + 1) % t_size, from = (t_rank + t_size - 1) % t_size;
+    MPIX_Acc_stream s;
+    T_MPI(MPIX_Acc_Hoststream_create(&s));
+    for (int mode = 0; mode < 2; mode++) {
+        uint64_t out[4] = {(uint64_t)t_rank, 11, 22, 33}, in[4] = {0, 0, 0, 0};
+        MPI_Request r[2];
+        MPI_Status st;
+        T_MPI(MPIX_Acc_Irecv(s, in, 4, MPI_UINT64_T, from, 9, comm, &r[0]));
+        T_MPI(MPIX_Acc_Isend(s, out, 4, MPI_UINT64_T, to, 9, comm, &r[1]));
+        if (mode == 0) {
+            T_MPI(MPI_Wait(&r[0], &st));
+        } else {
+            int flag = 0;
+            double t0 = t_now();
+            while (!flag) {
+                T_MPI(MPI_Test(&r[0], &flag, &st));
+                T_CHECK(t_now() - t0 < T_SLOW(20), "%s: MPI_Test never completed", what);
+            }
+        }
+        T_MPI(MPI_Wait(&r[1], MPI_STATUS_IGNORE));
+        t_expect_status(&st, from, 9, 4, MPI_UINT64_T, mode ? "MPI_Test" : "MPI_Wait");
+        T_CHECK(in[0] == (uint64_t)from && in[3] == 33, "%s host %s: got %llu, %llu", what,
+                mode ? "MPI_Test" : "MPI_Wait", (unsigned long long)in[0],
+                (unsigned long long)in[3]);
+    }
+    T_MPI(MPIX_Acc_Hoststream_free(&s));
+}
+
+/* -------------------------------------------------------- 5. truncate */
+
+static void truncate_case(MPI_Comm comm, const char *what)
+{
+    int to = (t_rank + 1) % t_size, from = (t_rank + t_size - 1) % t_size;
+    MPIX_Acc_stream s;
+    T_MPI(MPIX_Acc_Hoststream_create(&s));
+    unsigned char out[100], in[64];
+    memset(out, 5, sizeof(out));
+    memset(in, 0, sizeof(in));
+    MPI_Request r[2];
+    MPI_Status st[2];
+    T_MPI(MPIX_Acc_Irecv(s, in, 50, MPI_BYTE, from, 4, comm, &r[0]));
+    T_MPI(MPIX_Acc_Isend(s, out, 100, MPI_BYTE, to, 4, comm, &r[1]));
+    int rc = MPI_Wait(&r[0], &st[0]);
+    T_MPI(MPI_Wait(&r[1], &st[1]));
+    int cls = -1;
+    MPI_Error_class(rc == MPI_SUCCESS ? st[0].MPI_ERROR : rc, &cls);
+    T_CHECK(cls == MPI_ERR_TRUNCATE, "%s: 100 bytes into 50: error class %d, expected %d", what,
+            cls, MPI_ERR_TRUNCATE);
+    /* what lands in the buffer is the library's choice (the SX path writes
+     * the 50 bytes that fit, UCX nothing); never past it */
+    T_CHECK(in[50] == 0, "%s truncate: byte 50 written (%d)", what, in[50]);
+    T_MPI(MPIX_Acc_Hoststream_free(&s));
+}
+
+/* ----------------------------------------------------------- 6. mixed */
+
+static void mixed(MPI_Comm comm, const char *what)
+{
+    int to = (t_rank + 1) % t_size, from = (t_rank + t_size - 1) % t_size;
+    enum { M = 12 };
+    size_t big = slot_bytes() * 2;
+    MPIX_Acc_stream s;
+    T_MPI(MPIX_Acc_Hoststream_create(&s));
+    unsigned char *out[M], *in[M];
+    MPI_Request r[2 * M];
+    for (int i = 0; i < M; i++) {
+        size_t n = (i % 2) ? big : 24;
+        out[i] = malloc(n);
+        in[i] = calloc(1, n);
+        t_fill(out[i], n, (uint64_t)(t_rank * 31 + i));
+        T_MPI(MPIX_Acc_Isend(s, out[i], (int)n, MPI_BYTE, to, 6, comm, &r[i]));
+    }
+    for (int i = 0; i < M; i++)
+        T_MPI(MPIX_Acc_Irecv(s, in[i], (int)((i % 2) ? big : 24), MPI_BYTE, from, 6, comm,
+                             &r[M + i]));
+    T_MPI(MPIX_Acc_Waitall(s, 2 * M, r, MPI_STATUSES_IGNORE));
+    sync_stream(s);
+    for (int i = 0; i < M; i++) {
+        char w[64];
+        snprintf(w, sizeof(w), "%s mixed message %d", what, i);
+        t_expect_pattern(in[i], (i % 2) ? big : 24, (uint64_t)(from * 31 + i), w);
+        free(out[i]);
+        free(in[i]);
+    }
+    T_MPI(MPIX_Acc_Hoststream_free(&s));
+}
+
+/* ---------------------------------------------------- 7. other streams */
+
+static void other_streams(MPI_Comm comm, const char *what)
+{
+    int to = (t_rank + 1) % t_size, from = (t_rank + t_size - 1) % t_size;
+    MPIX_Acc_stream s1, s2;
+    T_MPI(MPIX_Acc_Hoststream_create(&s1));
+    T_MPI(MPIX_Acc_Hoststream_create(&s2));
+    uint64_t out = 100 + (uint64_t)t_rank, in = 0, self_out = 7, self_in = 0, nul = 5;
+    MPI_Request r[5];
+    t_sleep_arg_t hold = {100};
+    T_MPI(MPIX_Acc_Hoststream_launch(s1, t_sleep_fn, &hold)); /* s1 is late */
+    T_MPI(MPIX_Acc_Irecv(s1, &in, 1, MPI_UINT64_T, from, 8, comm, &r[0]));
+    T_MPI(MPIX_Acc_Isend(s1, &out, 1, MPI_UINT64_T, to, 8, comm, &r[1]));
+    T_MPI(MPIX_Acc_Irecv(s2, &self_in, 1, MPI_UINT64_T, t_rank, 2, comm, &r[2]));
+    T_MPI(MPIX_Acc_Isend(s2, &self_out, 1, MPI_UINT64_T, t_rank, 2, comm, &r[3]));
+    T_MPI(MPIX_Acc_Isend(s2, &nul, 1, MPI_UINT64_T, MPI_PROC_NULL, 2, comm, &r[4]));
+    T_MPI(MPIX_Acc_Waitall(s2, 5, r, MPI_STATUSES_IGNORE));
+    sync_stream(s2);
+    T_CHECK(in == 100 + (uint64_t)from, "%s other streams: got %llu", what,
+            (unsigned long long)in);
+    T_CHECK(self_in == 7, "%s self-send: got %llu", what, (unsigned long long)self_in);
+    sync_stream(s1);
+    T_MPI(MPIX_Acc_Hoststream_free(&s1));
+    T_MPI(MPIX_Acc_Hoststream_free(&s2));
+}
+
+int main(int argc, char **argv)
+{
+    t_init(&argc, &argv, "sx_path", 120);
+    t_need_ranks(2);
+    T_MPI(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
+    for (int sx = 1; sx >= 0; sx--) {
+        MPI_Comm c = make_comm(sx);
+        const char *what = sx ? "SX communicator" : "plain communicator";
+        t_phase(sx ? "1. sizes (sx)" : "1. sizes (plain)");
+        sizes(c, what);
+        t_phase("2. head-to-head");
+        head_to_head(c, what);
+        t_phase("3. ahead");
+        ahead(c, what);
+        t_phase("4. host waits");
+        host_waits(c, what);
+        t_phase("5. truncation");
+        truncate_case(c, what);
+        t_phase("6. mixed sizes");
+        mixed(c, what);
+        t_phase("7. other streams");
+        other_streams(c, what);
+        T_MPI(MPI_Barrier(c));
+        T_MPI(MPI_Comm_free(&c));
+    }
+    return t_finish();
+}

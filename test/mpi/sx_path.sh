@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# test/mpi/sx_path.sh - the stream-executed path carries messages, and the
+# same program gives the same results without it.
+#
+#   test/mpi/sx_path.sh [BUILDDIR]   (default: $MPIXACC_BUILDDIR, else <repo>/build)
+#
+# Runs test/mpi/sx_path (host streams; its SX communicator has the MPI-4
+# no-wildcard assertions) with MPIX_ACC_STATS=1, 2 and 3 ranks, with 16
+# slots and with 1 (every second message waits for its slot: the UCX path
+# takes it), and once with MPIX_ACC_SX=off. Each run must PASS with no
+# ERROR line; with the path on, every rank's "path sx" line shows sent and
+# received messages (> 0), with it off, none.
+set -u
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+if [[ ${1:-} =~ ^[0-9]+$ ]]; then shift; fi
+builddir=${1:-${MPIXACC_BUILDDIR:-$root/build}}
+prog=$builddir/test/mpi/sx_path
+[ -x "$prog" ] || { echo "sx_path.sh: $prog not built" >&2; exit 2; }
+[ -f "$root/scripts/mpixacc-env.sh" ] && . "$root/scripts/mpixacc-env.sh"
+log=$(mktemp /tmp/mpixacc-sx.XXXXXX)
+fails=0
+run() { # ranks expect(on|off) env...
+    local n=$1 expect=$2
+    shift 2
+    env MPIX_ACC_STATS=1 "$@" timeout 240 mpiexec -n "$n" "$prog" >"$log" 2>&1
+    local rc=$? why=""
+    [ $rc -eq 0 ] || why="exit status $rc"
+    grep -q 'PASS' "$log" || why="${why:+$why, }no PASS"
+    if grep -q 'ERROR' "$log"; then why="${why:+$why, }$(grep -m1 ERROR "$log")"; fi
+    local on
+    on=$(grep -cE 'stats: path sx: sent [1-9][0-9]* messages [0-9]+ bytes; received [1-9][0-9]* messages' "$log")
+    local zero
+    zero=$(grep -c 'stats: path sx: sent 0 messages 0 bytes; received 0 messages 0 bytes' "$log")
+    if [ "$expect" = on ] && [ "$on" -ne "$n" ]; then
+        why="${why:+$why, }$on of $n ranks moved messages on the SX path"
+    fi
+    if [ "$expect" = off ] && [ "$zero" -ne "$n" ]; then
+        why="${why:+$why, }SX path used although off ($zero of $n zero lines)"
+    fi
+    if [ -n "$why" ]; then
+        echo "sx_path.sh: FAIL ($n ranks, $*): $why"
+        tail -20 "$log"
+        fails=$((fails + 1))
+    else
+        echo "sx_path.sh: ok ($n ranks, $*): $(grep -m1 'stats: path sx' "$log" | sed 's/.*stats: //')"
+    fi
+}
+run 2 on
+run 3 on
+run 2 on MPIX_ACC_SX_SLOTS=1
+run 3 on MPIX_ACC_SX_SLOTS=1 MPIX_ACC_SX_SLOT_BYTES=4096
+run 2 off MPIX_ACC_SX=off
+rm -f "$log"
+[ $fails -eq 0 ] && echo "sx_path.sh: PASS" || echo "sx_path.sh: $fails run(s) failed"
+[ $fails -eq 0 ]
