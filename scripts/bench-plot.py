@@ -243,7 +243,7 @@ def do_bench(rows, name, out, title, info):
     if lat_rows:
         v, body = pivot(lat_rows, "bytes", lambda r: "%.2f" % float(r["lat_us_med"]) +
                         ("" if r["check"] in ("ok", "unchecked") else " FAIL"))
-        md.append("Half-RTT, µs (median; `floor` timed on the GPU, the others with rank 0's "
+        md.append("Half-RTT, µs (median; `floor*` timed on the GPU, the others with rank 0's "
                   "wall clock)\n\n" + md_table(["size"] + v, body))
         v, body = pivot(lat_rows, "bytes", lambda r: "%.2f" % float(r["cpu_us_per_iter"]))
         md.append("Calling thread's CPU time per round trip, µs (rank 0)\n\n" +

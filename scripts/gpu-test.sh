@@ -433,7 +433,8 @@ if [ "$APPS" = 1 ]; then
     run_test "apps/bench-peer-errors" 200 'RESULT: OK' -- env MPIX_ACC_LOG=warn MPIX_ACC_PEER_ERRORS=1 \
         "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/bench/mpixacc_bench" --backend cuda \
         --variant acc --sizes 8,512,4K,64K,1M,64M --timeout 120 --csv "$RES/bench-peer-errors.csv"
-    # the physical floor (peer copy, stream-to-stream flag round trip) next to acc
+    # the physical floor (peer copy, stream-to-stream flag round trip) next to acc,
+    # with the kernel floors floor-spin and floor-fused that --variant floor brings
     run_test "apps/bench-floor" 200 'RESULT: OK' -- env MPIX_ACC_LOG=warn \
         "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/bench/mpixacc_bench" --backend cuda \
         --variant floor,acc --sizes 8,64K,64M --timeout 120 --csv "$RES/bench-floor.csv"

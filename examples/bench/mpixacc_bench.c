@@ -19,6 +19,12 @@
  *                  or back to back (bandwidth), timed on the GPU; only when
  *                  named (-v floor or all) until it has run on a GPU (its
  *                  first run deadlocked in set-up on a flag-write bug, fixed)
+ *   floor-spin     beside floor (named with it, or alone), latency only: the
+ *                  same round trip with kernels storing payload + a release
+ *                  flag into the other GPU's memory and a spinning 1-thread
+ *                  kernel as the receive
+ *   floor-fused    as floor-spin with one kernel per hop that spins on the
+ *                  incoming flag and then sends the reply itself
  *
  * Latency: ping-pong, rank 0 sends and gets the message echoed by rank 1;
  * half-RTT = rank 0's wall time of the repetition (from a barrier to the end
@@ -446,6 +452,35 @@ static int avail_floor(const bench_t *b, char *why, size_t len)
     return floor_ok;
 }
 
+/* floor-spin, floor-fused (bench.h's kernel floors, mode 0 and 1): rank 0's
+ * answer, broadcast after set-up; a mode that fails in a run is off for the
+ * rest of it. Latency only. kfloor_text: the description, or why not. */
+static char kfloor_text[2][320];
+static int kfloor_ok[2], kfloor_lat;
+
+static int avail_kfloor(int mode, char *why, size_t len)
+{
+    if (!floor_ok)
+        snprintf(why, len, "%s", floor_why);
+    else if (!kfloor_lat)
+        snprintf(why, len, "measures latency only (-t lat)");
+    else if (!kfloor_ok[mode])
+        snprintf(why, len, "%s", kfloor_text[mode]);
+    return floor_ok && kfloor_lat && kfloor_ok[mode];
+}
+
+static int avail_floor_spin(const bench_t *b, char *why, size_t len)
+{
+    (void)b;
+    return avail_kfloor(0, why, len);
+}
+
+static int avail_floor_fused(const bench_t *b, char *why, size_t len)
+{
+    (void)b;
+    return avail_kfloor(1, why, len);
+}
+
 static const variant_t variants[] = {
     {"acc", avail_always, run_acc_lat, run_acc_bw},
     {"acc-sync", avail_always, run_accsync_lat, run_accsync_bw},
@@ -454,9 +489,14 @@ static const variant_t variants[] = {
     {"nccl", avail_nccl, run_nccl_lat, run_nccl_bw},
     {"mpich-enqueue", avail_enqueue, run_enqueue_lat, run_enqueue_bw},
     {"floor", avail_floor, NULL, NULL},
+    {"floor-spin", avail_floor_spin, NULL, NULL},
+    {"floor-fused", avail_floor_fused, NULL, NULL},
 };
 #define NVARIANTS ((int)(sizeof variants / sizeof variants[0]))
-#define FLOOR_INDEX (NVARIANTS - 1)
+#define FLOOR_INDEX (NVARIANTS - 3)
+#define FLOOR_SPIN_INDEX (NVARIANTS - 2)  /* kernel floor mode 0 */
+#define FLOOR_FUSED_INDEX (NVARIANTS - 1) /* mode 1 */
+#define IS_FLOOR(v) ((v) >= FLOOR_INDEX)
 
 /* ------------------------------------------------------------------ */
 /* options                                                             */
@@ -538,9 +578,10 @@ static void usage(FILE *f)
                "  -e, --max B          largest message (default 64M)\n"
                "  -f, --factor F       size step factor (default 4)\n"
                "      --sizes LIST     explicit sizes instead, e.g. 8,64K,1M,64M\n"
-               "  -v, --variant LIST   acc,acc-sync,staged,cuda-aware,nccl,mpich-enqueue,floor\n"
-               "                       or all (default: all but floor, not yet run to the end\n"
-               "                       on a GPU)\n"
+               "  -v, --variant LIST   acc,acc-sync,staged,cuda-aware,nccl,mpich-enqueue,floor,\n"
+               "                       floor-spin,floor-fused or all (default: all but the\n"
+               "                       floors, not yet run to the end on a GPU; floor brings\n"
+               "                       floor-spin and floor-fused, latency only, with it)\n"
                "  -t, --test LIST      lat,bw or both (default both)\n"
                "  -i, --iters N        latency round trips per repetition (default 1000; fewer\n"
                "                       for large messages, see --budget)\n"
@@ -587,8 +628,8 @@ static void parse_opts(int argc, char **argv, opts_t *o)
     long long bmin = 8, bmax = 64LL << 20, factor = 4;
     int explicit_sizes = 0;
     memset(o, 0, sizeof *o);
-    for (int v = 0; v < NVARIANTS; v++) /* floor only when asked for (see usage) */
-        o->use[v] = v != FLOOR_INDEX;
+    for (int v = 0; v < NVARIANTS; v++) /* the floors only when asked for (see usage) */
+        o->use[v] = !IS_FLOOR(v);
     o->tests[T_LAT] = o->tests[T_BW] = 1;
     o->iters = 1000, o->repeats = 7, o->warmup = 1, o->window = 8, o->check = 1;
     o->place[0] = o->place[1] = EX_MEM_DEVICE;
@@ -686,6 +727,8 @@ static void parse_opts(int argc, char **argv, opts_t *o)
         o->nsizes = ex_size_sweep(bmin, bmax, factor, o->sizes, MAX_SIZES);
     }
     ex_check_message_sizes(o->sizes, o->nsizes);
+    if (o->use[FLOOR_INDEX]) /* every floor latency with the kernel floors beside it */
+        o->use[FLOOR_SPIN_INDEX] = o->use[FLOOR_FUSED_INDEX] = 1;
 }
 
 /* ------------------------------------------------------------------ */
@@ -816,18 +859,23 @@ int main(int argc, char **argv)
     if (o.use[5])
         ex_enqueue_setup(b.ac->is_device, b.S, &b.ecomm, enq_why, sizeof enq_why);
     snprintf(bench_phase, sizeof bench_phase, "setup: floor");
-    if (o.use[FLOOR_INDEX]) {
+    kfloor_lat = o.tests[T_LAT];
+    if (o.use[FLOOR_INDEX] || o.use[FLOOR_SPIN_INDEX] || o.use[FLOOR_FUSED_INDEX]) {
 #ifdef EX_HAVE_CUDA
-        int ok = 0;
+        int ok[3] = {0, 0, 0}; /* floor, floor-spin, floor-fused */
         if (!b.ac->is_device)
             snprintf(floor_why, sizeof floor_why, "needs the CUDA backend");
         else if (rank == 0) {
             floor_tried = 1;
-            ok =
+            ok[0] =
                 bench_floor_setup(maxn, floor_desc, sizeof floor_desc, floor_why, sizeof floor_why);
+            for (int m = 0; m < 2 && ok[0]; m++)
+                ok[1 + m] = bench_floor_kernel_available(m, kfloor_text[m], sizeof kfloor_text[m]);
         }
-        EX_MPI(MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD));
-        floor_ok = ok;
+        EX_MPI(MPI_Bcast(ok, 3, MPI_INT, 0, MPI_COMM_WORLD));
+        floor_ok = ok[0];
+        kfloor_ok[0] = ok[1];
+        kfloor_ok[1] = ok[2];
 #else
         snprintf(floor_why, sizeof floor_why, "needs a CUDA build");
 #endif
@@ -873,6 +921,12 @@ int main(int argc, char **argv)
         }
         if (floor_ok)
             printf("# floor: %s\n", floor_desc);
+        for (int m = 0; m < 2; m++)
+            if (o.use[FLOOR_SPIN_INDEX + m] && floor_ok && kfloor_lat && kfloor_ok[m])
+                printf("# %s: %s; GPU-timed in segments of 32 round trips behind a host-opened "
+                       "gate (no host launch time), hops alternate two patterns, the last reply "
+                       "of each segment checked in full\n",
+                       variants[FLOOR_SPIN_INDEX + m].name, kfloor_text[m]);
         printf("#\n# %-7s %-14s %9s %9s %9s %10s %10s %10s %8s %9s  %s\n", "size", "variant",
                "lat us", "min", "max", "MB/s", "min", "max", "lat it", "cpu us/it", "check");
         if (o.csv) {
@@ -917,7 +971,35 @@ int main(int argc, char **argv)
             stat3_t L = {0, 0, 0}, W = {0, 0, 0}, C = {0, 0, 0};
             unsigned long long errors = 0;
             double w, cp;
-            if (vi == FLOOR_INDEX) {
+            /* kernel floors: latency only; failed: a repetition did not finish
+             * (reason in why on rank 0), the row is FAIL without numbers */
+            int kmode = vi == FLOOR_SPIN_INDEX ? 0 : vi == FLOOR_FUSED_INDEX ? 1 : -1, failed = 0;
+            if (kmode >= 0) {
+#ifdef EX_HAVE_CUDA
+                int bad = 0;
+                if (rank == 0) {
+                    unsigned long long e = 0;
+                    double x = 0;
+                    bench_phase_set(v->name, 0, b.n);
+                    for (int r = -o.warmup; r < o.repeats && !bad; r++) {
+                        uint32_t sd = seed_of(si, vi, T_LAT, r + o.warmup);
+                        bad = bench_floor_kernel_latency(kmode, b.n, li, sd, &x, &e, why,
+                                                         sizeof why) != 0;
+                        errors += o.check && !bad ? e : 0;
+                        if (r >= 0) {
+                            tl[r] = x;
+                            cl[r] = 0;
+                        }
+                    }
+                }
+                EX_MPI(MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD));
+                if (bad) { /* off for the remaining sizes: no second 2 s time-out */
+                    failed = 1;
+                    kfloor_ok[kmode] = 0;
+                    snprintf(kfloor_text[kmode], sizeof kfloor_text[kmode], "failed at %zu B", b.n);
+                }
+#endif
+            } else if (vi == FLOOR_INDEX) {
 #ifdef EX_HAVE_CUDA
                 int bad = 0;
                 if (rank == 0) {
@@ -966,32 +1048,38 @@ int main(int argc, char **argv)
                     }
                 }
             }
-            if (o.tests[T_LAT]) {
+            /* a kernel floor has no bandwidth (CSV: bw_windows 0) and, when it
+             * failed, no latency either (lat_iters 0: plots leave it out) */
+            int has_lat = o.tests[T_LAT] && !failed, has_bw = o.tests[T_BW] && kmode < 0;
+            if (has_lat) {
                 L = stats_of(tl, o.repeats);
                 C = stats_of(cl, o.repeats);
             }
-            if (o.tests[T_BW])
+            if (has_bw)
                 W = stats_of(tb, o.repeats);
             if (rank == 0) {
                 char lab[32];
                 ex_size_label((long long)b.n, lab, sizeof lab);
-                const char *chk = !o.check ? "unchecked" : errors ? "FAIL" : "ok";
+                const char *chk = failed || (o.check && errors) ? "FAIL"
+                                  : !o.check                    ? "unchecked"
+                                                                : "ok";
                 printf("%-9s %-14s %9.2f %9.2f %9.2f %10.2f %10.2f %10.2f %8d %9.2f  %s", lab,
                        v->name, L.med, L.mn, L.mx, W.med, W.mn, W.mx, li, C.med, chk);
                 if (errors)
                     printf(" (%llu wrong bytes received)", errors);
+                if (failed)
+                    printf(" (%s; %s off for the remaining sizes)", why, v->name);
                 printf("\n");
                 fflush(stdout);
                 if (csv)
                     fprintf(csv,
                             "%zu,%s,%s,%d,%d,%d,%d,%d,%s,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%llu,"
                             "%s\n",
-                            b.n, v->name, b.ac->name, o.tests[T_LAT] ? li : 0,
-                            o.tests[T_BW] ? bk : 0, o.window, o.repeats, o.warmup,
-                            b.ac->is_device ? o.place_label : "host", L.med, L.mn, L.mx, W.med,
-                            W.mn, W.mx, C.med, errors, chk);
+                            b.n, v->name, b.ac->name, has_lat ? li : 0, has_bw ? bk : 0, o.window,
+                            o.repeats, o.warmup, b.ac->is_device ? o.place_label : "host", L.med,
+                            L.mn, L.mx, W.med, W.mn, W.mx, C.med, errors, chk);
             }
-            if (errors)
+            if (errors || failed)
                 failures++;
         }
     }
