@@ -438,6 +438,26 @@ if [ "$APPS" = 1 ]; then
     run_test "apps/bench-floor" 200 'RESULT: OK' -- env MPIX_ACC_LOG=warn \
         "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/bench/mpixacc_bench" --backend cuda \
         --variant floor,acc --sizes 8,64K,64M --timeout 120 --csv "$RES/bench-floor.csv"
+    # the stream-executed path (acc-sx) beside acc, staged, NCCL: its receive
+    # steps poll, so where the two ranks share a GPU they run under MPS
+    # (started here, stopped after) with MPIX_ACC_SX=on; MPIX_ACC_STATS=1
+    # shows the messages per path and why sends fell back to UCX
+    SXMPS=""
+    if [ "$NGPU" -lt 2 ] || [ "$SHARED" = 1 ]; then
+        if command -v nvidia-cuda-mps-control >/dev/null 2>&1; then
+            export CUDA_MPS_PIPE_DIRECTORY="$TMP/mps-pipe" CUDA_MPS_LOG_DIRECTORY="$TMP/mps-log"
+            mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+            nvidia-cuda-mps-control -d && SXMPS=1 && say "    MPS started for apps/bench-sx"
+        fi
+    fi
+    run_test "apps/bench-sx" 240 'RESULT: OK' -- env MPIX_ACC_LOG=warn MPIX_ACC_SX=on MPIX_ACC_STATS=1 \
+        "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/bench/mpixacc_bench" --backend cuda \
+        --variant acc,acc-sx,staged,nccl --sizes 8,64,512,4K,64K,1M,16M,64M --timeout 200 \
+        --csv "$RES/bench-sx.csv"
+    if [ -n "$SXMPS" ]; then
+        echo quit | nvidia-cuda-mps-control
+        unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+    fi
     run_test "apps/hpgmg" 400 '0 failed' -- env MPIX_ACC_LOG=warn OUT="$TMP/hpgmg" \
         HPGMG_RUN_TIMEOUT=${HPGMG_RUN_TIMEOUT:-90} HPGMG_HANGDUMP="$HD" \
         "$ROOT/hpgmg/gpu-check.sh" --reps 1 "$BUILD/hpgmg/hpgmg-fv"

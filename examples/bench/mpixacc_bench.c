@@ -12,6 +12,9 @@
  *   cuda-aware     device pointers straight to MPI_Send/MPI_Recv (when the MPI
  *                  library reports CUDA support)
  *   nccl           ncclSend/ncclRecv on the stream, enqueued ahead like acc
+ *   acc-sx         acc on a communicator with mpi_assert_no_any_source and
+ *                  _tag: the library's stream-executed path (MPIX_ACC_SX) may
+ *                  carry the messages between processes of a node
  *   mpich-enqueue  MPICH's MPIX_Send_enqueue & co on its stream communicator
  *                  (MPICH >= 4.1 with CUDA; run with MPIR_CVAR_CH4_RESERVE_VCIS=1)
  *   floor          rank 0 alone: cudaMemcpyPeerAsync between its GPU and the
@@ -83,6 +86,7 @@ typedef struct {
     const ex_accel_t *ac;
     int rank, role; /* role 0/1: ranks 0 and 1; -1: idle */
     MPI_Comm comm;  /* plain duplicate of MPI_COMM_WORLD */
+    MPI_Comm scomm; /* duplicate with mpi_assert_no_any_source/_tag (acc-sx) */
     MPI_Comm ecomm; /* MPICH stream communicator (mpich-enqueue), or NULL */
     ex_stream_t S;
     size_t n;
@@ -213,6 +217,23 @@ static void run_acc_lat(bench_t *b, int iters) { acc_lat(b, iters, 0); }
 static void run_acc_bw(bench_t *b, int windows) { acc_bw(b, windows, 0); }
 static void run_accsync_lat(bench_t *b, int iters) { acc_lat(b, iters, 1); }
 static void run_accsync_bw(bench_t *b, int windows) { acc_bw(b, windows, 1); }
+/* acc-sx: acc on a communicator with the MPI-4 no-wildcard assertions,
+ * where the library's stream-executed path may carry messages between
+ * processes of a node (MPIX_ACC_SX) */
+static void run_accsx_lat(bench_t *b, int iters)
+{
+    MPI_Comm c = b->comm;
+    b->comm = b->scomm;
+    acc_lat(b, iters, 0);
+    b->comm = c;
+}
+static void run_accsx_bw(bench_t *b, int windows)
+{
+    MPI_Comm c = b->comm;
+    b->comm = b->scomm;
+    acc_bw(b, windows, 0);
+    b->comm = c;
+}
 
 /* staged: the data lives on the device; host MPI moves pinned copies. On
  * the host backend the buffers are host memory and no copies are made. */
@@ -484,6 +505,7 @@ static int avail_floor_fused(const bench_t *b, char *why, size_t len)
 static const variant_t variants[] = {
     {"acc", avail_always, run_acc_lat, run_acc_bw},
     {"acc-sync", avail_always, run_accsync_lat, run_accsync_bw},
+    {"acc-sx", avail_always, run_accsx_lat, run_accsx_bw},
     {"staged", avail_always, run_staged_lat, run_staged_bw},
     {"cuda-aware", avail_cuda_aware, run_cuda_aware_lat, run_cuda_aware_bw},
     {"nccl", avail_nccl, run_nccl_lat, run_nccl_bw},
@@ -840,6 +862,14 @@ int main(int argc, char **argv)
     b.mine = b.ac->is_device && b.role >= 0 ? o.place[b.role] : EX_MEM_DEVICE;
     b.ecomm = MPI_COMM_NULL;
     EX_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &b.comm));
+    {
+        MPI_Info info;
+        EX_MPI(MPI_Info_create(&info));
+        EX_MPI(MPI_Info_set(info, "mpi_assert_no_any_source", "true"));
+        EX_MPI(MPI_Info_set(info, "mpi_assert_no_any_tag", "true"));
+        EX_MPI(MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &b.scomm));
+        EX_MPI(MPI_Info_free(&info));
+    }
     b.S = b.ac->stream_create();
     /* pinned: written by the check kernels and by the host check of
      * pageable buffers alike */
@@ -1019,7 +1049,7 @@ int main(int argc, char **argv)
                                                          sizeof why);
                             errors += o.check ? e : 0;
                             if (r >= 0)
-                                tb[r] = x;
+                                tb[r] = x * 1e3; /* GB/s -> MB/s */
                         }
                         if (r >= 0)
                             cl[r] = 0;
@@ -1113,6 +1143,7 @@ int main(int argc, char **argv)
     b.ac->stream_destroy(b.S);
     b.ac->finalize();
     MPI_Comm_free(&b.comm);
+    MPI_Comm_free(&b.scomm);
     MPI_Finalize();
     return failures ? 1 : 0;
 }

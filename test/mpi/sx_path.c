@@ -106,8 +106,8 @@ static void head_to_head(MPI_Comm comm, const char *what)
         t_fill(out + len * (size_t)i, len, (uint64_t)(t_rank * 7919 + i));
     memset(in, 0, len * (size_t)n);
     for (int i = 0; i < n; i++)
-        T_MPI(MPIX_Acc_Isend(s, out + len * (size_t)i, (int)len, MPI_BYTE, partner, 3, comm,
-                             &r[i]));
+        T_MPI(
+            MPIX_Acc_Isend(s, out + len * (size_t)i, (int)len, MPI_BYTE, partner, 3, comm, &r[i]));
     for (int i = 0; i < n; i++)
         T_MPI(MPIX_Acc_Irecv(s, in + len * (size_t)i, (int)len, MPI_BYTE, partner, 3, comm,
                              &r[n + i]));
@@ -270,8 +270,7 @@ static void other_streams(MPI_Comm comm, const char *what)
     T_MPI(MPIX_Acc_Isend(s2, &nul, 1, MPI_UINT64_T, MPI_PROC_NULL, 2, comm, &r[4]));
     T_MPI(MPIX_Acc_Waitall(s2, 5, r, MPI_STATUSES_IGNORE));
     sync_stream(s2);
-    T_CHECK(in == 100 + (uint64_t)from, "%s other streams: got %llu", what,
-            (unsigned long long)in);
+    T_CHECK(in == 100 + (uint64_t)from, "%s other streams: got %llu", what, (unsigned long long)in);
     T_CHECK(self_in == 7, "%s self-send: got %llu", what, (unsigned long long)self_in);
     sync_stream(s1);
     T_MPI(MPIX_Acc_Hoststream_free(&s1));
