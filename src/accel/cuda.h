@@ -46,12 +46,6 @@ mxu_status_t mxa_cuda_sx_register(void *host, size_t bytes, uint64_t *dptr);
 void mxa_cuda_sx_unregister(void *host);
 void *mxa_cuda_sx_stream_ctx(const mxa_stream_t *s);
 int mxa_cuda_sx_capturing(mxa_stream_t *s);
-mxu_status_t mxa_cuda_sx_ring_create(mxa_stream_t *s, size_t bytes, void **ring,
-                                     unsigned char handle[64], void **ctx_out);
-void mxa_cuda_sx_ring_free(void *ctx, void *ring);
-mxu_status_t mxa_cuda_sx_ring_open(mxa_stream_t *s, const unsigned char handle[64], void **ring,
-                                   void **ctx_out);
-void mxa_cuda_sx_ring_close(void *ctx, void *ring);
 mxu_status_t mxa_cuda_sx_send(mxa_stream_t *s, const mxa_sx_send_desc_t *d);
 mxu_status_t mxa_cuda_sx_recv(mxa_stream_t *s, const mxa_sx_recv_desc_t *d, int n,
                               const mxa_sx_limits_t *lim);

@@ -1,14 +1,13 @@
 /*
  * cuda_sx.c - CUDA backend (cuda.c): the stream-executed path's device side
- * (sx.c is the layer above it, sx_proto.h the protocol): rings in device
- * memory exported by CUDA IPC and mapped in the application's context (the
- * steps are kernels of that context), host-visible memory for records, the
+ * (sx.c is the layer above it, sx_proto.h the protocol): the shared-memory
+ * segments registered for the GPU, host-visible memory for records, the
  * launches of the send and receive steps, and one library stream per
- * context for ring set-up and the receive steps the host asks for.
+ * context for the receive steps the host asks for.
  *
- * Nothing here is freed at finalize: freeing device or pinned memory, and
- * closing an IPC mapping, wait for the device to be idle (design.md §3,
- * hazards 3 and 4); the process ends soon after.
+ * Nothing here is freed at finalize: freeing pinned memory and
+ * unregistering wait for the device to be idle (design.md §3, hazard 4);
+ * the process ends soon after.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -117,72 +116,6 @@ static CUstream sx_ctx_stream(cuda_ctx_t *cx)
     CUstream st = cx->sx_stream;
     pthread_mutex_unlock(&mxa_cuda_g.lock);
     return st;
-}
-
-mxu_status_t mxa_cuda_sx_ring_create(mxa_stream_t *s, size_t bytes, void **ring,
-                                     unsigned char handle[64], void **ctx_out)
-{
-    cuda_stream_t *cs = (cuda_stream_t *)s;
-    cuda_ctx_t *cx = cs->ctx;
-    if (cx == NULL || cx->fn_sx_recv == NULL || MXA_CU(cuMemAlloc) == NULL ||
-        MXA_CU(cuIpcGetMemHandle) == NULL || MXA_CU(cuMemsetD8Async) == NULL)
-        return MXU_ERR_UNSUPPORTED;
-    int entered = ctx_enter(cx->ctx);
-    if (entered < 0)
-        return MXU_ERR_UNSUPPORTED;
-    CUdeviceptr d = 0;
-    CUipcMemHandle h;
-    CUstream st = sx_ctx_stream(cx);
-    CUresult r = st ? MXA_CU(cuMemAlloc)(&d, bytes) : CUDA_ERROR_NOT_INITIALIZED;
-    if (r == CUDA_SUCCESS)
-        r = MXA_CU(cuMemsetD8Async)(d, 0, bytes, st);
-    if (r == CUDA_SUCCESS)
-        r = MXA_CU(cuStreamSynchronize)(st);
-    if (r == CUDA_SUCCESS)
-        r = MXA_CU(cuIpcGetMemHandle)(&h, d);
-    ctx_leave(entered);
-    if (r != CUDA_SUCCESS)
-        MXU_FAIL(MXU_ERR_UNSUPPORTED, "SX: cannot make a %zu-byte ring on device %d: %s", bytes,
-                 cx->dev_index, cu_err(r));
-    memcpy(handle, &h, 64);
-    *ring = (void *)(uintptr_t)d;
-    *ctx_out = cx->ctx;
-    return MXU_OK;
-}
-
-void mxa_cuda_sx_ring_free(void *ctx, void *ring)
-{
-    (void)ctx;
-    (void)ring; /* kept (see the top) */
-}
-
-mxu_status_t mxa_cuda_sx_ring_open(mxa_stream_t *s, const unsigned char handle[64], void **ring,
-                                   void **ctx_out)
-{
-    cuda_stream_t *cs = (cuda_stream_t *)s;
-    cuda_ctx_t *cx = cs->ctx;
-    if (cx == NULL || cx->fn_sx_send == NULL || MXA_CU(cuIpcOpenMemHandle) == NULL)
-        return MXU_ERR_UNSUPPORTED;
-    int entered = ctx_enter(cx->ctx);
-    if (entered < 0)
-        return MXU_ERR_UNSUPPORTED;
-    CUipcMemHandle h;
-    memcpy(&h, handle, 64);
-    CUdeviceptr d = 0;
-    CUresult r = MXA_CU(cuIpcOpenMemHandle)(&d, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
-    ctx_leave(entered);
-    if (r != CUDA_SUCCESS)
-        MXU_FAIL(MXU_ERR_UNSUPPORTED, "SX: cuIpcOpenMemHandle of a peer's ring failed: %s",
-                 cu_err(r));
-    *ring = (void *)(uintptr_t)d;
-    *ctx_out = cx->ctx;
-    return MXU_OK;
-}
-
-void mxa_cuda_sx_ring_close(void *ctx, void *ring)
-{
-    (void)ctx;
-    (void)ring; /* kept (see the top) */
 }
 
 int mxa_cuda_sx_capturing(mxa_stream_t *s)

@@ -35,20 +35,17 @@
 struct mxa_sx_link {
     char name[96];
     int owner;           /* created here (receiver): unlink at close */
-    mxa_sx_ctrl_t *ctrl; /* mapped control page (+ host ring) */
+    mxa_sx_ctrl_t *ctrl; /* mapped control page, ring after it */
     size_t map_bytes;
+    size_t ring_off; /* ring offset in the segment */
     size_t slot_stride;
-    /* receiver: the published ring */
-    int ring_kind;
-    void *ring;            /* executor address of slot 0 */
-    void *ring_ctx;        /* CUDA: the context owning/mapping the ring */
-    uint64_t consumed_dev; /* consumed[] as the receiver's GPU sees it */
-    int registered;        /* control page registered with CUDA */
-    /* sender: the attached ring */
-    int attach_state; /* 0 not yet, 1 attached, -1 never */
-    void *peer_ring;
-    void *peer_ctx;
+    /* CUDA: the segment registered in this process (cuMemHostRegister,
+     * PORTABLE: every context of the process may use it) */
+    int registered; /* 1 yes, -1 failed */
+    uint64_t dev_base;
+    void *ctx;                /* a context of the process's CUDA streams (library steps) */
     mxa_stream_t *lib_stream; /* receiver: steps the host asks for */
+    mxa_stream_t *lib_host;
 };
 
 static struct {
@@ -179,46 +176,6 @@ void mxa_sx_shutdown(void)
     pthread_mutex_unlock(&sx.lock);
 }
 
-/* Bounce buffers: pinned copy-out space for library receive steps into
- * buffers the step cannot write (all of one size: the largest slot). */
-static struct {
-    void *free_list;
-    size_t size;
-} bounce;
-
-void *mxa_sx_bounce_alloc(size_t bytes)
-{
-    pthread_mutex_lock(&sx.lock);
-    if (bounce.size && bytes > bounce.size) {
-        pthread_mutex_unlock(&sx.lock);
-        return NULL;
-    }
-    void *b = bounce.free_list;
-    if (b) {
-        bounce.free_list = *(void **)b;
-        pthread_mutex_unlock(&sx.lock);
-        return b;
-    }
-    pthread_mutex_unlock(&sx.lock);
-    size_t sz = bytes < 64 * 1024 ? 64 * 1024 : bytes;
-    b = sx_host_visible(sz > sizeof(void *) ? sz : sizeof(void *));
-    pthread_mutex_lock(&sx.lock);
-    if (b && !bounce.size)
-        bounce.size = sz;
-    pthread_mutex_unlock(&sx.lock);
-    return b;
-}
-
-void mxa_sx_bounce_free(void *b)
-{
-    if (!b)
-        return;
-    pthread_mutex_lock(&sx.lock);
-    *(void **)b = bounce.free_list;
-    bounce.free_list = b;
-    pthread_mutex_unlock(&sx.lock);
-}
-
 /* ------------------------------------------------------------- links */
 
 mxu_status_t mxa_sx_link_create(const char *name, unsigned nslots, size_t slot_bytes, int host_ring,
@@ -231,8 +188,9 @@ mxu_status_t mxa_sx_link_create(const char *name, unsigned nslots, size_t slot_b
         MXU_FAIL(MXU_ERR_NO_MEMORY, "SX: out of memory");
     snprintf(l->name, sizeof(l->name), "%s", name);
     l->slot_stride = mxa_sx_slot_stride(slot_bytes);
+    (void)host_ring; /* the ring is always in the segment (see sx.h) */
     size_t ctrl_bytes = sx_page_round(sizeof(mxa_sx_ctrl_t));
-    l->map_bytes = ctrl_bytes + (host_ring ? sx_page_round(l->slot_stride * nslots) : 0);
+    l->map_bytes = ctrl_bytes + sx_page_round(l->slot_stride * nslots);
     shm_unlink(name); /* a leftover of a crashed job with this process id */
     int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
     if (fd < 0) {
@@ -256,15 +214,11 @@ mxu_status_t mxa_sx_link_create(const char *name, unsigned nslots, size_t slot_b
     }
     l->owner = 1;
     l->ctrl = p;
+    l->ring_off = ctrl_bytes;
     l->ctrl->nslots = nslots;
     l->ctrl->slot_bytes = slot_bytes;
-    l->consumed_dev = (uint64_t)(uintptr_t)l->ctrl->consumed;
-    if (host_ring) {
-        l->ring_kind = MXA_SX_RING_HOST;
-        l->ring = (unsigned char *)p + ctrl_bytes;
-        l->ctrl->ring_kind = MXA_SX_RING_HOST;
-        __atomic_store_n(&l->ctrl->ring_ready, 1, __ATOMIC_RELEASE);
-    }
+    l->ctrl->ring_kind = MXA_SX_RING_HOST;
+    __atomic_store_n(&l->ctrl->ring_ready, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&l->ctrl->magic, MXA_SX_CTRL_MAGIC, __ATOMIC_RELEASE);
     *out = l;
     return MXU_OK;
@@ -298,6 +252,7 @@ mxu_status_t mxa_sx_link_open(const char *name, mxa_sx_link_t **out)
     l->ctrl = c;
     l->map_bytes = (size_t)st.st_size;
     l->slot_stride = mxa_sx_slot_stride(c->slot_bytes);
+    l->ring_off = sx_page_round(sizeof(mxa_sx_ctrl_t));
     *out = l;
     return MXU_OK;
 }
@@ -306,10 +261,9 @@ void mxa_sx_link_close(mxa_sx_link_t *l)
 {
     if (!l)
         return;
-    /* CUDA: the registration and the rings stay (unregistering, freeing
-     * and unmapping wait for the device; cuda_sx.c): so does the mapping */
-    int keep = l->registered || (l->attach_state == 1 && l->ctrl->ring_kind == MXA_SX_RING_CUDA);
-    if (!keep)
+    /* a segment registered with CUDA stays mapped (unregistering waits
+     * for the device: design.md §3, hazard 4) */
+    if (l->registered != 1)
         munmap(l->ctrl, l->map_bytes);
     if (l->owner)
         shm_unlink(l->name);
@@ -334,13 +288,6 @@ int mxa_sx_link_slot_free(const mxa_sx_link_t *l, uint64_t n)
     return mxa_sx_slot_free(l->ctrl, n);
 }
 
-static int sx_ring_kind_of(const mxa_stream_t *s)
-{
-    return s->kind == MXA_KIND_HOST   ? MXA_SX_RING_HOST
-           : s->kind == MXA_KIND_CUDA ? MXA_SX_RING_CUDA
-                                      : MXA_SX_RING_NONE;
-}
-
 int mxa_sx_stream_capturing(mxa_stream_t *s)
 {
 #ifdef MPIXACC_HAVE_CUDA
@@ -359,93 +306,75 @@ int mxa_sx_stream_reaches(const mxa_stream_t *s, int memtype)
     return 0;
 }
 
-mxu_status_t mxa_sx_link_publish(mxa_sx_link_t *l, mxa_stream_t *s)
+/* The segment made usable by the GPU of stream s (CUDA): registered once. */
+static mxu_status_t sx_register_for(mxa_sx_link_t *l, mxa_stream_t *s)
 {
-    int want = sx_ring_kind_of(s);
-    if (l->ring_kind != MXA_SX_RING_NONE)
-        return l->ring_kind == want ? MXU_OK : MXU_ERR_UNSUPPORTED;
-    if (want != MXA_SX_RING_CUDA)
-        return MXU_ERR_UNSUPPORTED; /* host rings are made with the link */
+    if (l->registered == 1)
+        return MXU_OK;
+    if (l->registered < 0)
+        return MXU_ERR_UNSUPPORTED;
 #ifdef MPIXACC_HAVE_CUDA
-    unsigned char handle[64];
-    void *ring = NULL, *ctx = NULL;
-    size_t bytes = l->slot_stride * l->ctrl->nslots;
-    MXU_TRY(mxa_cuda_sx_ring_create(s, bytes, &ring, handle, &ctx));
-    uint64_t dptr = 0;
-    if (mxa_cuda_sx_register(l->ctrl, l->map_bytes, &dptr) != MXU_OK) {
-        mxa_cuda_sx_ring_free(ctx, ring);
+    uint64_t d = 0;
+    if (mxa_cuda_sx_register(l->ctrl, l->map_bytes, &d) != MXU_OK) {
+        l->registered = -1;
         return MXU_ERR_UNSUPPORTED;
     }
     l->registered = 1;
-    l->consumed_dev = dptr + offsetof(mxa_sx_ctrl_t, consumed);
-    l->ring = ring;
-    l->ring_ctx = ctx;
-    l->ring_kind = MXA_SX_RING_CUDA;
-    memcpy(l->ctrl->ipc_handle, handle, sizeof(handle));
-    l->ctrl->ring_kind = MXA_SX_RING_CUDA;
-    __atomic_store_n(&l->ctrl->ring_ready, 1, __ATOMIC_RELEASE);
-    MXU_LOG(MXU_LOG_INFO, "SX: ring %s published (%u slots of %llu bytes, device memory)", l->name,
-            l->ctrl->nslots, (unsigned long long)l->ctrl->slot_bytes);
+    l->dev_base = d;
+    l->ctx = mxa_cuda_sx_stream_ctx(s);
     return MXU_OK;
 #else
+    (void)s;
+    l->registered = -1;
     return MXU_ERR_UNSUPPORTED;
 #endif
+}
+
+/* Address of segment offset `off` for the executor of s. */
+static uint64_t sx_addr(const mxa_sx_link_t *l, const mxa_stream_t *s, size_t off)
+{
+    if (s->kind == MXA_KIND_CUDA)
+        return l->dev_base + off;
+    return (uint64_t)(uintptr_t)l->ctrl + off;
+}
+
+mxu_status_t mxa_sx_link_publish(mxa_sx_link_t *l, mxa_stream_t *s)
+{
+    if (s->kind == MXA_KIND_HOST)
+        return MXU_OK;
+    if (s->kind != MXA_KIND_CUDA)
+        return MXU_ERR_UNSUPPORTED;
+    mxu_status_t st = sx_register_for(l, s);
+    if (st == MXU_OK) {
+        MXU_LOG(MXU_LOG_INFO, "SX: ring %s registered for the GPU (%u slots of %llu bytes)",
+                l->name, l->ctrl->nslots, (unsigned long long)l->ctrl->slot_bytes);
+    } else {
+        /* our GPU cannot take messages from the ring: senders stop using it */
+        __atomic_store_n(&l->ctrl->ring_ready, 0, __ATOMIC_RELEASE);
+        MXU_LOG(MXU_LOG_WARN, "SX: ring %s withdrawn: messages on it take the UCX path", l->name);
+    }
+    return st;
 }
 
 int mxa_sx_link_published_for(const mxa_sx_link_t *l, const mxa_stream_t *s)
 {
-    return l->ring_kind != MXA_SX_RING_NONE && l->ring_kind == sx_ring_kind_of(s) &&
-           (l->ring_kind != MXA_SX_RING_CUDA ||
-#ifdef MPIXACC_HAVE_CUDA
-            mxa_cuda_sx_stream_ctx(s) == l->ring_ctx
-#else
-            0
-#endif
-           );
+    return s->kind == MXA_KIND_HOST || (s->kind == MXA_KIND_CUDA && l->registered == 1);
 }
 
 mxu_status_t mxa_sx_link_attach(mxa_sx_link_t *l, mxa_stream_t *s)
 {
-    if (l->attach_state == 1) {
-        if (l->ctrl->ring_kind == MXA_SX_RING_HOST)
-            return s->kind == MXA_KIND_HOST ? MXU_OK : MXU_ERR_UNSUPPORTED;
-#ifdef MPIXACC_HAVE_CUDA
-        return s->kind == MXA_KIND_CUDA && mxa_cuda_sx_stream_ctx(s) == l->peer_ctx
-                   ? MXU_OK
-                   : MXU_ERR_UNSUPPORTED;
-#else
-        return MXU_ERR_UNSUPPORTED;
-#endif
-    }
-    if (l->attach_state < 0)
-        return MXU_ERR_UNSUPPORTED;
-    int kind = mxa_sx_link_ring_kind(l);
-    if (kind == MXA_SX_RING_NONE)
+    if (mxa_sx_link_ring_kind(l) != MXA_SX_RING_HOST)
         return MXU_ERR_NOT_READY;
-    if (kind != sx_ring_kind_of(s))
-        return MXU_ERR_UNSUPPORTED; /* the other kind may still attach */
-    if (kind == MXA_SX_RING_HOST) {
-        l->peer_ring = (unsigned char *)l->ctrl + sx_page_round(sizeof(mxa_sx_ctrl_t));
-        l->attach_state = 1;
+    if (s->kind == MXA_KIND_HOST)
         return MXU_OK;
-    }
-#ifdef MPIXACC_HAVE_CUDA
-    void *ring = NULL, *ctx = NULL;
-    mxu_status_t st = mxa_cuda_sx_ring_open(s, l->ctrl->ipc_handle, &ring, &ctx);
-    if (st != MXU_OK) {
-        l->attach_state = -1;
-        MXU_LOG(MXU_LOG_WARN, "SX: cannot map the ring %s: messages on it take the UCX path",
-                l->name);
+    if (s->kind != MXA_KIND_CUDA)
         return MXU_ERR_UNSUPPORTED;
-    }
-    l->peer_ring = ring;
-    l->peer_ctx = ctx;
-    l->attach_state = 1;
-    MXU_LOG(MXU_LOG_INFO, "SX: ring %s attached", l->name);
-    return MXU_OK;
-#else
-    return MXU_ERR_UNSUPPORTED;
-#endif
+    int first = l->registered == 0;
+    mxu_status_t st = sx_register_for(l, s);
+    if (st != MXU_OK && first)
+        MXU_LOG(MXU_LOG_WARN, "SX: cannot register the ring %s: messages on it take the UCX path",
+                l->name);
+    return st;
 }
 
 /* -------------------------------------------------- host executor */
@@ -557,7 +486,7 @@ mxu_status_t mxa_sx_enqueue_send(mxa_stream_t *s, const mxa_sx_send_t *m)
     mxa_sx_link_t *l = m->link;
     unsigned nslots = l->ctrl->nslots;
     mxa_sx_send_desc_t d = {
-        .slot = (uint64_t)(uintptr_t)l->peer_ring + (m->n % nslots) * l->slot_stride,
+        .slot = sx_addr(l, s, l->ring_off + (m->n % nslots) * l->slot_stride),
         .src = (uint64_t)(uintptr_t)m->src,
         .bytes = m->bytes,
         .k = m->k,
@@ -584,12 +513,12 @@ mxu_status_t mxa_sx_enqueue_send(mxa_stream_t *s, const mxa_sx_send_t *m)
     return MXU_ERR_UNSUPPORTED;
 }
 
-static void sx_recv_desc(const mxa_sx_recv_t *r, mxa_sx_recv_desc_t *d)
+static void sx_recv_desc(const mxa_stream_t *s, const mxa_sx_recv_t *r, mxa_sx_recv_desc_t *d)
 {
     mxa_sx_link_t *l = r->link;
     memset(d, 0, sizeof(*d));
-    d->ring = (uint64_t)(uintptr_t)l->ring;
-    d->consumed = l->consumed_dev;
+    d->ring = sx_addr(l, s, l->ring_off);
+    d->consumed = sx_addr(l, s, offsetof(mxa_sx_ctrl_t, consumed));
     d->dst = (uint64_t)(uintptr_t)r->dst;
     d->cap = r->cap;
     d->record = (uint64_t)(uintptr_t)r->record;
@@ -615,7 +544,7 @@ mxu_status_t mxa_sx_enqueue_recv(mxa_stream_t *s, const mxa_sx_recv_t *r, int n)
         hr->n = n;
         hr->lim = sx.limits;
         for (int i = 0; i < n; i++)
-            sx_recv_desc(&r[i], &hr->d[i]);
+            sx_recv_desc(s, &r[i], &hr->d[i]);
         mxu_status_t st = mxa_host_stream_launch(s->handle, host_recv_step, hr);
         if (st != MXU_OK)
             free(hr);
@@ -627,7 +556,7 @@ mxu_status_t mxa_sx_enqueue_recv(mxa_stream_t *s, const mxa_sx_recv_t *r, int n)
             mxa_sx_recv_desc_t d[MXA_SX_RECV_BATCH];
             int m = n - i < MXA_SX_RECV_BATCH ? n - i : MXA_SX_RECV_BATCH;
             for (int j = 0; j < m; j++)
-                sx_recv_desc(&r[i + j], &d[j]);
+                sx_recv_desc(s, &r[i + j], &d[j]);
             MXU_TRY(mxa_cuda_sx_recv(s, d, m, &sx.limits));
         }
         return MXU_OK;
@@ -670,18 +599,19 @@ mxu_status_t mxa_sx_enqueue_after(mxa_stream_t *s, mxa_stream_t *other, uint64_t
     return MXU_ERR_UNSUPPORTED;
 }
 
-mxa_stream_t *mxa_sx_library_stream(mxa_sx_link_t *l)
+mxa_stream_t *mxa_sx_library_stream(mxa_sx_link_t *l, int memtype)
 {
-    if (l->lib_stream)
-        return l->lib_stream;
-    if (l->ring_kind == MXA_SX_RING_HOST) {
-        if (!sx.host_lib_stream && mxa_host_stream_create(&sx.host_lib_stream) != MXU_OK)
-            return NULL;
-        l->lib_stream = mxa_host_stream_find(sx.host_lib_stream);
+    if (memtype == MXA_MEM_HOST || l->registered != 1) {
+        if (!l->lib_host) {
+            if (!sx.host_lib_stream && mxa_host_stream_create(&sx.host_lib_stream) != MXU_OK)
+                return NULL;
+            l->lib_host = mxa_host_stream_find(sx.host_lib_stream);
+        }
+        return l->lib_host;
     }
 #ifdef MPIXACC_HAVE_CUDA
-    else if (l->ring_kind == MXA_SX_RING_CUDA)
-        l->lib_stream = mxa_cuda_sx_library_stream(l->ring_ctx);
+    if (!l->lib_stream)
+        l->lib_stream = mxa_cuda_sx_library_stream(l->ctx);
 #endif
     return l->lib_stream;
 }

@@ -21,9 +21,16 @@ void mxa_sx_shutdown(void);
 /* Every receive step waiting anywhere stops (MXA_SX_ABORTED). */
 void mxa_sx_abort_all(void);
 
-/* Receiver: the link for one peer's messages: a control page in POSIX
- * shared memory `name` ("/..."), with the ring inside it when host_ring
- * (host streams), else a device ring published at first use. */
+/* Receiver: the link for one peer's messages: a control page and the
+ * ring in POSIX shared memory `name` ("/..."). Host streams use it as it
+ * is; for CUDA streams each process registers the segment with the driver
+ * (cuMemHostRegister, PORTABLE) at first use: the GPUs read and write it
+ * over PCIe or C2C. (A ring in device memory, faster over NVLink, needs
+ * an export that is not bound to one context per peer process -- CUDA
+ * IPC handles are: UCX's mappings in the library's context made the
+ * application context's open fail with CUDA_ERROR_INVALID_HANDLE on the
+ * H100 -- e.g. cuMemCreate with a POSIX file descriptor: next step.)
+ * host_ring is kept for that: it must be 1 today. */
 mxu_status_t mxa_sx_link_create(const char *name, unsigned nslots, size_t slot_bytes, int host_ring,
                                 mxa_sx_link_t **out);
 /* Sender: open a peer's link (MXU_ERR_NOT_READY: not there yet). */
@@ -37,14 +44,14 @@ size_t mxa_sx_link_slot_bytes(const mxa_sx_link_t *l);
 size_t mxa_sx_slot_stride(size_t slot_bytes);
 /* The published ring's kind (MXA_SX_RING_*; NONE before publication). */
 int mxa_sx_link_ring_kind(const mxa_sx_link_t *l);
-/* Receiver: publish the ring for stream s's executor (CUDA: allocated in
- * s's context, application thread). MXU_ERR_UNSUPPORTED: the ring is of
- * another kind or context, or cannot be made. */
+/* Receiver: make the ring usable by stream s's executor (CUDA: register
+ * the segment, application thread; on failure the ring is withdrawn, so
+ * senders stop using it). */
 mxu_status_t mxa_sx_link_publish(mxa_sx_link_t *l, mxa_stream_t *s);
 /* Receiver: can stream s run receive steps on the published ring? */
 int mxa_sx_link_published_for(const mxa_sx_link_t *l, const mxa_stream_t *s);
-/* Sender: may stream s write into the peer's ring (mapped in its context
- * at the first call)? MXU_OK yes, MXU_ERR_NOT_READY not yet published,
+/* Sender: may stream s write into the peer's ring (CUDA: the segment is
+ * registered at the first call)? MXU_OK yes, MXU_ERR_NOT_READY withdrawn,
  * MXU_ERR_UNSUPPORTED not from this stream. */
 mxu_status_t mxa_sx_link_attach(mxa_sx_link_t *l, mxa_stream_t *s);
 /* Sender: is message n's slot free (its previous message consumed)? */
@@ -54,11 +61,6 @@ int mxa_sx_stream_reaches(const mxa_stream_t *s, int memtype);
 
 /* Is s being captured into a graph (SX steps are not capturable yet)? */
 int mxa_sx_stream_capturing(mxa_stream_t *s);
-
-/* Pinned buffers for receive steps into memory they cannot write (up to
- * the largest slot; NULL: none). */
-void *mxa_sx_bounce_alloc(size_t bytes);
-void mxa_sx_bounce_free(void *b);
 
 /* Records of receive steps (host-visible; a pool). */
 mxa_sx_record_t *mxa_sx_record_alloc(void);
@@ -95,8 +97,10 @@ typedef struct {
 mxu_status_t mxa_sx_enqueue_recv(mxa_stream_t *s, const mxa_sx_recv_t *r, int n);
 /* Stream s waits until other's trigger word reaches seq (same kind). */
 mxu_status_t mxa_sx_enqueue_after(mxa_stream_t *s, mxa_stream_t *other, uint64_t seq);
-/* Receiver: a library stream of the ring's kind and context, for the
- * receive steps the host asks for (progress thread). NULL: none. */
-mxa_stream_t *mxa_sx_library_stream(mxa_sx_link_t *l);
+/* Receiver: a library stream whose executor writes memory of this type
+ * (host memory: a host stream; device memory: a CUDA stream of the
+ * context the ring was registered for), for the receive steps the host
+ * asks for. NULL: none. */
+mxa_stream_t *mxa_sx_library_stream(mxa_sx_link_t *l, int memtype);
 
 #endif

@@ -26,8 +26,8 @@
  * waits for the receive (MPIX_Acc_Wait*, MPI_Wait on a stream
  * communicator), when that stream's executor can write the buffer; else,
  * once the host shows interest (MPI_Wait/Test) or a stream wait cannot
- * take it, on a library stream of the ring's kind, into the buffer or a
- * pinned bounce buffer copied on the host. The progress thread watches the
+ * take it, on a library stream whose executor writes the buffer (a host
+ * stream for host memory, a CUDA stream for device memory). The progress thread watches the
  * records of the steps and completes the operations from them.
  */
 #include "engine/engine_priv.h"
@@ -154,7 +154,7 @@ mxu_status_t mxe_sx_start(void)
     if (!px.peers)
         return MXU_OK;
     px.npeers_world = mxe.world_size;
-    int host_ring = !mxa_device_active();
+    int host_ring = 1; /* shared-memory rings for every executor (accel/sx.h) */
     int made = 0;
     for (int i = 0; i < px.nnode; i++) {
         int w = px.node[i];
@@ -176,7 +176,7 @@ mxu_status_t mxe_sx_start(void)
         if (mxa_sx_link_create(name, (unsigned)mxu_config.sx_slots, mxu_config.sx_slot_bytes,
                                host_ring, &p->in) != MXU_OK)
             p->in = NULL; /* logged; its messages come by UCX */
-        else if (host_ring) {
+        else {
             atomic_fetch_add(&px.links_in, 1);
             atomic_fetch_add(&px.ring_bytes,
                              mxa_sx_slot_stride(mxu_config.sx_slot_bytes) * mxu_config.sx_slots);
@@ -188,9 +188,8 @@ mxu_status_t mxe_sx_start(void)
     if (px.on)
         MXU_LOG(MXU_LOG_INFO,
                 "SX path on for %d process(es) of this node: %lld slots of %zu bytes per peer "
-                "and direction (%s rings)",
-                made, (long long)mxu_config.sx_slots, mxu_config.sx_slot_bytes,
-                host_ring ? "shared-memory" : "device");
+                "and direction (shared-memory rings)",
+                made, (long long)mxu_config.sx_slots, mxu_config.sx_slot_bytes);
     return MXU_OK;
 }
 
@@ -323,14 +322,11 @@ void mxe_sx_bind_recv(mxe_op_t *op)
     op->sx_peer = p;
     op->sx_k = chan_next(&p->recv_k, op->ctx_id, op->tag);
     op->sx = 1;
-    if (mxa_sx_link_ring_kind(p->in) == MXA_SX_RING_NONE && op->stream->kind == MXA_KIND_CUDA &&
-        !mxa_sx_stream_capturing(op->stream)) {
-        if (mxa_sx_link_publish(p->in, op->stream) == MXU_OK) {
-            atomic_fetch_add(&px.links_in, 1);
-            atomic_fetch_add(&px.ring_bytes, mxa_sx_slot_stride(mxa_sx_link_slot_bytes(p->in)) *
-                                                 mxa_sx_link_nslots(p->in));
-            (void)mxa_sx_library_stream(p->in); /* made here, not on the progress thread */
-        }
+    if (op->stream->kind == MXA_KIND_CUDA && !mxa_sx_link_published_for(p->in, op->stream) &&
+        mxa_sx_link_ring_kind(p->in) != MXA_SX_RING_NONE) {
+        if (mxa_sx_link_publish(p->in, op->stream) == MXU_OK)
+            /* made here, not on the progress thread */
+            (void)mxa_sx_library_stream(p->in, MXA_MEM_DEVICE);
     }
     pthread_mutex_unlock(&p->lock);
 }
@@ -467,11 +463,10 @@ static void sx_watch(mxe_op_t *op)
 static void sx_library_step(mxe_op_t *op)
 {
     mxa_sx_link_t *l = op->sx_peer->in;
-    mxa_stream_t *ls =
-        mxa_sx_link_ring_kind(l) != MXA_SX_RING_NONE ? mxa_sx_library_stream(l) : NULL;
-    if (!ls) {
-        /* no ring was ever published: nothing can come by SX; the UCX
-         * path delivers (or the op already completed) */
+    mxa_stream_t *ls = mxa_sx_library_stream(l, op->memtype);
+    if (!ls || (op->bytes > 0 && !mxa_sx_stream_reaches(ls, op->memtype))) {
+        /* the message can only have come by UCX (our GPU never took the
+         * ring: senders do not use it) or will: nothing to step */
         return;
     }
     mxa_sx_record_t *rec = mxa_sx_record_alloc();
@@ -479,29 +474,14 @@ static void sx_library_step(mxe_op_t *op)
         MXU_LOG(MXU_LOG_ERROR, "SX: no record for a receive step");
         return;
     }
-    void *dst = op->buf;
-    if (op->bytes > 0 && !mxa_sx_stream_reaches(ls, op->memtype)) {
-        op->sx_bounce = mxa_sx_bounce_alloc(mxa_sx_link_slot_bytes(l));
-        if (!op->sx_bounce) {
-            mxa_sx_record_free(rec);
-            MXU_LOG(MXU_LOG_ERROR, "SX: no bounce buffer for a receive step");
-            return;
-        }
-        dst = op->sx_bounce;
-    }
     op->sx_rec = rec;
-    size_t cap = op->sx_bounce ? (op->bytes < mxa_sx_link_slot_bytes(l) ? op->bytes
-                                                                        : mxa_sx_link_slot_bytes(l))
-                               : op->bytes;
     mxa_sx_recv_t r = {.link = l,
-                       .dst = dst,
-                       .cap = cap,
+                       .dst = op->buf,
+                       .cap = op->bytes,
                        .ctx = op->ctx_id,
                        .tag = op->tag,
                        .k = op->sx_k,
                        .record = rec};
-    /* a message longer than a bounce buffer would be truncated wrongly:
-     * cap the bounce at the slot size, the largest SX message */
     if (mxa_sx_enqueue_recv(ls, &r, 1) != MXU_OK) {
         mxa_sx_record_free(rec);
         op->sx_rec = NULL;
@@ -559,8 +539,6 @@ unsigned mxe_sx_poll(void)
             op->result.tag = op->tag;
             mxu_status_t st = MXU_OK;
             if (err == MXA_SX_OK || err == MXA_SX_TRUNCATED) {
-                if (op->sx_bounce && bytes)
-                    memcpy(op->buf, op->sx_bounce, bytes);
                 op->result.bytes = bytes;
                 op->sx_env_sx = 1;
                 st = err == MXA_SX_OK ? MXU_OK : MXU_ERR_TRUNCATED;
@@ -573,10 +551,6 @@ unsigned mxe_sx_poll(void)
                 st = op->peer_failed ? MXU_ERR_PEER : MXU_ERR_TIMED_OUT;
             }
             mxe_sx_complete_from_step(op, st);
-        }
-        if (op->sx_bounce) {
-            mxa_sx_bounce_free(op->sx_bounce);
-            op->sx_bounce = NULL;
         }
         op->sx_rec = NULL;
         mxa_sx_record_free(rec);
