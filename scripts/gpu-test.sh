@@ -452,7 +452,7 @@ if [ "$APPS" = 1 ]; then
     fi
     run_test "apps/bench-sx" 240 'RESULT: OK' -- env MPIX_ACC_LOG=warn MPIX_ACC_SX=on MPIX_ACC_STATS=1 \
         "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/bench/mpixacc_bench" --backend cuda \
-        --variant acc,acc-sx,staged,nccl --sizes 8,64,512,4K,64K,1M,16M,64M --timeout 200 \
+        --variant acc,acc-sx,acc-sync,acc-sx-sync,staged,nccl --sizes 8,64,512,4K,64K,1M,16M,64M --timeout 200 \
         --csv "$RES/bench-sx.csv"
     if [ -n "$SXMPS" ]; then
         echo quit | nvidia-cuda-mps-control

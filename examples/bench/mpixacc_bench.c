@@ -15,6 +15,8 @@
  *   acc-sx         acc on a communicator with mpi_assert_no_any_source and
  *                  _tag: the library's stream-executed path (MPIX_ACC_SX) may
  *                  carry the messages between processes of a node
+ *   acc-sx-sync    acc-sx with a stream synchronize per latency iteration:
+ *                  each send finds its slot free when it is called
  *   mpich-enqueue  MPICH's MPIX_Send_enqueue & co on its stream communicator
  *                  (MPICH >= 4.1 with CUDA; run with MPIR_CVAR_CH4_RESERVE_VCIS=1)
  *   floor          rank 0 alone: cudaMemcpyPeerAsync between its GPU and the
@@ -225,6 +227,13 @@ static void run_accsx_lat(bench_t *b, int iters)
     MPI_Comm c = b->comm;
     b->comm = b->scomm;
     acc_lat(b, iters, 0);
+    b->comm = c;
+}
+static void run_accsxsync_lat(bench_t *b, int iters)
+{
+    MPI_Comm c = b->comm;
+    b->comm = b->scomm;
+    acc_lat(b, iters, 1);
     b->comm = c;
 }
 static void run_accsx_bw(bench_t *b, int windows)
@@ -506,6 +515,7 @@ static const variant_t variants[] = {
     {"acc", avail_always, run_acc_lat, run_acc_bw},
     {"acc-sync", avail_always, run_accsync_lat, run_accsync_bw},
     {"acc-sx", avail_always, run_accsx_lat, run_accsx_bw},
+    {"acc-sx-sync", avail_always, run_accsxsync_lat, run_accsx_bw},
     {"staged", avail_always, run_staged_lat, run_staged_bw},
     {"cuda-aware", avail_cuda_aware, run_cuda_aware_lat, run_cuda_aware_bw},
     {"nccl", avail_nccl, run_nccl_lat, run_nccl_bw},
