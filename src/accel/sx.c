@@ -377,6 +377,33 @@ mxu_status_t mxa_sx_link_attach(mxa_sx_link_t *l, mxa_stream_t *s)
     return st;
 }
 
+/* ------------------------------------------- the host reads the ring */
+
+int mxa_sx_link_find(const mxa_sx_link_t *l, uint32_t ctx, int tag, uint64_t k, unsigned *slot,
+                     uint64_t *n, uint64_t *bytes)
+{
+    const unsigned char *ring = (const unsigned char *)l->ctrl + l->ring_off;
+    for (unsigned s = 0; s < l->ctrl->nslots; s++) {
+        const mxa_sx_hdr_t *h = (const mxa_sx_hdr_t *)(ring + s * l->slot_stride);
+        if (mxa_sx_slot_match(h, ctx, tag, k, n, bytes)) {
+            *slot = s;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+size_t mxa_sx_link_take(mxa_sx_link_t *l, unsigned slot, uint64_t n, uint64_t bytes, void *dst,
+                        size_t cap)
+{
+    const unsigned char *h = (const unsigned char *)l->ctrl + l->ring_off + slot * l->slot_stride;
+    size_t take = bytes <= cap ? (size_t)bytes : cap;
+    if (take)
+        memcpy(dst, h + MXA_SX_HDR_BYTES, take);
+    mxa_sx_consume(l->ctrl->consumed, slot, n);
+    return take;
+}
+
 /* -------------------------------------------------- host executor */
 
 /* Copy with a progressive back-off while waiting: host streams are

@@ -62,6 +62,14 @@ int mxa_sx_stream_reaches(const mxa_stream_t *s, int memtype);
 /* Is s being captured into a graph (SX steps are not capturable yet)? */
 int mxa_sx_stream_capturing(mxa_stream_t *s);
 
+/* The host side of a receive (progress thread): is (ctx, tag, k) in the
+ * ring (its slot, link number and size)? And: copy up to cap bytes of it
+ * to host memory and free the slot; returns the bytes copied. */
+int mxa_sx_link_find(const mxa_sx_link_t *l, uint32_t ctx, int tag, uint64_t k, unsigned *slot,
+                     uint64_t *n, uint64_t *bytes);
+size_t mxa_sx_link_take(mxa_sx_link_t *l, unsigned slot, uint64_t n, uint64_t bytes, void *dst,
+                        size_t cap);
+
 /* Records of receive steps (host-visible; a pool). */
 mxa_sx_record_t *mxa_sx_record_alloc(void);
 void mxa_sx_record_free(mxa_sx_record_t *r);

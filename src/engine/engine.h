@@ -183,6 +183,7 @@ struct mxe_op {
     int sx_delivered;            /* progress thread: completed another way (UCX, error) */
     int sx_step_pending;         /* progress thread: a library step waits for the trigger */
     mxe_op_t *sx_next_watch;
+    mxe_op_t *sx_next_hunt; /* progress thread: the host looks for its message in the ring */
 };
 
 /* ---- lifecycle ---- */

@@ -426,7 +426,8 @@ void mxe_sx_stream_wait(mxa_stream_t *s, mxe_op_t **ops, void **targets, int n, 
 static mxe_op_t *watch_head;
 static int watch_count;
 
-int mxe_sx_watching(void) { return watch_count; }
+static int hunt_count;
+int mxe_sx_watching(void);
 
 /* Tell a step (enqueued or still to come) that its op finished another way. */
 static void sx_tell_step(mxe_op_t *op)
@@ -458,22 +459,39 @@ static void sx_watch(mxe_op_t *op)
         sx_tell_step(op);
 }
 
-/* A library step for op (its trigger was reached: the buffer may be
- * written). */
-static void sx_library_step(mxe_op_t *op)
+/* Receives the host waits for: the progress thread looks for their
+ * messages in the ring itself (it is host memory), so no step sits on a
+ * stream waiting -- one such step per stream could block another's
+ * message. Found: a host buffer is copied here; a device buffer gets a
+ * receive step on a library stream, which finds its message at once. */
+static mxe_op_t *hunt_head;
+static int hunt_count;
+
+static void sx_hunt(mxe_op_t *op)
+{
+    mxe_op_retain(op); /* the hunt's reference */
+    op->sx_next_hunt = hunt_head;
+    hunt_head = op;
+    hunt_count++;
+}
+
+/* op's message is in slot `slot` of its link: take it. 1: done with op. */
+static int sx_hunt_found(mxe_op_t *op, unsigned slot, uint64_t n, uint64_t bytes)
 {
     mxa_sx_link_t *l = op->sx_peer->in;
+    if (op->memtype == MXA_MEM_HOST || op->bytes == 0) {
+        size_t got = mxa_sx_link_take(l, slot, n, bytes, op->buf, op->bytes);
+        op->result.source = op->peer;
+        op->result.tag = op->tag;
+        op->result.bytes = got;
+        op->sx_env_sx = 1;
+        mxe_sx_complete_from_step(op, bytes <= op->bytes ? MXU_OK : MXU_ERR_TRUNCATED);
+        return 1;
+    }
     mxa_stream_t *ls = mxa_sx_library_stream(l, op->memtype);
-    if (!ls || (op->bytes > 0 && !mxa_sx_stream_reaches(ls, op->memtype))) {
-        /* the message can only have come by UCX (our GPU never took the
-         * ring: senders do not use it) or will: nothing to step */
-        return;
-    }
-    mxa_sx_record_t *rec = mxa_sx_record_alloc();
-    if (!rec) {
-        MXU_LOG(MXU_LOG_ERROR, "SX: no record for a receive step");
-        return;
-    }
+    mxa_sx_record_t *rec = ls ? mxa_sx_record_alloc() : NULL;
+    if (!rec)
+        return 0; /* logged; tried again at the next pass */
     op->sx_rec = rec;
     mxa_sx_recv_t r = {.link = l,
                        .dst = op->buf,
@@ -485,11 +503,38 @@ static void sx_library_step(mxe_op_t *op)
     if (mxa_sx_enqueue_recv(ls, &r, 1) != MXU_OK) {
         mxa_sx_record_free(rec);
         op->sx_rec = NULL;
-        return;
+        return 0;
     }
     mxe_op_retain(op); /* the watch's reference */
     sx_watch(op);
+    return 1;
 }
+
+static unsigned sx_hunt_poll(void)
+{
+    unsigned done = 0;
+    mxe_op_t **pp = &hunt_head;
+    while (*pp) {
+        mxe_op_t *op = *pp;
+        unsigned slot = 0;
+        uint64_t n = 0, bytes = 0;
+        int drop = mxe_op_is_complete(op) || op->matched; /* matched: UCX brings it */
+        if (!drop && mxa_sx_link_find(op->sx_peer->in, op->ctx_id, op->tag, op->sx_k, &slot, &n,
+                                      &bytes))
+            drop = sx_hunt_found(op, slot, n, bytes);
+        if (!drop) {
+            pp = &op->sx_next_hunt;
+            continue;
+        }
+        *pp = op->sx_next_hunt;
+        hunt_count--;
+        done++;
+        mxe_op_release(op);
+    }
+    return done;
+}
+
+static void sx_library_step(mxe_op_t *op) { sx_hunt(op); }
 
 void mxe_sx_handle_step(mxe_op_t *op)
 {
@@ -516,10 +561,13 @@ void mxe_sx_recv_ready(mxe_op_t *op)
     }
 }
 
-/* Records of finished steps: complete their ops. */
+int mxe_sx_watching(void) { return watch_count + hunt_count; }
+
+/* Records of finished steps: complete their ops; receives the host waits
+ * for: look for their messages. */
 unsigned mxe_sx_poll(void)
 {
-    unsigned n = 0;
+    unsigned n = hunt_count ? sx_hunt_poll() : 0;
     mxe_op_t **pp = &watch_head;
     while (*pp) {
         mxe_op_t *op = *pp;
