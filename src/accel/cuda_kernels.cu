@@ -106,16 +106,25 @@ static __device__ __forceinline__ void mxa_sx_copy(unsigned char *dst, const uns
 
 extern "C" __global__ void mxa_sx_send_kernel(mxa_sx_send_desc_t d)
 {
+    __shared__ int s_free;
     mxa_sx_hdr_t *h = (mxa_sx_hdr_t *)(size_t)d.slot;
-    if (threadIdx.x == 0)
-        mxa_sx_slot_open(h);
+    if (threadIdx.x == 0) {
+        s_free = mxa_sx_slot_claim(&d);
+        if (s_free)
+            mxa_sx_slot_open(h);
+    }
     __syncthreads();
-    mxa_sx_copy((unsigned char *)h + MXA_SX_HDR_BYTES, (const unsigned char *)(size_t)d.src,
-                d.bytes);
+    int in_ring = s_free;
+    unsigned char *dst =
+        in_ring ? (unsigned char *)h + MXA_SX_HDR_BYTES : (unsigned char *)(size_t)d.bounce;
+    mxa_sx_copy(dst, (const unsigned char *)(size_t)d.src, d.bytes);
     __threadfence_system();
     __syncthreads();
     if (threadIdx.x == 0) {
-        mxa_sx_slot_publish(h, &d);
+        if (in_ring)
+            mxa_sx_slot_publish(h, &d);
+        mxa_sx_record_finish((mxa_sx_record_t *)(size_t)d.record, d.bytes,
+                             in_ring ? MXA_SX_SENT : MXA_SX_BOUNCED, (int32_t)(d.n & 0x7fffffff));
         if (d.trigger_word)
             mxa_store_release_sys((mxa_u64 *)(size_t)d.trigger_word, d.trigger_seq);
     }

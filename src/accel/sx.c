@@ -176,6 +176,48 @@ void mxa_sx_shutdown(void)
     pthread_mutex_unlock(&sx.lock);
 }
 
+/* Bounce buffers of send steps (host-visible), in size classes of 256 B
+ * times powers of 4, kept for reuse. */
+#define SX_BOUNCE_CLASSES 8
+static void *bounce_free[SX_BOUNCE_CLASSES];
+
+static int sx_bounce_class(size_t bytes, size_t *size)
+{
+    size_t sz = 256;
+    for (int c = 0; c < SX_BOUNCE_CLASSES; c++, sz *= 4)
+        if (bytes <= sz) {
+            *size = sz;
+            return c;
+        }
+    return -1;
+}
+
+void *mxa_sx_bounce_alloc(size_t bytes)
+{
+    size_t sz;
+    int c = sx_bounce_class(bytes, &sz);
+    if (c < 0)
+        return NULL;
+    pthread_mutex_lock(&sx.lock);
+    void *b = bounce_free[c];
+    if (b)
+        bounce_free[c] = *(void **)b;
+    pthread_mutex_unlock(&sx.lock);
+    return b ? b : sx_host_visible(sz);
+}
+
+void mxa_sx_bounce_free(void *b, size_t bytes)
+{
+    size_t sz;
+    int c = sx_bounce_class(bytes, &sz);
+    if (!b || c < 0)
+        return;
+    pthread_mutex_lock(&sx.lock);
+    *(void **)b = bounce_free[c];
+    bounce_free[c] = b;
+    pthread_mutex_unlock(&sx.lock);
+}
+
 /* ------------------------------------------------------------- links */
 
 mxu_status_t mxa_sx_link_create(const char *name, unsigned nslots, size_t slot_bytes, int host_ring,
@@ -282,10 +324,6 @@ int mxa_sx_link_ring_kind(const mxa_sx_link_t *l)
 {
     return __atomic_load_n(&l->ctrl->ring_ready, __ATOMIC_ACQUIRE) ? (int)l->ctrl->ring_kind
                                                                    : MXA_SX_RING_NONE;
-}
-int mxa_sx_link_slot_free(const mxa_sx_link_t *l, uint64_t n)
-{
-    return mxa_sx_slot_free(l->ctrl, n);
 }
 
 int mxa_sx_stream_capturing(mxa_stream_t *s)
@@ -436,11 +474,17 @@ static void host_send_step(void *arg)
     host_send_t *hs = arg;
     mxa_sx_send_desc_t *d = &hs->d;
     mxa_sx_hdr_t *h = (mxa_sx_hdr_t *)(uintptr_t)d->slot;
-    mxa_sx_slot_open(h);
+    int in_ring = mxa_sx_slot_claim(d);
+    if (in_ring)
+        mxa_sx_slot_open(h);
     if (d->bytes)
-        memcpy((unsigned char *)h + MXA_SX_HDR_BYTES, (const void *)(uintptr_t)d->src,
-               (size_t)d->bytes);
-    mxa_sx_slot_publish(h, d);
+        memcpy(in_ring ? (unsigned char *)h + MXA_SX_HDR_BYTES
+                       : (unsigned char *)(uintptr_t)d->bounce,
+               (const void *)(uintptr_t)d->src, (size_t)d->bytes);
+    if (in_ring)
+        mxa_sx_slot_publish(h, d);
+    mxa_sx_record_finish((mxa_sx_record_t *)(uintptr_t)d->record, d->bytes,
+                         in_ring ? MXA_SX_SENT : MXA_SX_BOUNCED, (int32_t)(d->n & 0x7fffffff));
     if (d->trigger_word) {
         mxa_store_max((_Atomic uint64_t *)(uintptr_t)d->trigger_word, d->trigger_seq);
         mxa_notify_trigger();
@@ -521,6 +565,12 @@ mxu_status_t mxa_sx_enqueue_send(mxa_stream_t *s, const mxa_sx_send_t *m)
         .ctx = m->ctx,
         .tag = m->tag,
         .trigger_seq = m->trigger_seq,
+        .written = sx_addr(
+            l, s, offsetof(mxa_sx_ctrl_t, written) + sizeof(uint64_t) * (size_t)(m->n % nslots)),
+        .consumed = sx_addr(
+            l, s, offsetof(mxa_sx_ctrl_t, consumed) + sizeof(uint64_t) * (size_t)(m->n % nslots)),
+        .bounce = (uint64_t)(uintptr_t)m->bounce,
+        .record = (uint64_t)(uintptr_t)m->record,
     };
     if (s->kind == MXA_KIND_HOST) {
         host_send_t *hs = malloc(sizeof(*hs));

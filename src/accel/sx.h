@@ -54,8 +54,9 @@ int mxa_sx_link_published_for(const mxa_sx_link_t *l, const mxa_stream_t *s);
  * registered at the first call)? MXU_OK yes, MXU_ERR_NOT_READY withdrawn,
  * MXU_ERR_UNSUPPORTED not from this stream. */
 mxu_status_t mxa_sx_link_attach(mxa_sx_link_t *l, mxa_stream_t *s);
-/* Sender: is message n's slot free (its previous message consumed)? */
-int mxa_sx_link_slot_free(const mxa_sx_link_t *l, uint64_t n);
+/* Bounce buffers for send steps (host-visible; size classes up to 4 MiB). */
+void *mxa_sx_bounce_alloc(size_t bytes);
+void mxa_sx_bounce_free(void *b, size_t bytes);
 /* Can the executor of s read or write memory of this type directly? */
 int mxa_sx_stream_reaches(const mxa_stream_t *s, int memtype);
 
@@ -75,8 +76,9 @@ mxa_sx_record_t *mxa_sx_record_alloc(void);
 void mxa_sx_record_free(mxa_sx_record_t *r);
 
 /* A send step: message n (ordinal k of channel (ctx, tag)) from src into
- * its slot; then the stream's trigger word is raised to trigger_seq (0:
- * not). The caller checked the slot is free and attached the link. */
+ * its slot if it is free when the step runs, else into the bounce buffer
+ * (the record says which); then the stream's trigger word is raised to
+ * trigger_seq (0: not). The caller attached the link. */
 typedef struct {
     mxa_sx_link_t *link;
     const void *src;
@@ -85,6 +87,8 @@ typedef struct {
     int tag;
     uint64_t k, n;
     uint64_t trigger_seq;
+    void *bounce;            /* host-visible, >= bytes: the message if the slot is taken */
+    mxa_sx_record_t *record; /* the step's outcome: MXA_SX_SENT or MXA_SX_BOUNCED */
 } mxa_sx_send_t;
 mxu_status_t mxa_sx_enqueue_send(mxa_stream_t *s, const mxa_sx_send_t *m);
 

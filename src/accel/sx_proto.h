@@ -14,12 +14,19 @@
  *                 header, in the receiver's memory (device memory exported
  *                 by CUDA IPC, or the control page itself for host streams).
  *
- * The sender numbers its SX messages on the link n = 0, 1, 2, ... and puts
- * message n into slot n % nslots, which it may do only once the slot's
- * previous message (n - nslots) was consumed: `consumed[slot] >= n -
- * nslots + 1`, checked by the sender's host when it enqueues the send (the
- * step then never waits). The send step writes, in order:
+ * The sender numbers its SX messages on the link n = 0, 1, 2, ... and
+ * message n may use slot n % nslots. The send step decides when it runs:
+ * the slot is free when the message last written into it was consumed
+ * (`consumed[slot] >= written[slot]`, both n + 1 of a message; the sender
+ * writes `written`, the receiver `consumed`). Free: it claims the slot
+ * (written = n + 1) and writes, in order:
  *   header.flag = 0; payload; fence; header fields; release: header.flag = n + 1.
+ * Taken: it copies the message into the send's bounce buffer (host memory)
+ * instead, and the sender's progress thread sends it by UCX. Either way the
+ * step never waits, and the sender's buffer is free when it ends. Two send
+ * steps of one slot never run at once: the host sends a message by UCX at
+ * its call when the slot's previous message is on another stream that has
+ * not passed it.
  * The receive step knows its message by (context, tag, k): k is the
  * ordinal of the message in its channel (context, sender, tag), counted in
  * call order by both sides (the k-th receive of a channel gets the k-th
@@ -55,6 +62,8 @@
 #define MXA_SX_DELIVERED 2 /* desc said: the message came another way */
 #define MXA_SX_ABORTED 3   /* desc or the abort word said: give up */
 #define MXA_SX_TIMED_OUT 4 /* the deadline passed */
+#define MXA_SX_SENT 5      /* send step: the message is in the ring */
+#define MXA_SX_BOUNCED 6   /* send step: the slot was taken; the message is in the bounce */
 
 /* desc values (engine -> step) */
 #define MXA_SX_DESC_NONE 0
@@ -82,6 +91,7 @@ typedef struct {
     unsigned char ipc_handle[64];
     uint64_t spare[4];
     uint64_t consumed[MXA_SX_MAX_SLOTS]; /* n + 1 of the last message copied out */
+    uint64_t written[MXA_SX_MAX_SLOTS];  /* n + 1 of the last message written (sender) */
 } mxa_sx_ctrl_t;
 
 /* A receive's record (64 bytes, host-visible; the engine polls `done`). */
@@ -105,6 +115,10 @@ typedef struct {
     int32_t tag;
     uint64_t trigger_word; /* raised to trigger_seq after the message (0: none) */
     uint64_t trigger_seq;
+    uint64_t written;  /* the slot's written word */
+    uint64_t consumed; /* the slot's consumed word */
+    uint64_t bounce;   /* where the message goes when the slot is taken */
+    uint64_t record;   /* the outcome (mxa_sx_record_t: error SENT or BOUNCED) */
 } mxa_sx_send_desc_t;
 
 /* What a receive step needs for one receive. */
@@ -248,6 +262,17 @@ MXA_SX_FN void mxa_sx_consume(uint64_t *consumed, uint32_t slot, uint64_t n)
     mxa_sx_store_release(&consumed[slot], n + 1);
 }
 
+/* Sender's step: claim the slot if it is free (1), else 0. */
+MXA_SX_FN int mxa_sx_slot_claim(const mxa_sx_send_desc_t *d)
+{
+    uint64_t *w = (uint64_t *)(uintptr_t)d->written;
+    uint64_t wv = mxa_sx_load_relaxed(w);
+    if (wv != 0 && mxa_sx_load_acquire((const uint64_t *)(uintptr_t)d->consumed) < wv)
+        return 0;
+    mxa_sx_store_relaxed(w, d->n + 1);
+    return 1;
+}
+
 /* Receiver: the step's outcome. */
 MXA_SX_FN void mxa_sx_record_finish(mxa_sx_record_t *r, uint64_t bytes, int32_t error, int32_t slot)
 {
@@ -257,15 +282,5 @@ MXA_SX_FN void mxa_sx_record_finish(mxa_sx_record_t *r, uint64_t bytes, int32_t 
     mxa_sx_fence();
     mxa_sx_store_release(&r->done, 1);
 }
-
-#ifndef __CUDACC__
-/* Sender's host, at enqueue: may message n go into its slot now? */
-static inline int mxa_sx_slot_free(const mxa_sx_ctrl_t *c, uint64_t n)
-{
-    if (n < c->nslots)
-        return 1;
-    return mxa_sx_load_acquire(&c->consumed[n % c->nslots]) >= n - c->nslots + 1;
-}
-#endif
 
 #endif

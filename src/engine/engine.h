@@ -175,8 +175,8 @@ struct mxe_op {
     uint64_t sx_k;               /* ordinal in its channel (context, sender, tag), call order */
     uint64_t sx_n;               /* send: its number on the link */
     struct mxe_sx_peer *sx_peer; /* the peer's links */
-    void *sx_rec;                /* recv: its receive step's record (mxa_sx_record_t) */
-    void *sx_bounce;             /* recv: pinned copy-out buffer (library step, host buffer) */
+    void *sx_rec;                /* its step's record (mxa_sx_record_t) */
+    void *sx_bounce;             /* send: host-visible copy if its slot is taken */
     _Atomic int sx_stepped;      /* recv: a receive step was enqueued or asked for */
     int sx_env_sx;               /* recv: its envelope said the data came by SX */
     int sx_watched;              /* progress thread: the step's record is being watched */

@@ -242,7 +242,7 @@ void mxe_match_send_called(mxe_op_t *op)
     e->ctx = op->ctx_id;
     e->src = op->comm_rank;
     e->tag = op->tag;
-    e->flags = (op->sx_peer ? MXE_ENV_K : 0) | (op->sx ? MXE_ENV_SX : 0);
+    e->flags = (op->sx_peer ? MXE_ENV_K : 0) | (op->sx_env_sx ? MXE_ENV_SX : 0);
     e->pseq = op->pseq;
     e->bytes = op->bytes;
     e->k = op->sx_k;

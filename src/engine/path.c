@@ -45,16 +45,19 @@ typedef enum {
     SXF_NO_LINK = 0, /* the peer's ring is not published or not for this stream */
     SXF_TOO_BIG,     /* larger than a slot */
     SXF_MEMTYPE,     /* a buffer the stream's executor cannot read */
-    SXF_CREDIT,      /* the slot is not free yet */
+    SXF_CREDIT,      /* the slot's last message is on another stream, not yet passed */
     SXF_CAPTURE,     /* the stream is being captured */
     SXF_SYNC,        /* synchronous send */
     SXF_ENQUEUE,     /* the step could not be enqueued */
+    SXF_BOUNCED,     /* the step found the slot taken: by UCX from a bounce buffer */
     SXF_COUNT
 } mxe_sx_fallback_t;
 
 static const char *const sxf_names[SXF_COUNT] = {
-    "no ring for the stream", "larger than a slot", "buffer not reachable", "no free slot",
-    "stream capture",         "synchronous send",   "enqueue failed"};
+    "no ring for the stream", "larger than a slot",
+    "buffer not reachable",   "slot busy on another stream",
+    "stream capture",         "synchronous send",
+    "enqueue failed",         "slot taken when the step ran"};
 
 const char *mxe_sx_fallback_name(int reason)
 {
@@ -69,7 +72,10 @@ typedef struct mxe_sx_peer {
     mxa_sx_link_t *out; /* our messages to it (its; opened at first use) */
     char out_name[96];
     unsigned open_tries;
-    uint64_t next_n;      /* our next SX message on `out` */
+    uint64_t next_n; /* our next SX message on `out` */
+    /* the stream and trigger of the last send given each slot */
+    mxa_stream_t *slot_stream[MXA_SX_MAX_SLOTS];
+    uint64_t slot_seq[MXA_SX_MAX_SLOTS];
     mxu_hashmap_t send_k; /* (ctx, tag) -> next ordinal of our sends + 1 */
     mxu_hashmap_t recv_k; /* (ctx, tag) -> next ordinal of our receives + 1 */
 } mxe_sx_peer_t;
@@ -227,6 +233,29 @@ static void sx_fallback(mxe_sx_fallback_t why)
     atomic_fetch_add_explicit(&px.fallback[why], 1, memory_order_relaxed);
 }
 
+/* Progress thread, at an SX send's trigger: its step ran. 1: the message
+ * is in the ring; 0: the step found the slot taken and left it in the
+ * bounce buffer (*bounce, to send by UCX and give back with
+ * mxe_sx_bounce_free). The record is given back here. */
+int mxe_sx_send_outcome(mxe_op_t *op, void **bounce)
+{
+    mxa_sx_record_t *rec = op->sx_rec;
+    int sent = rec && __atomic_load_n(&rec->done, __ATOMIC_ACQUIRE) && rec->error == MXA_SX_SENT;
+    op->sx_rec = NULL;
+    mxa_sx_record_free(rec);
+    *bounce = op->sx_bounce;
+    op->sx_bounce = NULL;
+    if (sent) {
+        mxa_sx_bounce_free(*bounce, op->bytes);
+        *bounce = NULL;
+    } else {
+        sx_fallback(SXF_BOUNCED);
+    }
+    return sent;
+}
+
+void mxe_sx_bounce_free(void *b, size_t bytes) { mxa_sx_bounce_free(b, bytes); }
+
 /* ------------------------------------------------ application threads */
 
 static mxe_sx_peer_t *sx_peer_of(const mxe_op_t *op)
@@ -274,8 +303,18 @@ int mxe_sx_submit_send(mxe_op_t *op)
         why = SXF_TOO_BIG;
     else if (op->bytes > 0 && !mxa_sx_stream_reaches(s, op->memtype))
         why = SXF_MEMTYPE;
-    else if (!mxa_sx_link_slot_free(l, p->next_n))
-        why = SXF_CREDIT;
+    if (why < 0) {
+        /* two steps of one slot must not run at once: the slot's previous
+         * message, if on another stream, must have been passed there */
+        unsigned slot = (unsigned)(p->next_n % mxa_sx_link_nslots(l));
+        mxa_stream_t *ps = p->slot_stream[slot];
+        if (ps && ps != s &&
+            (int64_t)(atomic_load_explicit(ps->trigger_word, memory_order_acquire) -
+                      p->slot_seq[slot]) < 0)
+            why = SXF_CREDIT;
+    }
+    void *bounce = NULL;
+    mxa_sx_record_t *rec = NULL;
     if (why < 0) {
         mxu_status_t st = mxa_sx_link_attach(l, s);
         if (st != MXU_OK)
@@ -283,13 +322,22 @@ int mxe_sx_submit_send(mxe_op_t *op)
         else if (mxa_sx_stream_capturing(s))
             why = SXF_CAPTURE;
     }
+    if (why < 0) {
+        rec = mxa_sx_record_alloc();
+        bounce = rec ? mxa_sx_bounce_alloc(op->bytes) : NULL;
+        if (!bounce)
+            why = SXF_ENQUEUE;
+    }
     if (why >= 0) {
         pthread_mutex_unlock(&p->lock);
+        mxa_sx_record_free(rec);
         sx_fallback((mxe_sx_fallback_t)why);
         return 0;
     }
     uint64_t seq = atomic_fetch_add_explicit(&s->next_trigger_seq, 1, memory_order_relaxed) + 1;
-    mxa_sx_send_t m = {.link = l,
+    mxa_sx_send_t m = {.bounce = bounce,
+                       .record = rec,
+                       .link = l,
                        .src = op->buf,
                        .bytes = op->bytes,
                        .ctx = op->ctx_id,
@@ -300,11 +348,18 @@ int mxe_sx_submit_send(mxe_op_t *op)
     if (mxa_sx_enqueue_send(s, &m) != MXU_OK) {
         /* the trigger number is taken: raise it the ordinary way */
         pthread_mutex_unlock(&p->lock);
+        mxa_sx_record_free(rec);
+        mxa_sx_bounce_free(bounce, op->bytes);
         sx_fallback(SXF_ENQUEUE);
         op->trigger_seq = seq;
         return -1;
     }
-    op->sx = 1;
+    unsigned slot = (unsigned)(p->next_n % mxa_sx_link_nslots(l));
+    p->slot_stream[slot] = s;
+    p->slot_seq[slot] = seq;
+    op->sx = 1; /* a candidate: its step decides (op->sx_env_sx: it went by SX) */
+    op->sx_rec = rec;
+    op->sx_bounce = bounce;
     op->sx_n = p->next_n++;
     op->trigger_seq = seq;
     pthread_mutex_unlock(&p->lock);
@@ -519,8 +574,8 @@ static unsigned sx_hunt_poll(void)
         unsigned slot = 0;
         uint64_t n = 0, bytes = 0;
         int drop = mxe_op_is_complete(op) || op->matched; /* matched: UCX brings it */
-        if (!drop && mxa_sx_link_find(op->sx_peer->in, op->ctx_id, op->tag, op->sx_k, &slot, &n,
-                                      &bytes))
+        if (!drop &&
+            mxa_sx_link_find(op->sx_peer->in, op->ctx_id, op->tag, op->sx_k, &slot, &n, &bytes))
             drop = sx_hunt_found(op, slot, n, bytes);
         if (!drop) {
             pp = &op->sx_next_hunt;

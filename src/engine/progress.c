@@ -117,7 +117,7 @@ static void mxe_op_complete(mxe_op_t *op, mxu_status_t error)
         atomic_fetch_add_explicit(&mxe.st_ops_failed, 1, memory_order_relaxed);
     } else if (op->peer != MXE_PROC_NULL && !op->result.cancelled) {
         /* a message that went through a path */
-        int path = (op->type == MXE_OP_SEND ? op->sx : op->sx_env_sx) ? MXE_PATH_SX : MXE_PATH_UCX;
+        int path = op->sx_env_sx ? MXE_PATH_SX : MXE_PATH_UCX;
         if (op->type == MXE_OP_SEND) {
             atomic_fetch_add_explicit(&mxe.st_path[path].sent, 1, memory_order_relaxed);
             atomic_fetch_add_explicit(&mxe.st_path[path].sent_bytes, op->result.bytes,
@@ -183,6 +183,24 @@ static void mxe_transport_done(void *user, mxu_status_t status, uint64_t sender_
                 op->type == MXE_OP_SEND ? "to" : "from", op->peer, op->tag,
                 mxu_status_string(status));
     mxe_op_complete(op, status);
+}
+
+/* A bounce buffer of the SX path sent by UCX (mxe_op_start). */
+typedef struct {
+    void *buf;
+    size_t bytes;
+} mxe_bounce_t;
+
+static void mxe_bounce_done(void *user, mxu_status_t status, uint64_t sender_tag, size_t length)
+{
+    (void)sender_tag;
+    (void)length;
+    mxe_bounce_t *bb = user;
+    if (status != MXU_OK)
+        MXU_LOG(MXU_LOG_ERROR, "send from an SX bounce buffer failed after local completion: %s",
+                mxu_status_string(status));
+    mxe_sx_bounce_free(bb->buf, bb->bytes);
+    free(bb);
 }
 
 static void mxe_eager_done(void *user, mxu_status_t status, uint64_t sender_tag, size_t length)
@@ -330,9 +348,35 @@ static void mxe_op_start(mxe_op_t *op)
         }
     }
     if (op->type == MXE_OP_SEND && op->sx) {
-        /* the stream-executed path: the stream wrote it into the peer's
-         * ring before it raised this trigger */
+        /* the stream-executed path: the step ran before it raised this
+         * trigger; the message is in the peer's ring or, if the slot was
+         * taken, in our bounce buffer: sent by UCX from there. Either way
+         * the user's buffer is free now. Announced now (pseq in announce
+         * order: its receiver matches it by its channel ordinal). */
+        void *bounce = NULL;
+        op->sx_env_sx = mxe_sx_send_outcome(op, &bounce);
+        mxe_match_send_called(op);
+        mxe_match_flush();
         op->result.bytes = op->bytes;
+        if (bounce) {
+            mxe_bounce_t *bb = malloc(sizeof(*bb));
+            if (!bb) {
+                mxe_sx_bounce_free(bounce, op->bytes);
+                mxe_op_complete(op, MXU_ERR_NO_MEMORY);
+                return;
+            }
+            bb->buf = bounce;
+            bb->bytes = op->bytes;
+            uint64_t tag = mxe_match_data_tag(op->ctx_id, op->comm_rank, op->pseq);
+            status = mxt_tag_send(op->peer_world, bounce, op->bytes, MXA_MEM_HOST, 0, tag,
+                                  mxe_bounce_done, bb, &handle);
+            if (status != MXU_OK) {
+                mxe_sx_bounce_free(bounce, op->bytes);
+                free(bb);
+            }
+            mxe_op_complete(op, status);
+            return;
+        }
         mxe_op_complete(op, MXU_OK);
         return;
     }
@@ -476,10 +520,12 @@ static void mxe_handle_op(mxe_op_t *op)
      * now (call-order matching), unless the communicator matches in start
      * order. */
     if (!op->match_dynamic && op->peer != MXE_PROC_NULL) {
-        if (op->type == MXE_OP_SEND)
-            mxe_match_send_called(op);
-        else
+        if (op->type == MXE_OP_SEND) {
+            if (!op->sx) /* SX: announced at its start */
+                mxe_match_send_called(op);
+        } else {
             mxe_match_recv_called(op);
+        }
     }
     if (op->trigger_seq == 0) {
         mxe_op_start(op);
