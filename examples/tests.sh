@@ -162,7 +162,7 @@ if command -v python3 >/dev/null 2>&1; then
     python3 "$root/scripts/bench-plot.py" --out "$logdir/plots" --tag ci "$csv" \
         "$logdir/bench-second.csv" >"$log" 2>&1
     rc=$?
-    trows=$(grep -cE '^\| [0-9]+ (B|KiB) \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$' "$log")
+    trows=$(grep -cE '^\| [0-9]+ (B|KiB) (\| [0-9.]+ ){4,}\|$' "$log")
     pngs=ok
     if python3 -c 'import matplotlib' 2>/dev/null; then
         for f in ci-bench-latency ci-bench-bandwidth ci-bench-second-latency \
