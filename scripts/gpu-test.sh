@@ -380,6 +380,31 @@ for t in $GPU_TESTS; do
         "$MPIEXEC" $LAUNCH -n 2 "$BIN/$t" --scale=$FB_SCALE --timeout=$GUARD
 done
 
+# the stream-executed path (test/gpu/sx_path): its receive steps poll, so
+# where the ranks share a GPU it runs under MPS (started and stopped here);
+# the stats line must show messages on the path
+sx_mps_start() {
+    SXMPS=""
+    if [ "$NGPU_RUN" -lt 2 ] && command -v nvidia-cuda-mps-control >/dev/null 2>&1; then
+        export CUDA_MPS_PIPE_DIRECTORY="$TMP/mps-pipe" CUDA_MPS_LOG_DIRECTORY="$TMP/mps-log"
+        mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+        nvidia-cuda-mps-control -d && SXMPS=1 && say "    MPS started (ranks share a GPU)"
+    fi
+}
+sx_mps_stop() {
+    if [ -n "$SXMPS" ]; then
+        echo quit | nvidia-cuda-mps-control
+        unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+        SXMPS=""
+    fi
+}
+if selected "sx/sx_path"; then
+    sx_mps_start
+    run_test "sx/sx_path" 300 'stats: path sx: sent [1-9][0-9]* messages' -- env MPIX_ACC_SX=on \
+        MPIX_ACC_STATS=1 MPIX_ACC_LOG=warn "$MPIEXEC" $LAUNCH -n 2 "$BIN/sx_path" --timeout=$GUARD
+    sx_mps_stop
+fi
+
 if [ "$SANITIZER" = 1 ]; then
     if [ -z "$SANITIZER_BIN" ]; then
         say "compute-sanitizer not found: sanitizer runs not possible"
@@ -395,6 +420,10 @@ if [ "$SANITIZER" = 1 ]; then
             run_test "sanitizer-$tool/ring" 400 "$ok" -- env MPIX_ACC_MEMOPS=1 \
                 "$MPIEXEC" $LAUNCH -n 2 $SAN --tool $tool "$BIN/ring" --combos=dd,hd,mm \
                 --max-size=1048576 --scale=$SAN_SCALE --timeout=380
+            # the SX steps (send, receive) on device buffers; without MPS
+            # (the sanitizer does not run under it), MPIX_ACC_SX=on
+            run_test "sanitizer-$tool/sx_path" 300 "$ok" -- env MPIX_ACC_MEMOPS=1 MPIX_ACC_SX=on \
+                "$MPIEXEC" $LAUNCH -n 2 $SAN --tool $tool "$BIN/sx_path" --basic=1 --timeout=280
             run_test "sanitizer-$tool/stream_comm" 400 "$ok" -- \
                 env MPIX_ACC_MEMOPS=1 "$MPIEXEC" $LAUNCH -n 2 $SAN --tool $tool \
                 "$BIN/stream_comm" --max-size=65536 --scale=$SAN_SCALE --timeout=380
