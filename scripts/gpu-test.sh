@@ -483,6 +483,13 @@ if [ "$APPS" = 1 ]; then
         "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/bench/mpixacc_bench" --backend cuda \
         --variant acc,acc-sx,acc-sync,acc-sx-sync,staged,nccl --sizes 8,64,512,4K,64K,1M,16M,64M --timeout 200 \
         --csv "$RES/bench-sx.csv"
+    run_test "apps/stencil2d-sx" 240 'RESULT: OK' -- env MPIX_ACC_LOG=warn MPIX_ACC_SX=on \
+        "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/stencil2d/stencil2d" --backend cuda \
+        --variant mpi,acc,streamcomm,acc-sx --sizes 64,256,1024,4096 --steps 100 --repeats 5 \
+        --csv "$RES/stencil-sx.csv"
+    run_test "apps/ping_kernel_pong-sx" 240 'RESULT: OK' -- env MPIX_ACC_LOG=warn MPIX_ACC_SX=on \
+        "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/ping_kernel_pong/ping_kernel_pong" --backend cuda \
+        --variant staged,acc,acc-sx,nccl --csv "$RES/pkp-sx.csv"
     if [ -n "$SXMPS" ]; then
         echo quit | nvidia-cuda-mps-control
         unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY

@@ -13,6 +13,8 @@
  *                  host enqueues every iteration and synchronizes once.
  *   staged         the traditional way: kernel, (copy to pinned host memory),
  *                  stream synchronize, host MPI send/recv, (copy back).
+ *   acc-sx         acc on a communicator with mpi_assert_no_any_source/_tag:
+ *                  the library's stream-executed path may carry the messages
  *   nccl           ncclSend/ncclRecv on the same stream, enqueued ahead like acc
  *                  (CUDA builds with nccl.h; libnccl.so.2 loaded at run time).
  *   mpich-enqueue  MPICH's own MPIX_Irecv_enqueue / MPIX_Send_enqueue /
@@ -40,9 +42,10 @@
 
 typedef struct {
     const ex_accel_t *ac;
-    int rank;      /* in MPI_COMM_WORLD */
-    int role;      /* 0 or 1: active; -1: idle */
-    MPI_Comm comm; /* plain duplicate of MPI_COMM_WORLD */
+    int rank;       /* in MPI_COMM_WORLD */
+    int role;       /* 0 or 1: active; -1: idle */
+    MPI_Comm comm;  /* plain duplicate of MPI_COMM_WORLD */
+    MPI_Comm scomm; /* duplicate with mpi_assert_no_any_source/_tag (acc-sx) */
     ex_stream_t S;
     size_t n;
     double busy_ns;
@@ -242,9 +245,20 @@ typedef struct {
     void (*run)(pkp_t *p, int run, int iters);
 } variant_t;
 
+/* acc-sx: acc on a communicator with the MPI-4 no-wildcard assertions:
+ * the library's stream-executed path may carry the messages */
+static void run_accsx(pkp_t *p, int run, int iters)
+{
+    MPI_Comm c = p->comm;
+    p->comm = p->scomm;
+    run_acc(p, run, iters);
+    p->comm = c;
+}
+
 static const variant_t variants[] = {
     {"staged", avail_always, run_staged},
     {"acc", avail_always, run_acc},
+    {"acc-sx", avail_always, run_accsx},
     {"nccl", avail_nccl, run_nccl},
     {"mpich-enqueue", avail_mpich_enqueue, run_mpich_enqueue},
 };
@@ -417,6 +431,14 @@ int main(int argc, char **argv)
     p.busy_ns = o.kernel_us * 1e3;
     p.fault_iter = o.fault_iter;
     EX_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &p.comm));
+    {
+        MPI_Info info;
+        EX_MPI(MPI_Info_create(&info));
+        EX_MPI(MPI_Info_set(info, "mpi_assert_no_any_source", "true"));
+        EX_MPI(MPI_Info_set(info, "mpi_assert_no_any_tag", "true"));
+        EX_MPI(MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &p.scomm));
+        EX_MPI(MPI_Info_free(&info));
+    }
     p.S = p.ac->stream_create();
     p.errors = p.ac->alloc(sizeof(unsigned int), EX_MEM_DEVICE);
     nccl_ok = ex_nccl_setup(p.ac->is_device, p.role, nccl_why, sizeof nccl_why);
@@ -538,6 +560,7 @@ int main(int argc, char **argv)
     p.ac->finalize();
     free(p.args);
     MPI_Comm_free(&p.comm);
+    MPI_Comm_free(&p.scomm);
     MPI_Finalize();
     return failures ? 1 : 0;
 }

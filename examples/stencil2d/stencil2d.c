@@ -14,6 +14,9 @@
  *               MPI_Comm_set_info call before the loop. The loop's only
  *               non-MPI synchronization (the stream sync before the sends) is
  *               skipped when the communicator says it is stream-ordered.
+ *   acc-sx      acc on a duplicate with the MPI-4 assertions
+ *               mpi_assert_no_any_source/_tag: the library's stream-executed
+ *               path may carry the halos between processes of a node.
  *
  * Every run is checked against a serial reference of the same global grid
  * computed on rank 0 (one domain, same number of steps): the final grids must
@@ -33,8 +36,8 @@
 #include <inttypes.h>
 #include <math.h>
 
-enum { V_MPI = 0, V_ACC, V_ACC2, V_STREAMCOMM, V_COUNT };
-static const char *const vname[V_COUNT] = {"mpi", "acc", "acc2", "streamcomm"};
+enum { V_MPI = 0, V_ACC, V_ACC2, V_STREAMCOMM, V_ACCSX, V_COUNT };
+static const char *const vname[V_COUNT] = {"mpi", "acc", "acc2", "streamcomm", "acc-sx"};
 
 #define MAX_SIZES 32
 
@@ -59,7 +62,7 @@ static void usage(FILE *f)
     fprintf(
         f,
         "usage: mpiexec -n P stencil2d [options]\n"
-        "  --variant LIST     mpi,acc,acc2,streamcomm or all (default all)\n"
+        "  --variant LIST     mpi,acc,acc2,streamcomm,acc-sx or all (default all)\n"
         "  --sizes LIST       points per rank along each axis, e.g. 64,256 (default 64,256,1024)\n"
         "  --nmin N --nmax N  sweep N = nmin, 2*nmin, ... nmax (e.g. --nmin 8 --nmax 8192)\n"
         "  --steps S          steps per run (default 100)\n"
@@ -369,6 +372,7 @@ static run_times_t run_once(run_t *r, int v, int steps)
             step_mpi(r, k);
             break;
         case V_ACC:
+        case V_ACCSX:
             step_acc(r, k);
             break;
         case V_ACC2:
@@ -407,6 +411,15 @@ static void variant_setup(run_t *r, int v, MPI_Comm cart, const opts_t *o)
         EX_MPI(MPI_Info_create(&info));
         EX_MPI(MPIX_Acc_Info_set_stream(info, r->S));
         EX_MPI(MPI_Comm_set_info(r->comm, info));
+        EX_MPI(MPI_Info_free(&info));
+    }
+    if (v == V_ACCSX) {
+        /* no wildcard receives: the assertions of MPI-4, on every rank */
+        MPI_Info info;
+        EX_MPI(MPI_Info_create(&info));
+        EX_MPI(MPI_Info_set(info, "mpi_assert_no_any_source", "true"));
+        EX_MPI(MPI_Info_set(info, "mpi_assert_no_any_tag", "true"));
+        EX_MPI(MPI_Comm_dup_with_info(cart, info, &r->comm));
         EX_MPI(MPI_Info_free(&info));
     }
     r->sync_before_send = !comm_is_stream_ordered(r->comm);
@@ -760,7 +773,7 @@ int main(int argc, char **argv)
             free(tstep);
             free(tloop);
             free(tblk);
-            if (v == V_STREAMCOMM)
+            if (v == V_STREAMCOMM || v == V_ACCSX)
                 EX_MPI(MPI_Comm_free(&r->comm));
             variant_teardown(r);
             r->comm = MPI_COMM_NULL;

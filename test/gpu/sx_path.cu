@@ -172,7 +172,9 @@ static void host_waits(MPI_Comm comm, cudaStream_t s, const char *what)
         T_MPI(MPI_Wait(&r[1], MPI_STATUS_IGNORE));
         char w[96];
         snprintf(w, sizeof w, "%s host %s", what,
-                 mode == 0 ? "MPI_Wait" : mode == 1 ? "MPI_Test" : "MPI_Wait, pageable buffer");
+                 mode == 0   ? "MPI_Wait"
+                 : mode == 1 ? "MPI_Test"
+                             : "MPI_Wait, pageable buffer");
         if (pageable)
             t_expect_pattern(pageable, 512, (uint64_t)(peer * 3 + mode), w);
         else
