@@ -1,0 +1,171 @@
+/*
+ * test_sx.c - the stream-executed path's protocol (src/accel/sx_proto.h) and
+ * links (src/accel/sx.c) on host streams, without MPI: a receiver's link in
+ * shared memory, a sender's view of it, send steps that claim a free slot
+ * or leave the message in the bounce buffer when the slot is still taken,
+ * the host-side find/take of a receive, the seqlock read of a slot being
+ * rewritten, a host receive step with its record, and the abort word.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "accel/sx.h"
+#include "unit_check.h"
+
+static mxa_stream_t *host_stream(void **h)
+{
+    CHECK(mxa_host_stream_create(h) == MXU_OK, "host stream");
+    mxa_stream_t *s = mxa_host_stream_find(*h);
+    CHECK(s != NULL, "host stream lookup");
+    return s;
+}
+
+/* one send step on s, run to completion; returns the record's outcome */
+static int send_one(mxa_stream_t *s, void *h, mxa_sx_link_t *l, const void *src, size_t n,
+                    uint64_t k, uint64_t seq_no, void *bounce)
+{
+    mxa_sx_record_t *rec = mxa_sx_record_alloc();
+    CHECK(rec != NULL, "record");
+    mxa_sx_send_t m = {.link = l,
+                       .src = src,
+                       .bytes = n,
+                       .ctx = 3,
+                       .tag = 9,
+                       .k = k,
+                       .n = seq_no,
+                       .bounce = bounce,
+                       .record = rec};
+    CHECK(mxa_sx_enqueue_send(s, &m) == MXU_OK, "enqueue send");
+    CHECK(mxa_host_stream_synchronize(h) == MXU_OK, "synchronize");
+    CHECK(__atomic_load_n(&rec->done, __ATOMIC_ACQUIRE) == 1, "send record done");
+    CHECK_EQ_LL(rec->bytes, n);
+    int out = rec->error;
+    mxa_sx_record_free(rec);
+    return out;
+}
+
+int main(void)
+{
+    char name[96];
+    snprintf(name, sizeof name, "/mpixacc-sx-unit-%d", (int)getpid());
+    CHECK(mxa_sx_setup(5.0) == MXU_OK, "setup");
+
+    mxa_sx_link_t *missing = NULL;
+    CHECK(mxa_sx_link_open(name, &missing) == MXU_ERR_NOT_READY, "open before create");
+
+    /* receiver's link: 2 slots of 256 bytes; sender's view of it */
+    mxa_sx_link_t *rx = NULL, *tx = NULL;
+    CHECK(mxa_sx_link_create(name, 2, 256, 1, &rx) == MXU_OK, "create");
+    CHECK(mxa_sx_link_open(name, &tx) == MXU_OK, "open");
+    CHECK_EQ_LL(mxa_sx_link_nslots(tx), 2);
+    CHECK_EQ_LL(mxa_sx_link_slot_bytes(tx), 256);
+    CHECK_EQ_LL(mxa_sx_link_ring_kind(tx), MXA_SX_RING_HOST);
+
+    void *hs = NULL;
+    mxa_stream_t *s = host_stream(&hs);
+    CHECK(mxa_sx_link_attach(tx, s) == MXU_OK, "attach from a host stream");
+    CHECK(mxa_sx_link_published_for(rx, s), "the receiver's ring serves host streams");
+    CHECK(mxa_sx_stream_reaches(s, MXA_MEM_HOST) && !mxa_sx_stream_reaches(s, MXA_MEM_DEVICE),
+          "a host stream reaches host memory only");
+
+    unsigned char msg[256], got[256], bounce[256];
+    for (int i = 0; i < 256; i++)
+        msg[i] = (unsigned char)(i * 13 + 1);
+
+    /* message n=0 (slot 0), k=0: into the ring */
+    CHECK_EQ_LL(send_one(s, hs, tx, msg, 100, 0, 0, bounce), MXA_SX_SENT);
+    unsigned slot = 99;
+    uint64_t n = 99, bytes = 0;
+    CHECK(!mxa_sx_link_find(rx, 3, 9, 1, &slot, &n, &bytes), "k=1 is not there");
+    CHECK(!mxa_sx_link_find(rx, 3, 8, 0, &slot, &n, &bytes), "tag 8 is not there");
+    CHECK(!mxa_sx_link_find(rx, 4, 9, 0, &slot, &n, &bytes), "context 4 is not there");
+    CHECK(mxa_sx_link_find(rx, 3, 9, 0, &slot, &n, &bytes), "k=0 is there");
+    CHECK_EQ_LL(slot, 0);
+    CHECK_EQ_LL(n, 0);
+    CHECK_EQ_LL(bytes, 100);
+
+    /* message n=1 (slot 1), k=1; then n=2 wants slot 0, not consumed yet: bounce */
+    CHECK_EQ_LL(send_one(s, hs, tx, msg + 1, 50, 1, 1, bounce), MXA_SX_SENT);
+    memset(bounce, 0, sizeof bounce);
+    CHECK_EQ_LL(send_one(s, hs, tx, msg + 2, 60, 2, 2, bounce), MXA_SX_BOUNCED);
+    CHECK(memcmp(bounce, msg + 2, 60) == 0, "the bounced message is in the bounce buffer");
+    CHECK(!mxa_sx_link_find(rx, 3, 9, 2, &slot, &n, &bytes), "the bounced k=2 is not in the ring");
+
+    /* take k=0 (truncated to 40 bytes), which frees slot 0 */
+    CHECK(mxa_sx_link_find(rx, 3, 9, 0, &slot, &n, &bytes), "k=0 again");
+    memset(got, 0, sizeof got);
+    CHECK_EQ_LL(mxa_sx_link_take(rx, slot, n, bytes, got, 40), 40);
+    CHECK(memcmp(got, msg, 40) == 0 && got[40] == 0, "take copied 40 bytes");
+
+    /* n=3 (slot 1: still holds n=1) bounces; n=4 (slot 0, free again) goes in */
+    CHECK_EQ_LL(send_one(s, hs, tx, msg, 10, 3, 3, bounce), MXA_SX_BOUNCED);
+    CHECK_EQ_LL(send_one(s, hs, tx, msg + 4, 256, 4, 4, bounce), MXA_SX_SENT);
+    CHECK(mxa_sx_link_find(rx, 3, 9, 4, &slot, &n, &bytes) && slot == 0 && n == 4 &&
+              bytes == 256,
+          "k=4 in slot 0 as message 4");
+
+    /* a receive step on a host stream: k=1 (in slot 1) into a buffer */
+    void *hr = NULL;
+    mxa_stream_t *r = host_stream(&hr);
+    mxa_sx_record_t *rec = mxa_sx_record_alloc();
+    memset(got, 0, sizeof got);
+    mxa_sx_recv_t rv = {.link = rx, .dst = got, .cap = 256, .ctx = 3, .tag = 9, .k = 1, .record = rec};
+    CHECK(mxa_sx_enqueue_recv(r, &rv, 1) == MXU_OK, "enqueue receive");
+    CHECK(mxa_host_stream_synchronize(hr) == MXU_OK, "synchronize receive");
+    CHECK(rec->done == 1 && rec->error == MXA_SX_OK && rec->bytes == 50 && rec->slot == 1,
+          "receive record: done %llu error %d bytes %llu slot %d", (unsigned long long)rec->done,
+          rec->error, (unsigned long long)rec->bytes, rec->slot);
+    CHECK(memcmp(got, msg + 1, 50) == 0, "received payload");
+    /* the step consumed slot 1: message 5 (slot 1) goes into the ring now */
+    CHECK_EQ_LL(send_one(s, hs, tx, msg + 5, 20, 5, 5, bounce), MXA_SX_SENT);
+    CHECK(mxa_sx_link_find(rx, 3, 9, 5, &slot, &n, &bytes) && slot == 1 && n == 5,
+          "k=5 in slot 1");
+
+    /* a receive step told by the engine that its message came another way */
+    mxa_sx_record_free(rec);
+    rec = mxa_sx_record_alloc();
+    __atomic_store_n(&rec->desc, MXA_SX_DESC_DELIVERED, __ATOMIC_RELEASE);
+    rv.k = 7; /* never sent */
+    rv.record = rec;
+    CHECK(mxa_sx_enqueue_recv(r, &rv, 1) == MXU_OK, "enqueue receive 2");
+    CHECK(mxa_host_stream_synchronize(hr) == MXU_OK, "synchronize receive 2");
+    CHECK(rec->done == 1 && rec->error == MXA_SX_DELIVERED, "delivered: error %d", rec->error);
+
+    /* the abort word stops a receive step waiting for a message that never comes */
+    mxa_sx_record_free(rec);
+    rec = mxa_sx_record_alloc();
+    rv.record = rec;
+    rv.k = 8;
+    mxa_sx_abort_all();
+    CHECK(mxa_sx_enqueue_recv(r, &rv, 1) == MXU_OK, "enqueue receive 3");
+    CHECK(mxa_host_stream_synchronize(hr) == MXU_OK, "synchronize receive 3");
+    CHECK(rec->done == 1 && rec->error == MXA_SX_ABORTED, "aborted: error %d", rec->error);
+    mxa_sx_record_free(rec);
+
+    /* the seqlock read: a slot being rewritten (flag 0) or whose flag does
+     * not match its number is not a match */
+    mxa_sx_hdr_t h;
+    memset(&h, 0, sizeof h);
+    mxa_sx_send_desc_t d = {.n = 5, .k = 2, .ctx = 3, .tag = 9, .bytes = 1};
+    mxa_sx_slot_open(&h);
+    CHECK(!mxa_sx_slot_match(&h, 3, 9, 2, &n, &bytes), "flag 0: no match");
+    mxa_sx_slot_publish(&h, &d);
+    CHECK(mxa_sx_slot_match(&h, 3, 9, 2, &n, &bytes) && n == 5, "published: match");
+    h.n = 6; /* fields of another message under the old flag */
+    CHECK(!mxa_sx_slot_match(&h, 3, 9, 2, &n, &bytes), "torn header: no match");
+
+    CHECK(mxa_host_stream_free(hs) == MXU_OK && mxa_host_stream_free(hr) == MXU_OK, "free");
+    mxa_sx_link_close(tx);
+    mxa_sx_link_close(rx);
+    CHECK(mxa_sx_link_open(name, &missing) == MXU_ERR_NOT_READY, "the name is gone after close");
+    mxa_sx_shutdown();
+    TEST_PASS("test_sx");
+}
