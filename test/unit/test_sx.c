@@ -108,8 +108,7 @@ int main(void)
     /* n=3 (slot 1: still holds n=1) bounces; n=4 (slot 0, free again) goes in */
     CHECK_EQ_LL(send_one(s, hs, tx, msg, 10, 3, 3, bounce), MXA_SX_BOUNCED);
     CHECK_EQ_LL(send_one(s, hs, tx, msg + 4, 256, 4, 4, bounce), MXA_SX_SENT);
-    CHECK(mxa_sx_link_find(rx, 3, 9, 4, &slot, &n, &bytes) && slot == 0 && n == 4 &&
-              bytes == 256,
+    CHECK(mxa_sx_link_find(rx, 3, 9, 4, &slot, &n, &bytes) && slot == 0 && n == 4 && bytes == 256,
           "k=4 in slot 0 as message 4");
 
     /* a receive step on a host stream: k=1 (in slot 1) into a buffer */
@@ -117,7 +116,8 @@ int main(void)
     mxa_stream_t *r = host_stream(&hr);
     mxa_sx_record_t *rec = mxa_sx_record_alloc();
     memset(got, 0, sizeof got);
-    mxa_sx_recv_t rv = {.link = rx, .dst = got, .cap = 256, .ctx = 3, .tag = 9, .k = 1, .record = rec};
+    mxa_sx_recv_t rv = {
+        .link = rx, .dst = got, .cap = 256, .ctx = 3, .tag = 9, .k = 1, .record = rec};
     CHECK(mxa_sx_enqueue_recv(r, &rv, 1) == MXU_OK, "enqueue receive");
     CHECK(mxa_host_stream_synchronize(hr) == MXU_OK, "synchronize receive");
     CHECK(rec->done == 1 && rec->error == MXA_SX_OK && rec->bytes == 50 && rec->slot == 1,
@@ -126,8 +126,7 @@ int main(void)
     CHECK(memcmp(got, msg + 1, 50) == 0, "received payload");
     /* the step consumed slot 1: message 5 (slot 1) goes into the ring now */
     CHECK_EQ_LL(send_one(s, hs, tx, msg + 5, 20, 5, 5, bounce), MXA_SX_SENT);
-    CHECK(mxa_sx_link_find(rx, 3, 9, 5, &slot, &n, &bytes) && slot == 1 && n == 5,
-          "k=5 in slot 1");
+    CHECK(mxa_sx_link_find(rx, 3, 9, 5, &slot, &n, &bytes) && slot == 1 && n == 5, "k=5 in slot 1");
 
     /* a receive step told by the engine that its message came another way */
     mxa_sx_record_free(rec);
