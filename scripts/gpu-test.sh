@@ -114,7 +114,9 @@ finish() {
         echo "command:  scripts/gpu-test.sh $ARGS"
         echo "machine:  $(hostname) - ${GPU_DESC:-no GPU found}"
         echo "driver:   ${DRIVER:-?}; nvcc ${NVCC_VER:-?}; ranks on GPUs: ${RANK_GPUS:-?}"
-        echo "commit:   ${MPIXACC_COMMIT:-$(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo '? (set MPIXACC_COMMIT)')}"
+        # the commit: $MPIXACC_COMMIT, else a file of that name in the tree
+        # (a copy of a working tree on a GPU machine may carry a stale .git)
+        echo "commit:   ${MPIXACC_COMMIT:-$(cat "$ROOT/MPIXACC_COMMIT" 2>/dev/null || (cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null) || echo '? (set MPIXACC_COMMIT)')}"
         echo "elapsed:  ${elapsed}s"
         echo
         printf '%-34s %-5s %7s  %s\n' test result seconds note
