@@ -143,7 +143,18 @@ static void mxe_op_complete(mxe_op_t *op, mxu_status_t error)
         mxe_op_release(op);
 }
 
-void mxe_sx_complete_from_step(mxe_op_t *op, mxu_status_t st) { mxe_op_complete(op, st); }
+static int mxe_remove_pending(mxe_op_t *op);
+
+void mxe_sx_complete_from_step(mxe_op_t *op, mxu_status_t st)
+{
+    /* a receive step on the waiting stream can finish before this thread
+     * has seen the receive's own trigger: the op leaves its stream's
+     * pending list now (which holds no reference, and whose start would
+     * make a complete op "started" again) */
+    if (atomic_load_explicit(&op->state, memory_order_relaxed) == MXE_STATE_QUEUED)
+        mxe_remove_pending(op);
+    mxe_op_complete(op, st);
+}
 
 static void mxe_transport_done(void *user, mxu_status_t status, uint64_t sender_tag, size_t length)
 {
