@@ -83,8 +83,6 @@ mxu_status_t mxa_cuda_sx_register(void *host, size_t bytes, uint64_t *dptr)
     return MXU_OK;
 }
 
-void mxa_cuda_sx_unregister(void *host) { (void)host; /* kept (see the top) */ }
-
 void *mxa_cuda_sx_stream_ctx(const mxa_stream_t *s)
 {
     if (s->kind != MXA_KIND_CUDA)
@@ -172,9 +170,6 @@ mxu_status_t mxa_cuda_sx_recv(mxa_stream_t *s, const mxa_sx_recv_desc_t *d, int 
             most = d[i].cap;
     }
     unsigned threads = most <= 1024 ? 64 : most <= 16384 ? 256 : 512;
-    /* only the first n descriptors travel */
-    size_t bytes = offsetof(mxa_sx_recv_params_t, d) + sizeof(mxa_sx_recv_desc_t) * (size_t)n;
-    (void)bytes;
     return sx_launch(cs, cs->ctx->fn_sx_recv, (unsigned)n, threads, &p, sizeof(p), "receive");
 }
 

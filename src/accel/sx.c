@@ -312,12 +312,6 @@ void mxa_sx_link_close(mxa_sx_link_t *l)
     free(l);
 }
 
-void mxa_sx_link_unlink_name(mxa_sx_link_t *l)
-{
-    if (l && l->owner)
-        shm_unlink(l->name);
-}
-
 unsigned mxa_sx_link_nslots(const mxa_sx_link_t *l) { return l->ctrl->nslots; }
 size_t mxa_sx_link_slot_bytes(const mxa_sx_link_t *l) { return (size_t)l->ctrl->slot_bytes; }
 int mxa_sx_link_ring_kind(const mxa_sx_link_t *l)

@@ -37,8 +37,6 @@ mxu_status_t mxa_sx_link_create(const char *name, unsigned nslots, size_t slot_b
 mxu_status_t mxa_sx_link_open(const char *name, mxa_sx_link_t **out);
 /* Unmap (and, for the receiver, free the ring and unlink the name). */
 void mxa_sx_link_close(mxa_sx_link_t *l);
-/* Receiver: the name may go (every sender opened it). */
-void mxa_sx_link_unlink_name(mxa_sx_link_t *l);
 unsigned mxa_sx_link_nslots(const mxa_sx_link_t *l);
 size_t mxa_sx_link_slot_bytes(const mxa_sx_link_t *l);
 size_t mxa_sx_slot_stride(size_t slot_bytes);

@@ -88,7 +88,7 @@ static struct {
     int nnode;
     long job;
     _Atomic uint64_t fallback[SXF_COUNT];
-    _Atomic uint64_t links_in, links_out, ring_bytes;
+    _Atomic uint64_t links_in, ring_bytes;
 } px;
 
 void mxe_set_node(const int *world_ranks, int n, long node_job_id)
@@ -224,7 +224,6 @@ void mxe_sx_stats(mxe_stats_t *out)
     for (int i = 0; i < SXF_COUNT && i < 8; i++)
         out->sx_fallback[i] = atomic_load_explicit(&px.fallback[i], memory_order_relaxed);
     out->sx_links_in = atomic_load(&px.links_in);
-    out->sx_links_out = atomic_load(&px.links_out);
     out->sx_ring_bytes = atomic_load(&px.ring_bytes);
 }
 
