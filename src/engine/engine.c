@@ -598,6 +598,7 @@ mxu_status_t mxe_stream_wait(mxa_stream_t *s, mxe_op_t *const *ops, void *const 
  * thread drop its state, and wait until it has. */
 static void mxe_on_stream_free(mxa_stream_t *s)
 {
+    mxe_sx_forget_stream(s);
     if (!atomic_load(&mxe.running)) {
         free(s->engine_state); /* progress thread gone: nobody else touches it */
         s->engine_state = NULL;

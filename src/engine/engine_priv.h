@@ -108,6 +108,7 @@ void mxe_match_stats(uint64_t *announced, uint64_t *matched_posted, uint64_t *ma
 /* The stream-executed path (path.c). Application threads: */
 mxu_status_t mxe_sx_start(void);
 void mxe_sx_stop(void);
+void mxe_sx_forget_stream(mxa_stream_t *s); /* the stream-free hook */
 void mxe_sx_stats(mxe_stats_t *out);
 int mxe_sx_submit_send(mxe_op_t *op); /* 1: SX (trigger_seq set), 0: UCX, -1: UCX, seq set */
 void mxe_sx_bind_recv(mxe_op_t *op);

@@ -199,6 +199,22 @@ mxu_status_t mxe_sx_start(void)
     return MXU_OK;
 }
 
+/* A stream is being freed (it has synchronized: its steps ran): no slot
+ * may name it as the stream of its last message any more. */
+void mxe_sx_forget_stream(mxa_stream_t *s)
+{
+    for (int w = 0; px.peers && w < px.npeers_world; w++) {
+        mxe_sx_peer_t *p = px.peers[w];
+        if (!p)
+            continue;
+        pthread_mutex_lock(&p->lock);
+        for (int i = 0; i < MXA_SX_MAX_SLOTS; i++)
+            if (p->slot_stream[i] == s)
+                p->slot_stream[i] = NULL;
+        pthread_mutex_unlock(&p->lock);
+    }
+}
+
 void mxe_sx_stop(void)
 {
     for (int w = 0; px.peers && w < px.npeers_world; w++) {

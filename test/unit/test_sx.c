@@ -107,7 +107,7 @@ int main(void)
 
     /* n=3 (slot 1: still holds n=1) bounces; n=4 (slot 0, free again) goes in */
     CHECK_EQ_LL(send_one(s, hs, tx, msg, 10, 3, 3, bounce), MXA_SX_BOUNCED);
-    CHECK_EQ_LL(send_one(s, hs, tx, msg + 4, 256, 4, 4, bounce), MXA_SX_SENT);
+    CHECK_EQ_LL(send_one(s, hs, tx, msg, 256, 4, 4, bounce), MXA_SX_SENT);
     CHECK(mxa_sx_link_find(rx, 3, 9, 4, &slot, &n, &bytes) && slot == 0 && n == 4 && bytes == 256,
           "k=4 in slot 0 as message 4");
 
