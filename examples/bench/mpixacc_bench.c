@@ -872,14 +872,7 @@ int main(int argc, char **argv)
     b.mine = b.ac->is_device && b.role >= 0 ? o.place[b.role] : EX_MEM_DEVICE;
     b.ecomm = MPI_COMM_NULL;
     EX_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &b.comm));
-    {
-        MPI_Info info;
-        EX_MPI(MPI_Info_create(&info));
-        EX_MPI(MPI_Info_set(info, "mpi_assert_no_any_source", "true"));
-        EX_MPI(MPI_Info_set(info, "mpi_assert_no_any_tag", "true"));
-        EX_MPI(MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &b.scomm));
-        EX_MPI(MPI_Info_free(&info));
-    }
+    ex_comm_dup_no_wildcards(MPI_COMM_WORLD, &b.scomm);
     b.S = b.ac->stream_create();
     /* pinned: written by the check kernels and by the host check of
      * pageable buffers alike */

@@ -281,4 +281,17 @@ static EX_UNUSED int ex_local_rank(MPI_Comm comm)
     return r;
 }
 
+/* A duplicate of comm with the MPI-4 assertions mpi_assert_no_any_source
+ * and mpi_assert_no_any_tag (the acc-sx variants: mpix-acc's
+ * stream-executed path may then carry messages within a node). */
+static EX_UNUSED void ex_comm_dup_no_wildcards(MPI_Comm comm, MPI_Comm *out)
+{
+    MPI_Info info;
+    EX_MPI(MPI_Info_create(&info));
+    EX_MPI(MPI_Info_set(info, "mpi_assert_no_any_source", "true"));
+    EX_MPI(MPI_Info_set(info, "mpi_assert_no_any_tag", "true"));
+    EX_MPI(MPI_Comm_dup_with_info(comm, info, out));
+    EX_MPI(MPI_Info_free(&info));
+}
+
 #endif

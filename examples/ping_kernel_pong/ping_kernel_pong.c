@@ -431,14 +431,7 @@ int main(int argc, char **argv)
     p.busy_ns = o.kernel_us * 1e3;
     p.fault_iter = o.fault_iter;
     EX_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &p.comm));
-    {
-        MPI_Info info;
-        EX_MPI(MPI_Info_create(&info));
-        EX_MPI(MPI_Info_set(info, "mpi_assert_no_any_source", "true"));
-        EX_MPI(MPI_Info_set(info, "mpi_assert_no_any_tag", "true"));
-        EX_MPI(MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &p.scomm));
-        EX_MPI(MPI_Info_free(&info));
-    }
+    ex_comm_dup_no_wildcards(MPI_COMM_WORLD, &p.scomm);
     p.S = p.ac->stream_create();
     p.errors = p.ac->alloc(sizeof(unsigned int), EX_MEM_DEVICE);
     nccl_ok = ex_nccl_setup(p.ac->is_device, p.role, nccl_why, sizeof nccl_why);

@@ -413,15 +413,8 @@ static void variant_setup(run_t *r, int v, MPI_Comm cart, const opts_t *o)
         EX_MPI(MPI_Comm_set_info(r->comm, info));
         EX_MPI(MPI_Info_free(&info));
     }
-    if (v == V_ACCSX) {
-        /* no wildcard receives: the assertions of MPI-4, on every rank */
-        MPI_Info info;
-        EX_MPI(MPI_Info_create(&info));
-        EX_MPI(MPI_Info_set(info, "mpi_assert_no_any_source", "true"));
-        EX_MPI(MPI_Info_set(info, "mpi_assert_no_any_tag", "true"));
-        EX_MPI(MPI_Comm_dup_with_info(cart, info, &r->comm));
-        EX_MPI(MPI_Info_free(&info));
-    }
+    if (v == V_ACCSX)
+        ex_comm_dup_no_wildcards(cart, &r->comm);
     r->sync_before_send = !comm_is_stream_ordered(r->comm);
     if (v == V_STREAMCOMM && r->sync_before_send)
         ex_die("streamcomm: MPI_Comm_get_info does not report key %s after MPI_Comm_set_info",

@@ -220,7 +220,7 @@ void mxa_sx_bounce_free(void *b, size_t bytes)
 
 /* ------------------------------------------------------------- links */
 
-mxu_status_t mxa_sx_link_create(const char *name, unsigned nslots, size_t slot_bytes, int host_ring,
+mxu_status_t mxa_sx_link_create(const char *name, unsigned nslots, size_t slot_bytes,
                                 mxa_sx_link_t **out)
 {
     if (nslots == 0 || nslots > MXA_SX_MAX_SLOTS)
@@ -230,7 +230,6 @@ mxu_status_t mxa_sx_link_create(const char *name, unsigned nslots, size_t slot_b
         MXU_FAIL(MXU_ERR_NO_MEMORY, "SX: out of memory");
     snprintf(l->name, sizeof(l->name), "%s", name);
     l->slot_stride = mxa_sx_slot_stride(slot_bytes);
-    (void)host_ring; /* the ring is always in the segment (see sx.h) */
     size_t ctrl_bytes = sx_page_round(sizeof(mxa_sx_ctrl_t));
     l->map_bytes = ctrl_bytes + sx_page_round(l->slot_stride * nslots);
     shm_unlink(name); /* a leftover of a crashed job with this process id */

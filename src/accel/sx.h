@@ -29,9 +29,8 @@ void mxa_sx_abort_all(void);
  * an export that is not bound to one context per peer process -- CUDA
  * IPC handles are: UCX's mappings in the library's context made the
  * application context's open fail with CUDA_ERROR_INVALID_HANDLE on the
- * H100 -- e.g. cuMemCreate with a POSIX file descriptor: next step.)
- * host_ring is kept for that: it must be 1 today. */
-mxu_status_t mxa_sx_link_create(const char *name, unsigned nslots, size_t slot_bytes, int host_ring,
+ * H100 -- e.g. cuMemCreate with a POSIX file descriptor: next step.) */
+mxu_status_t mxa_sx_link_create(const char *name, unsigned nslots, size_t slot_bytes,
                                 mxa_sx_link_t **out);
 /* Sender: open a peer's link (MXU_ERR_NOT_READY: not there yet). */
 mxu_status_t mxa_sx_link_open(const char *name, mxa_sx_link_t **out);

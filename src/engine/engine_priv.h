@@ -124,7 +124,6 @@ int mxe_sx_watching(void);
 void mxe_sx_abort_steps(void);
 void mxe_sx_complete_from_step(mxe_op_t *op, mxu_status_t st); /* progress.c */
 int mxe_sx_send_outcome(mxe_op_t *op, void **bounce);
-void mxe_sx_bounce_free(void *b, size_t bytes);
 /* progress.c: post a matched receive's data receive (it is ready). */
 void mxe_recv_post_data(mxe_op_t *op);
 /* Progress thread entry. */

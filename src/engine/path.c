@@ -160,7 +160,6 @@ mxu_status_t mxe_sx_start(void)
     if (!px.peers)
         return MXU_OK;
     px.npeers_world = mxe.world_size;
-    int host_ring = 1; /* shared-memory rings for every executor (accel/sx.h) */
     int made = 0;
     for (int i = 0; i < px.nnode; i++) {
         int w = px.node[i];
@@ -180,7 +179,7 @@ mxu_status_t mxe_sx_start(void)
         link_name(name, sizeof(name), mxe.world_rank, w);
         link_name(p->out_name, sizeof(p->out_name), w, mxe.world_rank);
         if (mxa_sx_link_create(name, (unsigned)mxu_config.sx_slots, mxu_config.sx_slot_bytes,
-                               host_ring, &p->in) != MXU_OK)
+                               &p->in) != MXU_OK)
             p->in = NULL; /* logged; its messages come by UCX */
         else {
             atomic_fetch_add(&px.links_in, 1);
@@ -251,7 +250,7 @@ static void sx_fallback(mxe_sx_fallback_t why)
 /* Progress thread, at an SX send's trigger: its step ran. 1: the message
  * is in the ring; 0: the step found the slot taken and left it in the
  * bounce buffer (*bounce, to send by UCX and give back with
- * mxe_sx_bounce_free). The record is given back here. */
+ * mxa_sx_bounce_free). The record is given back here. */
 int mxe_sx_send_outcome(mxe_op_t *op, void **bounce)
 {
     mxa_sx_record_t *rec = op->sx_rec;
@@ -268,8 +267,6 @@ int mxe_sx_send_outcome(mxe_op_t *op, void **bounce)
     }
     return sent;
 }
-
-void mxe_sx_bounce_free(void *b, size_t bytes) { mxa_sx_bounce_free(b, bytes); }
 
 /* ------------------------------------------------ application threads */
 
@@ -604,13 +601,11 @@ static unsigned sx_hunt_poll(void)
     return done;
 }
 
-static void sx_library_step(mxe_op_t *op) { sx_hunt(op); }
-
 void mxe_sx_handle_step(mxe_op_t *op)
 {
     if (!mxe_op_is_complete(op) && !op->matched) { /* matched: it comes by UCX */
         if (op->recv_ready)
-            sx_library_step(op);
+            sx_hunt(op);
         else
             op->sx_step_pending = 1; /* mxe_sx_recv_ready runs it */
     }
@@ -627,7 +622,7 @@ void mxe_sx_recv_ready(mxe_op_t *op)
     }
     if (op->sx_step_pending) {
         op->sx_step_pending = 0;
-        sx_library_step(op);
+        sx_hunt(op);
     }
 }
 

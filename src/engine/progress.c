@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "topo/topo.h"
+#include "accel/sx.h"
 #include "transport/transport.h"
 #include "util/settings.h"
 #include "util/trace.h"
@@ -210,7 +211,7 @@ static void mxe_bounce_done(void *user, mxu_status_t status, uint64_t sender_tag
     if (status != MXU_OK)
         MXU_LOG(MXU_LOG_ERROR, "send from an SX bounce buffer failed after local completion: %s",
                 mxu_status_string(status));
-    mxe_sx_bounce_free(bb->buf, bb->bytes);
+    mxa_sx_bounce_free(bb->buf, bb->bytes);
     free(bb);
 }
 
@@ -372,7 +373,7 @@ static void mxe_op_start(mxe_op_t *op)
         if (bounce) {
             mxe_bounce_t *bb = malloc(sizeof(*bb));
             if (!bb) {
-                mxe_sx_bounce_free(bounce, op->bytes);
+                mxa_sx_bounce_free(bounce, op->bytes);
                 mxe_op_complete(op, MXU_ERR_NO_MEMORY);
                 return;
             }
@@ -382,7 +383,7 @@ static void mxe_op_start(mxe_op_t *op)
             status = mxt_tag_send(op->peer_world, bounce, op->bytes, MXA_MEM_HOST, 0, tag,
                                   mxe_bounce_done, bb, &handle);
             if (status != MXU_OK) {
-                mxe_sx_bounce_free(bounce, op->bytes);
+                mxa_sx_bounce_free(bounce, op->bytes);
                 free(bb);
             }
             mxe_op_complete(op, status);

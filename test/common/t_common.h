@@ -175,6 +175,25 @@ static inline void t_start(const char *name, int timeout_s)
 /* ranks, end                                                          */
 
 /* Require at least `n` ranks; with fewer, fail (the test's table is wrong). */
+/* A duplicate of MPI_COMM_WORLD, with the MPI-4 assertions
+ * mpi_assert_no_any_source/_tag when no_wildcards (mpix-acc's
+ * stream-executed path may then carry messages within a node), and
+ * MPI_ERRORS_RETURN. */
+T_UNUSED static MPI_Comm t_comm_dup(int no_wildcards)
+{
+    MPI_Info info;
+    MPI_Comm c;
+    T_MPI(MPI_Info_create(&info));
+    if (no_wildcards) {
+        T_MPI(MPI_Info_set(info, "mpi_assert_no_any_source", "true"));
+        T_MPI(MPI_Info_set(info, "mpi_assert_no_any_tag", "true"));
+    }
+    T_MPI(MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &c));
+    T_MPI(MPI_Info_free(&info));
+    T_MPI(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN));
+    return c;
+}
+
 static inline void t_need_ranks(int n)
 {
     if (t_size < n)

@@ -24,21 +24,6 @@
  */
 #include "gpu_common.h"
 
-static MPI_Comm make_comm(int sx)
-{
-    MPI_Info info;
-    MPI_Comm c;
-    T_MPI(MPI_Info_create(&info));
-    if (sx) {
-        T_MPI(MPI_Info_set(info, "mpi_assert_no_any_source", "true"));
-        T_MPI(MPI_Info_set(info, "mpi_assert_no_any_tag", "true"));
-    }
-    T_MPI(MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &c));
-    T_MPI(MPI_Info_free(&info));
-    T_MPI(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN));
-    return c;
-}
-
 /* device buffer of n bytes holding pattern seed */
 static void *dev_pattern(size_t n, uint64_t seed)
 {
@@ -267,7 +252,7 @@ int main(int argc, char **argv)
     T_CHECK(t_size == 2, "this test runs with 2 ranks, got %d", t_size);
     {
         for (int sx = 1; sx >= 0; sx--) {
-            MPI_Comm c = make_comm(sx);
+            MPI_Comm c = t_comm_dup(sx);
             const char *what = sx ? "SX communicator" : "plain communicator";
             t_phase("1. sizes");
             sizes(c, s1, what);

@@ -25,21 +25,6 @@
 
 #define SLOT (64 * 1024)
 
-static MPI_Comm make_comm(int sx)
-{
-    MPI_Info info;
-    MPI_Comm c;
-    T_MPI(MPI_Info_create(&info));
-    if (sx) {
-        T_MPI(MPI_Info_set(info, "mpi_assert_no_any_source", "true"));
-        T_MPI(MPI_Info_set(info, "mpi_assert_no_any_tag", "true"));
-    }
-    T_MPI(MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &c));
-    T_MPI(MPI_Info_free(&info));
-    T_MPI(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN));
-    return c;
-}
-
 static size_t slot_bytes(void)
 {
     const char *v = getenv("MPIX_ACC_SX_SLOT_BYTES");
@@ -283,7 +268,7 @@ int main(int argc, char **argv)
     t_need_ranks(2);
     T_MPI(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
     for (int sx = 1; sx >= 0; sx--) {
-        MPI_Comm c = make_comm(sx);
+        MPI_Comm c = t_comm_dup(sx);
         const char *what = sx ? "SX communicator" : "plain communicator";
         t_phase(sx ? "1. sizes (sx)" : "1. sizes (plain)");
         sizes(c, what);

@@ -63,7 +63,7 @@ int main(void)
 
     /* receiver's link: 2 slots of 256 bytes; sender's view of it */
     mxa_sx_link_t *rx = NULL, *tx = NULL;
-    CHECK(mxa_sx_link_create(name, 2, 256, 1, &rx) == MXU_OK, "create");
+    CHECK(mxa_sx_link_create(name, 2, 256, &rx) == MXU_OK, "create");
     CHECK(mxa_sx_link_open(name, &tx) == MXU_OK, "open");
     CHECK_EQ_LL(mxa_sx_link_nslots(tx), 2);
     CHECK_EQ_LL(mxa_sx_link_slot_bytes(tx), 256);
