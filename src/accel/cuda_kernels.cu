@@ -133,7 +133,7 @@ extern "C" __global__ void mxa_sx_send_kernel(mxa_sx_send_desc_t d)
 extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
 {
     __shared__ int s_slot;
-    __shared__ uint64_t s_n, s_bytes;
+    __shared__ uint64_t s_n, s_bytes, s_src;
     __shared__ int s_outcome;
     const mxa_sx_recv_desc_t *d = &p.d[blockIdx.x];
     mxa_sx_record_t *rec = (mxa_sx_record_t *)(size_t)d->record;
@@ -144,7 +144,7 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
         __syncwarp();
         uint64_t start = mxa_sx_now_ns();
         int slot = -1, outcome = -1;
-        uint64_t n = 0, bytes = 0;
+        uint64_t n = 0, bytes = 0, src = 0;
         for (unsigned iter = 0;; iter++) {
             int hit = 0;
             uint64_t hn = 0, hb = 0;
@@ -165,11 +165,15 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
                 outcome = bytes <= d->cap ? MXA_SX_OK : MXA_SX_TRUNCATED;
                 break;
             }
-            if ((iter & 31) == 31) {
+            if ((iter & 31) == 0) { /* at once, then every 32 scans */
                 int o = -1;
                 if (lane == 0) {
                     uint64_t desc = mxa_sx_load_acquire(&rec->desc);
-                    if (desc != MXA_SX_DESC_NONE)
+                    if (desc == MXA_SX_DESC_COPY) { /* by UCX into host staging */
+                        src = mxa_sx_load_relaxed(&rec->copy_src);
+                        bytes = mxa_sx_load_relaxed(&rec->copy_bytes);
+                        o = bytes <= d->cap ? MXA_SX_OK : MXA_SX_TRUNCATED;
+                    } else if (desc != MXA_SX_DESC_NONE)
                         o = desc == MXA_SX_DESC_DELIVERED ? MXA_SX_DELIVERED : MXA_SX_ABORTED;
                     else if (p.lim.abort_word &&
                              mxa_sx_load_acquire((const uint64_t *)(size_t)p.lim.abort_word))
@@ -180,6 +184,7 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
                 o = __shfl_sync(0xffffffffu, o, 0);
                 if (o >= 0) {
                     outcome = o;
+                    slot = -1;
                     break;
                 }
             }
@@ -188,6 +193,7 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
             s_slot = slot;
             s_n = n;
             s_bytes = bytes;
+            s_src = src;
             s_outcome = outcome;
         }
     }
@@ -198,14 +204,16 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
         __threadfence_system();
         take = s_bytes <= d->cap ? s_bytes : d->cap;
         const unsigned char *src =
-            (const unsigned char *)(size_t)(d->ring + (uint64_t)s_slot * d->slot_stride) +
-            MXA_SX_HDR_BYTES;
+            s_slot >= 0
+                ? (const unsigned char *)(size_t)(d->ring + (uint64_t)s_slot * d->slot_stride) +
+                      MXA_SX_HDR_BYTES
+                : (const unsigned char *)(size_t)s_src; /* DESC_COPY: staging */
         mxa_sx_copy((unsigned char *)(size_t)d->dst, src, take);
         __threadfence_system();
     }
     __syncthreads();
     if (threadIdx.x == 0) {
-        if (outcome == MXA_SX_OK || outcome == MXA_SX_TRUNCATED)
+        if ((outcome == MXA_SX_OK || outcome == MXA_SX_TRUNCATED) && s_slot >= 0)
             mxa_sx_consume((uint64_t *)(size_t)d->consumed, (unsigned)s_slot, s_n);
         mxa_sx_record_finish(rec, take, outcome, s_slot);
     }

@@ -518,6 +518,15 @@ static void host_recv_one(const mxa_sx_recv_desc_t *d, const mxa_sx_limits_t *li
             return;
         }
         uint64_t desc = mxa_sx_load_acquire(&rec->desc);
+        if (desc == MXA_SX_DESC_COPY) { /* it came by UCX into host staging */
+            uint64_t bytes = rec->copy_bytes;
+            uint64_t take = bytes <= d->cap ? bytes : d->cap;
+            if (take)
+                memcpy((void *)(uintptr_t)d->dst, (const void *)(uintptr_t)rec->copy_src,
+                       (size_t)take);
+            mxa_sx_record_finish(rec, take, bytes <= d->cap ? MXA_SX_OK : MXA_SX_TRUNCATED, -1);
+            return;
+        }
         if (desc != MXA_SX_DESC_NONE) {
             mxa_sx_record_finish(
                 rec, 0, desc == MXA_SX_DESC_DELIVERED ? MXA_SX_DELIVERED : MXA_SX_ABORTED, -1);

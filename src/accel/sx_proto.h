@@ -69,6 +69,10 @@
 #define MXA_SX_DESC_NONE 0
 #define MXA_SX_DESC_DELIVERED 1
 #define MXA_SX_DESC_ABORT 2
+/* the message came by UCX into host staging: copy record.copy_bytes
+ * (the message's length) from record.copy_src, then finish as a ring
+ * message would (OK or TRUNCATED, slot -1) */
+#define MXA_SX_DESC_COPY 3
 
 /* Slot header (64 bytes, at the start of each slot). */
 typedef struct {
@@ -100,8 +104,10 @@ typedef struct {
     uint64_t bytes;
     int32_t error; /* MXA_SX_* */
     int32_t slot;
-    uint64_t desc; /* MXA_SX_DESC_*: written by the engine */
-    uint64_t spare[4];
+    uint64_t desc;       /* MXA_SX_DESC_*: written by the engine (release, after the below) */
+    uint64_t copy_src;   /* DESC_COPY: host-visible staging holding the message */
+    uint64_t copy_bytes; /* DESC_COPY: the message's length */
+    uint64_t spare[2];
 } mxa_sx_record_t;
 
 /* What a send step needs (addresses in the executor's address space). */

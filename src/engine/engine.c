@@ -410,6 +410,8 @@ void mxe_op_release(mxe_op_t *op)
     if (atomic_fetch_sub_explicit(&op->refs, 1, memory_order_acq_rel) == 1) {
         free(op->eager_copy);
         free(op->any_members);
+        if (op->sx_staging)
+            mxe_sx_staging_free(op);
         free(op);
     }
 }

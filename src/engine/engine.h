@@ -182,6 +182,11 @@ struct mxe_op {
     int sx_watched;              /* progress thread: the step's record is being watched */
     int sx_delivered;            /* progress thread: completed another way (UCX, error) */
     int sx_step_pending;         /* progress thread: a library step waits for the trigger */
+    void *sx_staging;            /* recv: host-visible buffer UCX receives the message into */
+    size_t sx_staging_cap;       /* its size class's request (the message's length) */
+    size_t sx_staged_len;        /* progress thread: bytes UCX put there */
+    int sx_staged;               /* progress thread: UCX finished into sx_staging */
+    int sx_host_copy;            /* progress thread: no stream step; a library step copies */
     mxe_op_t *sx_next_watch;
     mxe_op_t *sx_next_hunt; /* progress thread: the host looks for its message in the ring */
 };
@@ -319,6 +324,7 @@ typedef struct {
     uint64_t sx_fallback[8];
     uint64_t sx_links_in;   /* rings made here (one per peer process of the node) */
     uint64_t sx_ring_bytes; /* device or shared memory of the published rings */
+    uint64_t sx_staged;     /* messages of bound receives UCX put into host staging */
 } mxe_stats_t;
 const char *mxe_sx_fallback_name(int reason); /* NULL past the last */
 

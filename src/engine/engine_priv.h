@@ -124,6 +124,13 @@ int mxe_sx_watching(void);
 void mxe_sx_abort_steps(void);
 void mxe_sx_complete_from_step(mxe_op_t *op, mxu_status_t st); /* progress.c */
 int mxe_sx_send_outcome(mxe_op_t *op, void **bounce);
+/* A bound receive whose message comes by UCX: a host-visible buffer for
+ * UCX to receive into (NULL: into op->buf), and the hook when UCX is done
+ * with it (the receive step copies it out: UCX never writes a device
+ * buffer on the progress thread while steps poll). */
+void *mxe_sx_recv_staging(mxe_op_t *op);
+void mxe_sx_staged(mxe_op_t *op, size_t length);
+void mxe_sx_staging_free(mxe_op_t *op);
 /* progress.c: post a matched receive's data receive (it is ready). */
 void mxe_recv_post_data(mxe_op_t *op);
 /* Progress thread entry. */

@@ -88,7 +88,7 @@ static struct {
     int nnode;
     long job;
     _Atomic uint64_t fallback[SXF_COUNT];
-    _Atomic uint64_t links_in, ring_bytes;
+    _Atomic uint64_t links_in, ring_bytes, staged;
 } px;
 
 void mxe_set_node(const int *world_ranks, int n, long node_job_id)
@@ -240,6 +240,7 @@ void mxe_sx_stats(mxe_stats_t *out)
         out->sx_fallback[i] = atomic_load_explicit(&px.fallback[i], memory_order_relaxed);
     out->sx_links_in = atomic_load(&px.links_in);
     out->sx_ring_bytes = atomic_load(&px.ring_bytes);
+    out->sx_staged = atomic_load(&px.staged);
 }
 
 static void sx_fallback(mxe_sx_fallback_t why)
@@ -496,6 +497,101 @@ static int watch_count;
 static int hunt_count;
 int mxe_sx_watching(void);
 
+/* ------------------------------------------------ UCX-carried messages */
+
+/* A bound receive whose message comes by UCX (its slot was taken when the
+ * sender's step ran) gets it in host staging when its buffer is device
+ * memory: UCX's eager unpack into device memory copies synchronously on
+ * the progress thread, and that copy can sit behind a polling receive
+ * step (one hardware queue for several streams) -- the progress thread
+ * would stall and with it every message. The receive step copies it out
+ * instead, in its stream's order; when no step is coming, a library step
+ * does. Messages larger than a slot (rendezvous) are not staged. */
+void *mxe_sx_recv_staging(mxe_op_t *op)
+{
+    const char *mode = mxu_config.sx_stage;
+    if (op->msg_bytes == 0 || op->msg_bytes > mxu_config.sx_slot_bytes || !strcmp(mode, "off") ||
+        (op->memtype == MXA_MEM_HOST && strcmp(mode, "all") != 0))
+        return NULL;
+    if (!op->sx_staging) {
+        op->sx_staging = mxa_sx_bounce_alloc(op->msg_bytes);
+        op->sx_staging_cap = op->msg_bytes;
+    }
+    return op->sx_staging;
+}
+
+void mxe_sx_staging_free(mxe_op_t *op)
+{
+    mxa_sx_bounce_free(op->sx_staging, op->sx_staging_cap);
+    op->sx_staging = NULL;
+}
+
+/* Give the step its "copy from" word (it may be enqueued or running). */
+static void sx_tell_copy(mxe_op_t *op)
+{
+    mxa_sx_record_t *rec = op->sx_rec;
+    if (!rec || __atomic_load_n(&rec->desc, __ATOMIC_RELAXED) == MXA_SX_DESC_COPY)
+        return; /* told already (this thread writes desc) */
+    rec->copy_src = (uint64_t)(uintptr_t)op->sx_staging;
+    rec->copy_bytes = op->sx_staged_len;
+    __atomic_store_n(&rec->desc, MXA_SX_DESC_COPY, __ATOMIC_RELEASE);
+}
+
+static void sx_watch(mxe_op_t *op);
+
+/* No step on a stream takes this receive: one on a library stream copies
+ * the staged message out (the buffer is the receive's since its trigger). */
+static void sx_copy_step(mxe_op_t *op)
+{
+    mxa_sx_link_t *l = op->sx_peer->in;
+    mxa_stream_t *ls = mxa_sx_library_stream(l, op->memtype);
+    mxa_sx_record_t *rec = ls ? mxa_sx_record_alloc() : NULL;
+    if (!rec) {
+        mxe_sx_complete_from_step(op, MXU_ERR_NO_MEMORY); /* logged */
+        return;
+    }
+    op->sx_rec = rec;
+    sx_tell_copy(op);
+    mxa_sx_recv_t r = {.link = l,
+                       .dst = op->buf,
+                       .cap = op->bytes,
+                       .ctx = op->ctx_id,
+                       .tag = op->tag,
+                       .k = op->sx_k,
+                       .record = rec};
+    mxu_status_t st = mxa_sx_enqueue_recv(ls, &r, 1);
+    if (st != MXU_OK) { /* logged */
+        mxa_sx_record_free(rec);
+        op->sx_rec = NULL;
+        mxe_sx_complete_from_step(op, st);
+        return;
+    }
+    mxe_op_retain(op); /* the watch's reference */
+    sx_watch(op);
+}
+
+/* The host waits for a receive whose message UCX brings. */
+static void sx_host_copy_wanted(mxe_op_t *op)
+{
+    if (op->sx_host_copy)
+        return;
+    op->sx_host_copy = 1;
+    if (op->sx_staged && !mxe_op_is_complete(op))
+        sx_copy_step(op);
+}
+
+void mxe_sx_staged(mxe_op_t *op, size_t length)
+{
+    op->sx_staged = 1;
+    op->sx_staged_len = length;
+    atomic_fetch_add_explicit(&px.staged, 1, memory_order_relaxed);
+    if (op->sx_watched)
+        sx_tell_copy(op); /* a step on a stream waits for it */
+    else if (op->sx_host_copy || !atomic_exchange(&op->sx_stepped, 1))
+        sx_copy_step(op);
+    /* else a step's command is on its way: sx_watch / mxe_sx_handle_step */
+}
+
 /* Tell a step (enqueued or still to come) that its op finished another way. */
 static void sx_tell_step(mxe_op_t *op)
 {
@@ -524,6 +620,8 @@ static void sx_watch(mxe_op_t *op)
     watch_count++;
     if (op->sx_delivered)
         sx_tell_step(op);
+    else if (op->sx_staged)
+        sx_tell_copy(op);
 }
 
 /* Receives the host waits for: the progress thread looks for their
@@ -585,7 +683,11 @@ static unsigned sx_hunt_poll(void)
         mxe_op_t *op = *pp;
         unsigned slot = 0;
         uint64_t n = 0, bytes = 0;
-        int drop = mxe_op_is_complete(op) || op->matched; /* matched: UCX brings it */
+        int drop = mxe_op_is_complete(op);
+        if (!drop && op->matched) { /* UCX brings it */
+            sx_host_copy_wanted(op);
+            drop = 1;
+        }
         if (!drop &&
             mxa_sx_link_find(op->sx_peer->in, op->ctx_id, op->tag, op->sx_k, &slot, &n, &bytes))
             drop = sx_hunt_found(op, slot, n, bytes);
@@ -603,8 +705,10 @@ static unsigned sx_hunt_poll(void)
 
 void mxe_sx_handle_step(mxe_op_t *op)
 {
-    if (!mxe_op_is_complete(op) && !op->matched) { /* matched: it comes by UCX */
-        if (op->recv_ready)
+    if (!mxe_op_is_complete(op)) {
+        if (op->matched) /* it comes by UCX */
+            sx_host_copy_wanted(op);
+        else if (op->recv_ready)
             sx_hunt(op);
         else
             op->sx_step_pending = 1; /* mxe_sx_recv_ready runs it */
@@ -617,7 +721,8 @@ void mxe_sx_handle_watch(mxe_op_t *op) { sx_watch(op); /* keeps the command's re
 void mxe_sx_recv_ready(mxe_op_t *op)
 {
     if (op->sx_step_pending && op->matched) {
-        op->sx_step_pending = 0; /* its message comes by UCX: no step */
+        op->sx_step_pending = 0; /* its message comes by UCX: no ring step */
+        sx_host_copy_wanted(op);
         return;
     }
     if (op->sx_step_pending) {
@@ -653,7 +758,7 @@ unsigned mxe_sx_poll(void)
             mxu_status_t st = MXU_OK;
             if (err == MXA_SX_OK || err == MXA_SX_TRUNCATED) {
                 op->result.bytes = bytes;
-                op->sx_env_sx = 1;
+                op->sx_env_sx = rec->slot >= 0; /* else from staging: it came by UCX */
                 st = err == MXA_SX_OK ? MXU_OK : MXU_ERR_TRUNCATED;
             } else if (err == MXA_SX_TIMED_OUT) {
                 MXU_LOG(MXU_LOG_ERROR,

@@ -167,6 +167,10 @@ static void mxe_transport_done(void *user, mxu_status_t status, uint64_t sender_
         mxe_op_release(op);
         return;
     }
+    if (op->type == MXE_OP_RECV && op->sx_staging && status == MXU_OK) {
+        mxe_sx_staged(op, length); /* its receive step copies it out */
+        return;
+    }
     if (op->type == MXE_OP_RECV) {
         if (status == MXU_OK || status == MXU_ERR_TRUNCATED) {
             (void)sender_tag; /* (context, source, sequence): the envelope says more */
@@ -450,9 +454,17 @@ void mxe_recv_post_data(mxe_op_t *op)
 {
     void *handle = NULL;
     uint64_t tag = mxe_match_data_tag(op->ctx_id, op->msg_src, op->pseq);
+    void *buf = op->buf;
+    size_t cap = op->bytes;
+    mxa_memtype_t memtype = op->memtype;
+    if (op->sx && mxe_sx_recv_staging(op)) {
+        buf = op->sx_staging;
+        cap = op->sx_staging_cap;
+        memtype = MXA_MEM_HOST;
+    }
     op->transport_active = 1;
-    mxu_status_t status = mxt_tag_recv(op->buf, op->bytes, op->memtype, tag, UINT64_MAX,
-                                       mxe_transport_done, op, &handle);
+    mxu_status_t status =
+        mxt_tag_recv(buf, cap, memtype, tag, UINT64_MAX, mxe_transport_done, op, &handle);
     if (status != MXU_OK) {
         op->transport_active = 0;
         op->result.source = op->msg_src;

@@ -280,8 +280,11 @@ static void mxi_print_stats(void)
             off += (size_t)snprintf(fb + off, sizeof(fb) - off, "%s%s %llu", i ? ", " : "",
                                     mxe_sx_fallback_name(i), (unsigned long long)st.sx_fallback[i]);
         MXU_LOG_FORCED(
-            MXU_LOG_INFO, "stats: sx: rings published %llu (%llu bytes), sends that took UCX: %s",
-            (unsigned long long)st.sx_links_in, (unsigned long long)st.sx_ring_bytes, fb);
+            MXU_LOG_INFO,
+            "stats: sx: rings published %llu (%llu bytes), sends that took UCX: %s; received "
+            "by UCX into staging %llu",
+            (unsigned long long)st.sx_links_in, (unsigned long long)st.sx_ring_bytes, fb,
+            (unsigned long long)st.sx_staged);
     }
 #define MXI_MEAN_US(sum, n) ((n) ? (double)(sum) / (double)(n) / 1e3 : 0.0)
     MXU_LOG_FORCED(MXU_LOG_INFO,

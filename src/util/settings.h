@@ -103,6 +103,12 @@
     X(SX_SLOT_BYTES, SIZE, sx_slot_bytes, "64k", "64..16m",                                      \
       "Largest message of the stream-executed path (slot payload); larger ones take the UCX "    \
       "path. Ring memory per peer and direction: slots x (this + 64 bytes)")                     \
+    X(SX_STAGE, STRING, sx_stage, "device", "device|all|off",                                   \
+      "Messages of the stream-executed path's channels that come by UCX (their slot was taken) " \
+      "are received into host staging and copied out by the receive step: device (into device " \
+      "buffers; UCX then never copies into device memory on the progress thread while receive " \
+      "steps poll, which can stall it), all (host buffers too; tests), off (UCX writes the "    \
+      "buffer itself)")                                                                          \
     X(SX_TIMEOUT, DOUBLE, sx_timeout, "600", "0..1e9",                                           \
       "Seconds a stream-executed receive step waits for its message before it completes the "    \
       "receive with an error (0: no limit; finalize and a failed peer stop it anyway)")          \

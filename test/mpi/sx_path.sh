@@ -7,7 +7,9 @@
 # Runs test/mpi/sx_path (host streams; its SX communicator has the MPI-4
 # no-wildcard assertions) with MPIX_ACC_STATS=1, 2 and 3 ranks, with 16
 # slots and with 1 (every second message waits for its slot: the UCX path
-# takes it), and once with MPIX_ACC_SX=off. Each run must PASS with no
+# takes it), with 1 slot and MPIX_ACC_SX_STAGE=all (UCX-carried messages
+# go through host staging and the receive step), and once with
+# MPIX_ACC_SX=off. Each run must PASS with no
 # ERROR line; with the path on, every rank's "path sx" line shows sent and
 # received messages (> 0), with it off, none.
 set -u
@@ -35,6 +37,12 @@ run() { # ranks expect(on|off) env...
     if [ "$expect" = on ] && [ "$on" -ne "$n" ]; then
         why="${why:+$why, }$on of $n ranks moved messages on the SX path"
     fi
+    if [ "$expect" = staged ]; then
+        # messages that came by UCX went through host staging and the step
+        local st
+        st=$(grep -cE 'received by UCX into staging [1-9]' "$log")
+        [ "$st" -ge 1 ] || why="${why:+$why, }no rank received a message through staging"
+    fi
     if [ "$expect" = off ] && [ "$zero" -ne "$n" ]; then
         why="${why:+$why, }SX path used although off ($zero of $n zero lines)"
     fi
@@ -51,6 +59,13 @@ run 3 on
 run 2 on MPIX_ACC_SX_SLOTS=1
 run 3 on MPIX_ACC_SX_SLOTS=1 MPIX_ACC_SX_SLOT_BYTES=4096
 run 2 off MPIX_ACC_SX=off
+# Regression (2026-11-23, H100): UCX's eager unpack into a device buffer
+# stalled the progress thread behind a polling receive step; such messages
+# now land in host staging and the step copies them. STAGE=all sends host
+# buffers that way too, so the protocol (stream steps, host waits, library
+# steps, truncation) runs here without a GPU.
+run 2 staged MPIX_ACC_SX_SLOTS=1 MPIX_ACC_SX_STAGE=all
+run 3 staged MPIX_ACC_SX_SLOTS=1 MPIX_ACC_SX_SLOT_BYTES=4096 MPIX_ACC_SX_STAGE=all
 
 # Regression (2026-11-23): a receive step on the waiting stream finished
 # before the progress thread saw the receive's own trigger; the trigger then
