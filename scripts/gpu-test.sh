@@ -406,6 +406,15 @@ if selected "sx/sx_path"; then
         MPIX_ACC_STATS=1 MPIX_ACC_LOG=warn "$MPIEXEC" $LAUNCH -n 2 "$BIN/sx_path" --timeout=$GUARD
     sx_mps_stop
 fi
+# one slot: most messages go by UCX and land in host staging, which the
+# receive steps copy into device memory (the stall fixed at c606118)
+if selected "sx/sx_path-staged"; then
+    sx_mps_start
+    run_test "sx/sx_path-staged" 300 'received by UCX into staging [1-9]' -- env MPIX_ACC_SX=on \
+        MPIX_ACC_SX_SLOTS=1 MPIX_ACC_STATS=1 MPIX_ACC_LOG=warn "$MPIEXEC" $LAUNCH -n 2 \
+        "$BIN/sx_path" --timeout=$GUARD
+    sx_mps_stop
+fi
 
 if [ "$SANITIZER" = 1 ]; then
     if [ -z "$SANITIZER_BIN" ]; then
