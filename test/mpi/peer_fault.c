@@ -15,6 +15,11 @@
  *     completes with the error;
  *   - a 1 MiB send to the victim (tag 14: zero-copy, the victim never
  *     receives it), waited on the host;
+ *   - on a communicator with the no-wildcard assertions (the stream-executed
+ *     path, doc/design.md 5b): a bound receive from the victim (tag 15)
+ *     with a stream wait, whose receive step polls the ring, and a flag
+ *     behind it; one (tag 16) waited on the host (the progress thread
+ *     hunts for it in the ring);
  * and tells the victim (plain MPI_Send) to raise(SIGKILL).
  *
  * PEER_FAULT_EXPECT=errors (with MPIX_ACC_PEER_ERRORS=1): rank 0 checks that
@@ -75,10 +80,13 @@ int main(int argc, char **argv)
     MPI_Comm alive;
     T_MPI(MPI_Comm_split(MPI_COMM_WORLD, t_rank == victim ? MPI_UNDEFINED : 0, t_rank, &alive));
 
-    MPIX_Acc_stream S1, S2, S3;
+    MPI_Comm sxc = t_comm_dup(1); /* the stream-executed path's communicator */
+
+    MPIX_Acc_stream S1, S2, S3, S4;
     T_MPI(MPIX_Acc_Hoststream_create(&S1));
     T_MPI(MPIX_Acc_Hoststream_create(&S2));
     T_MPI(MPIX_Acc_Hoststream_create(&S3));
+    T_MPI(MPIX_Acc_Hoststream_create(&S4));
 
     t_phase("exchange before the failure");
     enum { BIG = 1 << 20 };
@@ -94,6 +102,13 @@ int main(int argc, char **argv)
             T_MPI(MPIX_Acc_Waitall(S1, 2, rq, MPI_STATUSES_IGNORE));
             T_MPI(MPIX_Acc_Hoststream_synchronize(S1));
             t_expect_pattern(rbuf, n, (uint64_t)(peer * 100 + i), "exchange");
+            /* and on the SX communicator (its rings are made and linked) */
+            t_fill(sbuf, 8, (uint64_t)(t_rank * 100 + 50 + i));
+            T_MPI(MPIX_Acc_Irecv(S4, rbuf, 8, MPI_BYTE, peer, 1, sxc, &rq[0]));
+            T_MPI(MPIX_Acc_Isend(S4, sbuf, 8, MPI_BYTE, peer, 1, sxc, &rq[1]));
+            T_MPI(MPIX_Acc_Waitall(S4, 2, rq, MPI_STATUSES_IGNORE));
+            T_MPI(MPIX_Acc_Hoststream_synchronize(S4));
+            t_expect_pattern(rbuf, 8, (uint64_t)(peer * 100 + 50 + i), "SX exchange");
         }
     }
     T_MPI(MPI_Barrier(MPI_COMM_WORLD));
@@ -109,8 +124,13 @@ int main(int argc, char **argv)
     }
 
     t_phase("enqueue operations involving the victim");
-    static uint8_t r11[64], r12[64], r13[64];
+    static uint8_t r11[64], r12[64], r13[64], r15[64], r16[64];
     MPI_Request rr_host = MPI_REQUEST_NULL, rr_stream = MPI_REQUEST_NULL;
+    MPI_Request sx_stream = MPI_REQUEST_NULL, sx_host = MPI_REQUEST_NULL;
+    MPI_Status st_sx;
+    memset(&st_sx, 0, sizeof st_sx);
+    atomic_int sx_released;
+    atomic_store(&sx_released, 0);
     MPI_Request rw = MPI_REQUEST_NULL, rs = MPI_REQUEST_NULL;
     MPI_Status st_stream;
     memset(&st_stream, 0, sizeof st_stream);
@@ -123,6 +143,10 @@ int main(int argc, char **argv)
         T_MPI(MPIX_Acc_Hoststream_launch(S1, t_flag_fn, &released));
         T_MPI(MPIX_Acc_Irecv(S3, r13, 64, MPI_BYTE, MPI_ANY_SOURCE, 13, MPI_COMM_WORLD, &rw));
         T_MPI(MPIX_Acc_Isend(S2, sbuf, BIG, MPI_BYTE, victim, 14, MPI_COMM_WORLD, &rs));
+        T_MPI(MPIX_Acc_Irecv(S4, r15, 64, MPI_BYTE, victim, 15, sxc, &sx_stream));
+        T_MPI(MPIX_Acc_Wait(S4, &sx_stream, &st_sx));
+        T_MPI(MPIX_Acc_Hoststream_launch(S4, t_flag_fn, &sx_released));
+        T_MPI(MPIX_Acc_Irecv(S2, r16, 64, MPI_BYTE, victim, 16, sxc, &sx_host));
         int go = 1;
         T_MPI(MPI_Send(&go, 1, MPI_INT, victim, 99, MPI_COMM_WORLD));
     }
@@ -140,6 +164,13 @@ int main(int argc, char **argv)
         T_MPI(MPIX_Acc_Hoststream_synchronize(S1));
         T_CHECK(atomic_load(&released), "work behind the stream wait did not run");
         expect_transport_error(st_stream.MPI_ERROR, "receive from the victim (stream wait status)",
+                               t0);
+        t_phase("stream-executed receives from the victim end with the error");
+        expect_transport_error(MPI_Wait(&sx_host, MPI_STATUS_IGNORE),
+                               "SX-bound receive from the victim (host wait)", t0);
+        T_MPI(MPIX_Acc_Hoststream_synchronize(S4));
+        T_CHECK(atomic_load(&sx_released), "work behind the SX receive's stream wait did not run");
+        expect_transport_error(st_sx.MPI_ERROR, "SX-bound receive from the victim (stream wait)",
                                t0);
 
         t_phase("operations started after the failure fail at once");
@@ -179,6 +210,8 @@ int main(int argc, char **argv)
      * requests of the default mode stay pending (finalize cancels them). */
     if (alive != MPI_COMM_NULL)
         T_MPI(MPI_Comm_free(&alive)); /* local in MPICH */
+    if (t_rank == 0 && errors_mode)
+        T_MPI(MPI_Comm_free(&sxc));
     t_phase("MPI_Finalize with a failed peer");
     fprintf(stderr, "[peer_fault] rank %d: calling MPI_Finalize\n", t_rank);
     fflush(stderr);
