@@ -406,6 +406,16 @@ if selected "sx/sx_path"; then
         MPIX_ACC_STATS=1 MPIX_ACC_LOG=warn "$MPIEXEC" $LAUNCH -n 2 "$BIN/sx_path" --timeout=$GUARD
     sx_mps_stop
 fi
+# one hardware queue: a polling receive step would hold back the work it
+# waits for (deadlock seen at 9444181), so the library turns the path off
+# and the program must pass on the UCX path (issue 16: "must error or work")
+if selected "sx/sx_path-1conn"; then
+    sx_mps_start
+    run_test "sx/sx_path-1conn" 300 'SX path off: CUDA_DEVICE_MAX_CONNECTIONS=1' -- env \
+        CUDA_DEVICE_MAX_CONNECTIONS=1 MPIX_ACC_SX=on MPIX_ACC_STATS=1 MPIX_ACC_LOG=warn \
+        "$MPIEXEC" $LAUNCH -n 2 "$BIN/sx_path" --timeout=$GUARD
+    sx_mps_stop
+fi
 # one slot: most messages go by UCX and land in host staging, which the
 # receive steps copy into device memory (the stall fixed at c606118)
 if selected "sx/sx_path-staged"; then

@@ -132,12 +132,23 @@ static int sx_setting_on(int local_size)
     const char *v = mxu_config.sx;
     if (v && strcmp(v, "off") == 0)
         return 0;
+    mxa_features_t f;
+    mxa_get_features(&f);
+    /* One hardware queue (CUDA_DEVICE_MAX_CONNECTIONS=1; under MPS, one for
+     * every process on the GPU): a polling receive step holds back all
+     * other work behind it, the sends it waits for included (H100, 2 ranks
+     * under MPS: head-to-head deadlocked). The UCX path carries everything. */
+    const char *conn = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+    if (f.cuda_active && conn && atoi(conn) == 1) {
+        MXU_LOG(v && strcmp(v, "on") == 0 ? MXU_LOG_WARN : MXU_LOG_INFO,
+                "SX path off: CUDA_DEVICE_MAX_CONNECTIONS=1 (one hardware queue: a polling "
+                "receive step would block the work it waits for)");
+        return 0;
+    }
     if (v && strcmp(v, "on") == 0)
         return 1;
     /* auto: a receive step polls; processes time-sliced on one GPU (without
      * MPS) must not poll, so the path is off when they share GPUs */
-    mxa_features_t f;
-    mxa_get_features(&f);
     if (f.cuda_active && f.cuda_device_count > 0 && local_size > f.cuda_device_count) {
         MXU_LOG(MXU_LOG_INFO,
                 "SX path off: %d processes share %d GPU(s) on this node "
