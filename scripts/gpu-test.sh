@@ -359,6 +359,14 @@ for t in $GPU_TESTS; do
     run_test "memops/$t" 300 "$MODE_MEMOPS" -- env MPIX_ACC_MEMOPS=1 \
         "$MPIEXEC" $LAUNCH -n 2 "$BIN/$t" --scale=$SCALE --timeout=$GUARD
 done
+# one hardware queue (CUDA_DEVICE_MAX_CONNECTIONS=1): a wait point on the
+# GPU would block the work it waits for (ring's host->device case failed at
+# 9444181); stream waits then wait on the host and the tests must pass
+for t in ring two_streams host_wait; do
+    run_test "hwq1/$t" 300 'CUDA_DEVICE_MAX_CONNECTIONS=1: stream waits on CUDA streams wait' -- \
+        env CUDA_DEVICE_MAX_CONNECTIONS=1 MPIX_ACC_MEMOPS=1 MPIX_ACC_LOG=warn \
+        "$MPIEXEC" $LAUNCH -n 2 "$BIN/$t" --scale=$SCALE --timeout=$GUARD
+done
 PP_ARGS=""
 [ "$QUICK" = 1 ] && PP_ARGS="--iters=200 --reps=3 --bw-iters=3"
 run_test "memops/pingpong" 300 'PASS' -- env MPIX_ACC_MEMOPS=1 MPIX_ACC_LOG=warn \

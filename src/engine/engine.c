@@ -149,6 +149,23 @@ mxu_status_t mxe_start(const void *blob, const size_t *offsets, int nranks, cons
         MXU_FAIL(MXU_ERR_SYSTEM, "cannot start the progress thread: %s", strerror(rc));
     }
     mxa_set_context_hook(mxe_warm_context);
+    /* One hardware queue per process (under MPS, per GPU): a wait point on
+     * the GPU holds back all work behind it, other streams' and other
+     * processes' sends included -- a stream wait that waits for a peer
+     * whose send is queued behind it never ends (H100, 2 ranks under MPS,
+     * test/gpu/sx_path phase 6). Stream waits on CUDA streams then wait on
+     * the calling thread, and the work after them is enqueued when the
+     * operations are done: correct, never a wait point on the GPU. */
+    const char *conn = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+    mxa_features_t f;
+    mxa_get_features(&f);
+    if (f.cuda_active && conn && atoi(conn) == 1) {
+        mxe.one_hw_queue = 1;
+        MXU_LOG(MXU_LOG_WARN,
+                "CUDA_DEVICE_MAX_CONNECTIONS=1: stream waits on CUDA streams wait on the calling "
+                "thread (a wait point on the GPU would block the work it waits for); unset it "
+                "or raise it for stream-ordered waits");
+    }
     (void)mxe_sx_start(); /* failures are logged; the UCX path carries everything */
     return MXU_OK;
 }
@@ -519,8 +536,8 @@ void mxe_set_result_writer(mxe_result_writer_t fn) { mxe.result_writer = fn; }
 
 mxu_status_t mxe_stream_wait(mxa_stream_t *s, mxe_op_t *const *ops, void *const *targets, int n)
 {
-    if (s->kind == MXA_KIND_NONE) {
-        /* No stream: the wait happens now, on the host. */
+    if (s->kind == MXA_KIND_NONE || (s->kind == MXA_KIND_CUDA && mxe.one_hw_queue)) {
+        /* No stream (or one hardware queue): the wait happens now, on the host. */
         for (int i = 0; i < n; i++) {
             if (!ops[i])
                 continue;

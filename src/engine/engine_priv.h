@@ -74,6 +74,7 @@ typedef struct {
     int waits_dirty;              /* an op completed since the last check */
     int abort_pending;            /* an ABORT was handled this pass */
     int aborting;                 /* finalize: live ops are being cancelled */
+    int one_hw_queue;             /* CUDA_DEVICE_MAX_CONNECTIONS=1: CUDA stream waits on the host */
     int polling_streams;          /* active streams that need polling */
     int epoll_fd;
     int placed_near_gpu; /* progress thread bound near a GPU */
