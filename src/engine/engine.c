@@ -654,6 +654,8 @@ void mxe_get_stats(mxe_stats_t *out)
     }
     mxe_match_stats(&out->match_announced, &out->match_posted, &out->match_unexpected);
     mxe_sx_stats(out);
+    out->ucx_endpoints =
+        mxt_endpoint_summary(out->ucx_endpoint_kinds, sizeof(out->ucx_endpoint_kinds));
 }
 
 const char *mxe_path_name(mxe_path_t path)

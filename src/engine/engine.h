@@ -322,9 +322,11 @@ typedef struct {
     /* stream-executed path: sends that could have taken it and did not,
      * by reason (mxe_sx_fallback_name) */
     uint64_t sx_fallback[8];
-    uint64_t sx_links_in;   /* rings made here (one per peer process of the node) */
-    uint64_t sx_ring_bytes; /* device or shared memory of the published rings */
-    uint64_t sx_staged;     /* messages of bound receives UCX put into host staging */
+    uint64_t sx_links_in;         /* rings made here (one per peer process of the node) */
+    uint64_t sx_ring_bytes;       /* device or shared memory of the published rings */
+    uint64_t sx_staged;           /* messages of bound receives UCX put into host staging */
+    int ucx_endpoints;            /* endpoints to other processes made so far */
+    char ucx_endpoint_kinds[256]; /* by their transports: "tcp/eth0 x3, ..." */
 } mxe_stats_t;
 const char *mxe_sx_fallback_name(int reason); /* NULL past the last */
 

@@ -25,6 +25,7 @@ mxi_state_t mxi;
  * call finds the library inactive although MPI is initialised. */
 static int mxi_init_seen;            /* our MPI_Init / MPI_Init_thread ran */
 static _Atomic int mxi_order_warned; /* the call-time warning, once per process */
+static int mxi_node_size = 1;        /* processes of this node (MPI_COMM_TYPE_SHARED) */
 
 #define MXI_LINK_FIX                                                                               \
     "link -lmpixacc before the MPI library, or preload it "                                        \
@@ -127,6 +128,7 @@ static void mxi_bring_up(void)
     if (node != MPI_COMM_NULL) {
         PMPI_Comm_rank(node, &args.local_rank);
         PMPI_Comm_size(node, &args.local_size);
+        mxi_node_size = args.local_size;
         /* the node's processes and a job id for the stream-executed path's
          * shared-memory names (the first process's pid) */
         int *ranks = malloc(sizeof(int) * (size_t)args.local_size * 2);
@@ -268,6 +270,9 @@ static void mxi_print_stats(void)
                        (unsigned long long)st.path[p].sent_bytes,
                        (unsigned long long)st.path[p].received,
                        (unsigned long long)st.path[p].received_bytes);
+    MXU_LOG_FORCED(
+        MXU_LOG_INFO, "stats: peers: %d on this node, %d on other nodes; UCX endpoints %d: %s",
+        mxi_node_size - 1, mxi.world_size - mxi_node_size, st.ucx_endpoints, st.ucx_endpoint_kinds);
     MXU_LOG_FORCED(MXU_LOG_INFO,
                    "stats: call-order matching: announced %llu; matched posted %llu; matched "
                    "unexpected %llu",

@@ -124,6 +124,10 @@ void mxt_abandon(void);
 
 /* Versions and transports for mpixacc_info. */
 void mxt_describe(char *buf, size_t len);
+/* The endpoints made so far, by the set of UCX transports their lanes use
+ * ("tcp/eth0 x3, sysv/memory+cma/memory x1"; "unknown" with a UCX older than
+ * 1.14, which cannot be asked). Returns the number of endpoints. Any thread. */
+int mxt_endpoint_summary(char *buf, size_t len);
 const char *mxt_ucx_version(void);
 /* The UCX this process actually loaded (one libucp.so.0 serves the whole
  * process: whichever library loaded it first chose it), against the headers

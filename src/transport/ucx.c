@@ -8,6 +8,7 @@
 #include "transport/transport.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,14 @@ typedef struct {
     int failures_new;        /* failed entries not yet handed to the hook */
     mxt_peer_failed_fn on_peer_failed;
     mxt_control_fn on_control; /* control messages (the engine's envelopes) */
+    /* endpoints by the transports of their lanes (mxt_endpoint_summary) */
+    pthread_mutex_t ep_desc_lock;
+    struct mxt_ep_kind {
+        char tls[120];
+        int count;
+    } ep_kinds[16];
+    int n_ep_kinds;
+    int n_eps;
 } mxt_state_t;
 
 /* The active-message id of control messages in the library's own context. */
@@ -155,6 +164,7 @@ mxu_status_t mxt_create(const mxt_config_t *cfg)
     ucs_status_t st;
 
     memset(&mxt, 0, sizeof(mxt));
+    pthread_mutex_init(&mxt.ep_desc_lock, NULL);
     mxt.efd = -1;
     mxt.world_rank = cfg->world_rank;
     mxt.world_size = cfg->world_size;
@@ -355,6 +365,64 @@ static void mxt_report_failures(void)
     }
 }
 
+/* Count a new endpoint under the transports of its lanes (chosen at
+ * ucp_ep_create from the peer's address). */
+static void mxt_ep_describe(ucp_ep_h ep)
+{
+    char tls[120] = "unknown";
+#if HAVE_DECL_UCP_EP_ATTR_FIELD_TRANSPORTS
+    ucp_transport_entry_t entries[16];
+    ucp_ep_attr_t attr;
+    memset(&attr, 0, sizeof(attr));
+    attr.field_mask = UCP_EP_ATTR_FIELD_TRANSPORTS;
+    attr.transports.entries = entries;
+    attr.transports.num_entries = 16;
+    attr.transports.entry_size = sizeof(ucp_transport_entry_t);
+    if (ucp_ep_query(ep, &attr) == UCS_OK) {
+        size_t off = 0;
+        tls[0] = '\0';
+        for (unsigned i = 0; i < attr.transports.num_entries && off < sizeof(tls); i++) {
+            char one[48];
+            snprintf(one, sizeof(one), "%s/%s", entries[i].transport_name, entries[i].device_name);
+            if (strstr(tls, one)) /* lanes of one transport: once */
+                continue;
+            off += (size_t)snprintf(tls + off, sizeof(tls) - off, "%s%s", off ? "+" : "", one);
+        }
+        if (!tls[0])
+            snprintf(tls, sizeof(tls), "none");
+    }
+#else
+    (void)ep;
+#endif
+    pthread_mutex_lock(&mxt.ep_desc_lock);
+    mxt.n_eps++;
+    int k = 0;
+    while (k < mxt.n_ep_kinds && strcmp(mxt.ep_kinds[k].tls, tls) != 0)
+        k++;
+    if (k == mxt.n_ep_kinds && k < (int)(sizeof(mxt.ep_kinds) / sizeof(mxt.ep_kinds[0]))) {
+        snprintf(mxt.ep_kinds[k].tls, sizeof(mxt.ep_kinds[k].tls), "%s", tls);
+        mxt.n_ep_kinds++;
+    }
+    if (k < mxt.n_ep_kinds)
+        mxt.ep_kinds[k].count++;
+    pthread_mutex_unlock(&mxt.ep_desc_lock);
+}
+
+int mxt_endpoint_summary(char *buf, size_t len)
+{
+    pthread_mutex_lock(&mxt.ep_desc_lock);
+    size_t off = 0;
+    buf[0] = '\0';
+    for (int k = 0; k < mxt.n_ep_kinds && off < len; k++)
+        off += (size_t)snprintf(buf + off, len - off, "%s%s x%d", k ? ", " : "",
+                                mxt.ep_kinds[k].tls, mxt.ep_kinds[k].count);
+    int n = mxt.n_eps;
+    pthread_mutex_unlock(&mxt.ep_desc_lock);
+    if (!n)
+        snprintf(buf, len, "none");
+    return n;
+}
+
 static mxu_status_t mxt_get_ep(int rank, ucp_ep_h *ep_out)
 {
     if (rank < 0 || rank >= mxt.world_size)
@@ -391,6 +459,8 @@ static mxu_status_t mxt_get_ep(int rank, ucp_ep_h *ep_out)
         mxt.eps[rank] = NULL;
         MXU_FAIL(mxt_map_status(st), "cannot connect to rank %d: %s", rank, ucs_status_string(st));
     }
+    if (rank != mxt.world_rank)
+        mxt_ep_describe(mxt.eps[rank]);
     *ep_out = mxt.eps[rank];
     return MXU_OK;
 }

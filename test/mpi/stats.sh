@@ -10,7 +10,7 @@
 # finalize race it guards against showed up about once in 10 runs: a rank
 # still printing its statistics saw its peer close the connection and
 # logged "connection to rank N failed"). Each run must exit 0, print PASS,
-# and on both ranks (12 stats lines each) a counter line, a timer line with non-zero counts for
+# and on both ranks (7 stats lines each: 14 in all) a counter line, a timer line with non-zero counts for
 # the stream turnaround and send timers, the UCX path line with exactly the
 # messages and bytes pingpong moves (8 sizes x 30 round trips each way:
 # 240 messages, 11479020 bytes sent and received by each rank) and a
@@ -45,7 +45,10 @@ for i in $(seq "$runs"); do
     [ "$m" -eq 2 ] || why="${why:+$why, }$m of 2 matching lines (announced 240, matched 240)"
     ni=$(grep -c '\] INFO init\.c:[0-9]*: stats: ' "$log")
     na=$(grep -c 'stats: ' "$log")
-    [ "$ni" -eq 12 ] && [ "$na" -eq 12 ] || why="${why:+$why, }$ni INFO of $na stats lines (12 expected)"
+    [ "$ni" -eq 14 ] && [ "$na" -eq 14 ] || why="${why:+$why, }$ni INFO of $na stats lines (14 expected)"
+    # both ranks on this node: no remote peer, one endpoint each
+    pe=$(grep -cE 'stats: peers: 1 on this node, 0 on other nodes; UCX endpoints 1: ' "$log")
+    [ "$pe" -eq 2 ] || why="${why:+$why, }$pe of 2 peers lines (1 on this node, 1 endpoint)"
     if grep -q 'ERROR' "$log"; then why="${why:+$why, }an ERROR line: $(grep -m1 ERROR "$log")"; fi
     if [ -n "$why" ]; then
         echo "[stats] run $i FAIL: $why"
@@ -60,8 +63,8 @@ rc=$?
 nfiles=$(ls "$dir" | grep -c '^log-[0-9]*\.log$')
 nin=$(cat "$dir"/log-*.log 2>/dev/null | grep -c '\] INFO init\.c:[0-9]*: stats: ')
 nout=$(grep -c 'stats: ' "$log")
-if [ $rc -ne 0 ] || [ "$nfiles" -ne 2 ] || [ "$nin" -ne 12 ] || [ "$nout" -ne 0 ]; then
-    echo "[stats] MPIX_ACC_LOG_FILE run FAIL: exit $rc, $nfiles files, $nin stats lines in them (12 expected), $nout on stderr"
+if [ $rc -ne 0 ] || [ "$nfiles" -ne 2 ] || [ "$nin" -ne 14 ] || [ "$nout" -ne 0 ]; then
+    echo "[stats] MPIX_ACC_LOG_FILE run FAIL: exit $rc, $nfiles files, $nin stats lines in them (14 expected), $nout on stderr"
     sed 's/^/    | /' "$log" | tail -20
     fails=$((fails + 1))
 fi
