@@ -162,7 +162,11 @@ cmd_run() {
     local d
     d=$(mktemp -d /tmp/simnodes.XXXXXX)
     # shellcheck disable=SC2064
-    [ $keep = 1 ] || trap "teardown '$d'" EXIT
+    if [ $keep = 0 ]; then
+        trap "teardown '$d'" EXIT
+        trap "exit 143" TERM
+        trap "exit 130" INT
+    fi
     setup "$d" "$n"
     for ((i = 0; i < n; i++)); do echo "node$i:$ppn"; done >"$d/hostfile"
     export SIMNODES_DIR=$d

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 
 #include "util/settings.h"
 #include "util/waiter.h"
@@ -98,6 +99,59 @@ void mxi_link_order_check(const char *call)
 /* Exchange worker addresses over MPI_COMM_WORLD and start the engine.
  * Collective: every rank takes part even if its own setup failed, and all
  * ranks agree on whether the library is active. */
+/* The node as the library needs it: processes that share the host name,
+ * the kernel (boot id) and /dev/shm (POSIX shared memory, the stream-
+ * executed path's rings). Not MPI_COMM_TYPE_SHARED: an MPI library may
+ * call every process a node of its own (MPICH with MPIR_CVAR_NOLOCAL=1)
+ * or a container boundary may split one host. FNV-1a, 64 bits. */
+static uint64_t mxi_node_key(void)
+{
+    char text[512];
+    char host[256] = "", boot[64] = "";
+    (void)gethostname(host, sizeof(host) - 1);
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f) {
+        if (!fgets(boot, sizeof(boot), f))
+            boot[0] = '\0';
+        fclose(f);
+    }
+    struct stat st;
+    memset(&st, 0, sizeof(st));
+    (void)stat("/dev/shm", &st);
+    snprintf(text, sizeof(text), "%s|%s|%llu|%llu", host, boot, (unsigned long long)st.st_dev,
+             (unsigned long long)st.st_ino);
+    uint64_t h = 1469598103934665603ull;
+    for (const char *c = text; *c; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    return h;
+}
+
+/* This node's communicator (mxi_node_key), or MPI_COMM_NULL. */
+static MPI_Comm mxi_node_comm(void)
+{
+    uint64_t key = mxi_node_key();
+    int mine[2] = {(int)(uint32_t)key, (int)(uint32_t)(key >> 32)};
+    int *all = malloc(sizeof(int) * 2 * (size_t)mxi.world_size);
+    int ok = all != NULL, ok_all = 0;
+    mxi_allreduce_int(&ok, &ok_all, MPI_MIN, MPI_COMM_WORLD, "of MPI_Init (node keys)");
+    MPI_Comm node = MPI_COMM_NULL;
+    if (ok_all) {
+        mxi_allgather_int(&mine[0], all, MPI_COMM_WORLD, "of MPI_Init (node keys)");
+        mxi_allgather_int(&mine[1], all + mxi.world_size, MPI_COMM_WORLD,
+                          "of MPI_Init (node keys)");
+        int color = mxi.world_rank; /* the lowest rank with this key */
+        for (int r = 0; r < mxi.world_size; r++)
+            if (all[r] == mine[0] && all[mxi.world_size + r] == mine[1]) {
+                color = r;
+                break;
+            }
+        if (PMPI_Comm_split(MPI_COMM_WORLD, color, mxi.world_rank, &node) != MPI_SUCCESS)
+            node = MPI_COMM_NULL;
+    }
+    free(all);
+    return node;
+}
+
 static void mxi_bring_up(void)
 {
     int ok = 1;
@@ -120,11 +174,8 @@ static void mxi_bring_up(void)
     mxe_init_args_t args = {
         .world_rank = mxi.world_rank, .world_size = mxi.world_size, .peer_errors = pe_all};
     /* processes sharing this node, for the progress thread's placement */
-    MPI_Comm node = MPI_COMM_NULL;
+    MPI_Comm node = mxi_node_comm();
     int *node_peers = NULL, cuda_everywhere = 0;
-    if (PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) !=
-        MPI_SUCCESS)
-        node = MPI_COMM_NULL;
     if (node != MPI_COMM_NULL) {
         PMPI_Comm_rank(node, &args.local_rank);
         PMPI_Comm_size(node, &args.local_size);
