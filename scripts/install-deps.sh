@@ -41,9 +41,10 @@ fi
 
 # ---------------------------------------------------------------- packages
 # cmake: the install-and-consume test (find_package(mpixacc)); libucx-dev:
-# CI's build against Debian's own UCX (scripts/ci-sysucx.sh)
+# CI's build against Debian's own UCX (scripts/ci-sysucx.sh); iproute2 and
+# util-linux (ip, unshare, nsenter): simulated nodes (scripts/simnodes.sh)
 packages=(mpich libmpich-dev libhwloc-dev libibverbs-dev autoconf automake libtool
-    pkg-config make gcc libc6-dev valgrind coreutils cmake libucx-dev)
+    pkg-config make gcc libc6-dev valgrind coreutils cmake libucx-dev iproute2 util-linux)
 
 pkg_installed() {
     [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]

@@ -100,6 +100,7 @@ setup() { # DIR NODES
             /bin/sh -c "hostname node$i; mount -t tmpfs -o mode=1777 tmpfs /dev/shm; \
                 mount --bind '$d/hosts' /etc/hosts; exec sleep infinity" 2>>"$d/unshare.log" &
         echo $! >"$d/unshare$i.pid"
+        disown $! # no "Killed" notice at teardown
         local pid="" tries=0
         while [ -z "$pid" ] && [ $tries -lt 100 ]; do
             pid=$(pgrep -P "$(cat "$d/unshare$i.pid")" sleep || true)
