@@ -158,18 +158,20 @@ void mxi_reap(int all)
             return; /* another thread is reaping */
         pthread_mutex_lock(&mxi.reap_lock);
     }
-    /* A bounded pass inspects 64 entries from a cursor that moves on, so
+    /* A bounded pass inspects 16 entries from a cursor that moves on, so
      * that incomplete entries cannot hide completed ones from every pass
      * (the generalized requests of those would never be freed, and MPICH
      * aborts once ~128k are alive: seen with 100k iterations enqueued ahead
-     * on a host stream). */
-    size_t budget = all ? mxi.nreap : 64;
+     * on a host stream). Every call of the library passes here, so the
+     * pass is short: 16 entries per call clear more than the 1-3 a call
+     * adds. */
+    size_t budget = all ? mxi.nreap : 16;
     size_t i = all || mxi.reap_cursor >= mxi.nreap ? 0 : mxi.reap_cursor;
     for (; mxi.nreap > 0 && budget > 0; budget--) {
         if (i >= mxi.nreap)
             i = 0;
         mxe_op_t *op = mxi.reap[i];
-        if (!mxe_op_test_host(op)) {
+        if (!mxe_op_test_host(op)) { /* (a freed SX receive: its library step) */
             i++;
             continue;
         }
