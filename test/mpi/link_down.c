@@ -153,8 +153,9 @@ int main(int argc, char **argv)
                     t_errstr(st_stream.MPI_ERROR));
             t_expect_pattern(r11, 64, 11, "receive of the cut, completed after it");
             t_expect_pattern(r12, 64, 12, "stream-waited receive of the cut, after it");
-            fprintf(stderr, "[link_down] rank 0: pending for %.1f s, complete after the link came "
-                            "back\n",
+            fprintf(stderr,
+                    "[link_down] rank 0: pending for %.1f s, complete after the link came "
+                    "back\n",
                     t_now() - t0);
         }
         T_MPI(MPIX_Acc_Hoststream_synchronize(S2));

@@ -10,7 +10,8 @@
 #   test/multinode/multinode.sh [BUILDDIR]   (default $MPIXACC_BUILDDIR, else <repo>/build)
 #   MULTINODE_CASES="ring-2x1 link-down-errors" runs only those cases.
 #
-# Cases (about 40-60 s in all on 2 cores):
+# Cases (about 40-60 s in all on 2 cores; a case whose MPICH finalize hangs
+# -- an MPICH 4.0.2 defect over UCX TCP, see run_case -- costs 45 s):
 #   ring-2x1, pingpong-2x1, nonovertaking-2x1, call_order-2x1
 #                 2 nodes x 1 rank: every rank sees 0 peers on its node and 1
 #                 elsewhere; every endpoint is tcp/eth0 only.
@@ -63,18 +64,30 @@ run_case() {
     shift 4
     want "$name" || return 0
     local n=$((nodes * ppn)) t0=$SECONDS
-    # MPICH 4.0.2 (ch4:ucx) hangs in MPI_Finalize across these nodes with
-    # 2 ranks per node and its own shared memory on: a plain MPI program
-    # (MPIX_ACC_DISABLE=1) hung in 7 of 8 runs, one rank in MPICH's UCX
-    # endpoint close, the others in its PMI barrier; with
-    # MPIR_CVAR_NOLOCAL=1 (UCX carries MPICH's node-local messages too) 0
-    # of 5. Not the library's: its own node classification and paths are
-    # unchanged by it.
+    # MPICH 4.0.2 (ch4:ucx) hangs in MPI_Finalize across these nodes more
+    # often with 2 ranks per node and its own shared memory on (a plain MPI
+    # program, MPIX_ACC_DISABLE=1: 7 of 8 runs); MPIR_CVAR_NOLOCAL=1 (UCX
+    # carries MPICH's node-local messages too) makes it rarer. The
+    # library's node classification does not depend on it.
     local nolocal=""
     [ "$ppn" -gt 1 ] && nolocal=MPIR_CVAR_NOLOCAL=1
-    env MPIX_ACC_STATS=1 $nolocal "$@" timeout 200 "$sim" run -N "$nodes" -p "$ppn" -- -n "$n" \
+    env MPIX_ACC_STATS=1 $nolocal "$@" timeout 45 "$sim" run -N "$nodes" -p "$ppn" -- -n "$n" \
         "$builddir/test/mpi/$prog" >"$log" 2>&1
-    local rc=$? why=""
+    local rc=$? why="" note=""
+    # MPICH's own MPI_Finalize (after the library's, which prints the stats
+    # lines and hands over) hangs across these nodes in a fraction of runs:
+    # a plain MPI_Init/MPI_Barrier/MPI_Finalize program with the library
+    # disabled hung in 2-5 of 6 runs with 2 or 3 nodes (UCX debug log: ep
+    # close in flush mode waits on a peer that already closed its TCP
+    # connection; MPICH 4.0.2 closes without error handling). Such a run
+    # counts only when everything the library does was done: PASS, every
+    # rank's statistics printed, no FAIL.
+    local nstats
+    nstats=$(grep -c "stats: peers: " "$log")
+    if [ $rc -eq 124 ] && grep -q "PASS" "$log" && [ "$nstats" -eq "$n" ] && ! grep -q " FAIL" "$log"; then
+        rc=0
+        note=" [MPICH's MPI_Finalize hung after the library's had finished; job ended by timeout]"
+    fi
     [ $rc -eq 0 ] || why="exit status $rc"
     grep -q "PASS" "$log" || why="${why:+$why, }no PASS"
     if grep -q ' ERROR ' "$log"; then why="${why:+$why, }$(grep -m1 ' ERROR ' "$log" | cut -c1-200)"; fi
@@ -104,7 +117,7 @@ run_case() {
     if [ -n "$why" ]; then
         fail "$name" "$why"
     else
-        echo "multinode.sh: ok ($name, $((SECONDS - t0)) s): $(grep -m1 'stats: peers' "$log" | sed 's/.*stats: //')"
+        echo "multinode.sh: ok ($name, $((SECONDS - t0)) s): $(grep -m1 'stats: peers' "$log" | sed 's/.*stats: //')$note"
     fi
 }
 
@@ -141,7 +154,10 @@ link_case() {
 # apart); measured here: 4.1 s. UCX's own keep-alive rounds
 # (UCX_KEEPALIVE_INTERVAL) keep the connection busy, so TCP's retransmission
 # time-out applies instead and the cut went unseen for the whole 10 s hold.
-link_case link-down-errors errors MPIX_ACC_PEER_ERRORS=1 UCX_TCP_KEEPIDLE=1s UCX_TCP_KEEPINTVL=1s \
+# Data in flight at the cut (the 64 KiB send) puts the socket in
+# retransmission, where keep-alive does not probe: TCP_USER_TIMEOUT bounds
+# that (without it the cut went unseen for 10 s in 1 of 4 runs).
+link_case link-down-errors errors MPIX_ACC_PEER_ERRORS=1 UCX_TCP_KEEPIDLE=1s UCX_TCP_KEEPINTVL=1s UCX_TCP_USER_TIMEOUT=3s \
     UCX_TCP_KEEPCNT=3 MPIX_ACC_FINALIZE_PEER_TIMEOUT=10
 link_case link-down-default default
 
