@@ -4,8 +4,9 @@
 # suite's core tests with that UCX and no library-path swap
 # (MPIXACC_UCX_DIR=system: mpixacc-env.sh leaves LD_LIBRARY_PATH alone), the
 # configuration of a site whose UCX is older than the one the project ships.
-# Also checks that the processes really loaded the system libucp and that
-# nothing points at .deps-local. Last line `N passed, N failed`.
+# Also checks that the processes really loaded the system libucp, that
+# nothing points at .deps-local, and that this UCX has its verbs (ib) and
+# rdmacm transports (a cluster's UCX; issue 22). Last line `N passed, N failed`.
 #
 #   scripts/ci-sysucx.sh [run-tests.sh name patterns]   (default: the list below)
 set -uo pipefail
@@ -41,6 +42,12 @@ if [ -x "$b/test/mpi/ring" ]; then
     check sysucx:no-deps-local $([ "$dl" -eq 0 ]; echo $?) "a RUNPATH names .deps-local"
     grep -q '^#define MPIXACC_UCX_VERSION "1\.13' "$b/config.h"
     check sysucx:configured $? "config.h: $(grep MPIXACC_UCX_VERSION "$b/config.h")"
+    # a cluster's UCX: the build runs with verbs and rdmacm transports
+    # present (no InfiniBand device here: they load and find none)
+    info=$(timeout 60 "$b/tools/mpixacc_info" 2>&1)
+    grep -qE 'UCX modules .*InfiniBand yes, rdmacm yes' <<<"$info"
+    check sysucx:verbs-rdmacm $? "mpixacc_info: $(grep 'UCX modules' <<<"$info")"
+    grep 'UCX modules' <<<"$info" | sed 's/^ */  /'
 fi
 echo "$p passed, $f failed"
 [ "$f" -eq 0 ]

@@ -138,14 +138,17 @@ static void print_loaded(int cuda_built)
     mxt_ucx_loaded(&u);
     printf("  UCX          %u.%u.%u from %s\n", u.major, u.minor, u.release,
            u.path[0] ? u.path : "(path unknown)");
-    printf("  UCX modules  %s: cuda %s, InfiniBand %s\n",
+    printf("  UCX modules  %s: cuda %s, InfiniBand %s, rdmacm %s\n",
            u.module_dir[0] ? u.module_dir : "(unknown)",
            u.has_cuda > 0    ? "yes"
            : u.has_cuda == 0 ? "no"
                              : "?",
            u.has_ib > 0    ? "yes"
            : u.has_ib == 0 ? "no"
-                           : "?");
+                           : "?",
+           u.has_rdmacm > 0    ? "yes"
+           : u.has_rdmacm == 0 ? "no"
+                               : "?");
     fflush(stdout);
     if (u.older)
         MXU_LOG(MXU_LOG_WARN,

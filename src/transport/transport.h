@@ -140,6 +140,7 @@ typedef struct {
     char module_dir[512];           /* where UCX loads its transport modules */
     int has_cuda;                   /* libuct_cuda.so there (cuda_copy, cuda_ipc); -1 unknown */
     int has_ib;                     /* libuct_ib*.so there (rc, ud, dc over verbs); -1 unknown */
+    int has_rdmacm;                 /* libuct_rdmacm*.so there (RDMA connection manager) */
 } mxt_ucx_loaded_t;
 void mxt_ucx_loaded(mxt_ucx_loaded_t *out);
 

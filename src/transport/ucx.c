@@ -1063,10 +1063,11 @@ void mxt_ucx_loaded(mxt_ucx_loaded_t *out)
         int len = slash != NULL ? (int)(slash - out->path) : 0;
         snprintf(out->module_dir, sizeof(out->module_dir), "%.*s/ucx", len, out->path);
     }
-    out->has_cuda = out->has_ib = -1;
+    out->has_cuda = out->has_ib = out->has_rdmacm = -1;
     if (out->module_dir[0] != '\0') {
         out->has_cuda = mxt_dir_has(out->module_dir, "libuct_cuda.so");
         out->has_ib = mxt_dir_has(out->module_dir, "libuct_ib");
+        out->has_rdmacm = mxt_dir_has(out->module_dir, "libuct_rdmacm");
     }
 }
 
