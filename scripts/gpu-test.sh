@@ -519,6 +519,27 @@ if [ "$APPS" = 1 ]; then
     run_test "apps/ping_kernel_pong-sx" 240 'RESULT: OK' -- env MPIX_ACC_LOG=warn MPIX_ACC_SX=on \
         "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/ping_kernel_pong/ping_kernel_pong" --backend cuda \
         --variant staged,acc,acc-sx,nccl --csv "$RES/pkp-sx.csv"
+    # 4 ranks on 2 GPUs, two per GPU (2 x 2 grid; issue 16): without MPS the
+    # two processes of a GPU time-slice it; with MPS they share it (what a
+    # user should run); the SX path only under MPS (its steps poll)
+    if [ "$NGPU_RUN" -ge 2 ]; then
+        run_test "apps/stencil2d-4ranks" 240 'RESULT: OK' -- env MPIX_ACC_LOG=warn \
+            "$MPIEXEC" $LAUNCH -n 4 $(wd) "$EX/stencil2d/stencil2d" --backend cuda --px 2 --py 2 \
+            --variant mpi,acc,streamcomm --sizes 256,1024,4096 --steps 100 --repeats 3 \
+            --csv "$RES/stencil-4r.csv"
+        if command -v nvidia-cuda-mps-control >/dev/null 2>&1; then
+            export CUDA_MPS_PIPE_DIRECTORY="$TMP/mps4-pipe" CUDA_MPS_LOG_DIRECTORY="$TMP/mps4-log"
+            mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+            if nvidia-cuda-mps-control -d; then
+                run_test "apps/stencil2d-4ranks-mps" 240 'RESULT: OK' -- env MPIX_ACC_LOG=warn \
+                    MPIX_ACC_SX=on "$MPIEXEC" $LAUNCH -n 4 $(wd) "$EX/stencil2d/stencil2d" \
+                    --backend cuda --px 2 --py 2 --variant mpi,acc,streamcomm,acc-sx \
+                    --sizes 256,1024,4096 --steps 100 --repeats 3 --csv "$RES/stencil-4r-mps.csv"
+                echo quit | nvidia-cuda-mps-control
+            fi
+            unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+        fi
+    fi
     if [ -n "$SXMPS" ]; then
         echo quit | nvidia-cuda-mps-control
         unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
