@@ -147,12 +147,14 @@ static int sx_setting_on(int local_size)
     }
     if (v && strcmp(v, "on") == 0)
         return 1;
-    /* auto: a receive step polls; processes time-sliced on one GPU (without
-     * MPS) must not poll, so the path is off when they share GPUs */
-    if (f.cuda_active && f.cuda_device_count > 0 && local_size > f.cuda_device_count) {
+    /* auto: with CUDA the path is opt-in. On dedicated GPUs it measured
+     * slower than the UCX path (2 x H200, e0ceb52: 8 B 27.1 vs 23.0 us; two
+     * kernel launches per message pair, doc/benchmarks.md 2.00); where
+     * processes share a GPU its receive steps poll, which needs MPS. */
+    if (f.cuda_active) {
         MXU_LOG(MXU_LOG_INFO,
-                "SX path off: %d processes share %d GPU(s) on this node "
-                "(MPIX_ACC_SX=on with MPS turns it on)",
+                "SX path off (MPIX_ACC_SX=auto with CUDA; %d processes, %d GPU(s) on this "
+                "node): MPIX_ACC_SX=on turns it on (with MPS where processes share a GPU)",
                 local_size, f.cuda_device_count);
         return 0;
     }

@@ -95,8 +95,9 @@
     X(SX, STRING, sx, "auto", "auto|on|off",                                                     \
       "Stream-executed path between processes of a node on communicators without wildcard "      \
       "receives (mpi_assert_no_any_source and _tag): the sending stream writes the message into " \
-      "the receiver's ring, the receiving stream copies it out. auto: on unless processes share " \
-      "a GPU (its receive steps poll; use on with MPS)")                                         \
+      "the receiver's ring, the receiving stream copies it out. auto: on for host streams, off " \
+      "with CUDA (slower than the UCX path on dedicated GPUs so far; where processes share a "   \
+      "GPU its receive steps poll: use on with MPS)")                                            \
     X(SX_SLOTS, INT, sx_slots, "16", "1..64",                                                    \
       "Slots of each stream-executed ring (one per peer process of the node and direction): "   \
       "messages to one peer in flight at once before sends take the UCX path")                   \

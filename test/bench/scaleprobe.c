@@ -93,8 +93,7 @@ int main(int argc, char **argv)
     double *all = rank == 0 ? malloc(sizeof(double) * 6 * (size_t)size) : NULL;
     MPI_Gather(v, 6, MPI_DOUBLE, all, 6, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     if (rank == 0) {
-        const char *name[5] = {"init_s", "rss_init_kB", "rss_ring_kB", "all_pairs_s",
-                               "rss_all_kB"};
+        const char *name[5] = {"init_s", "rss_init_kB", "rss_ring_kB", "all_pairs_s", "rss_all_kB"};
         printf("scaleprobe ranks %d", size);
         double *col = malloc(sizeof(double) * (size_t)size);
         for (int k = 0; k < 5; k++) {
