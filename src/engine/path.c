@@ -138,8 +138,7 @@ static int sx_setting_on(int local_size)
      * every process on the GPU): a polling receive step holds back all
      * other work behind it, the sends it waits for included (H100, 2 ranks
      * under MPS: head-to-head deadlocked). The UCX path carries everything. */
-    const char *conn = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
-    if (f.cuda_active && conn && atoi(conn) == 1) {
+    if (mxe.one_hw_queue) { /* mxe_start detected it */
         MXU_LOG(v && strcmp(v, "on") == 0 ? MXU_LOG_WARN : MXU_LOG_INFO,
                 "SX path off: CUDA_DEVICE_MAX_CONNECTIONS=1 (one hardware queue: a polling "
                 "receive step would block the work it waits for)");
@@ -552,19 +551,17 @@ static void sx_tell_copy(mxe_op_t *op)
 
 static void sx_watch(mxe_op_t *op);
 
-/* No step on a stream takes this receive: one on a library stream copies
- * the staged message out (the buffer is the receive's since its trigger). */
-static void sx_copy_step(mxe_op_t *op)
+/* A receive step for op on the library stream of its buffer's kind,
+ * watched like a stream's (a staged message gets its copy word from
+ * sx_watch). */
+static mxu_status_t sx_library_step(mxe_op_t *op)
 {
     mxa_sx_link_t *l = op->sx_peer->in;
     mxa_stream_t *ls = mxa_sx_library_stream(l, op->memtype);
     mxa_sx_record_t *rec = ls ? mxa_sx_record_alloc() : NULL;
-    if (!rec) {
-        mxe_sx_complete_from_step(op, MXU_ERR_NO_MEMORY); /* logged */
-        return;
-    }
+    if (!rec)
+        return MXU_ERR_NO_MEMORY; /* logged */
     op->sx_rec = rec;
-    sx_tell_copy(op);
     mxa_sx_recv_t r = {.link = l,
                        .dst = op->buf,
                        .cap = op->bytes,
@@ -576,11 +573,20 @@ static void sx_copy_step(mxe_op_t *op)
     if (st != MXU_OK) { /* logged */
         mxa_sx_record_free(rec);
         op->sx_rec = NULL;
-        mxe_sx_complete_from_step(op, st);
-        return;
+        return st;
     }
     mxe_op_retain(op); /* the watch's reference */
     sx_watch(op);
+    return MXU_OK;
+}
+
+/* No step on a stream takes this receive: one on a library stream copies
+ * the staged message out (the buffer is the receive's since its trigger). */
+static void sx_copy_step(mxe_op_t *op)
+{
+    mxu_status_t st = sx_library_step(op);
+    if (st != MXU_OK)
+        mxe_sx_complete_from_step(op, st);
 }
 
 /* The host waits for a receive whose message UCX brings. */
@@ -666,26 +672,7 @@ static int sx_hunt_found(mxe_op_t *op, unsigned slot, uint64_t n, uint64_t bytes
         mxe_sx_complete_from_step(op, bytes <= op->bytes ? MXU_OK : MXU_ERR_TRUNCATED);
         return 1;
     }
-    mxa_stream_t *ls = mxa_sx_library_stream(l, op->memtype);
-    mxa_sx_record_t *rec = ls ? mxa_sx_record_alloc() : NULL;
-    if (!rec)
-        return 0; /* logged; tried again at the next pass */
-    op->sx_rec = rec;
-    mxa_sx_recv_t r = {.link = l,
-                       .dst = op->buf,
-                       .cap = op->bytes,
-                       .ctx = op->ctx_id,
-                       .tag = op->tag,
-                       .k = op->sx_k,
-                       .record = rec};
-    if (mxa_sx_enqueue_recv(ls, &r, 1) != MXU_OK) {
-        mxa_sx_record_free(rec);
-        op->sx_rec = NULL;
-        return 0;
-    }
-    mxe_op_retain(op); /* the watch's reference */
-    sx_watch(op);
-    return 1;
+    return sx_library_step(op) == MXU_OK; /* else tried again at the next pass */
 }
 
 static unsigned sx_hunt_poll(void)

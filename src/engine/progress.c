@@ -454,14 +454,10 @@ void mxe_recv_post_data(mxe_op_t *op)
 {
     void *handle = NULL;
     uint64_t tag = mxe_match_data_tag(op->ctx_id, op->msg_src, op->pseq);
-    void *buf = op->buf;
-    size_t cap = op->bytes;
-    mxa_memtype_t memtype = op->memtype;
-    if (op->sx && mxe_sx_recv_staging(op)) {
-        buf = op->sx_staging;
-        cap = op->sx_staging_cap;
-        memtype = MXA_MEM_HOST;
-    }
+    void *staging = op->sx ? mxe_sx_recv_staging(op) : NULL;
+    void *buf = staging ? staging : op->buf;
+    size_t cap = staging ? op->sx_staging_cap : op->bytes;
+    mxa_memtype_t memtype = staging ? MXA_MEM_HOST : op->memtype;
     op->transport_active = 1;
     mxu_status_t status =
         mxt_tag_recv(buf, cap, memtype, tag, UINT64_MAX, mxe_transport_done, op, &handle);

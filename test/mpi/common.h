@@ -256,6 +256,21 @@ T_UNUSED static void t_verify_fn(void *arg)
 /* Set a flag on the stream. */
 T_UNUSED static void t_flag_fn(void *arg) { atomic_store((atomic_int *)arg, 1); }
 
+/* One stream-ordered exchange of n bytes with peer on s, synchronized and
+ * checked: sends pattern `mine`, expects the peer's pattern `theirs`. */
+T_UNUSED static void t_exchange_checked(MPIX_Acc_stream s, uint8_t *sbuf, uint8_t *rbuf, size_t n,
+                                        int peer, int tag, MPI_Comm comm, uint64_t mine,
+                                        uint64_t theirs, const char *what)
+{
+    MPI_Request rq[2];
+    t_fill(sbuf, n, mine);
+    T_MPI(MPIX_Acc_Irecv(s, rbuf, (int)n, MPI_BYTE, peer, tag, comm, &rq[0]));
+    T_MPI(MPIX_Acc_Isend(s, sbuf, (int)n, MPI_BYTE, peer, tag, comm, &rq[1]));
+    T_MPI(MPIX_Acc_Waitall(s, 2, rq, MPI_STATUSES_IGNORE));
+    T_MPI(MPIX_Acc_Hoststream_synchronize(s));
+    t_expect_pattern(rbuf, n, theirs, what);
+}
+
 /* Format a stream handle the way the info keys want it ("0x..." hex). */
 static inline void t_stream_str(MPIX_Acc_stream s, char *buf, size_t len)
 {

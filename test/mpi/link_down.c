@@ -72,16 +72,9 @@ int main(int argc, char **argv)
 
     t_phase("exchange before the cut");
     static uint8_t sbuf[65536], rbuf[65536];
-    for (int i = 0; i < 6; i++) {
-        size_t n = (i % 2) ? 65536 : 8;
-        MPI_Request rq[2];
-        t_fill(sbuf, n, (uint64_t)(t_rank * 100 + i));
-        T_MPI(MPIX_Acc_Irecv(S1, rbuf, (int)n, MPI_BYTE, peer, 1, MPI_COMM_WORLD, &rq[0]));
-        T_MPI(MPIX_Acc_Isend(S1, sbuf, (int)n, MPI_BYTE, peer, 1, MPI_COMM_WORLD, &rq[1]));
-        T_MPI(MPIX_Acc_Waitall(S1, 2, rq, MPI_STATUSES_IGNORE));
-        T_MPI(MPIX_Acc_Hoststream_synchronize(S1));
-        t_expect_pattern(rbuf, n, (uint64_t)(peer * 100 + i), "exchange");
-    }
+    for (int i = 0; i < 6; i++)
+        t_exchange_checked(S1, sbuf, rbuf, (i % 2) ? 65536 : 8, peer, 1, MPI_COMM_WORLD,
+                           (uint64_t)(t_rank * 100 + i), (uint64_t)(peer * 100 + i), "exchange");
     T_MPI(MPI_Barrier(MPI_COMM_WORLD));
 
     static uint8_t r11[64], r12[64], s14[65536], r14[65536], s11[64], s12[64];

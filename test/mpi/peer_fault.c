@@ -95,20 +95,12 @@ int main(int argc, char **argv)
         int peer = t_rank == 0 ? victim : 0;
         for (int i = 0; i < 10; i++) {
             size_t n = (i % 2) ? 65536 : 8;
-            MPI_Request rq[2];
-            t_fill(sbuf, n, (uint64_t)(t_rank * 100 + i));
-            T_MPI(MPIX_Acc_Irecv(S1, rbuf, (int)n, MPI_BYTE, peer, 1, MPI_COMM_WORLD, &rq[0]));
-            T_MPI(MPIX_Acc_Isend(S1, sbuf, (int)n, MPI_BYTE, peer, 1, MPI_COMM_WORLD, &rq[1]));
-            T_MPI(MPIX_Acc_Waitall(S1, 2, rq, MPI_STATUSES_IGNORE));
-            T_MPI(MPIX_Acc_Hoststream_synchronize(S1));
-            t_expect_pattern(rbuf, n, (uint64_t)(peer * 100 + i), "exchange");
+            t_exchange_checked(S1, sbuf, rbuf, n, peer, 1, MPI_COMM_WORLD,
+                               (uint64_t)(t_rank * 100 + i), (uint64_t)(peer * 100 + i),
+                               "exchange");
             /* and on the SX communicator (its rings are made and linked) */
-            t_fill(sbuf, 8, (uint64_t)(t_rank * 100 + 50 + i));
-            T_MPI(MPIX_Acc_Irecv(S4, rbuf, 8, MPI_BYTE, peer, 1, sxc, &rq[0]));
-            T_MPI(MPIX_Acc_Isend(S4, sbuf, 8, MPI_BYTE, peer, 1, sxc, &rq[1]));
-            T_MPI(MPIX_Acc_Waitall(S4, 2, rq, MPI_STATUSES_IGNORE));
-            T_MPI(MPIX_Acc_Hoststream_synchronize(S4));
-            t_expect_pattern(rbuf, 8, (uint64_t)(peer * 100 + 50 + i), "SX exchange");
+            t_exchange_checked(S4, sbuf, rbuf, 8, peer, 1, sxc, (uint64_t)(t_rank * 100 + 50 + i),
+                               (uint64_t)(peer * 100 + 50 + i), "SX exchange");
         }
     }
     T_MPI(MPI_Barrier(MPI_COMM_WORLD));
