@@ -75,8 +75,8 @@ stencil_ok() {
     shift 3
     run "$name" "$np" -- "$stencil" "$@"
     local good bad
-    good=$(grep -cE '^(mpi|acc|acc2|streamcomm|acc-sx) .* bitwise$' "$log")
-    bad=$(grep -cE '^(mpi|acc|acc2|streamcomm|acc-sx) .*(FAIL|unchecked)' "$log")
+    good=$(grep -cE '^(mpi|mpi-cuda-aware|acc|acc2|streamcomm|acc-sx) .* bitwise$' "$log")
+    bad=$(grep -cE '^(mpi|mpi-cuda-aware|acc|acc2|streamcomm|acc-sx) .*(FAIL|unchecked)' "$log")
     if [ $rc -ne 0 ]; then
         fail "$name" "exit status $rc" "$log"
     elif ! grep -q '^RESULT: OK$' "$log"; then
@@ -122,22 +122,28 @@ stencil_ok "stencil2d acc-sx 2 ranks, sizes 8,32" 2 4 --variant mpi,acc-sx --ste
     --warmup 1 --repeats 2 --sizes 8,32
 stencil_ok "stencil2d acc-sx 4 ranks (2x2), size 16" 4 2 --variant mpi,acc-sx --steps 12 \
     --warmup 1 --repeats 2 --sizes 16
+# the CUDA-aware MPI anchor's loop (on host streams: the mpi loop on the
+# buffers the kernels write)
+stencil_ok "stencil2d mpi-cuda-aware 2 ranks, sizes 8,32" 2 4 --variant mpi,mpi-cuda-aware \
+    --steps 12 --warmup 1 --repeats 2 --sizes 8,32
 
 # fault injection: a stale halo (step 3's unpack skipped) must be caught
 expect_fail "stencil2d detects a skipped halo unpack" 2 \
-    '^(mpi|acc|acc2|streamcomm) ' "$stencil" "${common[@]}" --sizes 8 --inject-fault 3
+    '^(mpi|mpi-cuda-aware|acc|acc2|streamcomm) ' "$stencil" "${common[@]}" --variant \
+    mpi,mpi-cuda-aware,acc,acc2,streamcomm --sizes 8 --inject-fault 3
 
 # ping-kernel-pong: validation of every message, staged and acc
-run "ping_kernel_pong 2 ranks" 2 -- "$pkp" --variant staged,acc --sizes 1,64,4K,64K \
+run "ping_kernel_pong 2 ranks" 2 -- "$pkp" --variant staged,cuda-aware,acc --sizes 1,64,4K,64K \
     --iters 30 --warmup 5 --repeats 2 --kernel-us 20
-rows=$(grep -cE '^[0-9]+ (B|KiB|MiB) +(staged|acc) .* ok$' "$log")
-if [ $rc -eq 0 ] && grep -q '^RESULT: OK$' "$log" && [ "$rows" -eq 8 ]; then
-    pass "ping_kernel_pong 2 ranks (8 validated variant runs)"
+rows=$(grep -cE '^[0-9]+ (B|KiB|MiB) +(staged|cuda-aware|acc) .* ok$' "$log")
+if [ $rc -eq 0 ] && grep -q '^RESULT: OK$' "$log" && [ "$rows" -eq 12 ]; then
+    pass "ping_kernel_pong 2 ranks (12 validated variant runs)"
 else
-    fail "ping_kernel_pong 2 ranks" "exit status $rc, $rows of 8 rows ok" "$log"
+    fail "ping_kernel_pong 2 ranks" "exit status $rc, $rows of 12 rows ok" "$log"
 fi
-expect_fail "ping_kernel_pong detects a wrong reply" 2 '^[0-9]+ (B|KiB) +(staged|acc) ' \
-    "$pkp" --variant staged,acc --sizes 1,4K --iters 10 --warmup 0 --repeats 1 --inject-fault 4
+expect_fail "ping_kernel_pong detects a wrong reply" 2 \
+    '^[0-9]+ (B|KiB) +(staged|cuda-aware|acc) ' "$pkp" --variant staged,cuda-aware,acc \
+    --sizes 1,4K --iters 10 --warmup 0 --repeats 1 --inject-fault 4
 
 # mpixacc_bench: every variant that runs on host streams, latency and
 # bandwidth, data checked; CSV has one row per size and variant

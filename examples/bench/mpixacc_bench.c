@@ -306,28 +306,14 @@ static void run_staged_bw(bench_t *b, int windows)
 
 /* cuda-aware: device pointers to the MPI library; one synchronize before
  * the first send (the data was produced on the stream). */
-static int mpi_cuda_support(void)
-{
-#if defined(MPIX_GPU_SUPPORT_CUDA) && defined(MPICH_NUMVERSION)
-    int sup = 0;
-    return MPIX_GPU_query_support(MPIX_GPU_SUPPORT_CUDA, &sup) == MPI_SUCCESS && sup;
-#elif defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
-    return MPIX_Query_cuda_support();
-#else
-    return -1; /* cannot tell */
-#endif
-}
-
 static int avail_cuda_aware(const bench_t *b, char *why, size_t len)
 {
     if (!b->ac->is_device)
         return 1; /* host memory: plain MPI */
-    int s = mpi_cuda_support();
+    int s = ex_mpi_cuda_support();
     if (s == 1)
         return 1;
-    snprintf(why, len, "%s",
-             s == 0 ? "the MPI library reports no CUDA support (device pointers would crash it)"
-                    : "the MPI library offers no way to ask for CUDA support");
+    snprintf(why, len, "%s", ex_mpi_cuda_why(s));
     return 0;
 }
 
@@ -940,6 +926,13 @@ int main(int argc, char **argv)
                "round trips per repetition; bandwidth: windows of %d messages + 1-byte ack, "
                "MB/s = 10^6 B/s; %d repetitions after %d warm-up; data check %s\n",
                o.iters, o.window, o.repeats, o.warmup, o.check ? "on" : "OFF");
+        {
+            int cs = ex_mpi_cuda_support();
+            printf("# MPI library CUDA support: %s\n",
+                   cs == 1   ? "yes (device buffers straight to MPI in cuda-aware)"
+                   : cs == 0 ? "no"
+                             : "cannot be asked");
+        }
         if (b.ac->is_device)
             printf("# buffers: rank 0 %s, rank 1 %s (-d %s)\n", place_name(o.place[0]),
                    place_name(o.place[1]), o.place_label);

@@ -294,4 +294,26 @@ static EX_UNUSED void ex_comm_dup_no_wildcards(MPI_Comm comm, MPI_Comm *out)
     EX_MPI(MPI_Info_free(&info));
 }
 
+/* Whether the MPI library takes device (CUDA) pointers: 1 yes, 0 no, -1
+ * cannot tell (no query in this MPI). The `cuda-aware` variants run only
+ * on 1: device pointers given to an MPI without CUDA support crash it. */
+static EX_UNUSED int ex_mpi_cuda_support(void)
+{
+#if defined(MPIX_GPU_SUPPORT_CUDA) && defined(MPICH_NUMVERSION)
+    int sup = 0;
+    return MPIX_GPU_query_support(MPIX_GPU_SUPPORT_CUDA, &sup) == MPI_SUCCESS && sup;
+#elif defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+    return MPIX_Query_cuda_support();
+#else
+    return -1;
+#endif
+}
+
+/* Why a cuda-aware variant cannot run (s: ex_mpi_cuda_support()). */
+static EX_UNUSED const char *ex_mpi_cuda_why(int s)
+{
+    return s == 0 ? "the MPI library reports no CUDA support (device pointers would crash it)"
+                  : "the MPI library offers no way to ask for CUDA support";
+}
+
 #endif

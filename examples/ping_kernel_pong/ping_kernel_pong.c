@@ -13,6 +13,8 @@
  *                  host enqueues every iteration and synchronizes once.
  *   staged         the traditional way: kernel, (copy to pinned host memory),
  *                  stream synchronize, host MPI send/recv, (copy back).
+ *   cuda-aware     kernel, stream synchronize, device buffers straight to
+ *                  host MPI (needs a CUDA-aware MPI: MPIX_GPU_query_support).
  *   acc-sx         acc on a communicator with mpi_assert_no_any_source/_tag:
  *                  the library's stream-executed path may carry the messages
  *   nccl           ncclSend/ncclRecv on the same stream, enqueued ahead like acc
@@ -163,6 +165,47 @@ static void run_staged(pkp_t *p, int run, int iters)
     ac->stream_sync(p->S);
 }
 
+/* cuda-aware: what a CUDA-aware MPI code does: kernel, stream sync, device
+ * buffers straight to host MPI (no staging copies; the MPI library moves
+ * device memory itself). On the host backend it is staged without copies. */
+static int avail_cuda_aware(const pkp_t *p, char *why, size_t len)
+{
+    if (!p->ac->is_device)
+        return 1;
+    int s = ex_mpi_cuda_support();
+    if (s != 1)
+        snprintf(why, len, "%s", ex_mpi_cuda_why(s));
+    return s == 1;
+}
+
+static void run_cuda_aware(pkp_t *p, int run, int iters)
+{
+    const ex_accel_t *ac = p->ac;
+    int peer = 1 - p->role;
+    for (int i = 0; i < iters; i++) {
+        if (p->role == 0) {
+            launch_args(p, i, i ? p->d_rbuf[0] : NULL, pkp_seed(run, i - 1, 1), p->d_sbuf,
+                        pkp_seed(run, i, 0), p->busy_ns);
+            ac->stream_sync(p->S);
+            MPI_Request rs;
+            EX_MPI(MPI_Isend(p->d_sbuf, (int)p->n, MPI_BYTE, peer, TAG, p->comm, &rs));
+            EX_MPI(
+                MPI_Recv(p->d_rbuf[0], (int)p->n, MPI_BYTE, peer, TAG, p->comm, MPI_STATUS_IGNORE));
+            EX_MPI(MPI_Wait(&rs, MPI_STATUS_IGNORE));
+        } else {
+            EX_MPI(
+                MPI_Recv(p->d_rbuf[0], (int)p->n, MPI_BYTE, peer, TAG, p->comm, MPI_STATUS_IGNORE));
+            launch_args(p, i, p->d_rbuf[0], pkp_seed(run, i, 0), p->d_sbuf, reply_seed(p, run, i),
+                        p->busy_ns);
+            ac->stream_sync(p->S);
+            EX_MPI(MPI_Send(p->d_sbuf, (int)p->n, MPI_BYTE, peer, TAG, p->comm));
+        }
+    }
+    if (p->role == 0)
+        launch_args(p, iters, p->d_rbuf[0], pkp_seed(run, iters - 1, 1), NULL, 0, 0);
+    ac->stream_sync(p->S);
+}
+
 /* nccl: ncclSend/ncclRecv on the kernel's stream, everything enqueued, one
  * synchronize per run (the same loop shape as run_acc); see ex_nccl.h. */
 static int nccl_ok;
@@ -256,11 +299,9 @@ static void run_accsx(pkp_t *p, int run, int iters)
 }
 
 static const variant_t variants[] = {
-    {"staged", avail_always, run_staged},
-    {"acc", avail_always, run_acc},
-    {"acc-sx", avail_always, run_accsx},
-    {"nccl", avail_nccl, run_nccl},
-    {"mpich-enqueue", avail_mpich_enqueue, run_mpich_enqueue},
+    {"staged", avail_always, run_staged}, {"cuda-aware", avail_cuda_aware, run_cuda_aware},
+    {"acc", avail_always, run_acc},       {"acc-sx", avail_always, run_accsx},
+    {"nccl", avail_nccl, run_nccl},       {"mpich-enqueue", avail_mpich_enqueue, run_mpich_enqueue},
 };
 #define NVARIANTS ((int)(sizeof variants / sizeof variants[0]))
 
@@ -279,18 +320,20 @@ typedef struct {
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: mpiexec -n 2 ping_kernel_pong [options]\n"
-               "  --variant LIST   staged,acc,nccl,mpich-enqueue or all (default all)\n"
-               "  --sizes LIST     message sizes, e.g. 1,8,4K (default 1,8,64,512,4K,32K)\n"
-               "  --min B --max B --factor F   size sweep (instead of --sizes)\n"
-               "  --iters N        iterations per timed run (default 200)\n"
-               "  --warmup N       iterations of the untimed warm-up run (default 20)\n"
-               "  --repeats R      timed runs: median/min/max over them (default 5)\n"
-               "  --kernel-us D    kernel duration in microseconds (default 20)\n"
-               "  --backend B      auto, host or cuda (default auto)\n"
-               "  --csv FILE       also write CSV to FILE\n"
-               "  --inject-fault I testing: rank 1 sends a wrong reply in iteration I of every\n"
-               "                   run, to show that validation catches it (exit status 1)\n");
+    fprintf(
+        f,
+        "usage: mpiexec -n 2 ping_kernel_pong [options]\n"
+        "  --variant LIST   staged,cuda-aware,acc,acc-sx,nccl,mpich-enqueue or all (default all)\n"
+        "  --sizes LIST     message sizes, e.g. 1,8,4K (default 1,8,64,512,4K,32K)\n"
+        "  --min B --max B --factor F   size sweep (instead of --sizes)\n"
+        "  --iters N        iterations per timed run (default 200)\n"
+        "  --warmup N       iterations of the untimed warm-up run (default 20)\n"
+        "  --repeats R      timed runs: median/min/max over them (default 5)\n"
+        "  --kernel-us D    kernel duration in microseconds (default 20)\n"
+        "  --backend B      auto, host or cuda (default auto)\n"
+        "  --csv FILE       also write CSV to FILE\n"
+        "  --inject-fault I testing: rank 1 sends a wrong reply in iteration I of every\n"
+        "                   run, to show that validation catches it (exit status 1)\n");
 }
 
 static void parse_opts(int argc, char **argv, opts_t *o)

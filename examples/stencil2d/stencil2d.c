@@ -3,7 +3,11 @@
  * a halo exchange every step, in four variants of the same loop:
  *
  *   mpi         the baseline: synchronize the stream before the sends, host
- *               MPI_Isend/Irecv/Waitall, then unpack.
+ *               MPI_Isend/Irecv/Waitall, then unpack; on CUDA the kernels pack
+ *               into and unpack from pinned host buffers.
+ *   mpi-cuda-aware  the mpi loop with device buffers given to MPI (a
+ *               CUDA-aware MPI; skipped, with the reason, when the MPI library
+ *               does not report CUDA support). On host streams: as mpi.
  *   acc         the same loop with MPIX_Acc_Isend/Irecv/Waitall on the compute
  *               stream; the host never synchronizes inside the loop.
  *   acc2        two streams: the interior on one, packing, communication,
@@ -36,8 +40,9 @@
 #include <inttypes.h>
 #include <math.h>
 
-enum { V_MPI = 0, V_ACC, V_ACC2, V_STREAMCOMM, V_ACCSX, V_COUNT };
-static const char *const vname[V_COUNT] = {"mpi", "acc", "acc2", "streamcomm", "acc-sx"};
+enum { V_MPI = 0, V_MPICA, V_ACC, V_ACC2, V_STREAMCOMM, V_ACCSX, V_COUNT };
+static const char *const vname[V_COUNT] = {"mpi",  "mpi-cuda-aware", "acc",
+                                           "acc2", "streamcomm",     "acc-sx"};
 
 #define MAX_SIZES 32
 
@@ -53,8 +58,7 @@ typedef struct {
     const char *backend;
     const char *csv;
     int check;
-    int mpi_device_bufs; /* mpi variant on CUDA: pass device buffers to MPI (CUDA-aware MPI) */
-    int fault_step;      /* testing: skip the unpack of this step (-1: none) */
+    int fault_step; /* testing: skip the unpack of this step (-1: none) */
 } opts_t;
 
 static void usage(FILE *f)
@@ -62,7 +66,8 @@ static void usage(FILE *f)
     fprintf(
         f,
         "usage: mpiexec -n P stencil2d [options]\n"
-        "  --variant LIST     mpi,acc,acc2,streamcomm,acc-sx or all (default all)\n"
+        "  --variant LIST     mpi,mpi-cuda-aware,acc,acc2,streamcomm,acc-sx or all (default\n"
+        "                     all; mpi-cuda-aware only where MPI reports CUDA support)\n"
         "  --sizes LIST       points per rank along each axis, e.g. 64,256 (default 64,256,1024)\n"
         "  --nmin N --nmax N  sweep N = nmin, 2*nmin, ... nmax (e.g. --nmin 8 --nmax 8192)\n"
         "  --steps S          steps per run (default 100)\n"
@@ -70,8 +75,7 @@ static void usage(FILE *f)
         "  --repeats R        timed runs; the median is reported (default 5)\n"
         "  --px X --py Y      process grid (default MPI_Dims_create)\n"
         "  --backend B        auto, host or cuda (default auto)\n"
-        "  --mpi-device-bufs  mpi variant on CUDA: give MPI device buffers (needs CUDA-aware\n"
-        "                     MPI; default: pinned host buffers the kernels pack into)\n"
+
         "  --no-check         skip the reference run and the comparison\n"
         "  --csv FILE         also write one CSV line per (size, variant) to FILE\n"
         "  --inject-fault K   testing: skip the halo unpack of step K on every rank, to\n"
@@ -103,7 +107,6 @@ static void parse_opts(int argc, char **argv, opts_t *o)
                                        {"backend", required_argument, 0, 'B'},
                                        {"csv", required_argument, 0, 'c'},
                                        {"no-check", no_argument, 0, 'N'},
-                                       {"mpi-device-bufs", no_argument, 0, 'D'},
                                        {"inject-fault", required_argument, 0, 'F'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
@@ -153,9 +156,6 @@ static void parse_opts(int argc, char **argv, opts_t *o)
             break;
         case 'N':
             o->check = 0;
-            break;
-        case 'D':
-            o->mpi_device_bufs = 1;
             break;
         case 'F':
             o->fault_step = (int)ex_parse_long("--inject-fault", optarg, 0, 1 << 24);
@@ -368,6 +368,7 @@ static run_times_t run_once(run_t *r, int v, int steps)
     for (int k = 0; k < steps; k++) {
         switch (v) {
         case V_MPI:
+        case V_MPICA:
         case V_STREAMCOMM:
             step_mpi(r, k);
             break;
@@ -391,11 +392,10 @@ static run_times_t run_once(run_t *r, int v, int steps)
     return t;
 }
 
-static void variant_setup(run_t *r, int v, MPI_Comm cart, const opts_t *o)
+static void variant_setup(run_t *r, int v, MPI_Comm cart)
 {
     const ex_accel_t *ac = r->ac;
-    r->bufkind =
-        (v == V_MPI && ac->is_device && !o->mpi_device_bufs) ? EX_MEM_PINNED : EX_MEM_DEVICE;
+    r->bufkind = (v == V_MPI && ac->is_device) ? EX_MEM_PINNED : EX_MEM_DEVICE;
     for (int s = 0; s < ST_NSIDES; s++) {
         size_t bytes = (size_t)r->cnt[s] * sizeof(double);
         r->sbuf[s] = ac->alloc(bytes, r->bufkind);
@@ -599,6 +599,20 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
 
+    /* mpi-cuda-aware needs an MPI that takes device pointers */
+    if (ac->is_device) {
+        int cs = ex_mpi_cuda_support(), kept = 0;
+        for (int vi = 0; vi < o.nvariants; vi++) {
+            if (o.variants[vi] == V_MPICA && cs != 1) {
+                if (rank == 0)
+                    printf("variant %s skipped: %s\n", vname[V_MPICA], ex_mpi_cuda_why(cs));
+                continue;
+            }
+            o.variants[kept++] = o.variants[vi];
+        }
+        o.nvariants = kept;
+    }
+
     run_t *r = calloc(1, sizeof *r);
     r->ac = ac;
     memcpy(r->nbr, nbr, sizeof nbr);
@@ -699,14 +713,14 @@ int main(int argc, char **argv)
         }
 
         if (rank == 0) {
-            printf("%-11s %11s %10s %10s %12s %9s  %-18s %-10s %s\n", "variant", "t/step us", "min",
+            printf("%-14s %11s %10s %10s %12s %9s  %-18s %-10s %s\n", "variant", "t/step us", "min",
                    "max", "host us/step", "blocked%", "checksum", "max|diff|", "check");
             fflush(stdout);
         }
 
         for (int vi = 0; vi < o.nvariants; vi++) {
             int v = o.variants[vi];
-            variant_setup(r, v, cart, &o);
+            variant_setup(r, v, cart);
             int nruns = o.warmup + o.repeats;
             double *tstep = calloc((size_t)nruns, sizeof(double));
             double *tloop = calloc((size_t)nruns, sizeof(double));
@@ -744,7 +758,7 @@ int main(int argc, char **argv)
                 const char *verdict = !all_equal ? "FAIL" : o.check ? "bitwise" : "unchecked";
                 char cks[32];
                 snprintf(cks, sizeof cks, "0x%016" PRIx64, last_bitsum);
-                printf("%-11s %11.2f %10.2f %10.2f %12.2f %9.1f  %-18s %-10.3g %s", vname[v], med,
+                printf("%-14s %11.2f %10.2f %10.2f %12.2f %9.1f  %-18s %-10.3g %s", vname[v], med,
                        mn, mx, lmed, bmed, cks, worst.maxdiff, verdict);
                 if (worst.mismatches)
                     printf(" (%" PRIu64 " points differ over %d runs)", worst.mismatches, nruns);
