@@ -39,6 +39,7 @@
 #ifdef MPIXACC_HAVE_CUDA
 
 #include "accel/cuda_priv.h"
+#include "util/calltime.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -310,7 +311,18 @@ out:
 
 /* ------------------------------------------------------- stream points */
 
+static mxu_status_t enqueue_point_(cuda_stream_t *cs, int is_wait, uint64_t seq);
+
+/* a stream point (memop or its fallback kernel), timed for MPIX_ACC_STATS */
 static mxu_status_t enqueue_point(cuda_stream_t *cs, int is_wait, uint64_t seq)
+{
+    uint64_t t = mxu_ct_inner_begin();
+    mxu_status_t st = enqueue_point_(cs, is_wait, seq);
+    mxu_ct_inner_end(MXU_CT_CU_MEMOP, t);
+    return st;
+}
+
+static mxu_status_t enqueue_point_(cuda_stream_t *cs, int is_wait, uint64_t seq)
 {
     cuda_ctx_t *cx = cs->ctx;
     int entered = ctx_enter(cx->ctx);

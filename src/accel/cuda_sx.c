@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "accel/sx_proto.h"
+#include "util/calltime.h"
 #include "util/log.h"
 
 /* Any context to allocate pinned memory in (PORTABLE: usable from all). */
@@ -129,6 +130,7 @@ int mxa_cuda_sx_capturing(mxa_stream_t *s)
 static mxu_status_t sx_launch(cuda_stream_t *cs, CUfunction f, unsigned blocks, unsigned threads,
                               void *param, size_t param_bytes, const char *what)
 {
+    uint64_t t = mxu_ct_inner_begin();
     int entered = ctx_enter(cs->ctx->ctx);
     if (entered < 0)
         MXU_FAIL(MXU_ERR_INVALID_STREAM, "SX: cannot make the context of stream %p current",
@@ -137,6 +139,7 @@ static mxu_status_t sx_launch(cuda_stream_t *cs, CUfunction f, unsigned blocks, 
                      &param_bytes, CU_LAUNCH_PARAM_END};
     CUresult r = MXA_CU(cuLaunchKernel)(f, blocks, 1, 1, threads, 1, 1, 0, cs->cu, NULL, extra);
     ctx_leave(entered);
+    mxu_ct_inner_end(MXU_CT_CU_LAUNCH, t);
     if (r != CUDA_SUCCESS)
         MXU_FAIL(cu_err_is_bad_handle(r) ? MXU_ERR_INVALID_STREAM : MXU_ERR_NO_DEVICE,
                  "SX: %s step on stream %p failed to launch: %s", what, cs->pub.handle, cu_err(r));
@@ -177,6 +180,7 @@ mxu_status_t mxa_cuda_sx_after(mxa_stream_t *s, mxa_stream_t *other, uint64_t se
 {
     cuda_stream_t *cs = (cuda_stream_t *)s, *os = (cuda_stream_t *)other;
     cuda_ctx_t *cx = cs->ctx;
+    uint64_t t = mxu_ct_inner_begin();
     int entered = ctx_enter(cx->ctx);
     if (entered < 0)
         MXU_FAIL(MXU_ERR_INVALID_STREAM, "SX: cannot make the context of stream %p current",
@@ -191,6 +195,7 @@ mxu_status_t mxa_cuda_sx_after(mxa_stream_t *s, mxa_stream_t *other, uint64_t se
         r = MXA_CU(cuLaunchKernel)(cx->fn_wait, 1, 1, 1, 1, 1, 1, 0, cs->cu, args, NULL);
     }
     ctx_leave(entered);
+    mxu_ct_inner_end(MXU_CT_CU_MEMOP, t);
     if (r != CUDA_SUCCESS)
         MXU_FAIL(MXU_ERR_NO_DEVICE, "SX: cross-stream wait on stream %p failed: %s", cs->pub.handle,
                  cu_err(r));

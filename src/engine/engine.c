@@ -18,6 +18,7 @@
 
 #include "topo/topo.h"
 #include "transport/transport.h"
+#include "util/calltime.h"
 #include "util/settings.h"
 
 mxe_engine_t mxe;
@@ -26,9 +27,10 @@ void mxe_wake(void)
 {
     atomic_thread_fence(memory_order_seq_cst);
     if (atomic_load_explicit(&mxe.sleeping, memory_order_relaxed)) {
-        uint64_t one = 1;
+        uint64_t one = 1, t = mxu_ct_inner_begin();
         ssize_t rc = write(mxe.wake_fd, &one, sizeof(one));
         (void)rc; /* EAGAIN: counter saturated, the thread wakes anyway */
+        mxu_ct_inner_end(MXU_CT_WAKE, t);
     }
 }
 
@@ -142,6 +144,7 @@ mxu_status_t mxe_start(const void *blob, const size_t *offsets, int nranks, cons
     }
 
     mxe.timing = mxu_config.stats;
+    mxu_ct_on = mxu_config.stats;
     atomic_store(&mxe.running, 1);
     int rc = pthread_create(&mxe.thread, NULL, mxe_progress_main, NULL);
     if (rc != 0) {

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <sys/stat.h>
 
+#include "util/calltime.h"
 #include "util/settings.h"
 #include "util/waiter.h"
 
@@ -353,6 +354,24 @@ static void mxi_print_stats(void)
                    (unsigned long long)st.recv_n, MXI_MEAN_US(st.release_ns, st.release_n),
                    (unsigned long long)st.release_n);
 #undef MXI_MEAN_US
+    {
+        /* host time of the library on application threads, per call kind */
+        char ct[512];
+        size_t off = 0;
+        for (int k = 0; k < MXU_CT_COUNT && off < sizeof(ct); k++)
+            off += (size_t)snprintf(ct + off, sizeof(ct) - off, "%s%s %.2f/%.2f/%.2f (%llu)",
+                                    k == 0               ? ""
+                                    : k == MXU_CT_NOUTER ? "; inside them: "
+                                                         : "; ",
+                                    mxu_ct_name((mxu_ct_kind_t)k),
+                                    mxu_ct_percentile_ns((mxu_ct_kind_t)k, 0.5) / 1e3,
+                                    mxu_ct_percentile_ns((mxu_ct_kind_t)k, 0.99) / 1e3,
+                                    mxu_ct_mean_ns((mxu_ct_kind_t)k) / 1e3,
+                                    (unsigned long long)mxu_ct_count((mxu_ct_kind_t)k));
+        MXU_LOG_FORCED(MXU_LOG_INFO,
+                       "stats: host us per call on application threads, p50/p99/mean (count): %s",
+                       ct);
+    }
 }
 
 /* MPIX_ACC_FINALIZE_PEER_TIMEOUT in seconds (a value not > 0: the default) */

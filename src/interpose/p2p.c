@@ -4,6 +4,7 @@
  * a stream communicator or the datatype carries a stream.
  */
 #include "interpose/interpose.h"
+#include "util/calltime.h"
 
 #include <limits.h>
 #include <string.h>
@@ -109,6 +110,9 @@ static int mxi_under_limits(long live, long limit, long ahead, long depth)
     return live < limit && (depth <= 0 || ahead < depth);
 }
 
+static int mxi_throttle_wait(MPI_Comm comm, mxa_stream_t *s, long limit, long depth, long live,
+                             long ahead);
+
 int mxi_throttle(MPI_Comm comm, mxa_stream_t *s, int new_request)
 {
     long limit = !new_request ? LONG_MAX : mxu_config.max_pending > 0 ? mxu_config.max_pending : 1;
@@ -117,6 +121,15 @@ int mxi_throttle(MPI_Comm comm, mxa_stream_t *s, int new_request)
     long ahead = mxi_ahead(s, depth);
     if (mxi_under_limits(live, limit, ahead, depth))
         return MPI_SUCCESS;
+    uint64_t t = mxu_ct_inner_begin();
+    int rc = mxi_throttle_wait(comm, s, limit, depth, live, ahead);
+    mxu_ct_inner_end(MXU_CT_THROTTLE, t);
+    return rc;
+}
+
+static int mxi_throttle_wait(MPI_Comm comm, mxa_stream_t *s, long limit, long depth, long live,
+                             long ahead)
+{
     struct timespec ts = {0, 2000};
     long best_live = live, best_ahead = ahead;
     double waited = 0, since_progress = 0;
@@ -213,18 +226,22 @@ static int mxi_irecv_(mxa_stream_t *s, mxi_origin_t origin, void *buf, int count
 int mxi_isend(mxa_stream_t *s, mxi_origin_t origin, const void *buf, int count, MPI_Datatype dt,
               int dest, int tag, MPI_Comm comm, int synchronous, MPI_Request *req)
 {
+    uint64_t t = mxu_ct_begin();
     mxu_trace_push(&mxi_tn_send, count > 0 ? (uint64_t)count : 0);
     int rc = mxi_isend_(s, origin, buf, count, dt, dest, tag, comm, synchronous, req);
     mxu_trace_pop();
+    mxu_ct_end(MXU_CT_SEND, t);
     return rc;
 }
 
 int mxi_irecv(mxa_stream_t *s, mxi_origin_t origin, void *buf, int count, MPI_Datatype dt,
               int source, int tag, MPI_Comm comm, MPI_Request *req)
 {
+    uint64_t t = mxu_ct_begin();
     mxu_trace_push(&mxi_tn_recv, count > 0 ? (uint64_t)count : 0);
     int rc = mxi_irecv_(s, origin, buf, count, dt, source, tag, comm, req);
     mxu_trace_pop();
+    mxu_ct_end(MXU_CT_RECV, t);
     return rc;
 }
 
@@ -296,33 +313,39 @@ static int mxi_irecv_(mxa_stream_t *s, mxi_origin_t origin, void *buf, int count
 int MPIX_Acc_Isend(MPIX_Acc_stream stream, const void *buf, int count, MPI_Datatype datatype,
                    int dest, int tag, MPI_Comm comm, MPI_Request *request)
 {
+    uint64_t t = mxu_ct_begin(); /* the stream's lookup counts too */
     mxa_stream_t *s;
     int rc = mxi_stream_resolve(stream, comm, &s);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    return mxi_isend(s, MXI_ORIGIN_EXPLICIT, buf, count, datatype, dest, tag, comm, 0, request);
+    if (rc == MPI_SUCCESS)
+        rc = mxi_isend(s, MXI_ORIGIN_EXPLICIT, buf, count, datatype, dest, tag, comm, 0, request);
+    mxu_ct_end(MXU_CT_SEND, t);
+    return rc;
 }
 
 int MPIX_Acc_Irecv(MPIX_Acc_stream stream, void *buf, int count, MPI_Datatype datatype, int source,
                    int tag, MPI_Comm comm, MPI_Request *request)
 {
+    uint64_t t = mxu_ct_begin();
     mxa_stream_t *s;
     int rc = mxi_stream_resolve(stream, comm, &s);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    return mxi_irecv(s, MXI_ORIGIN_EXPLICIT, buf, count, datatype, source, tag, comm, request);
+    if (rc == MPI_SUCCESS)
+        rc = mxi_irecv(s, MXI_ORIGIN_EXPLICIT, buf, count, datatype, source, tag, comm, request);
+    mxu_ct_end(MXU_CT_RECV, t);
+    return rc;
 }
 
 int MPIX_Acc_Wait(MPIX_Acc_stream stream, MPI_Request *request, MPI_Status *status)
 {
     if (!request)
         return mxi_raise(MPI_COMM_SELF, MXI_E_REQUEST, "MPIX_Acc_Wait: request argument is NULL");
+    uint64_t t = mxu_ct_begin();
     mxa_stream_t *s;
     int rc = mxi_stream_resolve(stream, MPI_COMM_SELF, &s);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    return mxi_stream_waitall(s, 1, request, status == MPI_STATUS_IGNORE ? NULL : status,
-                              MPI_COMM_SELF);
+    if (rc == MPI_SUCCESS)
+        rc = mxi_stream_waitall(s, 1, request, status == MPI_STATUS_IGNORE ? NULL : status,
+                                MPI_COMM_SELF);
+    mxu_ct_end(MXU_CT_STREAM_WAIT, t);
+    return rc;
 }
 
 int MPIX_Acc_Waitall(MPIX_Acc_stream stream, int count, MPI_Request requests[],
@@ -333,12 +356,14 @@ int MPIX_Acc_Waitall(MPIX_Acc_stream stream, int count, MPI_Request requests[],
                          count);
     if (count > 0 && !requests)
         return mxi_raise(MPI_COMM_SELF, MXI_E_REQUEST, "MPIX_Acc_Waitall: NULL request array");
+    uint64_t t = mxu_ct_begin();
     mxa_stream_t *s;
     int rc = mxi_stream_resolve(stream, MPI_COMM_SELF, &s);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    return mxi_stream_waitall(s, count, requests, statuses == MPI_STATUSES_IGNORE ? NULL : statuses,
-                              MPI_COMM_SELF);
+    if (rc == MPI_SUCCESS)
+        rc = mxi_stream_waitall(s, count, requests,
+                                statuses == MPI_STATUSES_IGNORE ? NULL : statuses, MPI_COMM_SELF);
+    mxu_ct_end(MXU_CT_STREAM_WAIT, t);
+    return rc;
 }
 
 int MPIX_Acc_Send(MPIX_Acc_stream stream, const void *buf, int count, MPI_Datatype datatype,

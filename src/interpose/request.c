@@ -14,6 +14,7 @@
  * later calls from the application.
  */
 #include "interpose/interpose.h"
+#include "util/calltime.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -257,9 +258,11 @@ static int mxi_stream_waitall_(mxa_stream_t *s, int count, MPI_Request reqs[], M
 int mxi_stream_waitall(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *statuses,
                        MPI_Comm err_comm)
 {
+    uint64_t t = mxu_ct_begin();
     mxu_trace_push(&mxi_tn_wait, count > 0 ? (uint64_t)count : 0);
     int rc = mxi_stream_waitall_(s, count, reqs, statuses, err_comm);
     mxu_trace_pop();
+    mxu_ct_end(MXU_CT_STREAM_WAIT, t);
     return rc;
 }
 

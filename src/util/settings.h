@@ -132,8 +132,9 @@
       "no NVTX call at all. Builds without CUDA have no NVTX (mpixacc_info -f says)")            \
     X(STATS, BOOL, stats, "0", "",                                                               \
       "Log per-process operation counters, messages and bytes per path, call-order matching "    \
-      "counters and engine phase timers at MPI_Finalize, at INFO level whatever MPIX_ACC_LOG "   \
-      "says (to stderr or MPIX_ACC_LOG_FILE)")                                                   \
+      "counters, engine phase timers and the library's host time per call (p50/p99/mean of "      \
+      "sends, receives, stream waits; CUDA launches, stream points, wake-ups inside them) at "    \
+      "MPI_Finalize, at INFO level whatever MPIX_ACC_LOG says (to stderr or MPIX_ACC_LOG_FILE)")  \
     X(HANGDUMP_AFTER, DOUBLE, hangdump_after, "0", "0..1e9",                                     \
       "Seconds after which the preloadable watchdog tools/mpixacc_hangdump.so (LD_PRELOAD) "      \
       "prints every thread's backtrace and exits with status 124; 0 never. The watchdog is not "  \

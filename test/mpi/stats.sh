@@ -10,11 +10,13 @@
 # finalize race it guards against showed up about once in 10 runs: a rank
 # still printing its statistics saw its peer close the connection and
 # logged "connection to rank N failed"). Each run must exit 0, print PASS,
-# and on both ranks (7 stats lines each: 14 in all) a counter line, a timer line with non-zero counts for
+# and on both ranks (8 stats lines each: 16 in all) a counter line, a timer line with non-zero counts for
 # the stream turnaround and send timers, the UCX path line with exactly the
 # messages and bytes pingpong moves (8 sizes x 30 round trips each way:
 # 240 messages, 11479020 bytes sent and received by each rank) and a
-# matching line (240 announced, posted + unexpected = 240); every stats
+# matching line (240 announced, posted + unexpected = 240), a host-cost
+# line (per call kind p50/p99/mean: 240 sends, 240 receives and 480 stream
+# waits on the application thread, no CUDA launch on host streams); every stats
 # line is INFO; no line may say ERROR. One more run sets
 # MPIX_ACC_LOG_FILE=<dir>/log-%p.log: the stats lines are in one file per
 # rank and none on stderr.
@@ -45,7 +47,10 @@ for i in $(seq "$runs"); do
     [ "$m" -eq 2 ] || why="${why:+$why, }$m of 2 matching lines (announced 240, matched 240)"
     ni=$(grep -c '\] INFO init\.c:[0-9]*: stats: ' "$log")
     na=$(grep -c 'stats: ' "$log")
-    [ "$ni" -eq 14 ] && [ "$na" -eq 14 ] || why="${why:+$why, }$ni INFO of $na stats lines (14 expected)"
+    [ "$ni" -eq 16 ] && [ "$na" -eq 16 ] || why="${why:+$why, }$ni INFO of $na stats lines (16 expected)"
+    f='[0-9]+\.[0-9]+/[0-9]+\.[0-9]+/[0-9]+\.[0-9]+'
+    hc=$(grep -cE "stats: host us per call on application threads, p50/p99/mean \(count\): send $f \(240\); receive $f \(240\); stream wait $f \(480\); inside them: CUDA kernel launch $f \(0\); " "$log")
+    [ "$hc" -eq 2 ] || why="${why:+$why, }$hc of 2 host-cost lines (240 sends, 240 receives, 480 stream waits)"
     # both ranks on this node: no remote peer, one endpoint each
     pe=$(grep -cE 'stats: peers: 1 on this node, 0 on other nodes; UCX endpoints 1: ' "$log")
     [ "$pe" -eq 2 ] || why="${why:+$why, }$pe of 2 peers lines (1 on this node, 1 endpoint)"
@@ -63,8 +68,8 @@ rc=$?
 nfiles=$(ls "$dir" | grep -c '^log-[0-9]*\.log$')
 nin=$(cat "$dir"/log-*.log 2>/dev/null | grep -c '\] INFO init\.c:[0-9]*: stats: ')
 nout=$(grep -c 'stats: ' "$log")
-if [ $rc -ne 0 ] || [ "$nfiles" -ne 2 ] || [ "$nin" -ne 14 ] || [ "$nout" -ne 0 ]; then
-    echo "[stats] MPIX_ACC_LOG_FILE run FAIL: exit $rc, $nfiles files, $nin stats lines in them (14 expected), $nout on stderr"
+if [ $rc -ne 0 ] || [ "$nfiles" -ne 2 ] || [ "$nin" -ne 16 ] || [ "$nout" -ne 0 ]; then
+    echo "[stats] MPIX_ACC_LOG_FILE run FAIL: exit $rc, $nfiles files, $nin stats lines in them (16 expected), $nout on stderr"
     sed 's/^/    | /' "$log" | tail -20
     fails=$((fails + 1))
 fi
