@@ -18,6 +18,13 @@
 #                       tests.log, their CSVs and hpgmg's log in results.tar.gz
 #                       in the log folder
 #     --apps-only       only those (the suite is not run)
+#     --cuda-aware      with --apps/--apps-only: when .gpu-mpich/mpich.tar.xz
+#                       is carried (scripts/gpu-mpich.sh), also build mpix-acc
+#                       and the examples against that CUDA-enabled MPICH (in
+#                       build-gpu-ca) and run mpixacc_bench, ping_kernel_pong
+#                       and stencil2d with their cuda-aware variants beside
+#                       acc, staged and NCCL (apps-ca/*; default when the
+#                       tarball is there; --no-cuda-aware skips it)
 #     --rebuild         configure and build from scratch
 #     --guard=S         the test programs' own time limit (default 280, 100
 #                       with --quick): a hung test prints every thread's
@@ -42,6 +49,7 @@ BUILD="$ROOT/build-gpu"
 MA=x86_64-linux-gnu
 
 GUARD_OPT="" QUICK=0 ONLY="" SHARED=0 SANITIZER=1 CPUSUITE=0 REBUILD=0 NOGPU=0 BUDGET=540 APPS=0 SUITE=1
+CA=auto
 for a in "$@"; do
     case "$a" in
     --quick) QUICK=1 ;;
@@ -52,6 +60,8 @@ for a in "$@"; do
     --apps) APPS=1 ;;
     --apps-only) APPS=1 SUITE=0 ;;
     --rebuild) REBUILD=1 ;;
+    --cuda-aware) CA=1 ;;
+    --no-cuda-aware) CA=0 ;;
     --no-gpu) NOGPU=1 ;;
     --budget=*) BUDGET=${a#--budget=} ;;
     --guard=*) GUARD_OPT=${a#--guard=} ;;
@@ -465,6 +475,93 @@ run_test "fallback/pingpong" 300 'PASS' -- env MPIX_ACC_MEMOPS=0 MPIX_ACC_LOG=wa
 
 fi
 
+# The CUDA-aware MPI anchor (issue 17): mpix-acc and the examples built a
+# second time, against the CUDA-enabled MPICH that scripts/gpu-mpich.sh packed
+# (.gpu-mpich/mpich.tar.xz, ch4:ucx on the same UCX as the runtime: one libucp
+# per process), then the three programs with every variant in one launch each
+# (apps-ca/*). Same GPUs, same session as the apps/* launches above.
+cuda_aware_apps() {
+    local tarball="$ROOT/.gpu-mpich/mpich.tar.xz"
+    if [ "$CA" = 0 ]; then
+        return 0
+    fi
+    if [ ! -f "$tarball" ]; then
+        [ "$CA" = 1 ] && record "apps-ca/setup" FAIL "-" \
+            ".gpu-mpich/mpich.tar.xz not carried (run scripts/gpu-mpich.sh)"
+        return 0
+    fi
+    local any=0 n
+    for n in check mpixacc_bench ping_kernel_pong stencil2d; do
+        selected "apps-ca/$n" && any=1
+    done
+    [ "$any" = 1 ] || return 0
+    step "CUDA-aware MPI anchor (.gpu-mpich)"
+    local M="$TMP/gpu-mpich" CAB="$ROOT/build-gpu-ca" log="$LOGDIR/build-ca.log"
+    mkdir -p "$M"
+    : >"$log"
+    if ! tar -C "$M" -xJf "$tarball" >>"$log" 2>&1; then
+        record "apps-ca/setup" FAIL "-" "cannot unpack $tarball"
+        return 0
+    fi
+    head -3 "$ROOT/.gpu-mpich/MANIFEST" 2>/dev/null | sed 's/^/    /' | tee -a "$CONSOLE"
+    cat "$ROOT/.gpu-mpich/MANIFEST" >>"$DIAG" 2>/dev/null
+    local MP="$M/mpich"
+    # MPICH's libmpi first (binaries have a RUNPATH to it, but the runtime's
+    # LD_LIBRARY_PATH would otherwise win), the runtime's UCX before it
+    local CALD="$U/lib:$MP/lib:$LD_LIBRARY_PATH"
+    local CAEXEC="$MP/bin/mpiexec.hydra"
+    [ -x "$CAEXEC" ] || CAEXEC="$MP/bin/mpiexec"
+    [ "$REBUILD" = 1 ] && rm -rf "$CAB"
+    mkdir -p "$CAB"
+    if [ ! -f "$CAB/config.status" ]; then
+        (cd "$CAB" && env LD_LIBRARY_PATH="$CALD" ../configure CC="$MP/bin/mpicc" \
+            --with-cuda="$CUDA_HOME" --with-ucx="$U" --disable-static \
+            CPPFLAGS="-I$R/usr/include" LDFLAGS="-L$R/usr/lib/$MA -Wl,-rpath-link,$R/usr/lib/$MA") \
+            >>"$log" 2>&1 || {
+            tail -20 "$log" | tee -a "$CONSOLE"
+            record "apps-ca/setup" FAIL "-" "configure against the CUDA-enabled MPICH failed (build-ca.log)"
+            return 0
+        }
+    fi
+    if ! env LD_LIBRARY_PATH="$CALD" make -C "$CAB" -j"$JOBS" src/libmpixacc.la tools/mpixacc_info \
+        examples/stencil2d/stencil2d examples/ping_kernel_pong/ping_kernel_pong \
+        examples/bench/mpixacc_bench >>"$log" 2>&1; then
+        grep -E 'error|Error' "$log" | tail -10 | tee -a "$CONSOLE"
+        record "apps-ca/setup" FAIL "-" "build against the CUDA-enabled MPICH failed (build-ca.log)"
+        return 0
+    fi
+    local CEX="$CAB/examples"
+    say "    built in $CAB: $(env LD_LIBRARY_PATH="$CALD" ldd "$CEX/bench/mpixacc_bench" | grep -E 'libmpi|libucp' | awk '{print $1, $3}' | tr '\n' ' ')"
+    local CALAUNCH=""
+    for o in "-launcher fork" "-launcher fork -iface lo" "-launcher fork -localhost 127.0.0.1"; do
+        if env LD_LIBRARY_PATH="$CALD" timeout 30 "$CAEXEC" $o -n 2 true >/dev/null 2>&1; then
+            CALAUNCH=$o
+            break
+        fi
+    done
+    if [ -z "$CALAUNCH" ]; then
+        record "apps-ca/setup" FAIL "-" "the CUDA-enabled MPICH's mpiexec cannot start 2 processes"
+        return 0
+    fi
+    local CAENV=(env LD_LIBRARY_PATH="$CALD" MPIX_ACC_LOG=warn)
+    # is it really CUDA-aware here: the library's answer and a device-buffer
+    # ping-pong with data checked (the bench's cuda-aware rows, 8 B - 1 MiB)
+    run_test "apps-ca/check" 120 'MPI library CUDA support: yes.*' -- "${CAENV[@]}" \
+        "$CAEXEC" $CALAUNCH -n 2 "$CEX/bench/mpixacc_bench" --backend cuda --variant cuda-aware \
+        --sizes 8,4K,1M -i 50 -r 2 --timeout 90
+    run_test "apps-ca/mpixacc_bench" 300 'RESULT: OK' -- "${CAENV[@]}" \
+        "$CAEXEC" $CALAUNCH -n 2 $(wd) "$CEX/bench/mpixacc_bench" --backend cuda \
+        --variant acc,staged,cuda-aware,nccl --sizes 8,64,512,4K,64K,1M,16M,64M --timeout 240 \
+        --csv "$RES/bench-ca.csv"
+    run_test "apps-ca/ping_kernel_pong" 240 'RESULT: OK' -- "${CAENV[@]}" \
+        "$CAEXEC" $CALAUNCH -n 2 $(wd) "$CEX/ping_kernel_pong/ping_kernel_pong" --backend cuda \
+        --variant staged,cuda-aware,acc,nccl --csv "$RES/pkp-ca.csv"
+    run_test "apps-ca/stencil2d" 240 'RESULT: OK' -- "${CAENV[@]}" \
+        "$CAEXEC" $CALAUNCH -n 2 $(wd) "$CEX/stencil2d/stencil2d" --backend cuda \
+        --variant mpi,mpi-cuda-aware,acc,streamcomm --sizes 64,256,1024,4096 --steps 100 \
+        --repeats 5 --csv "$RES/stencil-ca.csv"
+}
+
 if [ "$APPS" = 1 ]; then
     step "applications (examples, hpgmg)"
     EX="$BUILD/examples"
@@ -512,6 +609,15 @@ if [ "$APPS" = 1 ]; then
         "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/bench/mpixacc_bench" --backend cuda \
         --variant acc,acc-sx,acc-sync,acc-sx-sync,staged,nccl --sizes 8,64,512,4K,64K,1M,16M,64M --timeout 200 \
         --csv "$RES/bench-sx.csv"
+    # the library's host time per call (MPIX_ACC_STATS=1 "host us per call"
+    # line: p50/p99/mean of sends, receives, stream waits and the CUDA calls
+    # inside them), one variant per launch so that the histograms are that
+    # variant's: enqueued ahead (acc, acc-sx) and synchronized per iteration
+    for hv in acc acc-sync acc-sx acc-sx-sync; do
+        run_test "apps/hostcost-$hv" 60 'RESULT: OK' -- env MPIX_ACC_LOG=warn MPIX_ACC_SX=on \
+            MPIX_ACC_STATS=1 "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/bench/mpixacc_bench" \
+            --backend cuda --variant $hv --test lat --sizes 8 -i 2000 -r 3 --timeout 50
+    done
     run_test "apps/stencil2d-sx" 240 'RESULT: OK' -- env MPIX_ACC_LOG=warn MPIX_ACC_SX=on \
         "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/stencil2d/stencil2d" --backend cuda \
         --variant mpi,acc,streamcomm,acc-sx --sizes 64,256,1024,4096 --steps 100 --repeats 5 \
@@ -544,6 +650,7 @@ if [ "$APPS" = 1 ]; then
         echo quit | nvidia-cuda-mps-control
         unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
     fi
+    cuda_aware_apps
     run_test "apps/hpgmg" 400 '0 failed' -- env MPIX_ACC_LOG=warn OUT="$TMP/hpgmg" \
         HPGMG_RUN_TIMEOUT=${HPGMG_RUN_TIMEOUT:-90} HPGMG_HANGDUMP="$HD" \
         "$ROOT/hpgmg/gpu-check.sh" --reps 1 "$BUILD/hpgmg/hpgmg-fv"

@@ -139,7 +139,7 @@ static mxu_status_t sx_launch(cuda_stream_t *cs, CUfunction f, unsigned blocks, 
                      &param_bytes, CU_LAUNCH_PARAM_END};
     CUresult r = MXA_CU(cuLaunchKernel)(f, blocks, 1, 1, threads, 1, 1, 0, cs->cu, NULL, extra);
     ctx_leave(entered);
-    mxu_ct_inner_end(MXU_CT_CU_LAUNCH, t);
+    mxu_ct_inner_end(f == cs->ctx->fn_sx_recv ? MXU_CT_CU_LAUNCH_RECV : MXU_CT_CU_LAUNCH, t);
     if (r != CUDA_SUCCESS)
         MXU_FAIL(cu_err_is_bad_handle(r) ? MXU_ERR_INVALID_STREAM : MXU_ERR_NO_DEVICE,
                  "SX: %s step on stream %p failed to launch: %s", what, cs->pub.handle, cu_err(r));

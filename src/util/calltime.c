@@ -17,14 +17,16 @@ static struct {
     _Atomic uint64_t hist[MXU_CT_BUCKETS];
 } ct[MXU_CT_COUNT];
 
-static const char *const ct_names[MXU_CT_COUNT] = {
-    "send", "receive", "stream wait", "CUDA kernel launch", "CUDA stream point",
-    "progress-thread wake-up", "throttle wait"};
+static const char *const ct_names[MXU_CT_COUNT] = {"send",
+                                                   "receive",
+                                                   "stream wait",
+                                                   "CUDA launch of a send step",
+                                                   "CUDA launch of a receive step",
+                                                   "CUDA stream point",
+                                                   "progress-thread wake-up",
+                                                   "throttle wait"};
 
-const char *mxu_ct_name(mxu_ct_kind_t k)
-{
-    return (unsigned)k < MXU_CT_COUNT ? ct_names[k] : "?";
-}
+const char *mxu_ct_name(mxu_ct_kind_t k) { return (unsigned)k < MXU_CT_COUNT ? ct_names[k] : "?"; }
 
 static unsigned ct_bucket(uint64_t ns)
 {

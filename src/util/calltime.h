@@ -28,7 +28,8 @@ typedef enum {
     MXU_CT_RECV,        /* an enqueued receive */
     MXU_CT_STREAM_WAIT, /* a stream wait (MPIX_Acc_Wait/Waitall, MPI_Wait* on a stream comm) */
     MXU_CT_NOUTER,
-    MXU_CT_CU_LAUNCH = MXU_CT_NOUTER, /* a CUDA kernel launch of the library */
+    MXU_CT_CU_LAUNCH = MXU_CT_NOUTER, /* a CUDA kernel launch of the library: SX send step */
+    MXU_CT_CU_LAUNCH_RECV,            /* ... SX receive step (up to 16 receives' parameters) */
     MXU_CT_CU_MEMOP,                  /* a CUDA stream point (memop or its fallback kernel) */
     MXU_CT_WAKE,                      /* a wake-up of the progress thread (eventfd write) */
     MXU_CT_THROTTLE, /* waiting because the stream is too far ahead (MPIX_ACC_STREAM_DEPTH,
@@ -37,8 +38,8 @@ typedef enum {
     MXU_CT_COUNT
 } mxu_ct_kind_t;
 
-extern int mxu_ct_on;                /* set once at start-up, before the threads */
-extern _Thread_local int mxu_ct_depth; /* outer calls open on this thread */
+extern int mxu_ct_on;                             /* set once at start-up, before the threads */
+extern _Thread_local int mxu_ct_depth;            /* outer calls open on this thread */
 extern _Thread_local uint64_t mxu_ct_left_out_ns; /* of the open outer call: throttle waits */
 
 const char *mxu_ct_name(mxu_ct_kind_t k);

@@ -49,7 +49,7 @@ for i in $(seq "$runs"); do
     na=$(grep -c 'stats: ' "$log")
     [ "$ni" -eq 16 ] && [ "$na" -eq 16 ] || why="${why:+$why, }$ni INFO of $na stats lines (16 expected)"
     f='[0-9]+\.[0-9]+/[0-9]+\.[0-9]+/[0-9]+\.[0-9]+'
-    hc=$(grep -cE "stats: host us per call on application threads, p50/p99/mean \(count\): send $f \(240\); receive $f \(240\); stream wait $f \(480\); inside them: CUDA kernel launch $f \(0\); " "$log")
+    hc=$(grep -cE "stats: host us per call on application threads, p50/p99/mean \(count\): send $f \(240\); receive $f \(240\); stream wait $f \(480\); inside them: CUDA launch of a send step $f \(0\); CUDA launch of a receive step $f \(0\); " "$log")
     [ "$hc" -eq 2 ] || why="${why:+$why, }$hc of 2 host-cost lines (240 sends, 240 receives, 480 stream waits)"
     # both ranks on this node: no remote peer, one endpoint each
     pe=$(grep -cE 'stats: peers: 1 on this node, 0 on other nodes; UCX endpoints 1: ' "$log")
