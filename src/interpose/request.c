@@ -290,7 +290,9 @@ static int mxi_stream_waitall_(mxa_stream_t *s, int count, MPI_Request reqs[], M
         mxe_op_t *op = mxi_is_taken(v) ? NULL : v;
         if (op) {
             ops[n] = op;
-            targets[n] = st;
+            /* no status wanted: no target (MPI_STATUS_IGNORE is not NULL),
+             * so an op the stream finishes itself needs no wait point */
+            targets[n] = statuses ? st : NULL;
             n++;
         } else if (v) {
             rc = mxi_stale_handle(err_comm, "stream wait");

@@ -84,6 +84,24 @@ if [ -x "$bench" ]; then
         fi
     done
     [ $fails -eq 0 ] && echo "sx_path.sh: ok (mpixacc_bench acc-sx x4: every request reaped)"
+    # Regression (2026-11-23, 2 x H200 host-cost run): MPIX_Acc_Waitall with
+    # MPI_STATUSES_IGNORE handed the engine MPI_STATUS_IGNORE (not NULL) as
+    # each op's status target, so SX receives, which their stream finishes
+    # itself, stayed on the host's list: every stream wait enqueued a wait
+    # point and the stream stopped until the progress thread released it,
+    # once per message. Without statuses no wait point may be enqueued.
+    MPIX_ACC_STATS=1 timeout 120 mpiexec -n 2 "$bench" --variant acc-sx --sizes 8,4096 -r 2 \
+        -t lat >"$log" 2>&1
+    rc=$?
+    nw=$(grep -cE 'stats: ops submitted [1-9][0-9]* completed [0-9]+ failed 0; waits 0 released 0;' "$log")
+    nsx=$(grep -cE 'stats: path sx: sent [1-9][0-9]* messages' "$log")
+    if [ $rc -ne 0 ] || ! grep -q 'RESULT: OK' "$log" || [ "$nw" -ne 2 ] || [ "$nsx" -ne 2 ]; then
+        echo "sx_path.sh: FAIL (bench acc-sx, statuses ignored): exit $rc, $nw of 2 ranks with no" \
+            "wait point, $nsx of 2 with SX messages: $(grep -m2 -E 'stats: ops' "$log" | tr '\n' ' ')"
+        fails=$((fails + 1))
+    else
+        echo "sx_path.sh: ok (acc-sx with MPI_STATUSES_IGNORE: no wait point enqueued on either rank)"
+    fi
 fi
 rm -f "$log"
 [ $fails -eq 0 ] && echo "sx_path.sh: PASS" || echo "sx_path.sh: $fails run(s) failed"

@@ -22,8 +22,7 @@
 /* within one bucket: 1/8 of an octave (12.5 %) */
 static void check_near(double got, double want, const char *what)
 {
-    CHECK(fabs(got - want) <= want * 0.125 + 1.0, "%s: %.1f, expected about %.1f", what, got,
-          want);
+    CHECK(fabs(got - want) <= want * 0.125 + 1.0, "%s: %.1f, expected about %.1f", what, got, want);
 }
 
 static void test_percentiles(void)
