@@ -118,15 +118,18 @@ extern "C" __global__ void mxa_sx_send_kernel(mxa_sx_send_desc_t d)
     unsigned char *dst =
         in_ring ? (unsigned char *)h + MXA_SX_HDR_BYTES : (unsigned char *)(size_t)d.bounce;
     mxa_sx_copy(dst, (const unsigned char *)(size_t)d.src, d.bytes);
-    __threadfence_system();
+    /* The block's payload stores happen before thread 0's fence (barrier),
+     * whose release patterns below publish them (PTX fences are
+     * cumulative): no fence per thread here. */
     __syncthreads();
     if (threadIdx.x == 0) {
         if (in_ring)
             mxa_sx_slot_publish(h, &d);
         mxa_sx_record_finish((mxa_sx_record_t *)(size_t)d.record, d.bytes,
                              in_ring ? MXA_SX_SENT : MXA_SX_BOUNCED, (int32_t)(d.n & 0x7fffffff));
+        /* after the record's release in this thread's order */
         if (d.trigger_word)
-            mxa_store_release_sys((mxa_u64 *)(size_t)d.trigger_word, d.trigger_seq);
+            mxa_sx_store_release_only((uint64_t *)(size_t)d.trigger_word, d.trigger_seq);
     }
 }
 
@@ -201,7 +204,7 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
     int outcome = s_outcome;
     uint64_t take = 0;
     if (outcome == MXA_SX_OK || outcome == MXA_SX_TRUNCATED) {
-        __threadfence_system();
+        mxa_sx_fence(); /* lane 0's acquire of the flag, for every thread's loads */
         take = s_bytes <= d->cap ? s_bytes : d->cap;
         const unsigned char *src =
             s_slot >= 0
@@ -209,8 +212,9 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
                       MXA_SX_HDR_BYTES
                 : (const unsigned char *)(size_t)s_src; /* DESC_COPY: staging */
         mxa_sx_copy((unsigned char *)(size_t)d->dst, src, take);
-        __threadfence_system();
     }
+    /* the copy's stores happen before thread 0's consume and record
+     * releases (barrier; they fence first) */
     __syncthreads();
     if (threadIdx.x == 0) {
         if ((outcome == MXA_SX_OK || outcome == MXA_SX_TRUNCATED) && s_slot >= 0)
