@@ -117,6 +117,13 @@ finish() {
     # the applications' CSVs and logs travel as one file (the device tool
     # brings back at most 8)
     if [ -d "$TMP/results" ] && [ -n "$(ls -A "$TMP/results" 2>/dev/null)" ]; then
+        # the run's provenance (commit, machine, driver) for scripts/bench-plot.py
+        {
+            echo "command:  scripts/gpu-test.sh $ARGS"
+            echo "machine:  $(hostname) - ${GPU_DESC:-no GPU found}"
+            echo "driver:   ${DRIVER:-?}; nvcc ${NVCC_VER:-?}; ranks on GPUs: ${RANK_GPUS:-?}"
+            echo "commit:   ${MPIXACC_COMMIT:-$(cat "$ROOT/MPIXACC_COMMIT" 2>/dev/null || echo '?')}"
+        } >"$TMP/results/suite-summary.txt"
         tar -C "$TMP" -czf "$LOGDIR/results.tar.gz" results && say "results: $LOGDIR/results.tar.gz ($(ls "$TMP/results" | tr '\n' ' '))"
     fi
     {
@@ -336,6 +343,13 @@ run_test() {
             cat "$out"
         fi
     } >>"$TESTLOG"
+    # a program that wrote a CSV: its output beside it (<stem>.txt: the
+    # device and versions it printed, for scripts/bench-plot.py)
+    local a prev=""
+    for a in "$@"; do
+        [ "$prev" = "--csv" ] && case "$a" in *.csv) cp "$out" "${a%.csv}.txt" 2>/dev/null ;; esac
+        prev=$a
+    done
     if [ $ok = 1 ]; then
         say "PASS $name (${secs}s)"
         record "$name" PASS "$secs"
