@@ -253,13 +253,15 @@ MXA_SX_FN int mxa_sx_slot_match(const mxa_sx_hdr_t *h, uint32_t ctx, int32_t tag
     uint64_t f1 = mxa_sx_load_acquire(&h->flag);
     if (f1 == 0)
         return 0;
+    /* all four fields at once (one round trip where the ring is across a
+     * bus), then the checks */
     const uint64_t *w = (const uint64_t *)h;
     uint64_t ct = mxa_sx_load_relaxed(w + 1);
     uint64_t hk = mxa_sx_load_relaxed(&h->k);
-    if ((uint32_t)ct != ctx || (int32_t)(uint32_t)(ct >> 32) != tag || hk != k)
-        return 0;
     uint64_t bytes = mxa_sx_load_relaxed(&h->bytes);
     uint64_t n = mxa_sx_load_relaxed(&h->n);
+    if ((uint32_t)ct != ctx || (int32_t)(uint32_t)(ct >> 32) != tag || hk != k)
+        return 0;
     mxa_sx_fence();
     if (mxa_sx_load_relaxed(&h->flag) != f1 || f1 != n + 1)
         return 0;
@@ -279,8 +281,11 @@ MXA_SX_FN void mxa_sx_consume(uint64_t *consumed, uint32_t slot, uint64_t n)
 MXA_SX_FN int mxa_sx_slot_claim(const mxa_sx_send_desc_t *d)
 {
     uint64_t *w = (uint64_t *)(uintptr_t)d->written;
+    /* both words in one round trip; the acquire orders the payload's
+     * stores after the receiver's copy-out it reports */
     uint64_t wv = mxa_sx_load_relaxed(w);
-    if (wv != 0 && mxa_sx_load_acquire((const uint64_t *)(uintptr_t)d->consumed) < wv)
+    uint64_t cv = mxa_sx_load_acquire((const uint64_t *)(uintptr_t)d->consumed);
+    if (wv != 0 && cv < wv)
         return 0;
     mxa_sx_store_relaxed(w, d->n + 1);
     return 1;
