@@ -623,6 +623,10 @@ if [ "$APPS" = 1 ]; then
         "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/bench/mpixacc_bench" --backend cuda \
         --variant acc,acc-sx,acc-sync,acc-sx-sync,staged,nccl --sizes 8,64,512,4K,64K,1M,16M,64M --timeout 200 \
         --csv "$RES/bench-sx.csv"
+    # the same without programmatic dependent launch of the send steps
+    run_test "apps/bench-sx-nopdl" 120 'RESULT: OK' -- env MPIX_ACC_LOG=warn MPIX_ACC_SX=on \
+        MPIX_ACC_SX_PDL=0 "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/bench/mpixacc_bench" --backend cuda \
+        --variant acc,acc-sx --sizes 8,64K --test lat --timeout 100 --csv "$RES/bench-sx-nopdl.csv"
     # the library's host time per call (MPIX_ACC_STATS=1 "host us per call"
     # line: p50/p99/mean of sends, receives, stream waits and the CUDA calls
     # inside them), one variant per launch so that the histograms are that

@@ -255,6 +255,13 @@ static void ctx_load_kernels(cuda_ctx_t *cx)
                     MXA_CU(cuFuncLoad)(cx->fn_sx_recv);
                 }
             }
+            /* programmatic dependent launch of the send steps: sm_90 and up */
+            int major = 0;
+            cx->sx_pdl =
+                cx->fn_sx_send != NULL && mxu_config.sx_pdl && MXA_CU(cuLaunchKernelEx) != NULL &&
+                MXA_CU(cuDeviceGetAttribute)(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                                             mxa_cuda_g.devs[cx->dev_index].dev) == CUDA_SUCCESS &&
+                major >= 9;
         }
     } else {
         cx->module = NULL;

@@ -55,6 +55,7 @@
     X(cuModuleUnload, 1, 2000)                                                                     \
     X(cuModuleGetFunction, 1, 2000)                                                                \
     X(cuLaunchKernel, 1, 4000)                                                                     \
+    X(cuLaunchKernelEx, 0, 11060)                                                                  \
     X(cuPointerGetAttributes, 1, 7000)                                                             \
     X(cuStreamWriteValue64, 0, 12000)                                                              \
     X(cuStreamWaitValue64, 0, 12000)                                                               \

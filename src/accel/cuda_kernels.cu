@@ -104,16 +104,39 @@ static __device__ __forceinline__ void mxa_sx_copy(unsigned char *dst, const uns
     }
 }
 
+/* Programmatic dependent launch (sm_90+; the send step may be launched
+ * so, cuda_sx.c): wait until the kernel ahead on the stream has finished
+ * and its memory is visible / let the kernel behind start early. Both are
+ * no-ops for a plain launch. */
+static __device__ __forceinline__ void mxa_pdl_wait(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+static __device__ __forceinline__ void mxa_pdl_launch_dependents(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" :::);
+#endif
+}
+
 extern "C" __global__ void mxa_sx_send_kernel(mxa_sx_send_desc_t d)
 {
     __shared__ int s_free;
     mxa_sx_hdr_t *h = (mxa_sx_hdr_t *)(size_t)d.slot;
+    /* The claim touches only the link's control words and the slot. It may
+     * run before the kernel ahead has finished unless that kernel could be
+     * this slot's previous send step (same stream): then after it. */
+    if (!d.early_claim)
+        mxa_pdl_wait();
     if (threadIdx.x == 0) {
         s_free = mxa_sx_slot_claim(&d);
         if (s_free)
             mxa_sx_slot_open(h);
     }
     __syncthreads();
+    mxa_pdl_wait(); /* before reading the buffer the kernel ahead may write */
     int in_ring = s_free;
     unsigned char *dst =
         in_ring ? (unsigned char *)h + MXA_SX_HDR_BYTES : (unsigned char *)(size_t)d.bounce;
@@ -138,6 +161,9 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
     __shared__ int s_slot;
     __shared__ uint64_t s_n, s_bytes, s_src;
     __shared__ int s_outcome;
+    /* a send step behind this one may start now (it waits for this grid
+     * before it reads anything this grid writes) */
+    mxa_pdl_launch_dependents();
     const mxa_sx_recv_desc_t *d = &p.d[blockIdx.x];
     mxa_sx_record_t *rec = (mxa_sx_record_t *)(size_t)d->record;
     if (threadIdx.x < 32) {

@@ -45,10 +45,11 @@ typedef struct cuda_ctx {
     CUmodule module;
     CUfunction fn_set, fn_wait, fn_wait_set;
     CUfunction fn_sx_send, fn_sx_recv; /* SX steps (NULL: not in the module) */
-    CUstream sx_stream;                /* library stream for SX steps and ring set-up */
-    int kernels_ok;                    /* fallback kernels loaded and self-tested */
-    int memops;                        /* stream memory operations in use in this context */
-    _Atomic uint64_t *scratch;         /* self-test word */
+    int sx_pdl;                /* launch send steps with programmatic dependent launch (sm_90+) */
+    CUstream sx_stream;        /* library stream for SX steps and ring set-up */
+    int kernels_ok;            /* fallback kernels loaded and self-tested */
+    int memops;                /* stream memory operations in use in this context */
+    _Atomic uint64_t *scratch; /* self-test word */
     CUdeviceptr scratch_dptr;
     struct cuda_ctx *next;
 } cuda_ctx_t;

@@ -128,7 +128,7 @@ int mxa_cuda_sx_capturing(mxa_stream_t *s)
 }
 
 static mxu_status_t sx_launch(cuda_stream_t *cs, CUfunction f, unsigned blocks, unsigned threads,
-                              void *param, size_t param_bytes, const char *what)
+                              void *param, size_t param_bytes, const char *what, int pdl)
 {
     uint64_t t = mxu_ct_inner_begin();
     int entered = ctx_enter(cs->ctx->ctx);
@@ -137,7 +137,25 @@ static mxu_status_t sx_launch(cuda_stream_t *cs, CUfunction f, unsigned blocks, 
                  cs->pub.handle);
     void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, param, CU_LAUNCH_PARAM_BUFFER_SIZE,
                      &param_bytes, CU_LAUNCH_PARAM_END};
-    CUresult r = MXA_CU(cuLaunchKernel)(f, blocks, 1, 1, threads, 1, 1, 0, cs->cu, NULL, extra);
+    CUresult r;
+    if (pdl) {
+        /* the step may start before the kernel ahead of it finishes; it
+         * waits for that kernel (griddepcontrol.wait) before its reads */
+        CUlaunchAttribute at;
+        memset(&at, 0, sizeof(at));
+        at.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        at.value.programmaticStreamSerializationAllowed = 1;
+        CUlaunchConfig cfg;
+        memset(&cfg, 0, sizeof(cfg));
+        cfg.gridDimX = blocks, cfg.gridDimY = 1, cfg.gridDimZ = 1;
+        cfg.blockDimX = threads, cfg.blockDimY = 1, cfg.blockDimZ = 1;
+        cfg.hStream = cs->cu;
+        cfg.attrs = &at;
+        cfg.numAttrs = 1;
+        r = MXA_CU(cuLaunchKernelEx)(&cfg, f, NULL, extra);
+    } else {
+        r = MXA_CU(cuLaunchKernel)(f, blocks, 1, 1, threads, 1, 1, 0, cs->cu, NULL, extra);
+    }
     ctx_leave(entered);
     mxu_ct_inner_end(f == cs->ctx->fn_sx_recv ? MXU_CT_CU_LAUNCH_RECV : MXU_CT_CU_LAUNCH, t);
     if (r != CUDA_SUCCESS)
@@ -153,7 +171,7 @@ mxu_status_t mxa_cuda_sx_send(mxa_stream_t *s, const mxa_sx_send_desc_t *d)
     if (p.trigger_seq)
         p.trigger_word = (uint64_t)cs->trig_dptr;
     unsigned threads = p.bytes <= 1024 ? 64 : p.bytes <= 16384 ? 256 : 512;
-    return sx_launch(cs, cs->ctx->fn_sx_send, 1, threads, &p, sizeof(p), "send");
+    return sx_launch(cs, cs->ctx->fn_sx_send, 1, threads, &p, sizeof(p), "send", cs->ctx->sx_pdl);
 }
 
 mxu_status_t mxa_cuda_sx_recv(mxa_stream_t *s, const mxa_sx_recv_desc_t *d, int n,
@@ -173,7 +191,7 @@ mxu_status_t mxa_cuda_sx_recv(mxa_stream_t *s, const mxa_sx_recv_desc_t *d, int 
             most = d[i].cap;
     }
     unsigned threads = most <= 1024 ? 64 : most <= 16384 ? 256 : 512;
-    return sx_launch(cs, cs->ctx->fn_sx_recv, (unsigned)n, threads, &p, sizeof(p), "receive");
+    return sx_launch(cs, cs->ctx->fn_sx_recv, (unsigned)n, threads, &p, sizeof(p), "receive", 0);
 }
 
 mxu_status_t mxa_cuda_sx_after(mxa_stream_t *s, mxa_stream_t *other, uint64_t seq)

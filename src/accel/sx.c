@@ -573,6 +573,7 @@ mxu_status_t mxa_sx_enqueue_send(mxa_stream_t *s, const mxa_sx_send_t *m)
             l, s, offsetof(mxa_sx_ctrl_t, consumed) + sizeof(uint64_t) * (size_t)(m->n % nslots)),
         .bounce = (uint64_t)(uintptr_t)m->bounce,
         .record = (uint64_t)(uintptr_t)m->record,
+        .early_claim = (uint64_t)(m->early_claim != 0),
     };
     if (s->kind == MXA_KIND_HOST) {
         host_send_t *hs = malloc(sizeof(*hs));

@@ -86,6 +86,7 @@ typedef struct {
     uint64_t trigger_seq;
     void *bounce;            /* host-visible, >= bytes: the message if the slot is taken */
     mxa_sx_record_t *record; /* the step's outcome: MXA_SX_SENT or MXA_SX_BOUNCED */
+    int early_claim;         /* the slot's previous message came from another stream (or none) */
 } mxa_sx_send_t;
 mxu_status_t mxa_sx_enqueue_send(mxa_stream_t *s, const mxa_sx_send_t *m);
 

@@ -125,6 +125,10 @@ typedef struct {
     uint64_t consumed; /* the slot's consumed word */
     uint64_t bounce;   /* where the message goes when the slot is taken */
     uint64_t record;   /* the outcome (mxa_sx_record_t: error SENT or BOUNCED) */
+    /* 1: the slot's previous message was not sent from this stream, so the
+     * claim may run before the kernel ahead of the step on its stream has
+     * finished (CUDA programmatic dependent launch); 0: claim after it */
+    uint64_t early_claim;
 } mxa_sx_send_desc_t;
 
 /* What a receive step needs for one receive. */

@@ -360,7 +360,9 @@ int mxe_sx_submit_send(mxe_op_t *op)
         return 0;
     }
     uint64_t seq = atomic_fetch_add_explicit(&s->next_trigger_seq, 1, memory_order_relaxed) + 1;
-    mxa_sx_send_t m = {.bounce = bounce,
+    unsigned nslot = (unsigned)(p->next_n % mxa_sx_link_nslots(l));
+    mxa_sx_send_t m = {.early_claim = p->slot_stream[nslot] != s,
+                       .bounce = bounce,
                        .record = rec,
                        .link = l,
                        .src = op->buf,

@@ -104,6 +104,11 @@
     X(SX_SLOT_BYTES, SIZE, sx_slot_bytes, "64k", "64..16m",                                      \
       "Largest message of the stream-executed path (slot payload); larger ones take the UCX "    \
       "path. Ring memory per peer and direction: slots x (this + 64 bytes)")                     \
+    X(SX_PDL, BOOL, sx_pdl, "1", "",                                                             \
+      "Launch the stream-executed path's CUDA send steps with programmatic dependent launch "   \
+      "(compute capability 9.0 and up): a send step starts while the kernel before it on its "   \
+      "stream still runs and claims its slot, then waits for that kernel before it reads the "   \
+      "buffer; 0 launches them plainly")                                                        \
     X(SX_STAGE, STRING, sx_stage, "device", "device|all|off",                                   \
       "Messages of the stream-executed path's channels that come by UCX (their slot was taken) " \
       "are received into host staging and copied out by the receive step: device (into device " \
