@@ -43,7 +43,7 @@
 
 typedef enum {
     SXF_NO_LINK = 0, /* the peer's ring is not published or not for this stream */
-    SXF_TOO_BIG,     /* larger than a slot */
+    SXF_TOO_BIG,     /* larger than a slot or the send's eager limit */
     SXF_MEMTYPE,     /* a buffer the stream's executor cannot read */
     SXF_CREDIT,      /* the slot's last message is on another stream, not yet passed */
     SXF_CAPTURE,     /* the stream is being captured */
@@ -54,7 +54,7 @@ typedef enum {
 } mxe_sx_fallback_t;
 
 static const char *const sxf_names[SXF_COUNT] = {
-    "no ring for the stream", "larger than a slot",
+    "no ring for the stream", "larger than the eager limit or a slot",
     "buffer not reachable",   "slot busy on another stream",
     "stream capture",         "synchronous send",
     "enqueue failed",         "slot taken when the step ran"};
@@ -147,8 +147,8 @@ static int sx_setting_on(int local_size)
     if (v && strcmp(v, "on") == 0)
         return 1;
     /* auto: with CUDA the path is opt-in. On dedicated GPUs it measured
-     * slower than the UCX path (2 x H200, e0ceb52: 8 B 27.1 vs 23.0 us; two
-     * kernel launches per message pair, doc/benchmarks.md 2.00); where
+     * only a little faster than the UCX path (2 x H200, e6a64cd: 8 B 21.8
+     * vs 23.5 us, doc/benchmarks.md 2.000: its ring is host memory); where
      * processes share a GPU its receive steps poll, which needs MPS. */
     if (f.cuda_active) {
         MXU_LOG(MXU_LOG_INFO,
@@ -324,7 +324,12 @@ int mxe_sx_submit_send(mxe_op_t *op)
         why = SXF_SYNC;
     else if (!(l = sx_out(p)))
         why = SXF_NO_LINK;
-    else if (op->bytes > mxa_sx_link_slot_bytes(l))
+    else if (op->bytes > mxa_sx_link_slot_bytes(l) || op->bytes > op->eager_limit)
+        /* one threshold family: the path carries what the communicator's
+         * mpix_acc_eager_limit calls small (8 KiB by default), up to a slot.
+         * Above it UCX's CUDA IPC copy wins over two bus crossings through
+         * the ring (2 x H200, e6a64cd: 4 KiB 21.9 vs 22.1 us, 64 KiB 31.9
+         * vs 23.0 us for the UCX path) */
         why = SXF_TOO_BIG;
     else if (op->bytes > 0 && !mxa_sx_stream_reaches(s, op->memtype))
         why = SXF_MEMTYPE;

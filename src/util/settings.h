@@ -96,14 +96,15 @@
       "Stream-executed path between processes of a node on communicators without wildcard "      \
       "receives (mpi_assert_no_any_source and _tag): the sending stream writes the message into " \
       "the receiver's ring, the receiving stream copies it out. auto: on for host streams, off " \
-      "with CUDA (slower than the UCX path on dedicated GPUs so far; where processes share a "   \
-      "GPU its receive steps poll: use on with MPS)")                                            \
+      "with CUDA (on dedicated GPUs only a little faster than the UCX path so far; where "       \
+      "processes share a GPU its receive steps poll: use on with MPS)")                          \
     X(SX_SLOTS, INT, sx_slots, "16", "1..64",                                                    \
       "Slots of each stream-executed ring (one per peer process of the node and direction): "   \
       "messages to one peer in flight at once before sends take the UCX path")                   \
     X(SX_SLOT_BYTES, SIZE, sx_slot_bytes, "64k", "64..16m",                                      \
-      "Largest message of the stream-executed path (slot payload); larger ones take the UCX "    \
-      "path. Ring memory per peer and direction: slots x (this + 64 bytes)")                     \
+      "Slot payload of the stream-executed path: its largest message together with the "        \
+      "communicator's eager limit (the smaller); larger ones take the UCX path. Ring memory per " \
+      "peer and direction: slots x (this + 64 bytes)")                                           \
     X(SX_PDL, BOOL, sx_pdl, "1", "",                                                             \
       "Launch the stream-executed path's CUDA send steps with programmatic dependent launch "   \
       "(compute capability 9.0 and up): a send step starts while the kernel before it on its "   \
