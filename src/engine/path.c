@@ -525,11 +525,22 @@ int mxe_sx_watching(void);
  * step (one hardware queue for several streams) -- the progress thread
  * would stall and with it every message. The receive step copies it out
  * instead, in its stream's order; when no step is coming, a library step
- * does. Messages larger than a slot (rendezvous) are not staged. */
+ * does. Only messages the ring could have carried are staged: up to the
+ * eager limit and a slot. Larger ones are UCX rendezvous (CUDA IPC, no
+ * eager unpack on the progress thread) straight into the buffer; staging
+ * them cost two bus crossings (2 x H200, 96a0643: 64 KiB 64.4 us against
+ * 29.4 us for the plain UCX path). The bound never drops below 8 KiB,
+ * above UCX's eager range for device memory (about 1.2 KB measured), so a
+ * small MPIX_ACC_EAGER_LIMIT cannot bring the stall back. */
+#define MXE_SX_STAGE_FLOOR 8192
 void *mxe_sx_recv_staging(mxe_op_t *op)
 {
     const char *mode = mxu_config.sx_stage;
-    if (op->msg_bytes == 0 || op->msg_bytes > mxu_config.sx_slot_bytes || !strcmp(mode, "off") ||
+    size_t most =
+        mxu_config.eager_limit > MXE_SX_STAGE_FLOOR ? mxu_config.eager_limit : MXE_SX_STAGE_FLOOR;
+    if (most > mxu_config.sx_slot_bytes)
+        most = mxu_config.sx_slot_bytes;
+    if (op->msg_bytes == 0 || op->msg_bytes > most || !strcmp(mode, "off") ||
         (op->memtype == MXA_MEM_HOST && strcmp(mode, "all") != 0))
         return NULL;
     if (!op->sx_staging) {
