@@ -152,7 +152,7 @@ extern "C" __global__ void mxa_sx_send_kernel(mxa_sx_send_desc_t d)
                              in_ring ? MXA_SX_SENT : MXA_SX_BOUNCED, (int32_t)(d.n & 0x7fffffff));
         /* after the record's release in this thread's order */
         if (d.trigger_word)
-            mxa_sx_store_release_only((uint64_t *)(size_t)d.trigger_word, d.trigger_seq);
+            mxa_sx_store_release((uint64_t *)(size_t)d.trigger_word, d.trigger_seq);
     }
 }
 

@@ -190,10 +190,6 @@ MXA_SX_FN void mxa_sx_store_relaxed(uint64_t *p, uint64_t v)
  * acquire pattern (publication, seqlock read); none needs a single total
  * order of fences. fence.sc.sys costs more on the PCIe/NVLink paths. */
 MXA_SX_FN void mxa_sx_fence(void) { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
-MXA_SX_FN void mxa_sx_store_release_only(uint64_t *p, uint64_t v)
-{
-    asm volatile("st.release.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
 MXA_SX_FN uint64_t mxa_sx_now_ns(void)
 {
     uint64_t t;
