@@ -318,6 +318,7 @@ int mxe_sx_submit_send(mxe_op_t *op)
     op->sx_k = chan_next(&p->send_k, op->ctx_id, op->tag);
     int why = -1;
     mxa_sx_link_t *l = NULL;
+    unsigned slot = 0; /* of message p->next_n, once l is known */
     if (s->kind == MXA_KIND_NONE)
         why = SXF_NO_LINK;
     else if (op->synchronous)
@@ -336,7 +337,7 @@ int mxe_sx_submit_send(mxe_op_t *op)
     if (why < 0) {
         /* two steps of one slot must not run at once: the slot's previous
          * message, if on another stream, must have been passed there */
-        unsigned slot = (unsigned)(p->next_n % mxa_sx_link_nslots(l));
+        slot = (unsigned)(p->next_n % mxa_sx_link_nslots(l));
         mxa_stream_t *ps = p->slot_stream[slot];
         if (ps && ps != s &&
             (int64_t)(atomic_load_explicit(ps->trigger_word, memory_order_acquire) -
@@ -365,8 +366,7 @@ int mxe_sx_submit_send(mxe_op_t *op)
         return 0;
     }
     uint64_t seq = atomic_fetch_add_explicit(&s->next_trigger_seq, 1, memory_order_relaxed) + 1;
-    unsigned nslot = (unsigned)(p->next_n % mxa_sx_link_nslots(l));
-    mxa_sx_send_t m = {.early_claim = p->slot_stream[nslot] != s,
+    mxa_sx_send_t m = {.early_claim = p->slot_stream[slot] != s,
                        .bounce = bounce,
                        .record = rec,
                        .link = l,
@@ -386,7 +386,6 @@ int mxe_sx_submit_send(mxe_op_t *op)
         op->trigger_seq = seq;
         return -1;
     }
-    unsigned slot = (unsigned)(p->next_n % mxa_sx_link_nslots(l));
     p->slot_stream[slot] = s;
     p->slot_seq[slot] = seq;
     op->sx = 1; /* a candidate: its step decides (op->sx_env_sx: it went by SX) */
