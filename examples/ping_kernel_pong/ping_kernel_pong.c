@@ -128,11 +128,14 @@ static void run_acc(pkp_t *p, int run, int iters)
     p->ac->stream_sync(p->S);
 }
 
-/* staged: kernel, copy to pinned host memory, stream sync, host MPI, copy back. */
-static void run_staged(pkp_t *p, int run, int iters)
+/* The host-MPI loop: kernel, stream sync, host MPI send/recv. copies: go
+ * through pinned host buffers (copy out before the sync, copy back after
+ * the receive: staged); else MPI gets the device buffers (cuda-aware). On
+ * the host backend the buffers are host memory and nothing is copied. */
+static void host_mpi_loop(pkp_t *p, int run, int iters, int copies)
 {
     const ex_accel_t *ac = p->ac;
-    int peer = 1 - p->role, dev = ac->is_device;
+    int peer = 1 - p->role, dev = ac->is_device && copies;
     unsigned char *hs = dev ? p->h_sbuf : p->d_sbuf;
     unsigned char *hr = dev ? p->h_rbuf : p->d_rbuf[0];
     for (int i = 0; i < iters; i++) {
@@ -165,9 +168,12 @@ static void run_staged(pkp_t *p, int run, int iters)
     ac->stream_sync(p->S);
 }
 
+/* staged: kernel, copy to pinned host memory, stream sync, host MPI, copy back. */
+static void run_staged(pkp_t *p, int run, int iters) { host_mpi_loop(p, run, iters, 1); }
+
 /* cuda-aware: what a CUDA-aware MPI code does: kernel, stream sync, device
- * buffers straight to host MPI (no staging copies; the MPI library moves
- * device memory itself). On the host backend it is staged without copies. */
+ * buffers straight to host MPI (the MPI library moves device memory
+ * itself). */
 static int avail_cuda_aware(const pkp_t *p, char *why, size_t len)
 {
     if (!p->ac->is_device)
@@ -178,33 +184,7 @@ static int avail_cuda_aware(const pkp_t *p, char *why, size_t len)
     return s == 1;
 }
 
-static void run_cuda_aware(pkp_t *p, int run, int iters)
-{
-    const ex_accel_t *ac = p->ac;
-    int peer = 1 - p->role;
-    for (int i = 0; i < iters; i++) {
-        if (p->role == 0) {
-            launch_args(p, i, i ? p->d_rbuf[0] : NULL, pkp_seed(run, i - 1, 1), p->d_sbuf,
-                        pkp_seed(run, i, 0), p->busy_ns);
-            ac->stream_sync(p->S);
-            MPI_Request rs;
-            EX_MPI(MPI_Isend(p->d_sbuf, (int)p->n, MPI_BYTE, peer, TAG, p->comm, &rs));
-            EX_MPI(
-                MPI_Recv(p->d_rbuf[0], (int)p->n, MPI_BYTE, peer, TAG, p->comm, MPI_STATUS_IGNORE));
-            EX_MPI(MPI_Wait(&rs, MPI_STATUS_IGNORE));
-        } else {
-            EX_MPI(
-                MPI_Recv(p->d_rbuf[0], (int)p->n, MPI_BYTE, peer, TAG, p->comm, MPI_STATUS_IGNORE));
-            launch_args(p, i, p->d_rbuf[0], pkp_seed(run, i, 0), p->d_sbuf, reply_seed(p, run, i),
-                        p->busy_ns);
-            ac->stream_sync(p->S);
-            EX_MPI(MPI_Send(p->d_sbuf, (int)p->n, MPI_BYTE, peer, TAG, p->comm));
-        }
-    }
-    if (p->role == 0)
-        launch_args(p, iters, p->d_rbuf[0], pkp_seed(run, iters - 1, 1), NULL, 0, 0);
-    ac->stream_sync(p->S);
-}
+static void run_cuda_aware(pkp_t *p, int run, int iters) { host_mpi_loop(p, run, iters, 0); }
 
 /* nccl: ncclSend/ncclRecv on the kernel's stream, everything enqueued, one
  * synchronize per run (the same loop shape as run_acc); see ex_nccl.h. */
