@@ -34,12 +34,19 @@ export UCX_MODULE_DIR="$_ge_u/lib/ucx"
 export HWLOC_PLUGINS_PATH="$_ge_r/usr/lib/$_ge_ma/hwloc"
 export UCX_WARN_UNUSED_ENV_VARS=n
 MPIEXEC="$_ge_r/usr/bin/mpiexec.hydra"
-LAUNCH=""
-for _ge_opts in "-launcher fork" "-launcher fork -iface lo" "-launcher fork -localhost 127.0.0.1"; do
-    if timeout 30 "$MPIEXEC" $_ge_opts -n 2 true >/dev/null 2>&1; then
-        LAUNCH=$_ge_opts
-        break
-    fi
-done
+# gpu_launch_opts MPIEXEC: the first hydra options that start 2 processes
+# here (printed; nothing when none does). Also for another MPI's hydra
+# (scripts/gpu-test.sh's CUDA-aware MPICH).
+gpu_launch_opts() {
+    local o
+    for o in "-launcher fork" "-launcher fork -iface lo" "-launcher fork -localhost 127.0.0.1"; do
+        if timeout 30 "$1" $o -n 2 true >/dev/null 2>&1; then
+            echo "$o"
+            return 0
+        fi
+    done
+    return 1
+}
+LAUNCH=$(gpu_launch_opts "$MPIEXEC")
 [ -n "$LAUNCH" ] || echo "gpu-env: mpiexec.hydra cannot start 2 processes here" >&2
-unset _ge_root _ge_rtdir _ge_want _ge_ma _ge_r _ge_u _ge_opts
+unset _ge_root _ge_rtdir _ge_want _ge_ma _ge_r _ge_u

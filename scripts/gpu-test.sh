@@ -546,13 +546,8 @@ cuda_aware_apps() {
     fi
     local CEX="$CAB/examples"
     say "    built in $CAB: $(env LD_LIBRARY_PATH="$CALD" ldd "$CEX/bench/mpixacc_bench" | grep -E 'libmpi|libucp' | awk '{print $1, $3}' | tr '\n' ' ')"
-    local CALAUNCH=""
-    for o in "-launcher fork" "-launcher fork -iface lo" "-launcher fork -localhost 127.0.0.1"; do
-        if env LD_LIBRARY_PATH="$CALD" timeout 30 "$CAEXEC" $o -n 2 true >/dev/null 2>&1; then
-            CALAUNCH=$o
-            break
-        fi
-    done
+    local CALAUNCH
+    CALAUNCH=$(LD_LIBRARY_PATH="$CALD" gpu_launch_opts "$CAEXEC")
     if [ -z "$CALAUNCH" ]; then
         record "apps-ca/setup" FAIL "-" "the CUDA-enabled MPICH's mpiexec cannot start 2 processes"
         return 0
