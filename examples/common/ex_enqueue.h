@@ -35,10 +35,10 @@ static EX_UNUSED int ex_enqueue_setup(int is_device, void *cudastream, MPI_Comm 
     *scomm = MPI_COMM_NULL;
     why[0] = 0;
 #ifdef EX_HAVE_MPICH_ENQUEUE
-    int ok = is_device, all = 0, rc = MPI_SUCCESS, sup = 0;
+    int ok = is_device, all = 0, rc = MPI_SUCCESS;
     if (!ok)
         snprintf(why, whylen, "needs the CUDA backend");
-    if (ok && (MPIX_GPU_query_support(MPIX_GPU_SUPPORT_CUDA, &sup) != MPI_SUCCESS || !sup)) {
+    if (ok && ex_mpi_cuda_support() != 1) {
         snprintf(why, whylen,
                  "MPICH %s reports no CUDA support (built without CUDA, or "
                  "MPIR_CVAR_ENABLE_GPU=0)",
