@@ -121,35 +121,74 @@ static __device__ __forceinline__ void mxa_pdl_launch_dependents(void)
 #endif
 }
 
+/* One LL word, or two, as one access each (sx_proto.h: every 64-bit word
+ * is single-copy atomic; the pair is for fewer transactions, and a reader
+ * checks both flags). Volatile: relaxed at system scope, never cached in
+ * L1 (another GPU or the host rewrites the ring). */
+static __device__ __forceinline__ void mxa_ll_store2(uint64_t *p, uint64_t a, uint64_t b)
+{
+    asm volatile("st.volatile.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(a), "l"(b) : "memory");
+}
+static __device__ __forceinline__ void mxa_ll_load2(const uint64_t *p, uint64_t *a, uint64_t *b)
+{
+    uint64_t x, y;
+    asm volatile("ld.volatile.v2.u64 {%0, %1}, [%2];" : "=l"(x), "=l"(y) : "l"(p) : "memory");
+    *a = x;
+    *b = y;
+}
+static __device__ __forceinline__ uint64_t mxa_ll_load(const uint64_t *p)
+{
+    uint64_t x;
+    asm volatile("ld.volatile.u64 %0, [%1];" : "=l"(x) : "l"(p) : "memory");
+    return x;
+}
+
 extern "C" __global__ void mxa_sx_send_kernel(mxa_sx_send_desc_t d)
 {
     __shared__ int s_free;
-    mxa_sx_hdr_t *h = (mxa_sx_hdr_t *)(size_t)d.slot;
-    /* The claim touches only the link's control words and the slot. It may
-     * run before the kernel ahead has finished unless that kernel could be
-     * this slot's previous send step (same stream): then after it. */
+    uint64_t *h = (uint64_t *)(size_t)d.slot;
+    /* The claim touches only the link's control words. It may run before
+     * the kernel ahead has finished unless that kernel could be this
+     * slot's previous send step (same stream): then after it. */
     if (!d.early_claim)
         mxa_pdl_wait();
-    if (threadIdx.x == 0) {
+    if (threadIdx.x == 0)
         s_free = mxa_sx_slot_claim(&d);
-        if (s_free)
-            mxa_sx_slot_open(h);
-    }
     __syncthreads();
     mxa_pdl_wait(); /* before reading the buffer the kernel ahead may write */
     int in_ring = s_free;
-    unsigned char *dst =
-        in_ring ? (unsigned char *)h + MXA_SX_HDR_BYTES : (unsigned char *)(size_t)d.bounce;
-    mxa_sx_copy(dst, (const unsigned char *)(size_t)d.src, d.bytes);
-    /* The block's payload stores happen before thread 0's fence (barrier),
-     * whose release patterns below publish them (PTX fences are
-     * cumulative): no fence per thread here. */
+    if (in_ring) {
+        /* LL words, header and payload, in one pass without a fence: each
+         * word carries its own flag (sx_proto.h). Pairs of words per
+         * thread; payload pair j is words 2j, 2j+1. */
+        uint32_t f = mxa_sx_ll_flag(d.n);
+        const unsigned char *src = (const unsigned char *)(size_t)d.src;
+        uint64_t nw = mxa_sx_ll_words(d.bytes);
+        uint64_t npairs = (nw + 1) / 2;
+        uint64_t *pay = h + MXA_SX_HDR_BYTES / sizeof(uint64_t);
+        for (uint64_t j = threadIdx.x; j < npairs; j += blockDim.x) {
+            uint64_t a = mxa_sx_ll_word(mxa_sx_ll_gather(src, d.bytes, 2 * j), f);
+            if (2 * j + 1 < nw)
+                mxa_ll_store2(pay + 2 * j, a,
+                              mxa_sx_ll_word(mxa_sx_ll_gather(src, d.bytes, 2 * j + 1), f));
+            else
+                mxa_sx_store_relaxed(pay + 2 * j, a);
+        }
+        if (threadIdx.x < MXA_SX_LL_HDR_WORDS / 2) {
+            uint64_t w[MXA_SX_LL_HDR_WORDS];
+            mxa_sx_ll_header(&d, w);
+            mxa_ll_store2(h + 2 * threadIdx.x, w[2 * threadIdx.x], w[2 * threadIdx.x + 1]);
+        }
+    } else {
+        mxa_sx_copy((unsigned char *)(size_t)d.bounce, (const unsigned char *)(size_t)d.src,
+                    d.bytes);
+    }
+    /* The block's stores happen before thread 0's release below (barrier;
+     * PTX fences are cumulative): the bounce is published by it. */
     __syncthreads();
     if (threadIdx.x == 0) {
-        if (in_ring)
-            mxa_sx_slot_publish(h, &d);
         mxa_sx_record_finish((mxa_sx_record_t *)(size_t)d.record, d.bytes,
-                             in_ring ? MXA_SX_SENT : MXA_SX_BOUNCED, (int32_t)(d.n & 0x7fffffff));
+                             in_ring ? MXA_SX_SENT : MXA_SX_BOUNCED, -1);
         /* after the record's release in this thread's order */
         if (d.trigger_word)
             mxa_sx_store_release((uint64_t *)(size_t)d.trigger_word, d.trigger_seq);
@@ -160,51 +199,64 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
 {
     __shared__ int s_slot;
     __shared__ uint64_t s_n, s_bytes, s_src;
+    __shared__ uint32_t s_flag;
     __shared__ int s_outcome;
+    __shared__ int s_gave_up;
     /* a send step behind this one may start now (it waits for this grid
      * before it reads anything this grid writes) */
     mxa_pdl_launch_dependents();
     const mxa_sx_recv_desc_t *d = &p.d[blockIdx.x];
     mxa_sx_record_t *rec = (mxa_sx_record_t *)(size_t)d->record;
+    uint64_t start = mxa_sx_now_ns();
+    if (threadIdx.x == 0)
+        s_gave_up = 0;
     if (threadIdx.x < 32) {
         unsigned lane = threadIdx.x;
         if (lane == 0 && d->after_word)
             mxa_wait_geq((const mxa_u64 *)(size_t)d->after_word, d->after_seq);
         __syncwarp();
-        uint64_t start = mxa_sx_now_ns();
         int slot = -1, outcome = -1;
         uint64_t n = 0, bytes = 0, src = 0;
+        uint32_t flag = 0;
         for (unsigned iter = 0;; iter++) {
+            /* One scan: every lane reads the headers of its slots (four
+             * 16-byte loads each) and lane 0 the record's word, all
+             * issued together: one round trip where the ring or the
+             * record is across a bus. */
+            uint64_t desc = lane == 0 ? mxa_ll_load(&rec->desc) : 0;
             int hit = 0;
             uint64_t hn = 0, hb = 0;
+            uint32_t hf = 0;
             for (unsigned s = lane; s < d->nslots && !hit; s += 32) {
-                const mxa_sx_hdr_t *h =
-                    (const mxa_sx_hdr_t *)(size_t)(d->ring + (uint64_t)s * d->slot_stride);
-                if (mxa_sx_slot_match(h, d->ctx, d->tag, d->k, &hn, &hb)) {
+                const uint64_t *h =
+                    (const uint64_t *)(size_t)(d->ring + (uint64_t)s * d->slot_stride);
+                uint64_t w[MXA_SX_LL_HDR_WORDS];
+                for (int i = 0; i < MXA_SX_LL_HDR_WORDS / 2; i++)
+                    mxa_ll_load2(h + 2 * i, &w[2 * i], &w[2 * i + 1]);
+                if (mxa_sx_ll_match(w, d->ctx, d->tag, d->k, &hn, &hb, &hf)) {
                     hit = 1;
                     slot = (int)s;
                 }
             }
             unsigned mask = __ballot_sync(0xffffffffu, hit);
             if (mask) {
-                int src = __ffs(mask) - 1;
-                slot = __shfl_sync(0xffffffffu, slot, src);
-                n = __shfl_sync(0xffffffffu, hn, src);
-                bytes = __shfl_sync(0xffffffffu, hb, src);
+                int from = __ffs(mask) - 1;
+                slot = __shfl_sync(0xffffffffu, slot, from);
+                n = __shfl_sync(0xffffffffu, hn, from);
+                bytes = __shfl_sync(0xffffffffu, hb, from);
+                flag = __shfl_sync(0xffffffffu, hf, from);
                 outcome = bytes <= d->cap ? MXA_SX_OK : MXA_SX_TRUNCATED;
                 break;
             }
             /* The record's word every scan: a message that came by UCX
              * (larger than a slot, or its slot was taken) is announced
-             * there, and a scan is a bus round trip when the ring is host
-             * memory (checked every 32 scans before: 1 MiB on an SX
-             * communicator took 5 x the plain UCX path's time, 2 x H200 at
-             * e833f5d). The abort word and the clock every 32 scans. */
+             * there. The abort word and the clock every 32 scans. */
             {
                 int o = -1;
                 if (lane == 0) {
-                    uint64_t desc = mxa_sx_load_acquire(&rec->desc);
-                    if (desc == MXA_SX_DESC_COPY) { /* by UCX into host staging */
+                    if (desc != MXA_SX_DESC_NONE)
+                        desc = mxa_sx_load_acquire(&rec->desc); /* orders the reads below */
+                    if (desc == MXA_SX_DESC_COPY) {             /* by UCX into host staging */
                         src = mxa_sx_load_relaxed(&rec->copy_src);
                         bytes = mxa_sx_load_relaxed(&rec->copy_bytes);
                         o = bytes <= d->cap ? MXA_SX_OK : MXA_SX_TRUNCATED;
@@ -230,6 +282,7 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
             s_n = n;
             s_bytes = bytes;
             s_src = src;
+            s_flag = flag;
             s_outcome = outcome;
         }
     }
@@ -237,21 +290,57 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
     int outcome = s_outcome;
     uint64_t take = 0;
     if (outcome == MXA_SX_OK || outcome == MXA_SX_TRUNCATED) {
-        mxa_sx_fence(); /* lane 0's acquire of the flag, for every thread's loads */
         take = s_bytes <= d->cap ? s_bytes : d->cap;
-        const unsigned char *src =
-            s_slot >= 0
-                ? (const unsigned char *)(size_t)(d->ring + (uint64_t)s_slot * d->slot_stride) +
-                      MXA_SX_HDR_BYTES
-                : (const unsigned char *)(size_t)s_src; /* DESC_COPY: staging */
-        mxa_sx_copy((unsigned char *)(size_t)d->dst, src, take);
+        unsigned char *dst = (unsigned char *)(size_t)d->dst;
+        if (s_slot >= 0) {
+            /* LL words: wait for each word's flag (they may land after
+             * the header), bounded like the scan */
+            const uint64_t *pay =
+                (const uint64_t *)(size_t)(d->ring + (uint64_t)s_slot * d->slot_stride) +
+                MXA_SX_HDR_BYTES / sizeof(uint64_t);
+            uint32_t f = s_flag;
+            uint64_t nw = mxa_sx_ll_words(take);
+            uint64_t npairs = (nw + 1) / 2;
+            for (uint64_t j = threadIdx.x; j < npairs; j += blockDim.x) {
+                uint64_t a, b = 0;
+                for (unsigned spin = 0;; spin++) {
+                    if (2 * j + 1 < nw)
+                        mxa_ll_load2(pay + 2 * j, &a, &b);
+                    else
+                        a = mxa_ll_load(pay + 2 * j);
+                    if (mxa_sx_ll_flag_of(a) == f && (2 * j + 1 >= nw || mxa_sx_ll_flag_of(b) == f))
+                        break;
+                    if ((spin & 1023) == 1023 &&
+                        ((p.lim.abort_word &&
+                          mxa_sx_load_relaxed((const uint64_t *)(size_t)p.lim.abort_word)) ||
+                         (p.lim.timeout_ns && mxa_sx_now_ns() - start > p.lim.timeout_ns))) {
+                        s_gave_up = 1;
+                        break;
+                    }
+                }
+                if (s_gave_up)
+                    break;
+                mxa_sx_ll_scatter(dst, take, 2 * j, mxa_sx_ll_data_of(a));
+                if (2 * j + 1 < nw)
+                    mxa_sx_ll_scatter(dst, take, 2 * j + 1, mxa_sx_ll_data_of(b));
+            }
+        } else {
+            mxa_sx_fence(); /* lane 0's acquire of desc, for every thread's loads */
+            mxa_sx_copy(dst, (const unsigned char *)(size_t)s_src, take); /* DESC_COPY: staging */
+        }
     }
     /* the copy's stores happen before thread 0's consume and record
-     * releases (barrier; they fence first) */
+     * releases (barrier; releases are cumulative) */
     __syncthreads();
     if (threadIdx.x == 0) {
-        if ((outcome == MXA_SX_OK || outcome == MXA_SX_TRUNCATED) && s_slot >= 0)
-            mxa_sx_consume((uint64_t *)(size_t)d->consumed, (unsigned)s_slot, s_n);
-        mxa_sx_record_finish(rec, take, outcome, s_slot);
+        if (s_gave_up) {
+            int ab =
+                p.lim.abort_word && mxa_sx_load_acquire((const uint64_t *)(size_t)p.lim.abort_word);
+            mxa_sx_record_finish(rec, 0, ab ? MXA_SX_ABORTED : MXA_SX_TIMED_OUT, -1);
+        } else {
+            if ((outcome == MXA_SX_OK || outcome == MXA_SX_TRUNCATED) && s_slot >= 0)
+                mxa_sx_consume((uint64_t *)(size_t)d->consumed, (unsigned)s_slot, s_n);
+            mxa_sx_record_finish(rec, take, outcome, s_slot);
+        }
     }
 }

@@ -67,9 +67,12 @@ static size_t sx_page_round(size_t n)
     return (n + p - 1) / p * p;
 }
 
+/* A slot: the header and LL words for slot_bytes of message (8 ring bytes
+ * per 4 message bytes, sx_proto.h). */
 size_t mxa_sx_slot_stride(size_t slot_bytes)
 {
-    return MXA_SX_HDR_BYTES + ((slot_bytes + 63) & ~(size_t)63);
+    size_t ll = (size_t)mxa_sx_ll_words(slot_bytes) * sizeof(uint64_t);
+    return MXA_SX_HDR_BYTES + ((ll + 63) & ~(size_t)63);
 }
 
 /* ------------------------------------------------------------ memory */
@@ -410,13 +413,22 @@ mxu_status_t mxa_sx_link_attach(mxa_sx_link_t *l, mxa_stream_t *s)
 
 /* ------------------------------------------- the host reads the ring */
 
+/* The 8 header words of slot h, each one 64-bit load. */
+static void sx_ll_load_header(const uint64_t *h, uint64_t w[MXA_SX_LL_HDR_WORDS])
+{
+    for (int i = 0; i < MXA_SX_LL_HDR_WORDS; i++)
+        w[i] = mxa_sx_load_relaxed(h + i);
+}
+
 int mxa_sx_link_find(const mxa_sx_link_t *l, uint32_t ctx, int tag, uint64_t k, unsigned *slot,
                      uint64_t *n, uint64_t *bytes)
 {
     const unsigned char *ring = (const unsigned char *)l->ctrl + l->ring_off;
     for (unsigned s = 0; s < l->ctrl->nslots; s++) {
-        const mxa_sx_hdr_t *h = (const mxa_sx_hdr_t *)(ring + s * l->slot_stride);
-        if (mxa_sx_slot_match(h, ctx, tag, k, n, bytes)) {
+        uint64_t w[MXA_SX_LL_HDR_WORDS];
+        uint32_t f;
+        sx_ll_load_header((const uint64_t *)(const void *)(ring + s * l->slot_stride), w);
+        if (mxa_sx_ll_match(w, ctx, tag, k, n, bytes, &f)) {
             *slot = s;
             return 1;
         }
@@ -424,13 +436,27 @@ int mxa_sx_link_find(const mxa_sx_link_t *l, uint32_t ctx, int tag, uint64_t k, 
     return 0;
 }
 
+static void sx_backoff(unsigned *spins);
+
+/* Copy payload words 0..words-1 of a slot into dst (cap bytes), waiting
+ * for each word's flag: the words may land after the header. 1: done; 0:
+ * gave up (the abort word, or deadline_ns passed, 0: none). */
+static int sx_ll_copy_out(const uint64_t *payload, uint32_t f, uint64_t bytes, unsigned char *dst,
+                          uint64_t cap, uint64_t deadline_ns);
+static uint64_t sx_now_ns(void);
+
 size_t mxa_sx_link_take(mxa_sx_link_t *l, unsigned slot, uint64_t n, uint64_t bytes, void *dst,
                         size_t cap)
 {
     const unsigned char *h = (const unsigned char *)l->ctrl + l->ring_off + slot * l->slot_stride;
     size_t take = bytes <= cap ? (size_t)bytes : cap;
-    if (take)
-        memcpy(dst, h + MXA_SX_HDR_BYTES, take);
+    /* found by mxa_sx_link_find: the header is complete, the sender is
+     * writing the rest (a step already running), so the wait is short;
+     * bounded all the same (a sender killed mid-step) */
+    uint64_t deadline = sx.limits.timeout_ns ? sx_now_ns() + sx.limits.timeout_ns : 0;
+    if (!sx_ll_copy_out((const uint64_t *)(const void *)(h + MXA_SX_HDR_BYTES), mxa_sx_ll_flag(n),
+                        take, dst, take, deadline))
+        return (size_t)-1;
     mxa_sx_consume(l->ctrl->consumed, slot, n);
     return take;
 }
@@ -458,26 +484,57 @@ static uint64_t sx_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static int sx_ll_copy_out(const uint64_t *payload, uint32_t f, uint64_t bytes, unsigned char *dst,
+                          uint64_t cap, uint64_t deadline_ns)
+{
+    uint64_t nw = mxa_sx_ll_words(bytes);
+    for (uint64_t i = 0; i < nw; i++) {
+        uint64_t w = mxa_sx_load_relaxed(payload + i);
+        unsigned spins = 0;
+        while (mxa_sx_ll_flag_of(w) != f) {
+            if (sx.abort_word && mxa_sx_load_acquire(sx.abort_word))
+                return 0;
+            if (deadline_ns && sx_now_ns() > deadline_ns)
+                return 0;
+            sx_backoff(&spins);
+            w = mxa_sx_load_relaxed(payload + i);
+        }
+        mxa_sx_ll_scatter(dst, cap, i, mxa_sx_ll_data_of(w));
+    }
+    return 1;
+}
+
 typedef struct {
     mxa_sx_send_desc_t d;
 } host_send_t;
+
+/* LL-write message d into slot h (sx_proto.h): header and payload words,
+ * one 64-bit relaxed store each. */
+static void sx_ll_write(uint64_t *h, const mxa_sx_send_desc_t *d)
+{
+    uint64_t w[MXA_SX_LL_HDR_WORDS];
+    mxa_sx_ll_header(d, w);
+    uint32_t f = mxa_sx_ll_flag(d->n);
+    uint64_t *pay = h + MXA_SX_HDR_BYTES / sizeof(uint64_t);
+    const unsigned char *src = (const unsigned char *)(uintptr_t)d->src;
+    uint64_t nw = mxa_sx_ll_words(d->bytes);
+    for (uint64_t i = 0; i < nw; i++)
+        mxa_sx_store_relaxed(pay + i, mxa_sx_ll_word(mxa_sx_ll_gather(src, d->bytes, i), f));
+    for (int i = 0; i < MXA_SX_LL_HDR_WORDS; i++)
+        mxa_sx_store_relaxed(h + i, w[i]);
+}
 
 static void host_send_step(void *arg)
 {
     host_send_t *hs = arg;
     mxa_sx_send_desc_t *d = &hs->d;
-    mxa_sx_hdr_t *h = (mxa_sx_hdr_t *)(uintptr_t)d->slot;
     int in_ring = mxa_sx_slot_claim(d);
     if (in_ring)
-        mxa_sx_slot_open(h);
-    if (d->bytes)
-        memcpy(in_ring ? (unsigned char *)h + MXA_SX_HDR_BYTES
-                       : (unsigned char *)(uintptr_t)d->bounce,
-               (const void *)(uintptr_t)d->src, (size_t)d->bytes);
-    if (in_ring)
-        mxa_sx_slot_publish(h, d);
+        sx_ll_write((uint64_t *)(uintptr_t)d->slot, d);
+    else if (d->bytes)
+        memcpy((void *)(uintptr_t)d->bounce, (const void *)(uintptr_t)d->src, (size_t)d->bytes);
     mxa_sx_record_finish((mxa_sx_record_t *)(uintptr_t)d->record, d->bytes,
-                         in_ring ? MXA_SX_SENT : MXA_SX_BOUNCED, (int32_t)(d->n & 0x7fffffff));
+                         in_ring ? MXA_SX_SENT : MXA_SX_BOUNCED, -1);
     if (d->trigger_word) {
         mxa_store_max((_Atomic uint64_t *)(uintptr_t)d->trigger_word, d->trigger_seq);
         mxa_notify_trigger();
@@ -504,14 +561,21 @@ static void host_recv_one(const mxa_sx_recv_desc_t *d, const mxa_sx_limits_t *li
     }
     for (;;) {
         for (uint32_t s = 0; s < d->nslots; s++) {
-            mxa_sx_hdr_t *h = (mxa_sx_hdr_t *)(uintptr_t)(d->ring + s * d->slot_stride);
-            uint64_t n, bytes;
-            if (!mxa_sx_slot_match(h, d->ctx, d->tag, d->k, &n, &bytes))
+            const uint64_t *h = (const uint64_t *)(uintptr_t)(d->ring + s * d->slot_stride);
+            uint64_t w[MXA_SX_LL_HDR_WORDS], n, bytes;
+            uint32_t f;
+            sx_ll_load_header(h, w);
+            if (!mxa_sx_ll_match(w, d->ctx, d->tag, d->k, &n, &bytes, &f))
                 continue;
             uint64_t take = bytes <= d->cap ? bytes : d->cap;
-            if (take)
-                memcpy((void *)(uintptr_t)d->dst, (unsigned char *)h + MXA_SX_HDR_BYTES,
-                       (size_t)take);
+            uint64_t deadline = lim->timeout_ns ? start + lim->timeout_ns : 0;
+            if (!sx_ll_copy_out(h + MXA_SX_HDR_BYTES / sizeof(uint64_t), f, take,
+                                (unsigned char *)(uintptr_t)d->dst, take, deadline)) {
+                int ab = lim->abort_word &&
+                         mxa_sx_load_acquire((const uint64_t *)(uintptr_t)lim->abort_word);
+                mxa_sx_record_finish(rec, 0, ab ? MXA_SX_ABORTED : MXA_SX_TIMED_OUT, -1);
+                return;
+            }
             mxa_sx_consume((uint64_t *)(uintptr_t)d->consumed, s, n);
             mxa_sx_record_finish(rec, take, bytes <= d->cap ? MXA_SX_OK : MXA_SX_TRUNCATED,
                                  (int32_t)s);

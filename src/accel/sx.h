@@ -22,7 +22,8 @@ void mxa_sx_shutdown(void);
 void mxa_sx_abort_all(void);
 
 /* Receiver: the link for one peer's messages: a control page and the
- * ring in POSIX shared memory `name` ("/..."). Host streams use it as it
+ * ring (LL words, sx_proto.h: slot_bytes of message take twice that in
+ * ring) in POSIX shared memory `name` ("/..."). Host streams use it as it
  * is; for CUDA streams each process registers the segment with the driver
  * (cuMemHostRegister, PORTABLE) at first use: the GPUs read and write it
  * over PCIe or C2C. (A ring in device memory, faster over NVLink, needs
@@ -62,7 +63,8 @@ int mxa_sx_stream_capturing(mxa_stream_t *s);
 
 /* The host side of a receive (progress thread): is (ctx, tag, k) in the
  * ring (its slot, link number and size)? And: copy up to cap bytes of it
- * to host memory and free the slot; returns the bytes copied. */
+ * to host memory and free the slot; returns the bytes copied, (size_t)-1
+ * when the rest of the message did not come (abort word, SX timeout). */
 int mxa_sx_link_find(const mxa_sx_link_t *l, uint32_t ctx, int tag, uint64_t k, unsigned *slot,
                      uint64_t *n, uint64_t *bytes);
 size_t mxa_sx_link_take(mxa_sx_link_t *l, unsigned slot, uint64_t n, uint64_t bytes, void *dst,

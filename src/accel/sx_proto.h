@@ -10,18 +10,17 @@
  *                 backend also registers it for its GPU): the published
  *                 ring, and one `consumed` word per slot, which the
  *                 receiver's step raises when it has copied a message out.
- *   ring          nslots slots of slot_bytes payload behind a 64-byte
- *                 header, in the receiver's memory (device memory exported
- *                 by CUDA IPC, or the control page itself for host streams).
+ *   ring          nslots slots, each a message of up to slot_bytes as LL
+ *                 words (header and payload; below), after the control
+ *                 page in the same segment.
  *
  * The sender numbers its SX messages on the link n = 0, 1, 2, ... and
  * message n may use slot n % nslots. The send step decides when it runs:
  * the slot is free when the message last written into it was consumed
  * (`consumed[slot] >= written[slot]`, both n + 1 of a message; the sender
  * writes `written`, the receiver `consumed`). Free: it claims the slot
- * (written = n + 1) and writes, in order:
- *   header.flag = 0; payload; fence; header fields; release: header.flag = n + 1.
- * Taken: it copies the message into the send's bounce buffer (host memory)
+ * (written = n + 1) and writes the message's LL words (header and payload,
+ * each word with its flag, in any order, no fence). Taken: it copies the message into the send's bounce buffer (host memory)
  * instead, and the sender's progress thread sends it by UCX. Either way the
  * step never waits, and the sender's buffer is free when it ends. Two send
  * steps of one slot never run at once: the host sends a message by UCX at
@@ -31,9 +30,10 @@
  * ordinal of the message in its channel (context, sender, tag), counted in
  * call order by both sides (the k-th receive of a channel gets the k-th
  * send: MPI's non-overtaking rule with exact source and tag). It scans the
- * headers for it with a seqlock read (flag, fields, flag again), copies the
- * payload out, raises consumed[slot] = n + 1 and writes its *record* (host-
- * visible memory the engine polls): bytes, error, done = 1.
+ * headers for it (a header is whole when its 8 words carry one flag),
+ * copies the payload words out as their flags arrive, raises
+ * consumed[slot] = n + 1 and writes its *record* (host-visible memory the
+ * engine polls): one done word with bytes, error and slot.
  *
  * The engine may also finish a receive another way (the message came by
  * UCX, the peer failed, finalize): it writes the record's `desc` word; a
@@ -45,6 +45,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#ifndef __CUDACC__
+#include <string.h>
+#endif
 
 #define MXA_SX_MAX_SLOTS 64
 #define MXA_SX_HDR_BYTES 64
@@ -74,17 +77,6 @@
  * message would (OK or TRUNCATED, slot -1) */
 #define MXA_SX_DESC_COPY 3
 
-/* Slot header (64 bytes, at the start of each slot). */
-typedef struct {
-    uint64_t flag; /* n + 1 once complete; 0 while being written */
-    uint32_t ctx;
-    int32_t tag;
-    uint64_t k;
-    uint64_t bytes;
-    uint64_t n;
-    uint64_t spare[3];
-} mxa_sx_hdr_t;
-
 /* Control page (starts a page-aligned shared-memory segment). */
 typedef struct {
     uint64_t magic;
@@ -100,10 +92,8 @@ typedef struct {
 
 /* A receive's record (64 bytes, host-visible; the engine polls `done`). */
 typedef struct {
-    uint64_t done; /* 1: the step finished (release) */
-    uint64_t bytes;
-    int32_t error; /* MXA_SX_* */
-    int32_t slot;
+    uint64_t done; /* 0 until the step finished; then mxa_sx_done_word() (release) */
+    uint64_t spare0[2];
     uint64_t desc;       /* MXA_SX_DESC_*: written by the engine (release, after the below) */
     uint64_t copy_src;   /* DESC_COPY: host-visible staging holding the message */
     uint64_t copy_bytes; /* DESC_COPY: the message's length */
@@ -219,61 +209,113 @@ static inline void mxa_sx_fence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST);
 
 /* ------------------------------------------------------- protocol steps */
 
-/* Sender, before the payload: the slot is being rewritten. */
-MXA_SX_FN void mxa_sx_slot_open(mxa_sx_hdr_t *h)
+/* LL words. A slot holds its message as 8-byte words, each 4 bytes of
+ * data under a 4-byte flag (NCCL's "LL" lines): word = data | flag << 32,
+ * flag = mxa_sx_ll_flag(n) for message n. A word is written and read as
+ * one 64-bit access, so a reader that sees the flag of message n sees
+ * that message's data in the same word: no fence between payload and
+ * header, no flag to clear before a slot is rewritten, and words may land
+ * in any order (a reader waits for each word's flag). A slot: 8 header
+ * words (ctx, tag, k lo/hi, bytes lo/hi, n lo/hi: 64 bytes) and then
+ * ceil(bytes / 4) payload words: a slot for S bytes of message takes
+ * 64 + 2 S bytes of ring. Words of an older message in the slot carry an older
+ * flag (flags repeat after 2^32 - 1 messages on one link). */
+#define MXA_SX_LL_HDR_WORDS 8
+
+MXA_SX_FN uint32_t mxa_sx_ll_flag(uint64_t n) { return (uint32_t)(n % 0xffffffffull) + 1u; }
+MXA_SX_FN uint64_t mxa_sx_ll_word(uint32_t data, uint32_t flag)
 {
-    mxa_sx_store_relaxed(&h->flag, 0);
-    mxa_sx_fence();
+    return (uint64_t)data | ((uint64_t)flag << 32);
+}
+MXA_SX_FN uint32_t mxa_sx_ll_flag_of(uint64_t w) { return (uint32_t)(w >> 32); }
+MXA_SX_FN uint32_t mxa_sx_ll_data_of(uint64_t w) { return (uint32_t)w; }
+/* Payload words of a message of `bytes` bytes. */
+MXA_SX_FN uint64_t mxa_sx_ll_words(uint64_t bytes) { return (bytes + 3) / 4; }
+
+/* The 8 header words of message d (the writer stores each with one 64-bit
+ * store, relaxed, in any order). */
+MXA_SX_FN void mxa_sx_ll_header(const mxa_sx_send_desc_t *d, uint64_t w[MXA_SX_LL_HDR_WORDS])
+{
+    uint32_t f = mxa_sx_ll_flag(d->n);
+    w[0] = mxa_sx_ll_word(d->ctx, f);
+    w[1] = mxa_sx_ll_word((uint32_t)d->tag, f);
+    w[2] = mxa_sx_ll_word((uint32_t)d->k, f);
+    w[3] = mxa_sx_ll_word((uint32_t)(d->k >> 32), f);
+    w[4] = mxa_sx_ll_word((uint32_t)d->bytes, f);
+    w[5] = mxa_sx_ll_word((uint32_t)(d->bytes >> 32), f);
+    w[6] = mxa_sx_ll_word((uint32_t)d->n, f);
+    w[7] = mxa_sx_ll_word((uint32_t)(d->n >> 32), f);
 }
 
-/* Sender, after the payload (all of it visible to this thread: the CUDA
- * step synchronizes its block first): fields, then the flag. */
-MXA_SX_FN void mxa_sx_slot_publish(mxa_sx_hdr_t *h, const mxa_sx_send_desc_t *d)
+/* Receiver: do these 8 header words (each read with one 64-bit load) hold
+ * (ctx, tag, k), all of one message? Then *n_out and *bytes_out describe
+ * it and *flag_out is its payload words' flag. */
+MXA_SX_FN int mxa_sx_ll_match(const uint64_t w[MXA_SX_LL_HDR_WORDS], uint32_t ctx, int32_t tag,
+                              uint64_t k, uint64_t *n_out, uint64_t *bytes_out, uint32_t *flag_out)
 {
-    mxa_sx_fence();
-    uint64_t *w = (uint64_t *)h;
-    /* ctx and tag share the second word */
-    uint64_t ct = (uint64_t)d->ctx | ((uint64_t)(uint32_t)d->tag << 32);
-    mxa_sx_store_relaxed(w + 1, ct);
-    mxa_sx_store_relaxed(&h->k, d->k);
-    mxa_sx_store_relaxed(&h->bytes, d->bytes);
-    mxa_sx_store_relaxed(&h->n, d->n);
-    mxa_sx_fence();
-    mxa_sx_store_release(&h->flag, d->n + 1);
-}
-
-/* Receiver: does slot h hold (ctx, tag, k), completely written? Then
- * *n_out and *bytes_out describe it. A seqlock read: the sender zeroes the
- * flag before it touches a slot again, which it does only after this
- * receiver consumed the slot's message, so an unchanged non-zero flag
- * means the fields belong to it. */
-MXA_SX_FN int mxa_sx_slot_match(const mxa_sx_hdr_t *h, uint32_t ctx, int32_t tag, uint64_t k,
-                                uint64_t *n_out, uint64_t *bytes_out)
-{
-    uint64_t f1 = mxa_sx_load_acquire(&h->flag);
-    if (f1 == 0)
+    uint32_t f = mxa_sx_ll_flag_of(w[0]);
+    if (f == 0)
         return 0;
-    /* all four fields at once (one round trip where the ring is across a
-     * bus), then the checks */
-    const uint64_t *w = (const uint64_t *)h;
-    uint64_t ct = mxa_sx_load_relaxed(w + 1);
-    uint64_t hk = mxa_sx_load_relaxed(&h->k);
-    uint64_t bytes = mxa_sx_load_relaxed(&h->bytes);
-    uint64_t n = mxa_sx_load_relaxed(&h->n);
-    if ((uint32_t)ct != ctx || (int32_t)(uint32_t)(ct >> 32) != tag || hk != k)
+    for (int i = 1; i < MXA_SX_LL_HDR_WORDS; i++)
+        if (mxa_sx_ll_flag_of(w[i]) != f)
+            return 0;
+    uint64_t hk = (uint64_t)mxa_sx_ll_data_of(w[2]) | ((uint64_t)mxa_sx_ll_data_of(w[3]) << 32);
+    if (mxa_sx_ll_data_of(w[0]) != ctx || (int32_t)mxa_sx_ll_data_of(w[1]) != tag || hk != k)
         return 0;
-    mxa_sx_fence();
-    if (mxa_sx_load_relaxed(&h->flag) != f1 || f1 != n + 1)
+    uint64_t n = (uint64_t)mxa_sx_ll_data_of(w[6]) | ((uint64_t)mxa_sx_ll_data_of(w[7]) << 32);
+    if (mxa_sx_ll_flag(n) != f)
         return 0;
     *n_out = n;
-    *bytes_out = bytes;
+    *bytes_out = (uint64_t)mxa_sx_ll_data_of(w[4]) | ((uint64_t)mxa_sx_ll_data_of(w[5]) << 32);
+    *flag_out = f;
     return 1;
+}
+
+/* Payload word i of a message of `bytes` bytes at src: 4 bytes, fewer in
+ * the last word (zero-filled); one 32-bit load where src allows. */
+MXA_SX_FN uint32_t mxa_sx_ll_gather(const unsigned char *src, uint64_t bytes, uint64_t i)
+{
+    const unsigned char *p = src + 4 * i;
+    uint64_t left = bytes - 4 * i;
+    if (left >= 4 && ((uintptr_t)p & 3) == 0) {
+#ifdef __CUDACC__
+        return *(const uint32_t *)p;
+#else
+        uint32_t w;
+        memcpy(&w, p, 4);
+        return w;
+#endif
+    }
+    uint32_t v = 0;
+    for (uint64_t b = 0; b < 4 && b < left; b++)
+        v |= (uint32_t)p[b] << (8 * b);
+    return v;
+}
+
+/* Store payload word i's data at dst (at most cap bytes in all). */
+MXA_SX_FN void mxa_sx_ll_scatter(unsigned char *dst, uint64_t cap, uint64_t i, uint32_t v)
+{
+    if (4 * i >= cap)
+        return;
+    unsigned char *p = dst + 4 * i;
+    uint64_t left = cap - 4 * i;
+    if (left >= 4 && ((uintptr_t)p & 3) == 0) {
+#ifdef __CUDACC__
+        *(uint32_t *)p = v;
+#else
+        memcpy(p, &v, 4);
+#endif
+        return;
+    }
+    for (uint64_t b = 0; b < 4 && b < left; b++)
+        p[b] = (unsigned char)(v >> (8 * b));
 }
 
 /* Receiver, after copying message n out of slot `slot`. */
 MXA_SX_FN void mxa_sx_consume(uint64_t *consumed, uint32_t slot, uint64_t n)
 {
-    mxa_sx_fence();
+    /* the release orders this thread's (and, after a barrier, its
+     * block's) reads of the slot before the sender may rewrite it */
     mxa_sx_store_release(&consumed[slot], n + 1);
 }
 
@@ -291,14 +333,22 @@ MXA_SX_FN int mxa_sx_slot_claim(const mxa_sx_send_desc_t *d)
     return 1;
 }
 
-/* Receiver: the step's outcome. */
+/* The step's outcome, in one word (one store: no fence between fields
+ * and the done bit): done (bit 0), error (MXA_SX_*, bits 1-8), slot + 1
+ * (bits 9-16; 0: no slot), bytes (bits 17-63). */
+MXA_SX_FN uint64_t mxa_sx_done_word(uint64_t bytes, int32_t error, int32_t slot)
+{
+    return 1u | ((uint64_t)(uint32_t)error & 0xffu) << 1 |
+           ((uint64_t)(uint32_t)(slot + 1) & 0xffu) << 9 | bytes << 17;
+}
+MXA_SX_FN int32_t mxa_sx_done_error(uint64_t w) { return (int32_t)((w >> 1) & 0xffu); }
+MXA_SX_FN int32_t mxa_sx_done_slot(uint64_t w) { return (int32_t)((w >> 9) & 0xffu) - 1; }
+MXA_SX_FN uint64_t mxa_sx_done_bytes(uint64_t w) { return w >> 17; }
+
+/* Receiver: the step's outcome (a release: the copy-out before it). */
 MXA_SX_FN void mxa_sx_record_finish(mxa_sx_record_t *r, uint64_t bytes, int32_t error, int32_t slot)
 {
-    mxa_sx_store_relaxed(&r->bytes, bytes);
-    uint64_t es = (uint64_t)(uint32_t)error | ((uint64_t)(uint32_t)slot << 32);
-    mxa_sx_store_relaxed((uint64_t *)&r->error, es);
-    mxa_sx_fence();
-    mxa_sx_store_release(&r->done, 1);
+    mxa_sx_store_release(&r->done, mxa_sx_done_word(bytes, error, slot));
 }
 
 #endif

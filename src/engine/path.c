@@ -267,7 +267,8 @@ static void sx_fallback(mxe_sx_fallback_t why)
 int mxe_sx_send_outcome(mxe_op_t *op, void **bounce)
 {
     mxa_sx_record_t *rec = op->sx_rec;
-    int sent = rec && __atomic_load_n(&rec->done, __ATOMIC_ACQUIRE) && rec->error == MXA_SX_SENT;
+    uint64_t done = rec ? __atomic_load_n(&rec->done, __ATOMIC_ACQUIRE) : 0;
+    int sent = done && mxa_sx_done_error(done) == MXA_SX_SENT;
     op->sx_rec = NULL;
     mxa_sx_record_free(rec);
     *bounce = op->sx_bounce;
@@ -684,6 +685,13 @@ static int sx_hunt_found(mxe_op_t *op, unsigned slot, uint64_t n, uint64_t bytes
         size_t got = mxa_sx_link_take(l, slot, n, bytes, op->buf, op->bytes);
         op->result.source = op->peer;
         op->result.tag = op->tag;
+        if (got == (size_t)-1) { /* the header came, the rest did not */
+            MXU_LOG(MXU_LOG_ERROR,
+                    "SX: message from rank %d (tag %d) incomplete after MPIX_ACC_SX_TIMEOUT=%g s",
+                    op->peer, op->tag, mxu_config.sx_timeout);
+            mxe_sx_complete_from_step(op, op->peer_failed ? MXU_ERR_PEER : MXU_ERR_TIMED_OUT);
+            return 1;
+        }
         op->result.bytes = got;
         op->sx_env_sx = 1;
         mxe_sx_complete_from_step(op, bytes <= op->bytes ? MXU_OK : MXU_ERR_TRUNCATED);
@@ -759,7 +767,8 @@ unsigned mxe_sx_poll(void)
     while (*pp) {
         mxe_op_t *op = *pp;
         mxa_sx_record_t *rec = op->sx_rec;
-        if (!__atomic_load_n(&rec->done, __ATOMIC_ACQUIRE)) {
+        uint64_t done = __atomic_load_n(&rec->done, __ATOMIC_ACQUIRE);
+        if (!done) {
             pp = &op->sx_next_watch;
             continue;
         }
@@ -767,15 +776,15 @@ unsigned mxe_sx_poll(void)
         watch_count--;
         n++;
         op->sx_watched = 0;
-        int err = rec->error;
-        size_t bytes = (size_t)rec->bytes;
+        int err = mxa_sx_done_error(done);
+        size_t bytes = (size_t)mxa_sx_done_bytes(done);
         if (!mxe_op_is_complete(op)) {
             op->result.source = op->peer;
             op->result.tag = op->tag;
             mxu_status_t st = MXU_OK;
             if (err == MXA_SX_OK || err == MXA_SX_TRUNCATED) {
                 op->result.bytes = bytes;
-                op->sx_env_sx = rec->slot >= 0; /* else from staging: it came by UCX */
+                op->sx_env_sx = mxa_sx_done_slot(done) >= 0; /* else from staging: it came by UCX */
                 st = err == MXA_SX_OK ? MXU_OK : MXU_ERR_TRUNCATED;
             } else if (err == MXA_SX_TIMED_OUT) {
                 MXU_LOG(MXU_LOG_ERROR,

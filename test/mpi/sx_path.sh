@@ -109,8 +109,8 @@ if [ -x "$bench" ]; then
         echo "sx_path.sh: ok (acc-sx with MPI_STATUSES_IGNORE: no wait point per receive)"
     fi
     # The path carries what the eager limit calls small (8 KiB by default):
-    # 64 KiB messages, which fit a slot, go by UCX; with the limit raised
-    # to 64k they go by the ring.
+    # 64 KiB messages go by UCX; with the limit and the slots raised to 64k
+    # they go by the ring.
     # STAGE=all stages host buffers too: these UCX-carried 64 KiB messages,
     # which the ring could not have carried, must not be staged (8e4cd85)
     MPIX_ACC_STATS=1 MPIX_ACC_SX_STAGE=all timeout 120 mpiexec -n 2 "$bench" --variant acc-sx \
@@ -125,7 +125,7 @@ if [ -x "$bench" ]; then
     else
         echo "sx_path.sh: ok (64 KiB, above the default eager limit, by UCX)"
     fi
-    MPIX_ACC_STATS=1 MPIX_ACC_EAGER_LIMIT=64k timeout 120 mpiexec -n 2 "$bench" --variant acc-sx \
+    MPIX_ACC_STATS=1 MPIX_ACC_EAGER_LIMIT=64k MPIX_ACC_SX_SLOT_BYTES=64k timeout 120 mpiexec -n 2 "$bench" --variant acc-sx \
         --sizes 65536 -r 2 -t lat >"$log" 2>&1
     rc=$?
     nbig=$(grep -cE 'larger than the eager limit or a slot 0,' "$log")

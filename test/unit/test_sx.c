@@ -3,8 +3,8 @@
  * links (src/accel/sx.c) on host streams, without MPI: a receiver's link in
  * shared memory, a sender's view of it, send steps that claim a free slot
  * or leave the message in the bounce buffer when the slot is still taken,
- * the host-side find/take of a receive, the seqlock read of a slot being
- * rewritten, a host receive step with its record, and the abort word.
+ * the host-side find/take of a receive, LL words (a header half rewritten
+ * is no match), a host receive step with its record, and the abort word.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -45,9 +45,10 @@ static int send_one(mxa_stream_t *s, void *h, mxa_sx_link_t *l, const void *src,
                        .record = rec};
     CHECK(mxa_sx_enqueue_send(s, &m) == MXU_OK, "enqueue send");
     CHECK(mxa_host_stream_synchronize(h) == MXU_OK, "synchronize");
-    CHECK(__atomic_load_n(&rec->done, __ATOMIC_ACQUIRE) == 1, "send record done");
-    CHECK_EQ_LL(rec->bytes, n);
-    int out = rec->error;
+    uint64_t done = __atomic_load_n(&rec->done, __ATOMIC_ACQUIRE);
+    CHECK(done & 1, "send record done");
+    CHECK_EQ_LL(mxa_sx_done_bytes(done), n);
+    int out = mxa_sx_done_error(done);
     mxa_sx_record_free(rec);
     return out;
 }
@@ -120,9 +121,9 @@ int main(void)
         .link = rx, .dst = got, .cap = 256, .ctx = 3, .tag = 9, .k = 1, .record = rec};
     CHECK(mxa_sx_enqueue_recv(r, &rv, 1) == MXU_OK, "enqueue receive");
     CHECK(mxa_host_stream_synchronize(hr) == MXU_OK, "synchronize receive");
-    CHECK(rec->done == 1 && rec->error == MXA_SX_OK && rec->bytes == 50 && rec->slot == 1,
-          "receive record: done %llu error %d bytes %llu slot %d", (unsigned long long)rec->done,
-          rec->error, (unsigned long long)rec->bytes, rec->slot);
+    CHECK(rec->done == mxa_sx_done_word(50, MXA_SX_OK, 1) && mxa_sx_done_error(rec->done) == 0 &&
+              mxa_sx_done_bytes(rec->done) == 50 && mxa_sx_done_slot(rec->done) == 1,
+          "receive record: done %llx", (unsigned long long)rec->done);
     CHECK(memcmp(got, msg + 1, 50) == 0, "received payload");
     /* the step consumed slot 1: message 5 (slot 1) goes into the ring now */
     CHECK_EQ_LL(send_one(s, hs, tx, msg + 5, 20, 5, 5, bounce), MXA_SX_SENT);
@@ -136,7 +137,9 @@ int main(void)
     rv.record = rec;
     CHECK(mxa_sx_enqueue_recv(r, &rv, 1) == MXU_OK, "enqueue receive 2");
     CHECK(mxa_host_stream_synchronize(hr) == MXU_OK, "synchronize receive 2");
-    CHECK(rec->done == 1 && rec->error == MXA_SX_DELIVERED, "delivered: error %d", rec->error);
+    CHECK((rec->done & 1) && mxa_sx_done_error(rec->done) == MXA_SX_DELIVERED &&
+              mxa_sx_done_slot(rec->done) == -1,
+          "delivered: error %d", mxa_sx_done_error(rec->done));
 
     /* the abort word stops a receive step waiting for a message that never comes */
     mxa_sx_record_free(rec);
@@ -146,20 +149,54 @@ int main(void)
     mxa_sx_abort_all();
     CHECK(mxa_sx_enqueue_recv(r, &rv, 1) == MXU_OK, "enqueue receive 3");
     CHECK(mxa_host_stream_synchronize(hr) == MXU_OK, "synchronize receive 3");
-    CHECK(rec->done == 1 && rec->error == MXA_SX_ABORTED, "aborted: error %d", rec->error);
+    CHECK((rec->done & 1) && mxa_sx_done_error(rec->done) == MXA_SX_ABORTED, "aborted: error %d",
+          mxa_sx_done_error(rec->done));
     mxa_sx_record_free(rec);
 
-    /* the seqlock read: a slot being rewritten (flag 0) or whose flag does
-     * not match its number is not a match */
-    mxa_sx_hdr_t h;
-    memset(&h, 0, sizeof h);
-    mxa_sx_send_desc_t d = {.n = 5, .k = 2, .ctx = 3, .tag = 9, .bytes = 1};
-    mxa_sx_slot_open(&h);
-    CHECK(!mxa_sx_slot_match(&h, 3, 9, 2, &n, &bytes), "flag 0: no match");
-    mxa_sx_slot_publish(&h, &d);
-    CHECK(mxa_sx_slot_match(&h, 3, 9, 2, &n, &bytes) && n == 5, "published: match");
-    h.n = 6; /* fields of another message under the old flag */
-    CHECK(!mxa_sx_slot_match(&h, 3, 9, 2, &n, &bytes), "torn header: no match");
+    /* LL words: a header is whole only when all 8 words carry one flag and
+     * that flag is its message's; payload words at any alignment and
+     * length round-trip through gather/scatter */
+    mxa_sx_send_desc_t d = {.n = 5, .k = 0x100000002ull, .ctx = 3, .tag = -9, .bytes = 7};
+    uint64_t w[MXA_SX_LL_HDR_WORDS];
+    uint32_t f = 0;
+    mxa_sx_ll_header(&d, w);
+    CHECK(mxa_sx_ll_match(w, 3, -9, 0x100000002ull, &n, &bytes, &f) && n == 5 && bytes == 7 &&
+              f == mxa_sx_ll_flag(5),
+          "whole header: match (n %llu bytes %llu flag %u)", (unsigned long long)n,
+          (unsigned long long)bytes, f);
+    CHECK(!mxa_sx_ll_match(w, 3, -9, 2, &n, &bytes, &f), "k's high word counts");
+    uint64_t old[MXA_SX_LL_HDR_WORDS];
+    mxa_sx_send_desc_t d4 = d;
+    d4.n = 4;
+    mxa_sx_ll_header(&d4, old);
+    for (int i = 0; i < MXA_SX_LL_HDR_WORDS; i++) {
+        uint64_t torn[MXA_SX_LL_HDR_WORDS];
+        memcpy(torn, w, sizeof torn);
+        torn[i] = old[i]; /* one word still of the slot's previous message */
+        CHECK(!mxa_sx_ll_match(torn, 3, -9, 0x100000002ull, &n, &bytes, &f),
+              "torn header (word %d old): no match", i);
+    }
+    w[6] = mxa_sx_ll_word(6, mxa_sx_ll_flag(5)); /* number and flag disagree */
+    CHECK(!mxa_sx_ll_match(w, 3, -9, 0x100000002ull, &n, &bytes, &f), "n vs flag: no match");
+    uint64_t zero[MXA_SX_LL_HDR_WORDS] = {0};
+    CHECK(!mxa_sx_ll_match(zero, 0, 0, 0, &n, &bytes, &f), "an empty slot: no match");
+    CHECK(mxa_sx_ll_flag(0) == 1 && mxa_sx_ll_flag(0xfffffffeull) == 0xffffffffu &&
+              mxa_sx_ll_flag(0xffffffffull) == 1,
+          "flags are never 0");
+    for (size_t off = 0; off < 4; off++)
+        for (size_t len = 0; len < 13; len++) {
+            unsigned char out[24];
+            memset(out, 0xee, sizeof out);
+            for (uint64_t i = 0; i < mxa_sx_ll_words(len); i++)
+                mxa_sx_ll_scatter(out + off, len, i, mxa_sx_ll_gather(msg + off, len, i));
+            CHECK(memcmp(out + off, msg + off, len) == 0 && out[off + len] == 0xee,
+                  "gather/scatter offset %zu length %zu", off, len);
+        }
+    CHECK(mxa_sx_done_bytes(mxa_sx_done_word((1ull << 40) + 3, MXA_SX_TRUNCATED, 63)) ==
+                  (1ull << 40) + 3 &&
+              mxa_sx_done_error(mxa_sx_done_word(0, MXA_SX_TRUNCATED, 63)) == MXA_SX_TRUNCATED &&
+              mxa_sx_done_slot(mxa_sx_done_word(0, MXA_SX_OK, 63)) == 63,
+          "done word round trip");
 
     CHECK(mxa_host_stream_free(hs) == MXU_OK && mxa_host_stream_free(hr) == MXU_OK, "free");
     mxa_sx_link_close(tx);
