@@ -201,15 +201,20 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
     __shared__ uint64_t s_n, s_bytes, s_src;
     __shared__ uint32_t s_flag;
     __shared__ int s_outcome;
-    __shared__ int s_gave_up;
+    __shared__ volatile int s_gave_up;
+    __shared__ int s_inline;                     /* the scan read the whole message */
+    __shared__ uint64_t s_pw[MXA_SX_SCAN_WORDS]; /* its payload words */
     /* a send step behind this one may start now (it waits for this grid
      * before it reads anything this grid writes) */
     mxa_pdl_launch_dependents();
     const mxa_sx_recv_desc_t *d = &p.d[blockIdx.x];
     mxa_sx_record_t *rec = (mxa_sx_record_t *)(size_t)d->record;
     uint64_t start = mxa_sx_now_ns();
-    if (threadIdx.x == 0)
+    if (threadIdx.x == 0) {
         s_gave_up = 0;
+        s_inline = 0;
+    }
+    __syncthreads();
     if (threadIdx.x < 32) {
         unsigned lane = threadIdx.x;
         if (lane == 0 && d->after_word)
@@ -220,19 +225,24 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
         uint32_t flag = 0;
         for (unsigned iter = 0;; iter++) {
             /* One scan: every lane reads the headers of its slots (four
-             * 16-byte loads each) and lane 0 the record's word, all
-             * issued together: one round trip where the ring or the
-             * record is across a bus. */
+             * 16-byte loads each, and the first payload words) and lane 0
+             * the record's word, all issued together: one round trip where
+             * the ring or the record is across a bus. */
             uint64_t desc = lane == 0 ? mxa_ll_load(&rec->desc) : 0;
             int hit = 0;
             uint64_t hn = 0, hb = 0;
             uint32_t hf = 0;
+            uint64_t pw[MXA_SX_SCAN_WORDS];
             for (unsigned s = lane; s < d->nslots && !hit; s += 32) {
                 const uint64_t *h =
                     (const uint64_t *)(size_t)(d->ring + (uint64_t)s * d->slot_stride);
                 uint64_t w[MXA_SX_LL_HDR_WORDS];
                 for (int i = 0; i < MXA_SX_LL_HDR_WORDS / 2; i++)
                     mxa_ll_load2(h + 2 * i, &w[2 * i], &w[2 * i + 1]);
+                /* the first payload words too: a message this small is
+                 * complete after one round trip */
+                for (int i = 0; i < MXA_SX_SCAN_WORDS / 2; i++)
+                    mxa_ll_load2(h + MXA_SX_LL_HDR_WORDS + 2 * i, &pw[2 * i], &pw[2 * i + 1]);
                 if (mxa_sx_ll_match(w, d->ctx, d->tag, d->k, &hn, &hb, &hf)) {
                     hit = 1;
                     slot = (int)s;
@@ -246,8 +256,24 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
                 bytes = __shfl_sync(0xffffffffu, hb, from);
                 flag = __shfl_sync(0xffffffffu, hf, from);
                 outcome = bytes <= d->cap ? MXA_SX_OK : MXA_SX_TRUNCATED;
+                if ((int)lane == from) {
+                    uint64_t take = bytes <= d->cap ? bytes : d->cap;
+                    uint64_t nw = mxa_sx_ll_words(take);
+                    int whole = nw <= MXA_SX_SCAN_WORDS;
+                    for (uint64_t i = 0; i < nw && whole; i++) {
+                        whole = mxa_sx_ll_flag_of(pw[i]) == flag;
+                        s_pw[i] = pw[i];
+                    }
+                    s_inline = whole;
+                }
                 break;
             }
+            /* nothing yet: after ~100 us of scans, one every microsecond
+             * (a scan is a burst of bus reads where the ring is host
+             * memory; receives waiting long, e.g. behind large messages,
+             * would otherwise keep the bus busy) */
+            if (iter >= 128)
+                __nanosleep(1000);
             /* The record's word every scan: a message that came by UCX
              * (larger than a slot, or its slot was taken) is announced
              * there. The abort word and the clock every 32 scans. */
@@ -287,12 +313,20 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
         }
     }
     __syncthreads();
+    /* Launched with programmatic dependent launch (cuda_sx.c), the step
+     * scanned while the kernel ahead of it may still run: that kernel may
+     * read the buffer this step writes, so wait for it here. */
+    mxa_pdl_wait();
     int outcome = s_outcome;
     uint64_t take = 0;
     if (outcome == MXA_SX_OK || outcome == MXA_SX_TRUNCATED) {
         take = s_bytes <= d->cap ? s_bytes : d->cap;
         unsigned char *dst = (unsigned char *)(size_t)d->dst;
-        if (s_slot >= 0) {
+        if (s_slot >= 0 && s_inline) {
+            uint64_t nw = mxa_sx_ll_words(take);
+            if (threadIdx.x < nw)
+                mxa_sx_ll_scatter(dst, take, threadIdx.x, mxa_sx_ll_data_of(s_pw[threadIdx.x]));
+        } else if (s_slot >= 0) {
             /* LL words: wait for each word's flag (they may land after
              * the header), bounded like the scan */
             const uint64_t *pay =

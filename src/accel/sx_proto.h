@@ -221,6 +221,9 @@ static inline void mxa_sx_fence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST);
  * 64 + 2 S bytes of ring. Words of an older message in the slot carry an older
  * flag (flags repeat after 2^32 - 1 messages on one link). */
 #define MXA_SX_LL_HDR_WORDS 8
+/* Payload words a CUDA receive step reads with each header in its scan:
+ * messages up to 4 x this bytes need no second round trip. */
+#define MXA_SX_SCAN_WORDS 4
 
 MXA_SX_FN uint32_t mxa_sx_ll_flag(uint64_t n) { return (uint32_t)(n % 0xffffffffull) + 1u; }
 MXA_SX_FN uint64_t mxa_sx_ll_word(uint32_t data, uint32_t flag)
