@@ -223,6 +223,7 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
         int slot = -1, outcome = -1;
         uint64_t n = 0, bytes = 0, src = 0;
         uint32_t flag = 0;
+        int ring_off = 0; /* desc said: the message comes by UCX */
         for (unsigned iter = 0;; iter++) {
             /* One scan: every lane reads the headers of its slots (four
              * 16-byte loads each, and the first payload words) and lane 0
@@ -233,7 +234,7 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
             uint64_t hn = 0, hb = 0;
             uint32_t hf = 0;
             uint64_t pw[MXA_SX_SCAN_WORDS];
-            for (unsigned s = lane; s < d->nslots && !hit; s += 32) {
+            for (unsigned s = lane; s < d->nslots && !hit && !ring_off; s += 32) {
                 const uint64_t *h =
                     (const uint64_t *)(size_t)(d->ring + (uint64_t)s * d->slot_stride);
                 uint64_t w[MXA_SX_LL_HDR_WORDS];
@@ -272,7 +273,9 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
              * (a scan is a burst of bus reads where the ring is host
              * memory; receives waiting long, e.g. behind large messages,
              * would otherwise keep the bus busy) */
-            if (iter >= 128)
+            if (ring_off)
+                __nanosleep(500); /* one word to poll */
+            else if (iter >= 128)
                 __nanosleep(1000);
             /* The record's word every scan: a message that came by UCX
              * (larger than a slot, or its slot was taken) is announced
@@ -280,9 +283,14 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
             {
                 int o = -1;
                 if (lane == 0) {
-                    if (desc != MXA_SX_DESC_NONE)
+                    if (desc != MXA_SX_DESC_NONE && desc != MXA_SX_DESC_UCX)
                         desc = mxa_sx_load_acquire(&rec->desc); /* orders the reads below */
-                    if (desc == MXA_SX_DESC_COPY) {             /* by UCX into host staging */
+                    if (desc == MXA_SX_DESC_UCX) {
+                        /* not in the ring: stop reading it (a scan is a
+                         * burst of bus reads; steps waiting for large
+                         * messages halved the bandwidth of UCX transfers,
+                         * 2 x H200 at 29c614c) */
+                    } else if (desc == MXA_SX_DESC_COPY) { /* by UCX into host staging */
                         src = mxa_sx_load_relaxed(&rec->copy_src);
                         bytes = mxa_sx_load_relaxed(&rec->copy_bytes);
                         o = bytes <= d->cap ? MXA_SX_OK : MXA_SX_TRUNCATED;
@@ -296,6 +304,7 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
                         o = MXA_SX_TIMED_OUT;
                 }
                 o = __shfl_sync(0xffffffffu, o, 0);
+                ring_off = __shfl_sync(0xffffffffu, (int)(desc == MXA_SX_DESC_UCX), 0);
                 if (o >= 0) {
                     outcome = o;
                     slot = -1;

@@ -560,7 +560,25 @@ static void host_recv_one(const mxa_sx_recv_desc_t *d, const mxa_sx_limits_t *li
         spins = 0;
     }
     for (;;) {
-        for (uint32_t s = 0; s < d->nslots; s++) {
+        /* the record's word first: a final word ends the wait; UCX: the
+         * message is not in the ring */
+        uint64_t desc = mxa_sx_load_acquire(&rec->desc);
+        if (desc == MXA_SX_DESC_COPY) { /* it came by UCX into host staging */
+            uint64_t bytes = rec->copy_bytes;
+            uint64_t take = bytes <= d->cap ? bytes : d->cap;
+            if (take)
+                memcpy((void *)(uintptr_t)d->dst, (const void *)(uintptr_t)rec->copy_src,
+                       (size_t)take);
+            mxa_sx_record_finish(rec, take, bytes <= d->cap ? MXA_SX_OK : MXA_SX_TRUNCATED, -1);
+            return;
+        }
+        if (desc != MXA_SX_DESC_NONE && desc != MXA_SX_DESC_UCX) {
+            mxa_sx_record_finish(
+                rec, 0, desc == MXA_SX_DESC_DELIVERED ? MXA_SX_DELIVERED : MXA_SX_ABORTED, -1);
+            return;
+        }
+        int ring_off = desc == MXA_SX_DESC_UCX;
+        for (uint32_t s = 0; s < d->nslots && !ring_off; s++) {
             const uint64_t *h = (const uint64_t *)(uintptr_t)(d->ring + s * d->slot_stride);
             uint64_t w[MXA_SX_LL_HDR_WORDS], n, bytes;
             uint32_t f;
@@ -579,21 +597,6 @@ static void host_recv_one(const mxa_sx_recv_desc_t *d, const mxa_sx_limits_t *li
             mxa_sx_consume((uint64_t *)(uintptr_t)d->consumed, s, n);
             mxa_sx_record_finish(rec, take, bytes <= d->cap ? MXA_SX_OK : MXA_SX_TRUNCATED,
                                  (int32_t)s);
-            return;
-        }
-        uint64_t desc = mxa_sx_load_acquire(&rec->desc);
-        if (desc == MXA_SX_DESC_COPY) { /* it came by UCX into host staging */
-            uint64_t bytes = rec->copy_bytes;
-            uint64_t take = bytes <= d->cap ? bytes : d->cap;
-            if (take)
-                memcpy((void *)(uintptr_t)d->dst, (const void *)(uintptr_t)rec->copy_src,
-                       (size_t)take);
-            mxa_sx_record_finish(rec, take, bytes <= d->cap ? MXA_SX_OK : MXA_SX_TRUNCATED, -1);
-            return;
-        }
-        if (desc != MXA_SX_DESC_NONE) {
-            mxa_sx_record_finish(
-                rec, 0, desc == MXA_SX_DESC_DELIVERED ? MXA_SX_DELIVERED : MXA_SX_ABORTED, -1);
             return;
         }
         if (lim->abort_word && mxa_sx_load_acquire((const uint64_t *)(uintptr_t)lim->abort_word)) {

@@ -76,6 +76,9 @@
  * (the message's length) from record.copy_src, then finish as a ring
  * message would (OK or TRUNCATED, slot -1) */
 #define MXA_SX_DESC_COPY 3
+/* a hint: the message comes by UCX (its envelope said so), not in the
+ * ring: stop reading the ring and wait for DELIVERED or COPY */
+#define MXA_SX_DESC_UCX 4
 
 /* Control page (starts a page-aligned shared-memory segment). */
 typedef struct {

@@ -181,6 +181,7 @@ struct mxe_op {
     int sx_env_sx;               /* recv: its envelope said the data came by SX */
     int sx_watched;              /* progress thread: the step's record is being watched */
     int sx_delivered;            /* progress thread: completed another way (UCX, error) */
+    int sx_ucx_posted;           /* progress thread: its receive was posted to UCX */
     int sx_step_pending;         /* progress thread: a library step waits for the trigger */
     void *sx_staging;            /* recv: host-visible buffer UCX receives the message into */
     size_t sx_staging_cap;       /* its size class's request (the message's length) */

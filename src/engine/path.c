@@ -649,6 +649,26 @@ void mxe_sx_on_complete(mxe_op_t *op)
         sx_tell_step(op);
 }
 
+/* Tell a step that its message comes by UCX (the receive was posted to
+ * UCX: its envelope had no MXE_ENV_SX), so it stops reading the ring and
+ * waits for its desc alone. Only a step that has nothing better yet. */
+static void sx_tell_ucx(mxe_op_t *op)
+{
+    mxa_sx_record_t *rec = op->sx_rec;
+    uint64_t none = MXA_SX_DESC_NONE;
+    if (rec)
+        __atomic_compare_exchange_n(&rec->desc, &none, MXA_SX_DESC_UCX, 0, __ATOMIC_RELEASE,
+                                    __ATOMIC_RELAXED);
+}
+
+/* Progress thread: bound receive op was posted to UCX. */
+void mxe_sx_posted_ucx(mxe_op_t *op)
+{
+    op->sx_ucx_posted = 1;
+    if (op->sx_watched && !op->sx_delivered && !op->sx_staged)
+        sx_tell_ucx(op);
+}
+
 static void sx_watch(mxe_op_t *op)
 {
     op->sx_watched = 1;
@@ -659,6 +679,8 @@ static void sx_watch(mxe_op_t *op)
         sx_tell_step(op);
     else if (op->sx_staged)
         sx_tell_copy(op);
+    else if (op->sx_ucx_posted)
+        sx_tell_ucx(op);
 }
 
 /* Receives the host waits for: the progress thread looks for their

@@ -459,6 +459,8 @@ void mxe_recv_post_data(mxe_op_t *op)
     size_t cap = staging ? op->sx_staging_cap : op->bytes;
     mxa_memtype_t memtype = staging ? MXA_MEM_HOST : op->memtype;
     op->transport_active = 1;
+    if (op->sx)
+        mxe_sx_posted_ucx(op); /* before the post: the op may complete inside it */
     mxu_status_t status =
         mxt_tag_recv(buf, cap, memtype, tag, UINT64_MAX, mxe_transport_done, op, &handle);
     if (status != MXU_OK) {

@@ -141,6 +141,23 @@ int main(void)
               mxa_sx_done_slot(rec->done) == -1,
           "delivered: error %d", mxa_sx_done_error(rec->done));
 
+    /* a step told its message comes by UCX (desc UCX) does not take it from
+     * the ring even when a message with its (ctx, tag, k) is there; it
+     * finishes on the desc that follows */
+    mxa_sx_record_free(rec);
+    rec = mxa_sx_record_alloc();
+    __atomic_store_n(&rec->desc, MXA_SX_DESC_UCX, __ATOMIC_RELEASE);
+    rv.k = 5; /* in slot 1 (above) */
+    rv.record = rec;
+    CHECK(mxa_sx_enqueue_recv(r, &rv, 1) == MXU_OK, "enqueue receive (UCX hint)");
+    usleep(20000);
+    CHECK(__atomic_load_n(&rec->done, __ATOMIC_ACQUIRE) == 0, "UCX hint: still waiting");
+    __atomic_store_n(&rec->desc, MXA_SX_DESC_DELIVERED, __ATOMIC_RELEASE);
+    CHECK(mxa_host_stream_synchronize(hr) == MXU_OK, "synchronize receive (UCX hint)");
+    CHECK(mxa_sx_done_error(rec->done) == MXA_SX_DELIVERED, "UCX hint: delivered, error %d",
+          mxa_sx_done_error(rec->done));
+    CHECK(mxa_sx_link_find(rx, 3, 9, 5, &slot, &n, &bytes), "k=5 still in the ring");
+
     /* the abort word stops a receive step waiting for a message that never comes */
     mxa_sx_record_free(rec);
     rec = mxa_sx_record_alloc();
