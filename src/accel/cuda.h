@@ -50,6 +50,15 @@ mxu_status_t mxa_cuda_sx_recv(mxa_stream_t *s, const mxa_sx_recv_desc_t *d, int 
                               const mxa_sx_limits_t *lim);
 mxu_status_t mxa_cuda_sx_after(mxa_stream_t *s, mxa_stream_t *other, uint64_t seq);
 mxa_stream_t *mxa_cuda_sx_library_stream(void *ctx);
+/* SX device rings (sx.c): device memory of ctx's GPU that another process
+ * maps, exported as a POSIX file descriptor (cuMemCreate: not bound to a
+ * context, unlike a CUDA IPC handle), zeroed; and the importer's side:
+ * map an exported fd for ctx's GPU (the fd is not closed here). *base is
+ * the address; *bytes rounded up to the granularity on allocation. */
+mxu_status_t mxa_cuda_sx_dring_alloc(void *ctx, size_t *bytes, uint64_t *base, int *fd);
+mxu_status_t mxa_cuda_sx_dring_import(void *ctx, int fd, size_t bytes, uint64_t *base);
+/* Copy device-ring bytes to host memory (progress thread, synchronous). */
+mxu_status_t mxa_cuda_sx_dring_read(void *ctx, uint64_t src, void *dst, size_t bytes);
 #endif
 
 #endif

@@ -74,7 +74,19 @@
     X(cuMemFree, 0, 3020)                                                                          \
     X(cuMemsetD8Async, 0, 3020)                                                                    \
     X(cuMemHostRegister, 0, 6050)                                                                  \
-    X(cuMemHostUnregister, 0, 4000)
+    X(cuMemHostUnregister, 0, 4000)                                                                \
+    X(cuMemCreate, 0, 10020)                                                                       \
+    X(cuMemRelease, 0, 10020)                                                                      \
+    X(cuMemAddressReserve, 0, 10020)                                                               \
+    X(cuMemAddressFree, 0, 10020)                                                                  \
+    X(cuMemMap, 0, 10020)                                                                          \
+    X(cuMemUnmap, 0, 10020)                                                                        \
+    X(cuMemSetAccess, 0, 10020)                                                                    \
+    X(cuMemGetAllocationGranularity, 0, 10020)                                                     \
+    X(cuMemExportToShareableHandle, 0, 10020)                                                      \
+    X(cuMemImportFromShareableHandle, 0, 10020)                                                    \
+    X(cuMemsetD8, 0, 3020)                                                                         \
+    X(cuMemcpyDtoH, 0, 3020)
 
 #define MXA_CU_FIELD_(name, req, since) __typeof__(&name) f_##name;
 typedef struct {

@@ -178,6 +178,11 @@ extern "C" __global__ void mxa_sx_send_kernel(mxa_sx_send_desc_t d)
             uint64_t w[MXA_SX_LL_HDR_WORDS];
             mxa_sx_ll_header(&d, w);
             mxa_ll_store2(h + 2 * threadIdx.x, w[2 * threadIdx.x], w[2 * threadIdx.x + 1]);
+            /* a device ring's header again in the receiver's host page,
+             * for its host-side look-up (posted, off the critical path) */
+            if (d.mirror)
+                mxa_ll_store2((uint64_t *)(size_t)d.mirror + 2 * threadIdx.x, w[2 * threadIdx.x],
+                              w[2 * threadIdx.x + 1]);
         }
     } else {
         mxa_sx_copy((unsigned char *)(size_t)d.bounce, (const unsigned char *)(size_t)d.src,
@@ -198,7 +203,7 @@ extern "C" __global__ void mxa_sx_send_kernel(mxa_sx_send_desc_t d)
 extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
 {
     __shared__ int s_slot;
-    __shared__ uint64_t s_n, s_bytes, s_src;
+    __shared__ uint64_t s_n, s_bytes, s_src, s_ring;
     __shared__ uint32_t s_flag;
     __shared__ int s_outcome;
     __shared__ volatile int s_gave_up;
@@ -223,7 +228,8 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
         int slot = -1, outcome = -1;
         uint64_t n = 0, bytes = 0, src = 0;
         uint32_t flag = 0;
-        int ring_off = 0; /* desc said: the message comes by UCX */
+        uint64_t ring = 0; /* the ring the message is in */
+        int ring_off = 0;  /* desc said: the message comes by UCX */
         for (unsigned iter = 0;; iter++) {
             /* One scan: every lane reads the headers of its slots (four
              * 16-byte loads each, and the first payload words) and lane 0
@@ -233,10 +239,16 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
             int hit = 0;
             uint64_t hn = 0, hb = 0;
             uint32_t hf = 0;
+            uint64_t hbase = 0;
             uint64_t pw[MXA_SX_SCAN_WORDS];
-            for (unsigned s = lane; s < d->nslots && !hit && !ring_off; s += 32) {
-                const uint64_t *h =
-                    (const uint64_t *)(size_t)(d->ring + (uint64_t)s * d->slot_stride);
+            /* lane j: slot j (and j + 32) of the host ring, then of the
+             * device ring; a ring whose address is 0 is not scanned */
+            for (unsigned i = lane; i < 2 * d->nslots && !hit && !ring_off; i += 32) {
+                uint64_t base = i < d->nslots ? d->ring : d->dring;
+                unsigned s = i < d->nslots ? i : i - d->nslots;
+                if (!base)
+                    continue;
+                const uint64_t *h = (const uint64_t *)(size_t)(base + (uint64_t)s * d->slot_stride);
                 uint64_t w[MXA_SX_LL_HDR_WORDS];
                 for (int i = 0; i < MXA_SX_LL_HDR_WORDS / 2; i++)
                     mxa_ll_load2(h + 2 * i, &w[2 * i], &w[2 * i + 1]);
@@ -247,6 +259,7 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
                 if (mxa_sx_ll_match(w, d->ctx, d->tag, d->k, &hn, &hb, &hf)) {
                     hit = 1;
                     slot = (int)s;
+                    hbase = base;
                 }
             }
             unsigned mask = __ballot_sync(0xffffffffu, hit);
@@ -256,6 +269,7 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
                 n = __shfl_sync(0xffffffffu, hn, from);
                 bytes = __shfl_sync(0xffffffffu, hb, from);
                 flag = __shfl_sync(0xffffffffu, hf, from);
+                ring = __shfl_sync(0xffffffffu, hbase, from);
                 outcome = bytes <= d->cap ? MXA_SX_OK : MXA_SX_TRUNCATED;
                 if ((int)lane == from) {
                     uint64_t take = bytes <= d->cap ? bytes : d->cap;
@@ -313,6 +327,7 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
             }
         }
         if (lane == 0) {
+            s_ring = ring;
             s_slot = slot;
             s_n = n;
             s_bytes = bytes;
@@ -339,7 +354,7 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
             /* LL words: wait for each word's flag (they may land after
              * the header), bounded like the scan */
             const uint64_t *pay =
-                (const uint64_t *)(size_t)(d->ring + (uint64_t)s_slot * d->slot_stride) +
+                (const uint64_t *)(size_t)(s_ring + (uint64_t)s_slot * d->slot_stride) +
                 MXA_SX_HDR_BYTES / sizeof(uint64_t);
             uint32_t f = s_flag;
             uint64_t nw = mxa_sx_ll_words(take);

@@ -84,6 +84,160 @@ mxu_status_t mxa_cuda_sx_register(void *host, size_t bytes, uint64_t *dptr)
     return MXU_OK;
 }
 
+/* ---------------------------------------------------- device rings */
+
+/* VMM properties for ctx's device, exportable as a POSIX fd. */
+static CUresult sx_dring_prop(CUmemAllocationProp *prop, CUmemAccessDesc *acc)
+{
+    CUdevice dev = 0;
+    CUresult r = MXA_CU(cuCtxGetDevice)(&dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    memset(prop, 0, sizeof(*prop));
+    prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop->location.id = (int)dev;
+    prop->requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    memset(acc, 0, sizeof(*acc));
+    acc->location = prop->location;
+    acc->flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    return CUDA_SUCCESS;
+}
+
+static int sx_dring_api(void)
+{
+    return MXA_CU(cuMemCreate) && MXA_CU(cuMemRelease) && MXA_CU(cuMemAddressReserve) &&
+           MXA_CU(cuMemMap) && MXA_CU(cuMemSetAccess) && MXA_CU(cuMemGetAllocationGranularity) &&
+           MXA_CU(cuMemExportToShareableHandle) && MXA_CU(cuMemImportFromShareableHandle) &&
+           MXA_CU(cuMemsetD8);
+}
+
+/* Reserve an address range and map handle h there for ctx's device. */
+static CUresult sx_dring_map(CUmemGenericAllocationHandle h, size_t bytes, size_t align,
+                             const CUmemAccessDesc *acc, CUdeviceptr *out)
+{
+    CUdeviceptr va = 0;
+    CUresult r = MXA_CU(cuMemAddressReserve)(&va, bytes, align, 0, 0);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = MXA_CU(cuMemMap)(va, bytes, 0, h, 0);
+    if (r == CUDA_SUCCESS)
+        r = MXA_CU(cuMemSetAccess)(va, bytes, acc, 1);
+    if (r != CUDA_SUCCESS) {
+        if (MXA_CU(cuMemUnmap))
+            MXA_CU(cuMemUnmap)(va, bytes);
+        if (MXA_CU(cuMemAddressFree))
+            MXA_CU(cuMemAddressFree)(va, bytes);
+        return r;
+    }
+    *out = va;
+    return CUDA_SUCCESS;
+}
+
+mxu_status_t mxa_cuda_sx_dring_alloc(void *ctx, size_t *bytes, uint64_t *base, int *fd)
+{
+    if (!sx_dring_api())
+        MXU_FAIL(MXU_ERR_UNSUPPORTED, "SX: the driver has no virtual memory management API");
+    int entered = ctx_enter((CUcontext)ctx);
+    if (entered < 0)
+        MXU_FAIL(MXU_ERR_NO_DEVICE, "SX: cannot make the ring's context current");
+    CUmemAllocationProp prop;
+    CUmemAccessDesc acc;
+    size_t gran = 0;
+    CUmemGenericAllocationHandle h = 0;
+    CUdeviceptr va = 0;
+    int xfd = -1;
+    const char *what = "cuCtxGetDevice";
+    CUresult r = sx_dring_prop(&prop, &acc);
+    if (r == CUDA_SUCCESS) {
+        what = "cuMemGetAllocationGranularity";
+        r = MXA_CU(cuMemGetAllocationGranularity)(&gran, &prop,
+                                                  CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
+    }
+    size_t sz = gran ? (*bytes + gran - 1) / gran * gran : *bytes;
+    if (r == CUDA_SUCCESS) {
+        what = "cuMemCreate";
+        r = MXA_CU(cuMemCreate)(&h, sz, &prop, 0);
+    }
+    if (r == CUDA_SUCCESS) {
+        what = "mapping";
+        r = sx_dring_map(h, sz, gran, &acc, &va);
+        if (r != CUDA_SUCCESS)
+            MXA_CU(cuMemRelease)(h);
+    }
+    if (r == CUDA_SUCCESS) {
+        what = "cuMemsetD8";
+        r = MXA_CU(cuMemsetD8)(va, 0, sz);
+    }
+    if (r == CUDA_SUCCESS) {
+        what = "cuMemExportToShareableHandle";
+        r = MXA_CU(cuMemExportToShareableHandle)(&xfd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                                                 0);
+    }
+    /* the mapping keeps the memory; the handle is not needed any more */
+    if (h && va)
+        MXA_CU(cuMemRelease)(h);
+    ctx_leave(entered);
+    if (r != CUDA_SUCCESS)
+        MXU_FAIL(MXU_ERR_NO_DEVICE, "SX: device ring of %zu bytes: %s failed: %s", sz, what,
+                 cu_err(r));
+    *bytes = sz;
+    *base = (uint64_t)va;
+    *fd = xfd;
+    return MXU_OK;
+}
+
+mxu_status_t mxa_cuda_sx_dring_import(void *ctx, int fd, size_t bytes, uint64_t *base)
+{
+    if (!sx_dring_api())
+        MXU_FAIL(MXU_ERR_UNSUPPORTED, "SX: the driver has no virtual memory management API");
+    int entered = ctx_enter((CUcontext)ctx);
+    if (entered < 0)
+        MXU_FAIL(MXU_ERR_NO_DEVICE, "SX: cannot make the stream's context current");
+    CUmemAllocationProp prop;
+    CUmemAccessDesc acc;
+    size_t gran = 0;
+    CUmemGenericAllocationHandle h = 0;
+    CUdeviceptr va = 0;
+    const char *what = "cuCtxGetDevice";
+    CUresult r = sx_dring_prop(&prop, &acc);
+    if (r == CUDA_SUCCESS) {
+        what = "cuMemGetAllocationGranularity";
+        r = MXA_CU(cuMemGetAllocationGranularity)(&gran, &prop,
+                                                  CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
+    }
+    if (r == CUDA_SUCCESS) {
+        what = "cuMemImportFromShareableHandle";
+        r = MXA_CU(cuMemImportFromShareableHandle)(&h, (void *)(uintptr_t)fd,
+                                                   CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    }
+    if (r == CUDA_SUCCESS) {
+        what = "mapping (peer access)";
+        r = sx_dring_map(h, bytes, gran, &acc, &va);
+        MXA_CU(cuMemRelease)(h);
+    }
+    ctx_leave(entered);
+    if (r != CUDA_SUCCESS)
+        MXU_FAIL(MXU_ERR_NO_DEVICE, "SX: peer's device ring (%zu bytes): %s failed: %s", bytes,
+                 what, cu_err(r));
+    *base = (uint64_t)va;
+    return MXU_OK;
+}
+
+mxu_status_t mxa_cuda_sx_dring_read(void *ctx, uint64_t src, void *dst, size_t bytes)
+{
+    if (MXA_CU(cuMemcpyDtoH) == NULL)
+        return MXU_ERR_UNSUPPORTED;
+    int entered = ctx_enter((CUcontext)ctx);
+    if (entered < 0)
+        return MXU_ERR_NO_DEVICE;
+    CUresult r = MXA_CU(cuMemcpyDtoH)(dst, (CUdeviceptr)src, bytes);
+    ctx_leave(entered);
+    if (r != CUDA_SUCCESS)
+        MXU_FAIL(MXU_ERR_NO_DEVICE, "SX: reading the device ring: %s", cu_err(r));
+    return MXU_OK;
+}
+
 void *mxa_cuda_sx_stream_ctx(const mxa_stream_t *s)
 {
     if (s->kind != MXA_KIND_CUDA)

@@ -24,13 +24,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "accel/cuda.h"
 #include "accel/seq_word.h"
 #include "util/log.h"
+#include "util/settings.h"
 
 struct mxa_sx_link {
     char name[96];
@@ -46,7 +49,22 @@ struct mxa_sx_link {
     void *ctx;                /* a context of the process's CUDA streams (library steps) */
     mxa_stream_t *lib_stream; /* receiver: steps the host asks for */
     mxa_stream_t *lib_host;
+    /* the device ring (MXA_SX_DRING_*: receiver's memory, mapped by the
+     * sender through a file descriptor) */
+    int dr_kind;      /* the ring's kind; NONE before it exists */
+    int dr_state;     /* sender: SX_DR_* */
+    uint64_t dr_base; /* its address here (receiver: own; sender: the mapping) */
+    size_t dr_bytes;
+    int dr_fd;                /* receiver: the exported fd; sender: the socket while asking */
+    void *dr_ctx;             /* CUDA: the context it was made or mapped for */
+    unsigned dr_tries;        /* sender: connection attempts */
+    uint64_t dr_served;       /* receiver (progress thread): dr_req last answered */
+    _Atomic int dr_used;      /* sender: a message went into it: the host ring is closing */
+    _Atomic long host_flight; /* sender: host-ring send steps not known to have run */
+    _Atomic int host_retired; /* receiver: no message can be in the host ring any more */
 };
+
+enum { SX_DR_NONE, SX_DR_ASKING, SX_DR_READY, SX_DR_FAILED };
 
 static struct {
     pthread_mutex_t lock;
@@ -56,9 +74,21 @@ static struct {
     uint64_t *abort_word; /* host-visible, device-mapped with CUDA */
     mxa_sx_limits_t limits;
     void *host_lib_stream; /* host kind library stream handle */
-} sx = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    /* receiver: the socket that hands out device-ring fds, and the links
+     * whose rings it serves (progress thread, under lock) */
+    int listen_fd;
+    char sock_name[64];
+    mxa_sx_link_t *exports[256];
+    int nexports;
+    uint64_t last_accept_ns;
+    _Atomic uint64_t drings_made, drings_mapped;
+} sx = {.lock = PTHREAD_MUTEX_INITIALIZER, .listen_fd = -1};
 
 #define SX_RECORDS_PER_CHUNK 256
+
+static uint64_t sx_now_ns(void);
+static int sx_dring_for(const mxa_sx_link_t *l, const mxa_stream_t *s);
+static void sx_dring_advance(mxa_sx_link_t *l, mxa_stream_t *s);
 
 static size_t sx_page_round(size_t n)
 {
@@ -162,6 +192,9 @@ void mxa_sx_abort_all(void)
 
 void mxa_sx_shutdown(void)
 {
+    int lfd = __atomic_exchange_n(&sx.listen_fd, -1, __ATOMIC_ACQ_REL);
+    if (lfd >= 0)
+        close(lfd);
     if (sx.host_lib_stream) {
         mxa_host_stream_free(sx.host_lib_stream);
         sx.host_lib_stream = NULL;
@@ -173,6 +206,7 @@ void mxa_sx_shutdown(void)
     sx.chunks = NULL;
     sx.nchunks = 0;
     sx.free_records = NULL;
+    sx.nexports = 0;
     if (sx.abort_word)
         sx_host_visible_free(sx.abort_word);
     sx.abort_word = NULL;
@@ -257,6 +291,7 @@ mxu_status_t mxa_sx_link_create(const char *name, unsigned nslots, size_t slot_b
         MXU_FAIL(MXU_ERR_SYSTEM, "SX: mmap(%s): %s", name, strerror(errno));
     }
     l->owner = 1;
+    l->dr_fd = -1;
     l->ctrl = p;
     l->ring_off = ctrl_bytes;
     l->ctrl->nslots = nslots;
@@ -293,6 +328,7 @@ mxu_status_t mxa_sx_link_open(const char *name, mxa_sx_link_t **out)
         MXU_FAIL(MXU_ERR_NO_MEMORY, "SX: out of memory");
     }
     snprintf(l->name, sizeof(l->name), "%s", name);
+    l->dr_fd = -1;
     l->ctrl = c;
     l->map_bytes = (size_t)st.st_size;
     l->slot_stride = mxa_sx_slot_stride(c->slot_bytes);
@@ -305,6 +341,17 @@ void mxa_sx_link_close(mxa_sx_link_t *l)
 {
     if (!l)
         return;
+    pthread_mutex_lock(&sx.lock);
+    for (int i = 0; i < sx.nexports; i++)
+        if (sx.exports[i] == l)
+            sx.exports[i--] = sx.exports[--sx.nexports];
+    pthread_mutex_unlock(&sx.lock);
+    if (l->dr_fd >= 0)
+        close(l->dr_fd);
+    /* a memfd ring is unmapped; a GPU one stays mapped (freeing it waits
+     * for the device, as for the registered segment) */
+    if (l->dr_kind == MXA_SX_DRING_HOST && l->dr_base)
+        munmap((void *)(uintptr_t)l->dr_base, l->dr_bytes);
     /* a segment registered with CUDA stays mapped (unregistering waits
      * for the device: design.md §3, hazard 4) */
     if (l->registered != 1)
@@ -392,6 +439,9 @@ mxu_status_t mxa_sx_link_publish(mxa_sx_link_t *l, mxa_stream_t *s)
 
 int mxa_sx_link_published_for(const mxa_sx_link_t *l, const mxa_stream_t *s)
 {
+    /* a device ring that s's executor cannot read: the host looks instead */
+    if (__atomic_load_n(&l->dr_kind, __ATOMIC_ACQUIRE) > MXA_SX_DRING_NONE && !sx_dring_for(l, s))
+        return 0;
     return s->kind == MXA_KIND_HOST || (s->kind == MXA_KIND_CUDA && l->registered == 1);
 }
 
@@ -399,6 +449,10 @@ mxu_status_t mxa_sx_link_attach(mxa_sx_link_t *l, mxa_stream_t *s)
 {
     if (mxa_sx_link_ring_kind(l) != MXA_SX_RING_HOST)
         return MXU_ERR_NOT_READY;
+    if (l->dr_state != SX_DR_READY)
+        sx_dring_advance(l, s);
+    else if (atomic_load(&l->dr_used) && !sx_dring_for(l, s))
+        return MXU_ERR_NOT_READY; /* the host ring is closing: UCX */
     if (s->kind == MXA_KIND_HOST)
         return MXU_OK;
     if (s->kind != MXA_KIND_CUDA)
@@ -411,6 +465,366 @@ mxu_status_t mxa_sx_link_attach(mxa_sx_link_t *l, mxa_stream_t *s)
     return st;
 }
 
+/* ------------------------------------------------------ device rings
+ *
+ * A link's second ring lives in the receiver's own memory: GPU memory for
+ * CUDA streams (cuMemCreate: the receive step polls local memory and the
+ * sender's stores cross NVLink once), a memfd for host streams (how CI runs
+ * this code). The receiver makes it at its first receive on the link and
+ * publishes dr_ready in the control page; a sender that sees it raises
+ * dr_req and connects to the receiver's socket, whose progress thread
+ * answers with the fd (SCM_RIGHTS); the sender maps it at a later send (the
+ * application thread never waits for it) and from then on writes every
+ * message of the link there. Messages already in the host ring stay there:
+ * receivers scan both rings until the sender says none will come any more
+ * (host_final) and every one there was taken (sx_host_retired). The credit
+ * words (consumed/written) and slot numbers are shared: a slot holds one
+ * message at a time, in either ring. */
+
+static int sx_dring_wanted(const mxa_stream_t *s)
+{
+    const char *m = mxu_config.sx_dring ? mxu_config.sx_dring : "auto";
+    if (!strcmp(m, "off"))
+        return MXA_SX_DRING_NONE;
+    if (s->kind == MXA_KIND_CUDA)
+        return MXA_SX_DRING_CUDA;
+    if (s->kind == MXA_KIND_HOST && !strcmp(m, "on"))
+        return MXA_SX_DRING_HOST;
+    return MXA_SX_DRING_NONE;
+}
+
+/* Does stream s run on the executor the device ring was made or mapped for? */
+static int sx_dring_for(const mxa_sx_link_t *l, const mxa_stream_t *s)
+{
+    /* dr_kind is published last (release): the receiver's progress thread
+     * reads these fields too */
+    int kind = __atomic_load_n(&l->dr_kind, __ATOMIC_ACQUIRE);
+    if (kind <= MXA_SX_DRING_NONE || l->dr_base == 0)
+        return 0;
+    if (kind == MXA_SX_DRING_HOST)
+        return s->kind == MXA_KIND_HOST;
+#ifdef MPIXACC_HAVE_CUDA
+    if (kind == MXA_SX_DRING_CUDA)
+        return s->kind == MXA_KIND_CUDA && mxa_cuda_sx_stream_ctx(s) == l->dr_ctx;
+#endif
+    return 0;
+}
+
+static mxu_status_t sx_listen(void)
+{
+    if (sx.listen_fd >= 0)
+        return MXU_OK;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        MXU_FAIL(MXU_ERR_SYSTEM, "SX: socket: %s", strerror(errno));
+    struct sockaddr_un a;
+    memset(&a, 0, sizeof(a));
+    a.sun_family = AF_UNIX;
+    snprintf(sx.sock_name, sizeof(sx.sock_name), "mpixacc-sxd-%d-%llx", (int)getpid(),
+             (unsigned long long)sx_now_ns());
+    /* abstract namespace: a leading NUL, nothing in the file system */
+    memcpy(a.sun_path + 1, sx.sock_name, strlen(sx.sock_name));
+    socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(sx.sock_name));
+    if (bind(fd, (struct sockaddr *)&a, len) != 0 || listen(fd, 64) != 0) {
+        int e = errno;
+        close(fd);
+        MXU_FAIL(MXU_ERR_SYSTEM, "SX: socket %s: %s", sx.sock_name, strerror(e));
+    }
+    __atomic_store_n(&sx.listen_fd, fd, __ATOMIC_RELEASE);
+    return MXU_OK;
+}
+
+void mxa_sx_dring_counts(uint64_t *made, uint64_t *mapped)
+{
+    *made = atomic_load(&sx.drings_made);
+    *mapped = atomic_load(&sx.drings_mapped);
+}
+
+int mxa_sx_listen_fd(void) { return __atomic_load_n(&sx.listen_fd, __ATOMIC_ACQUIRE); }
+
+/* Receiver: make the device ring of stream s's kind, export it, publish it. */
+static mxu_status_t sx_dring_make(mxa_sx_link_t *l, mxa_stream_t *s, int kind)
+{
+    size_t bytes = l->map_bytes - l->ring_off; /* the host ring's size */
+    uint64_t base = 0;
+    int fd = -1;
+    void *ctx = NULL;
+    if (kind == MXA_SX_DRING_HOST) {
+        fd = memfd_create("mpixacc-sx-dring", MFD_CLOEXEC);
+        if (fd < 0)
+            MXU_FAIL(MXU_ERR_SYSTEM, "SX: memfd_create: %s", strerror(errno));
+        void *p = MAP_FAILED;
+        if (ftruncate(fd, (off_t)bytes) == 0)
+            p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (p == MAP_FAILED) {
+            int e = errno;
+            close(fd);
+            MXU_FAIL(MXU_ERR_SYSTEM, "SX: device ring (memfd, %zu bytes): %s", bytes, strerror(e));
+        }
+        base = (uint64_t)(uintptr_t)p;
+    } else {
+#ifdef MPIXACC_HAVE_CUDA
+        ctx = mxa_cuda_sx_stream_ctx(s);
+        MXU_TRY(mxa_cuda_sx_dring_alloc(ctx, &bytes, &base, &fd));
+#else
+        (void)s;
+        return MXU_ERR_UNSUPPORTED;
+#endif
+    }
+    pthread_mutex_lock(&sx.lock);
+    mxu_status_t st = sx_listen();
+    if (st == MXU_OK && sx.nexports < (int)(sizeof(sx.exports) / sizeof(sx.exports[0])))
+        sx.exports[sx.nexports++] = l;
+    else if (st == MXU_OK)
+        st = MXU_ERR_NO_MEMORY;
+    pthread_mutex_unlock(&sx.lock);
+    if (st != MXU_OK) {
+        close(fd); /* the ring itself stays mapped (unused) */
+        return st;
+    }
+    l->dr_fd = fd;
+    l->dr_bytes = bytes;
+    l->dr_ctx = ctx;
+    l->dr_base = base;
+    __atomic_store_n(&l->dr_kind, kind, __ATOMIC_RELEASE);
+    snprintf(l->ctrl->sock_name, sizeof(l->ctrl->sock_name), "%s", sx.sock_name);
+    l->ctrl->dr_bytes = bytes;
+    __atomic_store_n(&l->ctrl->dr_ready, (uint64_t)kind, __ATOMIC_RELEASE);
+    atomic_fetch_add(&sx.drings_made, 1);
+    MXU_LOG(MXU_LOG_INFO, "SX: device ring for %s: %zu bytes of %s memory, served on @%s", l->name,
+            bytes, kind == MXA_SX_DRING_CUDA ? "GPU" : "memfd", sx.sock_name);
+    return MXU_OK;
+}
+
+void mxa_sx_link_want_dring(mxa_sx_link_t *l, mxa_stream_t *s)
+{
+    int kind = sx_dring_wanted(s);
+    if (!l->owner || l->dr_kind != MXA_SX_DRING_NONE || kind == MXA_SX_DRING_NONE)
+        return;
+    if (sx_dring_make(l, s, kind) != MXU_OK) {
+        __atomic_store_n(&l->dr_kind, -1, __ATOMIC_RELEASE); /* logged; not tried again */
+        MXU_LOG(MXU_LOG_WARN, "SX: no device ring for %s: its messages use the shared ring",
+                l->name);
+    }
+}
+
+/* Receiver's progress thread: answer the senders that asked for a device
+ * ring's fd. Returns the number answered. */
+static int sx_serve_one(int c)
+{
+    struct timeval tv = {0, 100000};
+    setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    int fl = fcntl(c, F_GETFL);
+    if (fl >= 0)
+        fcntl(c, F_SETFL, fl & ~O_NONBLOCK);
+    char name[96];
+    ssize_t got = recv(c, name, sizeof(name) - 1, 0);
+    if (got <= 0)
+        return 0;
+    name[got] = '\0';
+    mxa_sx_link_t *l = NULL;
+    pthread_mutex_lock(&sx.lock);
+    for (int i = 0; i < sx.nexports; i++)
+        if (!strcmp(sx.exports[i]->name, name))
+            l = sx.exports[i];
+    pthread_mutex_unlock(&sx.lock);
+    uint64_t bytes = l ? l->dr_bytes : 0;
+    struct iovec iov = {&bytes, sizeof(bytes)};
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } cm;
+    memset(&cm, 0, sizeof(cm));
+    struct msghdr msg;
+    memset(&msg, 0, sizeof(msg));
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    if (l) {
+        msg.msg_control = cm.buf;
+        msg.msg_controllen = sizeof(cm.buf);
+        struct cmsghdr *h = CMSG_FIRSTHDR(&msg);
+        h->cmsg_level = SOL_SOCKET;
+        h->cmsg_type = SCM_RIGHTS;
+        h->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(h), &l->dr_fd, sizeof(int));
+    }
+    if (sendmsg(c, &msg, MSG_NOSIGNAL) != (ssize_t)sizeof(bytes))
+        MXU_LOG(MXU_LOG_WARN, "SX: answering for the device ring of %s: %s", name, strerror(errno));
+    return l != NULL;
+}
+
+int mxa_sx_serve(void)
+{
+    int lfd = mxa_sx_listen_fd();
+    if (lfd < 0)
+        return 0;
+    int pending = 0;
+    pthread_mutex_lock(&sx.lock);
+    for (int i = 0; i < sx.nexports; i++) {
+        uint64_t req = __atomic_load_n(&sx.exports[i]->ctrl->dr_req, __ATOMIC_ACQUIRE);
+        if (req != sx.exports[i]->dr_served) {
+            sx.exports[i]->dr_served = req;
+            pending = 1;
+        }
+    }
+    pthread_mutex_unlock(&sx.lock);
+    /* also now and then: a connection whose request was seen before it
+     * was accepted, or a stale one, must not stay queued */
+    uint64_t now = sx_now_ns();
+    if (!pending && now - sx.last_accept_ns < 1000000u)
+        return 0;
+    sx.last_accept_ns = now;
+    int served = 0;
+    for (;;) {
+        int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (c < 0)
+            break;
+        served += sx_serve_one(c);
+        close(c);
+    }
+    return served;
+}
+
+/* Sender: one step towards mapping the receiver's device ring for stream
+ * s (never waits). */
+static void sx_dring_advance(mxa_sx_link_t *l, mxa_stream_t *s)
+{
+    if (l->dr_state == SX_DR_READY || l->dr_state == SX_DR_FAILED)
+        return;
+    int kind = (int)__atomic_load_n(&l->ctrl->dr_ready, __ATOMIC_ACQUIRE);
+    if (kind == MXA_SX_DRING_NONE || kind != sx_dring_wanted(s))
+        return;
+    if (l->dr_state == SX_DR_NONE) {
+        if (l->dr_tries++ >= 8) {
+            l->dr_state = SX_DR_FAILED;
+            MXU_LOG(MXU_LOG_WARN, "SX: the receiver of %s did not hand out its device ring",
+                    l->name);
+            return;
+        }
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+            return;
+        struct sockaddr_un a;
+        memset(&a, 0, sizeof(a));
+        a.sun_family = AF_UNIX;
+        size_t nl = strnlen(l->ctrl->sock_name, sizeof(l->ctrl->sock_name) - 1);
+        memcpy(a.sun_path + 1, l->ctrl->sock_name, nl);
+        socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + nl);
+        __atomic_fetch_add(&l->ctrl->dr_req, 1, __ATOMIC_RELEASE);
+        if (connect(fd, (struct sockaddr *)&a, len) != 0 ||
+            send(fd, l->name, strlen(l->name), MSG_NOSIGNAL) != (ssize_t)strlen(l->name)) {
+            close(fd); /* tried again at a later send */
+            return;
+        }
+        l->dr_fd = fd;
+        l->dr_state = SX_DR_ASKING;
+        return;
+    }
+    /* SX_DR_ASKING: the answer, when there */
+    uint64_t bytes = 0;
+    struct iovec iov = {&bytes, sizeof(bytes)};
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } cm;
+    struct msghdr msg;
+    memset(&msg, 0, sizeof(msg));
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cm.buf;
+    msg.msg_controllen = sizeof(cm.buf);
+    ssize_t got = recvmsg(l->dr_fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        return;
+    close(l->dr_fd);
+    l->dr_fd = -1;
+    int rfd = -1;
+    struct cmsghdr *h = got == (ssize_t)sizeof(bytes) ? CMSG_FIRSTHDR(&msg) : NULL;
+    if (h && h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS)
+        memcpy(&rfd, CMSG_DATA(h), sizeof(int));
+    if (rfd < 0 || bytes == 0) {
+        if (rfd >= 0)
+            close(rfd);
+        l->dr_state = SX_DR_NONE; /* ask again later (dr_tries bounds it) */
+        return;
+    }
+    uint64_t base = 0;
+    mxu_status_t st = MXU_ERR_UNSUPPORTED;
+    void *ctx = NULL;
+    if (kind == MXA_SX_DRING_HOST) {
+        void *p = mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE, MAP_SHARED, rfd, 0);
+        if (p != MAP_FAILED) {
+            base = (uint64_t)(uintptr_t)p;
+            st = MXU_OK;
+        }
+    }
+#ifdef MPIXACC_HAVE_CUDA
+    else if (kind == MXA_SX_DRING_CUDA) {
+        ctx = mxa_cuda_sx_stream_ctx(s);
+        st = mxa_cuda_sx_dring_import(ctx, rfd, (size_t)bytes, &base);
+    }
+#endif
+    close(rfd);
+    if (st != MXU_OK) {
+        l->dr_state = SX_DR_FAILED;
+        MXU_LOG(MXU_LOG_WARN,
+                "SX: cannot map the device ring of %s: its messages use the "
+                "shared ring",
+                l->name);
+        return;
+    }
+    l->dr_base = base;
+    l->dr_bytes = (size_t)bytes;
+    l->dr_ctx = ctx;
+    __atomic_store_n(&l->dr_kind, kind, __ATOMIC_RELEASE);
+    l->dr_state = SX_DR_READY;
+    atomic_fetch_add(&sx.drings_mapped, 1);
+    MXU_LOG(MXU_LOG_INFO, "SX: writing %s's messages into its device ring (%llu bytes)", l->name,
+            (unsigned long long)bytes);
+}
+
+/* Sender: the host ring will get no more messages once the link switched
+ * and every host-ring step ran. */
+static void sx_host_closing(mxa_sx_link_t *l)
+{
+    if (atomic_load(&l->dr_used) && atomic_load(&l->host_flight) == 0)
+        __atomic_store_n(&l->ctrl->host_final, 1, __ATOMIC_RELEASE);
+}
+
+void mxa_sx_link_send_ran(mxa_sx_link_t *l, int in_dring)
+{
+    if (!in_dring && atomic_fetch_sub(&l->host_flight, 1) == 1)
+        sx_host_closing(l);
+}
+
+/* Receiver: can a message still be in the host ring? Once the sender said
+ * none will come (host_final) and every complete header there was taken
+ * (consumed), never again. */
+static int sx_host_ring_live(mxa_sx_link_t *l)
+{
+    if (atomic_load(&l->host_retired))
+        return 0;
+    if (!__atomic_load_n(&l->ctrl->host_final, __ATOMIC_ACQUIRE))
+        return 1;
+    const unsigned char *ring = (const unsigned char *)l->ctrl + l->ring_off;
+    for (unsigned s = 0; s < l->ctrl->nslots; s++) {
+        uint64_t w[MXA_SX_LL_HDR_WORDS];
+        for (int i = 0; i < MXA_SX_LL_HDR_WORDS; i++)
+            w[i] = mxa_sx_load_relaxed((const uint64_t *)(const void *)(ring + s * l->slot_stride) +
+                                       i);
+        uint32_t f = mxa_sx_ll_flag_of(w[0]);
+        int whole = f != 0;
+        for (int i = 1; i < MXA_SX_LL_HDR_WORDS && whole; i++)
+            whole = mxa_sx_ll_flag_of(w[i]) == f;
+        uint64_t n = (uint64_t)mxa_sx_ll_data_of(w[6]) | ((uint64_t)mxa_sx_ll_data_of(w[7]) << 32);
+        if (whole && mxa_sx_load_acquire(&l->ctrl->consumed[s]) < n + 1)
+            return 1;
+    }
+    atomic_store(&l->host_retired, 1);
+    MXU_LOG(MXU_LOG_DEBUG, "SX: %s: the shared ring is retired (device ring only)", l->name);
+    return 0;
+}
+
 /* ------------------------------------------- the host reads the ring */
 
 /* The 8 header words of slot h, each one 64-bit load. */
@@ -420,17 +834,28 @@ static void sx_ll_load_header(const uint64_t *h, uint64_t w[MXA_SX_LL_HDR_WORDS]
         w[i] = mxa_sx_load_relaxed(h + i);
 }
 
-int mxa_sx_link_find(const mxa_sx_link_t *l, uint32_t ctx, int tag, uint64_t k, unsigned *slot,
+int mxa_sx_link_find(mxa_sx_link_t *l, uint32_t ctx, int tag, uint64_t k, unsigned *slot,
                      uint64_t *n, uint64_t *bytes)
 {
     const unsigned char *ring = (const unsigned char *)l->ctrl + l->ring_off;
+    int host = sx_host_ring_live(l);
     for (unsigned s = 0; s < l->ctrl->nslots; s++) {
         uint64_t w[MXA_SX_LL_HDR_WORDS];
         uint32_t f;
-        sx_ll_load_header((const uint64_t *)(const void *)(ring + s * l->slot_stride), w);
-        if (mxa_sx_ll_match(w, ctx, tag, k, n, bytes, &f)) {
-            *slot = s;
-            return 1;
+        if (host) {
+            sx_ll_load_header((const uint64_t *)(const void *)(ring + s * l->slot_stride), w);
+            if (mxa_sx_ll_match(w, ctx, tag, k, n, bytes, &f)) {
+                *slot = s;
+                return 1;
+            }
+        }
+        /* the device ring's headers, mirrored by its send steps */
+        if (__atomic_load_n(&l->dr_kind, __ATOMIC_ACQUIRE) > MXA_SX_DRING_NONE) {
+            sx_ll_load_header(l->ctrl->mirror[s], w);
+            if (mxa_sx_ll_match(w, ctx, tag, k, n, bytes, &f)) {
+                *slot = s | MXA_SX_SLOT_DRING;
+                return 1;
+            }
         }
     }
     return 0;
@@ -443,19 +868,66 @@ static void sx_backoff(unsigned *spins);
  * gave up (the abort word, or deadline_ns passed, 0: none). */
 static int sx_ll_copy_out(const uint64_t *payload, uint32_t f, uint64_t bytes, unsigned char *dst,
                           uint64_t cap, uint64_t deadline_ns);
-static uint64_t sx_now_ns(void);
+
+#ifdef MPIXACC_HAVE_CUDA
+/* The same from a GPU's device ring: copy the words to the host until all
+ * carry their flag. */
+static int sx_ll_copy_out_dev(const mxa_sx_link_t *l, uint64_t payload, uint32_t f, uint64_t bytes,
+                              unsigned char *dst, uint64_t deadline_ns)
+{
+    uint64_t nw = mxa_sx_ll_words(bytes);
+    if (nw == 0)
+        return 1;
+    uint64_t *w = malloc(nw * sizeof(uint64_t));
+    if (!w)
+        return 0;
+    unsigned spins = 0;
+    for (;;) {
+        if (mxa_cuda_sx_dring_read(l->dr_ctx, payload, w, nw * sizeof(uint64_t)) != MXU_OK)
+            break;
+        uint64_t i = 0;
+        while (i < nw && mxa_sx_ll_flag_of(w[i]) == f)
+            i++;
+        if (i == nw) {
+            for (i = 0; i < nw; i++)
+                mxa_sx_ll_scatter(dst, bytes, i, mxa_sx_ll_data_of(w[i]));
+            free(w);
+            return 1;
+        }
+        if ((sx.abort_word && mxa_sx_load_acquire(sx.abort_word)) ||
+            (deadline_ns && sx_now_ns() > deadline_ns))
+            break;
+        sx_backoff(&spins);
+    }
+    free(w);
+    return 0;
+}
+#endif
 
 size_t mxa_sx_link_take(mxa_sx_link_t *l, unsigned slot, uint64_t n, uint64_t bytes, void *dst,
                         size_t cap)
 {
-    const unsigned char *h = (const unsigned char *)l->ctrl + l->ring_off + slot * l->slot_stride;
+    int dr = (slot & MXA_SX_SLOT_DRING) != 0;
+    slot &= ~(unsigned)MXA_SX_SLOT_DRING;
     size_t take = bytes <= cap ? (size_t)bytes : cap;
+    size_t off = slot * l->slot_stride + MXA_SX_HDR_BYTES;
     /* found by mxa_sx_link_find: the header is complete, the sender is
      * writing the rest (a step already running), so the wait is short;
      * bounded all the same (a sender killed mid-step) */
     uint64_t deadline = sx.limits.timeout_ns ? sx_now_ns() + sx.limits.timeout_ns : 0;
-    if (!sx_ll_copy_out((const uint64_t *)(const void *)(h + MXA_SX_HDR_BYTES), mxa_sx_ll_flag(n),
-                        take, dst, take, deadline))
+    int ok = 0;
+    if (!dr)
+        ok = sx_ll_copy_out(
+            (const uint64_t *)(const void *)((const unsigned char *)l->ctrl + l->ring_off + off),
+            mxa_sx_ll_flag(n), take, dst, take, deadline);
+    else if (l->dr_kind == MXA_SX_DRING_HOST)
+        ok = sx_ll_copy_out((const uint64_t *)(uintptr_t)(l->dr_base + off), mxa_sx_ll_flag(n),
+                            take, dst, take, deadline);
+#ifdef MPIXACC_HAVE_CUDA
+    else if (l->dr_kind == MXA_SX_DRING_CUDA)
+        ok = sx_ll_copy_out_dev(l, l->dr_base + off, mxa_sx_ll_flag(n), take, dst, deadline);
+#endif
+    if (!ok)
         return (size_t)-1;
     mxa_sx_consume(l->ctrl->consumed, slot, n);
     return take;
@@ -529,9 +1001,15 @@ static void host_send_step(void *arg)
     host_send_t *hs = arg;
     mxa_sx_send_desc_t *d = &hs->d;
     int in_ring = mxa_sx_slot_claim(d);
-    if (in_ring)
+    if (in_ring) {
         sx_ll_write((uint64_t *)(uintptr_t)d->slot, d);
-    else if (d->bytes)
+        if (d->mirror) { /* the header again, for the receiver's host */
+            uint64_t w[MXA_SX_LL_HDR_WORDS];
+            mxa_sx_ll_header(d, w);
+            for (int i = 0; i < MXA_SX_LL_HDR_WORDS; i++)
+                mxa_sx_store_relaxed((uint64_t *)(uintptr_t)d->mirror + i, w[i]);
+        }
+    } else if (d->bytes)
         memcpy((void *)(uintptr_t)d->bounce, (const void *)(uintptr_t)d->src, (size_t)d->bytes);
     mxa_sx_record_finish((mxa_sx_record_t *)(uintptr_t)d->record, d->bytes,
                          in_ring ? MXA_SX_SENT : MXA_SX_BOUNCED, -1);
@@ -578,8 +1056,13 @@ static void host_recv_one(const mxa_sx_recv_desc_t *d, const mxa_sx_limits_t *li
             return;
         }
         int ring_off = desc == MXA_SX_DESC_UCX;
-        for (uint32_t s = 0; s < d->nslots && !ring_off; s++) {
-            const uint64_t *h = (const uint64_t *)(uintptr_t)(d->ring + s * d->slot_stride);
+        for (uint32_t i = 0; i < 2 * d->nslots && !ring_off; i++) {
+            /* the host ring's slots, then the device ring's */
+            uint64_t base = i < d->nslots ? d->ring : d->dring;
+            uint32_t s = i % d->nslots;
+            if (!base)
+                continue;
+            const uint64_t *h = (const uint64_t *)(uintptr_t)(base + s * d->slot_stride);
             uint64_t w[MXA_SX_LL_HDR_WORDS], n, bytes;
             uint32_t f;
             sx_ll_load_header(h, w);
@@ -621,12 +1104,16 @@ static void host_recv_step(void *arg)
 
 /* -------------------------------------------------------------- steps */
 
-mxu_status_t mxa_sx_enqueue_send(mxa_stream_t *s, const mxa_sx_send_t *m)
+mxu_status_t mxa_sx_enqueue_send(mxa_stream_t *s, mxa_sx_send_t *m)
 {
     mxa_sx_link_t *l = m->link;
     unsigned nslots = l->ctrl->nslots;
+    size_t slot = (size_t)(m->n % nslots);
+    /* the device ring once mapped for this stream; else the shared one */
+    int dr = l->dr_state == SX_DR_READY && sx_dring_for(l, s);
     mxa_sx_send_desc_t d = {
-        .slot = sx_addr(l, s, l->ring_off + (m->n % nslots) * l->slot_stride),
+        .slot = dr ? l->dr_base + slot * l->slot_stride
+                   : sx_addr(l, s, l->ring_off + slot * l->slot_stride),
         .src = (uint64_t)(uintptr_t)m->src,
         .bytes = m->bytes,
         .k = m->k,
@@ -634,37 +1121,55 @@ mxu_status_t mxa_sx_enqueue_send(mxa_stream_t *s, const mxa_sx_send_t *m)
         .ctx = m->ctx,
         .tag = m->tag,
         .trigger_seq = m->trigger_seq,
-        .written = sx_addr(
-            l, s, offsetof(mxa_sx_ctrl_t, written) + sizeof(uint64_t) * (size_t)(m->n % nslots)),
-        .consumed = sx_addr(
-            l, s, offsetof(mxa_sx_ctrl_t, consumed) + sizeof(uint64_t) * (size_t)(m->n % nslots)),
+        .written = sx_addr(l, s, offsetof(mxa_sx_ctrl_t, written) + sizeof(uint64_t) * slot),
+        .consumed = sx_addr(l, s, offsetof(mxa_sx_ctrl_t, consumed) + sizeof(uint64_t) * slot),
         .bounce = (uint64_t)(uintptr_t)m->bounce,
         .record = (uint64_t)(uintptr_t)m->record,
         .early_claim = (uint64_t)(m->early_claim != 0),
+        .mirror = dr ? sx_addr(l, s,
+                               offsetof(mxa_sx_ctrl_t, mirror) +
+                                   sizeof(uint64_t) * MXA_SX_LL_HDR_WORDS * slot)
+                     : 0,
     };
+    if (!dr)
+        atomic_fetch_add(&l->host_flight, 1);
+    mxu_status_t st = MXU_ERR_UNSUPPORTED;
     if (s->kind == MXA_KIND_HOST) {
         host_send_t *hs = malloc(sizeof(*hs));
-        if (!hs)
-            MXU_FAIL(MXU_ERR_NO_MEMORY, "SX: out of memory");
-        hs->d = d;
-        hs->d.trigger_word = m->trigger_seq ? (uint64_t)(uintptr_t)s->trigger_word : 0;
-        mxu_status_t st = mxa_host_stream_launch(s->handle, host_send_step, hs);
-        if (st != MXU_OK)
-            free(hs);
-        return st;
+        if (!hs) {
+            st = MXU_ERR_NO_MEMORY;
+            MXU_LOG(MXU_LOG_ERROR, "SX: out of memory");
+        } else {
+            hs->d = d;
+            hs->d.trigger_word = m->trigger_seq ? (uint64_t)(uintptr_t)s->trigger_word : 0;
+            st = mxa_host_stream_launch(s->handle, host_send_step, hs);
+            if (st != MXU_OK)
+                free(hs);
+        }
     }
 #ifdef MPIXACC_HAVE_CUDA
-    if (s->kind == MXA_KIND_CUDA)
-        return mxa_cuda_sx_send(s, &d);
+    else if (s->kind == MXA_KIND_CUDA)
+        st = mxa_cuda_sx_send(s, &d);
 #endif
-    return MXU_ERR_UNSUPPORTED;
+    if (st != MXU_OK) {
+        mxa_sx_link_send_ran(l, dr); /* nothing was written */
+        return st;
+    }
+    if (dr && !atomic_load(&l->dr_used)) {
+        __atomic_store_n(&l->ctrl->dr_from, m->n + 1, __ATOMIC_RELEASE);
+        atomic_store(&l->dr_used, 1);
+        sx_host_closing(l);
+    }
+    m->in_dring = dr;
+    return MXU_OK;
 }
 
 static void sx_recv_desc(const mxa_stream_t *s, const mxa_sx_recv_t *r, mxa_sx_recv_desc_t *d)
 {
     mxa_sx_link_t *l = r->link;
     memset(d, 0, sizeof(*d));
-    d->ring = sx_addr(l, s, l->ring_off);
+    d->ring = sx_host_ring_live(l) ? sx_addr(l, s, l->ring_off) : 0;
+    d->dring = sx_dring_for(l, s) ? l->dr_base : 0;
     d->consumed = sx_addr(l, s, offsetof(mxa_sx_ctrl_t, consumed));
     d->dst = (uint64_t)(uintptr_t)r->dst;
     d->cap = r->cap;

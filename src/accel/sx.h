@@ -65,8 +65,11 @@ int mxa_sx_stream_capturing(mxa_stream_t *s);
  * ring (its slot, link number and size)? And: copy up to cap bytes of it
  * to host memory and free the slot; returns the bytes copied, (size_t)-1
  * when the rest of the message did not come (abort word, SX timeout). */
-int mxa_sx_link_find(const mxa_sx_link_t *l, uint32_t ctx, int tag, uint64_t k, unsigned *slot,
+int mxa_sx_link_find(mxa_sx_link_t *l, uint32_t ctx, int tag, uint64_t k, unsigned *slot,
                      uint64_t *n, uint64_t *bytes);
+/* *slot from mxa_sx_link_find has this bit when the message is in the
+ * device ring */
+#define MXA_SX_SLOT_DRING 0x100u
 size_t mxa_sx_link_take(mxa_sx_link_t *l, unsigned slot, uint64_t n, uint64_t bytes, void *dst,
                         size_t cap);
 
@@ -89,8 +92,22 @@ typedef struct {
     void *bounce;            /* host-visible, >= bytes: the message if the slot is taken */
     mxa_sx_record_t *record; /* the step's outcome: MXA_SX_SENT or MXA_SX_BOUNCED */
     int early_claim;         /* the slot's previous message came from another stream (or none) */
+    int in_dring;            /* out: the step writes into the device ring */
 } mxa_sx_send_t;
-mxu_status_t mxa_sx_enqueue_send(mxa_stream_t *s, const mxa_sx_send_t *m);
+mxu_status_t mxa_sx_enqueue_send(mxa_stream_t *s, mxa_sx_send_t *m);
+/* Sender's progress thread: a send step of this link ran (in_dring: the
+ * m->in_dring it was enqueued with). */
+void mxa_sx_link_send_ran(mxa_sx_link_t *l, int in_dring);
+
+/* Receiver, at a receive on the link from stream s: make the link's
+ * device ring (MPIX_ACC_SX_DRING) if it has none yet. Application thread. */
+void mxa_sx_link_want_dring(mxa_sx_link_t *l, mxa_stream_t *s);
+/* Receiver's progress thread: hand device-ring fds to the senders that
+ * asked (returns how many); the socket to watch for them (-1: none). */
+int mxa_sx_serve(void);
+int mxa_sx_listen_fd(void);
+/* Device rings made here (receiver) and peers' mapped here (sender). */
+void mxa_sx_dring_counts(uint64_t *made, uint64_t *mapped);
 
 /* A receive step for n receives (each: wait for (ctx, tag, k) on its link,
  * copy up to cap bytes to dst, finish the record; `after`: first wait

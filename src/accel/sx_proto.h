@@ -57,7 +57,7 @@
 /* Ring kinds (control page's ring_kind). */
 #define MXA_SX_RING_NONE 0
 #define MXA_SX_RING_HOST 1 /* in the control page, after it */
-#define MXA_SX_RING_CUDA 2 /* device memory, CUDA IPC handle in the page */
+/* (2 was a CUDA IPC ring: see ctrl.dr_ready for device rings) */
 
 /* Record error values (the step's outcome). */
 #define MXA_SX_OK 0
@@ -80,6 +80,12 @@
  * ring: stop reading the ring and wait for DELIVERED or COPY */
 #define MXA_SX_DESC_UCX 4
 
+/* Device rings (ctrl.dr_ready): the receiver's second ring, in memory it
+ * exports as a file descriptor that the sender maps (sx.c). */
+#define MXA_SX_DRING_NONE 0
+#define MXA_SX_DRING_HOST 1 /* memfd: host streams (how CI runs this) */
+#define MXA_SX_DRING_CUDA 2 /* cuMemCreate on the receiver's GPU */
+
 /* Control page (starts a page-aligned shared-memory segment). */
 typedef struct {
     uint64_t magic;
@@ -87,10 +93,22 @@ typedef struct {
     uint32_t ring_kind; /* written before ring_ready */
     uint64_t slot_bytes;
     uint64_t ring_ready; /* 1: the ring below may be used (release) */
-    unsigned char ipc_handle[64];
-    uint64_t spare[4];
+    /* the device ring: receiver writes dr_bytes and sock_name, then
+     * dr_ready (MXA_SX_DRING_*, release); a sender that wants it raises
+     * dr_req and asks the receiver's socket for the fd; it writes dr_from
+     * (1 + the first link number it writes there) when it switches, and
+     * host_final = 1 once no message will enter the host ring any more */
+    uint64_t dr_ready;
+    uint64_t dr_bytes;
+    uint64_t dr_req;
+    uint64_t dr_from;
+    uint64_t host_final;
+    char sock_name[64];                  /* abstract Unix socket, without its leading NUL */
     uint64_t consumed[MXA_SX_MAX_SLOTS]; /* n + 1 of the last message copied out */
     uint64_t written[MXA_SX_MAX_SLOTS];  /* n + 1 of the last message written (sender) */
+    /* header words of each slot's last device-ring message (written by the
+     * send step after the ring's), for the host's look-up */
+    uint64_t mirror[MXA_SX_MAX_SLOTS][8];
 } mxa_sx_ctrl_t;
 
 /* A receive's record (64 bytes, host-visible; the engine polls `done`). */
@@ -122,11 +140,13 @@ typedef struct {
      * claim may run before the kernel ahead of the step on its stream has
      * finished (CUDA programmatic dependent launch); 0: claim after it */
     uint64_t early_claim;
+    uint64_t mirror; /* the slot's header mirror (device ring; 0: none) */
 } mxa_sx_send_desc_t;
 
 /* What a receive step needs for one receive. */
 typedef struct {
-    uint64_t ring;     /* first slot's header */
+    uint64_t ring;     /* first slot of the host ring (0: no message can be there) */
+    uint64_t dring;    /* first slot of the device ring (0: none) */
     uint64_t consumed; /* the control page's consumed[] */
     uint64_t dst;
     uint64_t cap;    /* bytes the buffer takes */

@@ -182,6 +182,7 @@ struct mxe_op {
     int sx_watched;              /* progress thread: the step's record is being watched */
     int sx_delivered;            /* progress thread: completed another way (UCX, error) */
     int sx_ucx_posted;           /* progress thread: its receive was posted to UCX */
+    int sx_in_dring;             /* send: its step writes into the peer's device ring */
     int sx_step_pending;         /* progress thread: a library step waits for the trigger */
     void *sx_staging;            /* recv: host-visible buffer UCX receives the message into */
     size_t sx_staging_cap;       /* its size class's request (the message's length) */
@@ -326,6 +327,9 @@ typedef struct {
     uint64_t sx_links_in;         /* rings made here (one per peer process of the node) */
     uint64_t sx_ring_bytes;       /* device or shared memory of the published rings */
     uint64_t sx_staged;           /* messages of bound receives UCX put into host staging */
+    uint64_t sx_drings_made;      /* device rings made here (receiver) */
+    uint64_t sx_drings_mapped;    /* peers' device rings mapped here (sender) */
+    uint64_t sx_dring_sent;       /* messages sent into peers' device rings */
     int ucx_endpoints;            /* endpoints to other processes made so far */
     char ucx_endpoint_kinds[256]; /* by their transports: "tcp/eth0 x3, ..." */
 } mxe_stats_t;

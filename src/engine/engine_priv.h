@@ -134,6 +134,8 @@ void mxe_sx_staged(mxe_op_t *op, size_t length);
 /* The progress thread posted a bound receive to UCX (its message is not
  * in the ring): its step, when there is one, stops reading the ring. */
 void mxe_sx_posted_ucx(mxe_op_t *op);
+/* Progress thread: hand out our device rings' fds (sx.c); work done. */
+unsigned mxe_sx_serve(void);
 void mxe_sx_staging_free(mxe_op_t *op);
 /* progress.c: post a matched receive's data receive (it is ready). */
 void mxe_recv_post_data(mxe_op_t *op);

@@ -32,9 +32,11 @@
  */
 #include "engine/engine_priv.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 
 #include "accel/sx.h"
@@ -82,13 +84,14 @@ typedef struct mxe_sx_peer {
 
 static struct {
     int on;
+    int listen_watched;    /* progress thread: the device-ring socket is in the epoll set */
     mxe_sx_peer_t **peers; /* world rank -> peer (NULL: not on this node, or self) */
     int npeers_world;
     int *node;
     int nnode;
     long job;
     _Atomic uint64_t fallback[SXF_COUNT];
-    _Atomic uint64_t links_in, ring_bytes, staged;
+    _Atomic uint64_t links_in, ring_bytes, staged, dring_sent;
 } px;
 
 void mxe_set_node(const int *world_ranks, int n, long node_job_id)
@@ -242,6 +245,7 @@ void mxe_sx_stop(void)
     free(px.peers);
     px.peers = NULL;
     px.npeers_world = 0;
+    px.listen_watched = 0;
     px.on = 0;
     mxa_sx_shutdown();
 }
@@ -253,6 +257,8 @@ void mxe_sx_stats(mxe_stats_t *out)
     out->sx_links_in = atomic_load(&px.links_in);
     out->sx_ring_bytes = atomic_load(&px.ring_bytes);
     out->sx_staged = atomic_load(&px.staged);
+    out->sx_dring_sent = atomic_load(&px.dring_sent);
+    mxa_sx_dring_counts(&out->sx_drings_made, &out->sx_drings_mapped);
 }
 
 static void sx_fallback(mxe_sx_fallback_t why)
@@ -271,6 +277,8 @@ int mxe_sx_send_outcome(mxe_op_t *op, void **bounce)
     int sent = done && mxa_sx_done_error(done) == MXA_SX_SENT;
     op->sx_rec = NULL;
     mxa_sx_record_free(rec);
+    if (op->sx_peer && op->sx_peer->out)
+        mxa_sx_link_send_ran(op->sx_peer->out, op->sx_in_dring);
     *bounce = op->sx_bounce;
     op->sx_bounce = NULL;
     if (sent) {
@@ -389,6 +397,9 @@ int mxe_sx_submit_send(mxe_op_t *op)
     }
     p->slot_stream[slot] = s;
     p->slot_seq[slot] = seq;
+    op->sx_in_dring = m.in_dring;
+    if (m.in_dring)
+        atomic_fetch_add_explicit(&px.dring_sent, 1, memory_order_relaxed);
     op->sx = 1; /* a candidate: its step decides (op->sx_env_sx: it went by SX) */
     op->sx_rec = rec;
     op->sx_bounce = bounce;
@@ -415,6 +426,11 @@ void mxe_sx_bind_recv(mxe_op_t *op)
             /* made here, not on the progress thread */
             (void)mxa_sx_library_stream(p->in, MXA_MEM_DEVICE);
     }
+    /* the ring in our own memory for this stream's kind, at the first
+     * receive (MPIX_ACC_SX_DRING; senders switch to it when they see it) */
+    if (mxa_sx_link_ring_kind(p->in) != MXA_SX_RING_NONE &&
+        (op->stream->kind == MXA_KIND_HOST || mxa_sx_link_published_for(p->in, op->stream)))
+        mxa_sx_link_want_dring(p->in, op->stream);
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -779,6 +795,22 @@ void mxe_sx_recv_ready(mxe_op_t *op)
 }
 
 int mxe_sx_watching(void) { return watch_count + hunt_count; }
+
+/* Progress thread: senders asking for our device rings' fds (their
+ * connections also wake this thread: the socket is in its epoll set). */
+unsigned mxe_sx_serve(void)
+{
+    int fd = mxa_sx_listen_fd(); /* (-1 unless the path made device rings) */
+    if (fd < 0)
+        return 0;
+    if (!px.listen_watched) {
+        struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
+        if (epoll_ctl(mxe.epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0)
+            MXU_LOG(MXU_LOG_WARN, "SX: epoll_ctl(device-ring socket): %s", strerror(errno));
+        px.listen_watched = 1;
+    }
+    return (unsigned)mxa_sx_serve();
+}
 
 /* Records of finished steps: complete their ops; receives the host waits
  * for: look for their messages. */

@@ -907,6 +907,7 @@ void *mxe_progress_main(void *arg)
         work += mxt_progress();
         if (mxe_sx_watching())
             work += mxe_sx_poll();
+        work += mxe_sx_serve();
         if (mxe.waits_dirty) {
             mxe.waits_dirty = 0;
             work += mxe_check_waits();

@@ -107,10 +107,17 @@
       "written as LL words (4 bytes of data under a 4-byte flag), so ring memory per peer and "  \
       "direction is slots x (2 x this + 64 bytes)")                                              \
     X(SX_PDL, BOOL, sx_pdl, "1", "",                                                             \
-      "Launch the stream-executed path's CUDA send steps with programmatic dependent launch "   \
+      "Launch the stream-executed path's CUDA steps with programmatic dependent launch "       \
       "(compute capability 9.0 and up): a send step starts while the kernel before it on its "   \
       "stream still runs and claims its slot, then waits for that kernel before it reads the "   \
-      "buffer; 0 launches them plainly")                                                        \
+      "buffer; a receive step scans meanwhile and waits before it writes; 0 launches them "      \
+      "plainly")                                                                                 \
+    X(SX_DRING, STRING, sx_dring, "auto", "auto|on|off",                                         \
+      "A second ring per stream-executed link in the receiver's own memory, which the sender "   \
+      "maps through a file descriptor the receiver hands out on a Unix socket at first use: "    \
+      "auto: for CUDA streams (GPU memory: the receive step polls local memory, the sender "     \
+      "writes over NVLink); on: also for host streams (a memfd: how the CPU tests run the "      \
+      "hand-over); off: the shared-memory ring only")                                            \
     X(SX_STAGE, STRING, sx_stage, "device", "device|all|off",                                   \
       "Messages of the stream-executed path's channels that come by UCX (their slot was taken) " \
       "are received into host staging and copied out by the receive step: device (into device " \

@@ -8,7 +8,8 @@
 # no-wildcard assertions) with MPIX_ACC_STATS=1, 2 and 3 ranks, with 16
 # slots and with 1 (every second message waits for its slot: the UCX path
 # takes it), with 1 slot and MPIX_ACC_SX_STAGE=all (UCX-carried messages
-# go through host staging and the receive step), and once with
+# go through host staging and the receive step), with device rings
+# (MPIX_ACC_SX_DRING=on: memfd rings handed over a socket), and once with
 # MPIX_ACC_SX=off. Each run must PASS with no
 # ERROR line; with the path on, every rank's "path sx" line shows sent and
 # received messages (> 0), with it off, none.
@@ -43,6 +44,13 @@ run() { # ranks expect(on|off) env...
         st=$(grep -cE 'received by UCX into staging [1-9]' "$log")
         [ "$st" -ge 1 ] || why="${why:+$why, }no rank received a message through staging"
     fi
+    if [ "$expect" = dring ]; then
+        # every rank made a device ring, mapped its peers' and sent into them
+        local nd
+        nd=$(grep -cE 'device rings made [1-9][0-9]*, mapped [1-9][0-9]*, messages sent into them [1-9]' "$log")
+        [ "$nd" -eq "$n" ] || why="${why:+$why, }$nd of $n ranks made, mapped and used device rings"
+        [ "$on" -eq "$n" ] || why="${why:+$why, }$on of $n ranks moved messages on the SX path"
+    fi
     if [ "$expect" = off ] && [ "$zero" -ne "$n" ]; then
         why="${why:+$why, }SX path used although off ($zero of $n zero lines)"
     fi
@@ -59,6 +67,14 @@ run 3 on
 run 2 on MPIX_ACC_SX_SLOTS=1
 run 3 on MPIX_ACC_SX_SLOTS=1 MPIX_ACC_SX_SLOT_BYTES=4096
 run 2 off MPIX_ACC_SX=off
+# Device rings (MPIX_ACC_SX_DRING=on: a memfd per link for host streams,
+# the code path GPU rings take): each receiver makes one, hands its fd to
+# the sender over its socket, the sender switches to it; the shared rings
+# drain and retire. With 1 slot the switch happens with messages in flight.
+run 2 dring MPIX_ACC_SX_DRING=on
+run 3 dring MPIX_ACC_SX_DRING=on
+run 2 dring MPIX_ACC_SX_DRING=on MPIX_ACC_SX_SLOTS=1
+run 3 dring MPIX_ACC_SX_DRING=on MPIX_ACC_SX_SLOTS=1 MPIX_ACC_SX_SLOT_BYTES=4096 MPIX_ACC_SX_STAGE=all
 # Regression (2026-11-23, H100): UCX's eager unpack into a device buffer
 # stalled the progress thread behind a polling receive step; such messages
 # now land in host staging and the step copies them. STAGE=all sends host
@@ -117,7 +133,7 @@ if [ -x "$bench" ]; then
         --sizes 65536 -r 2 -t lat >"$log" 2>&1
     rc=$?
     nbig=$(grep -cE 'larger than the eager limit or a slot [1-9]' "$log")
-    nst=$(grep -cE 'received by UCX into staging 0$' "$log")
+    nst=$(grep -cE 'received by UCX into staging 0;' "$log")
     if [ $rc -ne 0 ] || ! grep -q 'RESULT: OK' "$log" || [ "$nbig" -ne 2 ] || [ "$nst" -ne 2 ]; then
         echo "sx_path.sh: FAIL (64 KiB above the eager limit): exit $rc, $nbig of 2 ranks sent" \
             "them by UCX, $nst of 2 staged none"
