@@ -86,6 +86,9 @@ static struct {
 
 #define SX_RECORDS_PER_CHUNK 256
 
+/* send steps store header pairs into the mirror as 16-byte words */
+_Static_assert(offsetof(mxa_sx_ctrl_t, mirror) % 64 == 0, "mirror must be 64-byte aligned");
+
 static uint64_t sx_now_ns(void);
 static int sx_dring_for(const mxa_sx_link_t *l, const mxa_stream_t *s);
 static void sx_dring_advance(mxa_sx_link_t *l, mxa_stream_t *s);
