@@ -106,7 +106,7 @@ typedef struct {
     char sock_name[64];                  /* abstract Unix socket, without its leading NUL */
     uint64_t consumed[MXA_SX_MAX_SLOTS]; /* n + 1 of the last message copied out */
     uint64_t written[MXA_SX_MAX_SLOTS];  /* n + 1 of the last message written (sender) */
-    uint64_t pad[7]; /* mirror at a 64-byte offset (16-byte stores) */
+    uint64_t pad[7];                     /* mirror at a 64-byte offset (16-byte stores) */
     /* header words of each slot's last device-ring message (written by the
      * send step after the ring's), for the host's look-up */
     uint64_t mirror[MXA_SX_MAX_SLOTS][8];

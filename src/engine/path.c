@@ -149,11 +149,12 @@ static int sx_setting_on(int local_size)
     }
     if (v && strcmp(v, "on") == 0)
         return 1;
-    /* auto: with CUDA the path is opt-in. On dedicated GPUs it measured
-     * only a little faster than the UCX path (2 x H200, e6a64cd: 8 B 21.8
-     * vs 23.5 us, doc/benchmarks.md 2.000: its ring is host memory); where
-     * processes share a GPU its receive steps poll, which needs MPS. */
-    if (f.cuda_active) {
+    /* auto with CUDA: on where every process of the node can have a GPU
+     * of its own (its receive steps poll: processes sharing a GPU need
+     * MPS, MPIX_ACC_SX=on). With device rings it is 2.4 x faster than the
+     * UCX path for small messages (2 x H200, e1e828b: 8 B 8.3 vs 19.7 us,
+     * doc/benchmarks.md 2.00000) and as fast for large ones. */
+    if (f.cuda_active && local_size > f.cuda_device_count) {
         MXU_LOG(MXU_LOG_INFO,
                 "SX path off (MPIX_ACC_SX=auto with CUDA; %d processes, %d GPU(s) on this "
                 "node): MPIX_ACC_SX=on turns it on (with MPS where processes share a GPU)",

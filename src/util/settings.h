@@ -95,9 +95,9 @@
     X(SX, STRING, sx, "auto", "auto|on|off",                                                     \
       "Stream-executed path between processes of a node on communicators without wildcard "      \
       "receives (mpi_assert_no_any_source and _tag): the sending stream writes the message into " \
-      "the receiver's ring, the receiving stream copies it out. auto: on for host streams, off " \
-      "with CUDA (on dedicated GPUs only a little faster than the UCX path so far; where "       \
-      "processes share a GPU its receive steps poll: use on with MPS)")                          \
+      "the receiver's ring, the receiving stream copies it out. auto: on for host streams; with " \
+      "CUDA on when the node has at least as many GPUs as processes (its receive steps poll: " \
+      "where processes share a GPU use on with MPS)")                                            \
     X(SX_SLOTS, INT, sx_slots, "16", "1..64",                                                    \
       "Slots of each stream-executed ring (one per peer process of the node and direction): "   \
       "messages to one peer in flight at once before sends take the UCX path")                   \
