@@ -167,6 +167,37 @@ int mxi_irecv(mxa_stream_t *s, mxi_origin_t origin, void *buf, int count, MPI_Da
               int source, int tag, MPI_Comm comm, MPI_Request *req);
 /* Resolve a user stream handle (MPI_ERR_ARG raised on comm if invalid). */
 int mxi_stream_resolve(void *handle, MPI_Comm comm, mxa_stream_t **out);
+/* p2p.c: 1 stream-ordered (*s, *origin set), 0 host path, -1 error (*err) */
+int mxi_route_checked(MPI_Comm comm, MPI_Datatype dt, mxa_stream_t **s, mxi_origin_t *origin,
+                      int *err);
+/* p2p.c: check a send's (is_send) or receive's arguments as MPI_Isend /
+ * MPI_Irecv on a stream would (MPI error raised and returned) */
+int mxi_p2p_check(int is_send, const void *buf, int count, MPI_Datatype dt, int peer, int tag,
+                  MPI_Comm comm, MPI_Request *req);
+/* request.c: the completion calls on requests that are not persistent
+ * (persist.c's MPI_* wrappers put persistent requests' operations in) */
+int mxi_req_Wait(MPI_Request *req, MPI_Status *status);
+int mxi_req_Test(MPI_Request *req, int *flag, MPI_Status *status);
+int mxi_req_Request_get_status(MPI_Request req, int *flag, MPI_Status *status);
+int mxi_req_Request_free(MPI_Request *req);
+int mxi_req_Cancel(MPI_Request *req);
+int mxi_req_Waitall(int count, MPI_Request reqs[], MPI_Status statuses[]);
+int mxi_req_Testall(int count, MPI_Request reqs[], int *flag, MPI_Status statuses[]);
+int mxi_req_Testany(int count, MPI_Request reqs[], int *index, int *flag, MPI_Status *status);
+int mxi_req_Testsome(int incount, MPI_Request reqs[], int *outcount, int indices[],
+                     MPI_Status statuses[]);
+int mxi_req_Waitany(int count, MPI_Request reqs[], int *index, MPI_Status *status);
+int mxi_req_Waitsome(int incount, MPI_Request reqs[], int *outcount, int indices[],
+                     MPI_Status statuses[]);
+/* persist.c: persistent requests. Around a call on a request array: put
+ * each active persistent request's current operation in its place (in),
+ * and the persistent handle back (out: inactive once that operation's
+ * request was freed). `sw` is caller storage from mxi_persist_in (NULL
+ * when there were none); both cost one load when no persistent request
+ * exists. */
+typedef struct mxi_pswap mxi_pswap_t;
+mxi_pswap_t *mxi_persist_in(int count, MPI_Request reqs[]);
+void mxi_persist_out(mxi_pswap_t *sw, MPI_Request reqs[]);
 
 /* ---- request.c ---- */
 mxe_op_t *mxi_request_op(MPI_Request req);

@@ -33,8 +33,8 @@ int mxi_stream_resolve(void *handle, MPI_Comm comm, mxa_stream_t **out)
 /* Returns 1 if stream-ordered (stream resolved into *s), 0 for the host
  * path, -1 if the datatype's stream is no longer valid (error raised; the
  * code is in *err). */
-static int mxi_route_checked(MPI_Comm comm, MPI_Datatype dt, mxa_stream_t **s, mxi_origin_t *origin,
-                             int *err)
+int mxi_route_checked(MPI_Comm comm, MPI_Datatype dt, mxa_stream_t **s, mxi_origin_t *origin,
+                      int *err)
 {
     if (!mxi_on())
         return 0;
@@ -245,15 +245,14 @@ int mxi_irecv(mxa_stream_t *s, mxi_origin_t origin, void *buf, int count, MPI_Da
     return rc;
 }
 
-static int mxi_isend_(mxa_stream_t *s, mxi_origin_t origin, const void *buf, int count,
-                      MPI_Datatype dt, int dest, int tag, MPI_Comm comm, int synchronous,
-                      MPI_Request *req)
+/* A send's arguments (also checked by MPI_Send_init, persist.c). */
+static int mxi_send_args(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+                         MPI_Comm comm, MPI_Request *req, mxi_comm_t **cp, size_t *bytes)
 {
-    mxi_comm_t *c;
-    size_t bytes;
-    int rc = mxi_check_common(comm, count, dt, req, &c, &bytes);
+    int rc = mxi_check_common(comm, count, dt, req, cp, bytes);
     if (rc != MPI_SUCCESS)
         return rc;
+    mxi_comm_t *c = *cp;
     if ((rc = mxi_check_buffer(comm, buf, count, dt, "send")) != MPI_SUCCESS)
         return rc;
     if (dest != MPI_PROC_NULL && (dest < 0 || dest >= c->ec.size))
@@ -261,6 +260,54 @@ static int mxi_isend_(mxa_stream_t *s, mxi_origin_t origin, const void *buf, int
                          c->ec.size - 1);
     if (tag < 0 || tag > MXE_TAG_MAX)
         return mxi_raise(comm, MXI_E_TAG, "send tag %d (valid: 0..%d)", tag, MXE_TAG_MAX);
+    return MPI_SUCCESS;
+}
+
+/* A receive's arguments (also checked by MPI_Recv_init, persist.c). */
+static int mxi_recv_args(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm,
+                         MPI_Request *req, mxi_comm_t **cp, size_t *bytes)
+{
+    int rc = mxi_check_common(comm, count, dt, req, cp, bytes);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    mxi_comm_t *c = *cp;
+    if ((rc = mxi_check_buffer(comm, buf, count, dt, "receive")) != MPI_SUCCESS)
+        return rc;
+    if ((source == MPI_ANY_SOURCE && c->no_any_source) || (tag == MPI_ANY_TAG && c->no_any_tag))
+        return mxi_raise(comm, MXI_E_ARG, "%s receive on a communicator with %s=true",
+                         source == MPI_ANY_SOURCE ? "MPI_ANY_SOURCE" : "MPI_ANY_TAG",
+                         source == MPI_ANY_SOURCE && c->no_any_source ? "mpi_assert_no_any_source"
+                                                                      : "mpi_assert_no_any_tag");
+    if (source != MPI_PROC_NULL && source != MPI_ANY_SOURCE && (source < 0 || source >= c->ec.size))
+        return mxi_raise(comm, MXI_E_RANK,
+                         "source %d (valid: 0..%d, MPI_ANY_SOURCE or "
+                         "MPI_PROC_NULL)",
+                         source, c->ec.size - 1);
+    if (tag != MPI_ANY_TAG && (tag < 0 || tag > MXE_TAG_MAX))
+        return mxi_raise(comm, MXI_E_TAG, "receive tag %d (valid: 0..%d or MPI_ANY_TAG)", tag,
+                         MXE_TAG_MAX);
+    return MPI_SUCCESS;
+}
+
+int mxi_p2p_check(int is_send, const void *buf, int count, MPI_Datatype dt, int peer, int tag,
+                  MPI_Comm comm, MPI_Request *req)
+{
+    mxi_comm_t *c;
+    size_t bytes;
+    return is_send
+               ? mxi_send_args(buf, count, dt, peer, tag, comm, req, &c, &bytes)
+               : mxi_recv_args((void *)(uintptr_t)buf, count, dt, peer, tag, comm, req, &c, &bytes);
+}
+
+static int mxi_isend_(mxa_stream_t *s, mxi_origin_t origin, const void *buf, int count,
+                      MPI_Datatype dt, int dest, int tag, MPI_Comm comm, int synchronous,
+                      MPI_Request *req)
+{
+    mxi_comm_t *c;
+    size_t bytes;
+    int rc = mxi_send_args(buf, count, dt, dest, tag, comm, req, &c, &bytes);
+    if (rc != MPI_SUCCESS)
+        return rc;
     mxi_reap(0);
     mxe_op_t *op;
     mxu_status_t st =
@@ -277,24 +324,9 @@ static int mxi_irecv_(mxa_stream_t *s, mxi_origin_t origin, void *buf, int count
 {
     mxi_comm_t *c;
     size_t bytes;
-    int rc = mxi_check_common(comm, count, dt, req, &c, &bytes);
+    int rc = mxi_recv_args(buf, count, dt, source, tag, comm, req, &c, &bytes);
     if (rc != MPI_SUCCESS)
         return rc;
-    if ((rc = mxi_check_buffer(comm, buf, count, dt, "receive")) != MPI_SUCCESS)
-        return rc;
-    if ((source == MPI_ANY_SOURCE && c->no_any_source) || (tag == MPI_ANY_TAG && c->no_any_tag))
-        return mxi_raise(comm, MXI_E_ARG, "%s receive on a communicator with %s=true",
-                         source == MPI_ANY_SOURCE ? "MPI_ANY_SOURCE" : "MPI_ANY_TAG",
-                         source == MPI_ANY_SOURCE && c->no_any_source ? "mpi_assert_no_any_source"
-                                                                      : "mpi_assert_no_any_tag");
-    if (source != MPI_PROC_NULL && source != MPI_ANY_SOURCE && (source < 0 || source >= c->ec.size))
-        return mxi_raise(comm, MXI_E_RANK,
-                         "source %d (valid: 0..%d, MPI_ANY_SOURCE or "
-                         "MPI_PROC_NULL)",
-                         source, c->ec.size - 1);
-    if (tag != MPI_ANY_TAG && (tag < 0 || tag > MXE_TAG_MAX))
-        return mxi_raise(comm, MXI_E_TAG, "receive tag %d (valid: 0..%d or MPI_ANY_TAG)", tag,
-                         MXE_TAG_MAX);
     mxi_reap(0);
     int esrc = source == MPI_PROC_NULL    ? MXE_PROC_NULL
                : source == MPI_ANY_SOURCE ? MXE_ANY_SOURCE
@@ -341,9 +373,12 @@ int MPIX_Acc_Wait(MPIX_Acc_stream stream, MPI_Request *request, MPI_Status *stat
     uint64_t t = mxu_ct_begin();
     mxa_stream_t *s;
     int rc = mxi_stream_resolve(stream, MPI_COMM_SELF, &s);
-    if (rc == MPI_SUCCESS)
+    if (rc == MPI_SUCCESS) {
+        mxi_pswap_t *sw = mxi_persist_in(1, request); /* a persistent request's operation */
         rc = mxi_stream_waitall(s, 1, request, status == MPI_STATUS_IGNORE ? NULL : status,
                                 MPI_COMM_SELF);
+        mxi_persist_out(sw, request);
+    }
     mxu_ct_end(MXU_CT_STREAM_WAIT, t);
     return rc;
 }
@@ -359,9 +394,12 @@ int MPIX_Acc_Waitall(MPIX_Acc_stream stream, int count, MPI_Request requests[],
     uint64_t t = mxu_ct_begin();
     mxa_stream_t *s;
     int rc = mxi_stream_resolve(stream, MPI_COMM_SELF, &s);
-    if (rc == MPI_SUCCESS)
+    if (rc == MPI_SUCCESS) {
+        mxi_pswap_t *sw = mxi_persist_in(count, requests);
         rc = mxi_stream_waitall(s, count, requests,
                                 statuses == MPI_STATUSES_IGNORE ? NULL : statuses, MPI_COMM_SELF);
+        mxi_persist_out(sw, requests);
+    }
     mxu_ct_end(MXU_CT_STREAM_WAIT, t);
     return rc;
 }

@@ -343,7 +343,7 @@ static void mxi_poke_mpi(void)
 
 /* -------------------------------------------------------------- wrappers */
 
-int MPI_Wait(MPI_Request *req, MPI_Status *status)
+int mxi_req_Wait(MPI_Request *req, MPI_Status *status)
 {
     void *v = req ? mxi_request_lookup(*req) : NULL;
     if (!v)
@@ -358,7 +358,7 @@ int MPI_Wait(MPI_Request *req, MPI_Status *status)
     return mxi_request_finish(req, op, status);
 }
 
-int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status)
+int mxi_req_Test(MPI_Request *req, int *flag, MPI_Status *status)
 {
     void *v = req ? mxi_request_lookup(*req) : NULL;
     if (!v)
@@ -375,7 +375,7 @@ int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status)
     return mxi_request_finish(req, op, status);
 }
 
-int MPI_Request_get_status(MPI_Request req, int *flag, MPI_Status *status)
+int mxi_req_Request_get_status(MPI_Request req, int *flag, MPI_Status *status)
 {
     void *v = mxi_request_lookup(req);
     if (!v)
@@ -389,7 +389,7 @@ int MPI_Request_get_status(MPI_Request req, int *flag, MPI_Status *status)
     return *flag && status != MPI_STATUS_IGNORE ? status->MPI_ERROR : MPI_SUCCESS;
 }
 
-int MPI_Request_free(MPI_Request *req)
+int mxi_req_Request_free(MPI_Request *req)
 {
     void *v = req ? mxi_request_lookup(*req) : NULL;
     if (!v)
@@ -401,7 +401,7 @@ int MPI_Request_free(MPI_Request *req)
     return MPI_SUCCESS;
 }
 
-int MPI_Cancel(MPI_Request *req)
+int mxi_req_Cancel(MPI_Request *req)
 {
     void *v = req ? mxi_request_lookup(*req) : NULL;
     if (!v)
@@ -627,7 +627,7 @@ static int mxi_waitall_stream_part(int count, MPI_Request reqs[], MPI_Status sta
     return MPI_SUCCESS;
 }
 
-int MPI_Waitall(int count, MPI_Request reqs[], MPI_Status statuses[])
+int mxi_req_Waitall(int count, MPI_Request reqs[], MPI_Status statuses[])
 {
     if (mxi_no_ops())
         return PMPI_Waitall(count, reqs, statuses);
@@ -681,7 +681,7 @@ int MPI_Waitall(int count, MPI_Request reqs[], MPI_Status statuses[])
     return rc;
 }
 
-int MPI_Testall(int count, MPI_Request reqs[], int *flag, MPI_Status statuses[])
+int mxi_req_Testall(int count, MPI_Request reqs[], int *flag, MPI_Status statuses[])
 {
     if (mxi_no_ops())
         return PMPI_Testall(count, reqs, flag, statuses);
@@ -712,7 +712,7 @@ int MPI_Testall(int count, MPI_Request reqs[], int *flag, MPI_Status statuses[])
     return rc;
 }
 
-int MPI_Testany(int count, MPI_Request reqs[], int *index, int *flag, MPI_Status *status)
+int mxi_req_Testany(int count, MPI_Request reqs[], int *index, int *flag, MPI_Status *status)
 {
     if (mxi_no_ops())
         return PMPI_Testany(count, reqs, index, flag, status);
@@ -734,8 +734,8 @@ int MPI_Testany(int count, MPI_Request reqs[], int *index, int *flag, MPI_Status
     return rc;
 }
 
-int MPI_Testsome(int incount, MPI_Request reqs[], int *outcount, int indices[],
-                 MPI_Status statuses[])
+int mxi_req_Testsome(int incount, MPI_Request reqs[], int *outcount, int indices[],
+                     MPI_Status statuses[])
 {
     if (mxi_no_ops())
         return PMPI_Testsome(incount, reqs, outcount, indices, statuses);
@@ -757,7 +757,7 @@ int MPI_Testsome(int incount, MPI_Request reqs[], int *outcount, int indices[],
     return rc;
 }
 
-int MPI_Waitany(int count, MPI_Request reqs[], int *index, MPI_Status *status)
+int mxi_req_Waitany(int count, MPI_Request reqs[], int *index, MPI_Status *status)
 {
     if (mxi_no_ops())
         return PMPI_Waitany(count, reqs, index, status);
@@ -791,8 +791,8 @@ int MPI_Waitany(int count, MPI_Request reqs[], int *index, MPI_Status *status)
     return rc;
 }
 
-int MPI_Waitsome(int incount, MPI_Request reqs[], int *outcount, int indices[],
-                 MPI_Status statuses[])
+int mxi_req_Waitsome(int incount, MPI_Request reqs[], int *outcount, int indices[],
+                     MPI_Status statuses[])
 {
     if (mxi_no_ops())
         return PMPI_Waitsome(incount, reqs, outcount, indices, statuses);
