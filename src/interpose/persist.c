@@ -112,7 +112,7 @@ static int persist_init(int is_send, int sync, const void *buf, int count, MPI_D
         int err;                                                                                   \
         switch (mxi_route_checked(comm, dt, &s, &origin, &err)) {                                  \
         case 1:                                                                                    \
-            return persist_init(1, sync, buf, count, dt, dest, tag, comm, req);                   \
+            return persist_init(1, sync, buf, count, dt, dest, tag, comm, req);                    \
         case -1:                                                                                   \
             return err;                                                                            \
         default:                                                                                   \
@@ -167,8 +167,8 @@ static int persist_start(mxi_preq_t *p)
     MPI_Request r = MPI_REQUEST_NULL;
     int rc = p->is_send ? mxi_isend(s, origin, p->buf, p->count, p->dt, p->peer, p->tag, p->comm,
                                     p->sync, &r)
-                        : mxi_irecv(s, origin, (void *)(uintptr_t)p->buf, p->count, p->dt,
-                                    p->peer, p->tag, p->comm, &r);
+                        : mxi_irecv(s, origin, (void *)(uintptr_t)p->buf, p->count, p->dt, p->peer,
+                                    p->tag, p->comm, &r);
     if (rc == MPI_SUCCESS)
         p->active = r;
     return rc;

@@ -77,8 +77,8 @@ static void call_order(MPI_Comm c)
         T_MPI(MPIX_Acc_Hoststream_synchronize(S));
         for (int i = 0; i < 3; i++)
             T_CHECK(got[i] == 100u * (uint64_t)round + (uint64_t)i + 1,
-                    "round %d: receive %d got %llu (persistent send out of call order?)", round,
-                    i, (unsigned long long)got[i]);
+                    "round %d: receive %d got %llu (persistent send out of call order?)", round, i,
+                    (unsigned long long)got[i]);
     }
     T_MPI(MPI_Request_free(&ps));
 }
@@ -114,8 +114,7 @@ static void host_completion(MPI_Comm c)
                 "iteration %d: status source %d tag %d count %d (want %d 9 3)", it, st.MPI_SOURCE,
                 st.MPI_TAG, count, prev);
         for (int i = 0; i < 3; i++)
-            T_CHECK(rbuf[i] == prev * 10 + it + i, "iteration %d: rbuf[%d] = %d", it, i,
-                    rbuf[i]);
+            T_CHECK(rbuf[i] == prev * 10 + it + i, "iteration %d: rbuf[%d] = %d", it, i, rbuf[i]);
         T_MPI(MPI_Wait(&sr, MPI_STATUS_IGNORE)); /* stream-ordered; handle kept */
         T_MPI(MPIX_Acc_Hoststream_synchronize(S));
     }

@@ -4,7 +4,9 @@
  * shared memory, a sender's view of it, send steps that claim a free slot
  * or leave the message in the bounce buffer when the slot is still taken,
  * the host-side find/take of a receive, LL words (a header half rewritten
- * is no match), a host receive step with its record, and the abort word.
+ * is no match), a host receive step with its record, the abort word, and
+ * the device-ring hand-over (socket, fd, switch, mirror, both rings
+ * scanned, the shared one closing).
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -14,11 +16,13 @@
 #endif
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "accel/sx.h"
 #include "unit_check.h"
+#include "util/settings.h"
 
 static mxa_stream_t *host_stream(void **h)
 {
@@ -51,6 +55,155 @@ static int send_one(mxa_stream_t *s, void *h, mxa_sx_link_t *l, const void *src,
     int out = mxa_sx_done_error(done);
     mxa_sx_record_free(rec);
     return out;
+}
+
+/* One receive step of (ctx 3, tag 9, k) into dst on r, run to completion:
+ * its done word. */
+static uint64_t recv_one(mxa_stream_t *r, void *h, mxa_sx_link_t *l, uint64_t k, void *dst,
+                         size_t cap)
+{
+    mxa_sx_record_t *rec = mxa_sx_record_alloc();
+    CHECK(rec != NULL, "record");
+    mxa_sx_recv_t rv = {
+        .link = l, .dst = dst, .cap = cap, .ctx = 3, .tag = 9, .k = k, .record = rec};
+    CHECK(mxa_sx_enqueue_recv(r, &rv, 1) == MXU_OK, "enqueue receive k=%llu",
+          (unsigned long long)k);
+    CHECK(mxa_host_stream_synchronize(h) == MXU_OK, "synchronize receive");
+    uint64_t done = __atomic_load_n(&rec->done, __ATOMIC_ACQUIRE);
+    mxa_sx_record_free(rec);
+    return done;
+}
+
+/* The device-ring hand-over (MPIX_ACC_SX_DRING=on: a memfd for host
+ * streams), both sides in this process: the receiver makes and publishes
+ * it; the sender asks (socket), the receiver's "progress thread"
+ * (mxa_sx_serve) answers with the fd, the sender maps it at a later send
+ * and writes there from then on; the shared ring keeps its message until
+ * it is taken; host_final once every host-ring step ran. */
+static void device_ring(const char *name)
+{
+    setenv("MPIX_ACC_SX_DRING", "on", 1);
+    CHECK(mxu_config_load() == MXU_OK, "settings");
+    mxa_sx_link_t *rx = NULL, *tx = NULL;
+    CHECK(mxa_sx_link_create(name, 2, 256, &rx) == MXU_OK, "create (device ring)");
+    CHECK(mxa_sx_link_open(name, &tx) == MXU_OK, "open (device ring)");
+    void *hs = NULL, *hr = NULL;
+    mxa_stream_t *s = host_stream(&hs), *r = host_stream(&hr);
+    unsigned char msg[64], got[64], bounce[256];
+    for (int i = 0; i < 64; i++)
+        msg[i] = (unsigned char)(i * 7 + 3);
+
+    /* the receiver makes its ring at its first receive; the sender's first
+     * attach asks for it, its send still takes the shared ring */
+    mxa_sx_link_want_dring(rx, r);
+    CHECK(mxa_sx_listen_fd() >= 0, "the receiver listens for senders");
+    CHECK(mxa_sx_link_attach(tx, s) == MXU_OK, "attach (asks for the device ring)");
+    mxa_sx_send_t m = {.link = tx,
+                       .src = msg,
+                       .bytes = 10,
+                       .ctx = 3,
+                       .tag = 9,
+                       .k = 0,
+                       .n = 0,
+                       .bounce = bounce,
+                       .record = mxa_sx_record_alloc()};
+    CHECK(mxa_sx_enqueue_send(s, &m) == MXU_OK && !m.in_dring, "k=0 into the shared ring");
+    CHECK(mxa_host_stream_synchronize(hs) == MXU_OK, "synchronize send 0");
+    mxa_sx_record_free(m.record);
+
+    /* the receiver's progress thread answers; the next attach maps it */
+    int served = 0;
+    for (int i = 0; i < 1000 && !served; i++) {
+        served = mxa_sx_serve();
+        if (!served)
+            usleep(1000);
+    }
+    CHECK(served == 1, "the receiver handed out its device ring (%d)", served);
+    CHECK(mxa_sx_link_attach(tx, s) == MXU_OK, "attach (maps the device ring)");
+    uint64_t made = 0, mapped = 0;
+    mxa_sx_dring_counts(&made, &mapped);
+    CHECK(made == 1 && mapped == 1, "device rings made %llu mapped %llu", (unsigned long long)made,
+          (unsigned long long)mapped);
+
+    /* k=1 goes into the device ring (its header mirrored for the host) */
+    m = (mxa_sx_send_t){.link = tx,
+                        .src = msg + 1,
+                        .bytes = 33,
+                        .ctx = 3,
+                        .tag = 9,
+                        .k = 1,
+                        .n = 1,
+                        .bounce = bounce,
+                        .record = mxa_sx_record_alloc()};
+    CHECK(mxa_sx_enqueue_send(s, &m) == MXU_OK && m.in_dring, "k=1 into the device ring");
+    CHECK(mxa_host_stream_synchronize(hs) == MXU_OK, "synchronize send 1");
+    mxa_sx_record_free(m.record);
+    unsigned slot = 0;
+    uint64_t n = 0, bytes = 0;
+    CHECK(mxa_sx_link_find(rx, 3, 9, 1, &slot, &n, &bytes) && slot == (1 | MXA_SX_SLOT_DRING) &&
+              n == 1 && bytes == 33,
+          "k=1 found through the mirror: slot %#x n %llu bytes %llu", slot, (unsigned long long)n,
+          (unsigned long long)bytes);
+    CHECK(mxa_sx_link_find(rx, 3, 9, 0, &slot, &n, &bytes) && slot == 0,
+          "k=0 still in the shared ring (slot %#x)", slot);
+
+    /* a receive step scans both rings: k=1 from the device ring */
+    memset(got, 0, sizeof got);
+    uint64_t done = recv_one(r, hr, rx, 1, got, sizeof got);
+    CHECK(mxa_sx_done_error(done) == MXA_SX_OK && mxa_sx_done_bytes(done) == 33 &&
+              memcmp(got, msg + 1, 33) == 0,
+          "k=1 received from the device ring (error %d, %llu bytes)", mxa_sx_done_error(done),
+          (unsigned long long)mxa_sx_done_bytes(done));
+    /* the host takes k=0 from the shared ring; every host-ring step ran:
+     * the shared ring closes */
+    memset(got, 0, sizeof got);
+    CHECK(mxa_sx_link_find(rx, 3, 9, 0, &slot, &n, &bytes), "k=0 again");
+    CHECK_EQ_LL(mxa_sx_link_take(rx, slot, n, bytes, got, sizeof got), 10);
+    CHECK(memcmp(got, msg, 10) == 0, "k=0's payload from the shared ring");
+    mxa_sx_link_send_ran(tx, 0);
+    mxa_sx_link_send_ran(tx, 1);
+    /* slot 0 is free again (k=0 taken): k=2 (n=2) goes into the device
+     * ring; the host takes it too (a GPU ring would be copied over) */
+    m = (mxa_sx_send_t){.link = tx,
+                        .src = msg + 2,
+                        .bytes = 7,
+                        .ctx = 3,
+                        .tag = 9,
+                        .k = 2,
+                        .n = 2,
+                        .bounce = bounce,
+                        .record = mxa_sx_record_alloc()};
+    CHECK(mxa_sx_enqueue_send(s, &m) == MXU_OK && m.in_dring, "k=2 into the device ring");
+    CHECK(mxa_host_stream_synchronize(hs) == MXU_OK, "synchronize send 2");
+    mxa_sx_record_free(m.record);
+    CHECK(mxa_sx_link_find(rx, 3, 9, 2, &slot, &n, &bytes) && slot == (0 | MXA_SX_SLOT_DRING),
+          "k=2 in the device ring's slot 0 (%#x)", slot);
+    memset(got, 0, sizeof got);
+    CHECK_EQ_LL(mxa_sx_link_take(rx, slot, n, bytes, got, 5), 5);
+    CHECK(memcmp(got, msg + 2, 5) == 0 && got[5] == 0, "k=2 taken, truncated to 5 bytes");
+    /* and k=3 (n=3, slot 1, free: k=1 consumed) by a receive step, the
+     * shared ring no longer scanned */
+    m = (mxa_sx_send_t){.link = tx,
+                        .src = msg + 3,
+                        .bytes = 64,
+                        .ctx = 3,
+                        .tag = 9,
+                        .k = 3,
+                        .n = 3,
+                        .bounce = bounce,
+                        .record = mxa_sx_record_alloc()};
+    CHECK(mxa_sx_enqueue_send(s, &m) == MXU_OK && m.in_dring, "k=3 into the device ring");
+    CHECK(mxa_host_stream_synchronize(hs) == MXU_OK, "synchronize send 3");
+    mxa_sx_record_free(m.record);
+    memset(got, 0, sizeof got);
+    done = recv_one(r, hr, rx, 3, got, 60);
+    CHECK(mxa_sx_done_error(done) == MXA_SX_TRUNCATED && mxa_sx_done_bytes(done) == 60 &&
+              memcmp(got, msg + 3, 60) == 0,
+          "k=3: truncated to 60 (error %d)", mxa_sx_done_error(done));
+    CHECK(mxa_host_stream_free(hs) == MXU_OK && mxa_host_stream_free(hr) == MXU_OK, "free");
+    mxa_sx_link_close(tx);
+    mxa_sx_link_close(rx);
+    unsetenv("MPIX_ACC_SX_DRING");
 }
 
 int main(void)
@@ -219,6 +372,9 @@ int main(void)
     mxa_sx_link_close(tx);
     mxa_sx_link_close(rx);
     CHECK(mxa_sx_link_open(name, &missing) == MXU_ERR_NOT_READY, "the name is gone after close");
+
+    device_ring(name);
     mxa_sx_shutdown();
+    CHECK(mxa_sx_listen_fd() < 0, "the device-ring socket is closed at shutdown");
     TEST_PASS("test_sx");
 }
