@@ -185,7 +185,7 @@ static void device_ring(const char *name)
      * shared ring no longer scanned */
     m = (mxa_sx_send_t){.link = tx,
                         .src = msg + 3,
-                        .bytes = 64,
+                        .bytes = 61,
                         .ctx = 3,
                         .tag = 9,
                         .k = 3,
