@@ -121,6 +121,91 @@ static __device__ __forceinline__ void mxa_pdl_launch_dependents(void)
 #endif
 }
 
+/* Phase timing of the SX steps, for diagnosis (off unless built with
+ * NVCCFLAGS=-DMXA_SX_TIMING): per-GPU sums of the steps' phases from
+ * %globaltimer, printed by a send step every 4096 sends (device printf,
+ * flushed at the next synchronization). It is how the fences in the step
+ * tails were found (doc/benchmarks.md, session 10). Steps of one
+ * receive and one send per launch are assumed (a ping-pong). */
+#ifdef MXA_SX_TIMING
+#define MXA_SX_TM(x) x
+#define MXA_SX_TM_DECL(...) unsigned long long __VA_ARGS__
+#define MXA_SX_TM_SEND mxa_sx_tm_send
+#define MXA_SX_TM_RECV mxa_sx_tm_recv
+__device__ unsigned long long mxa_sx_tm_sum[16];
+__device__ unsigned long long mxa_sx_tm_last[4]; /* receive start, hit, end; send stored */
+__device__ unsigned long long mxa_sx_tm_cnt[2];  /* sends, receives */
+static __device__ __forceinline__ unsigned long long mxa_sx_tm_now(void)
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+static __device__ __forceinline__ unsigned long long mxa_sx_tm_gap(unsigned long long a,
+                                                                   unsigned long long b)
+{
+    return b > a ? b - a : 0;
+}
+/* receive step, thread 0 of block 0 at its end */
+static __device__ void mxa_sx_tm_recv(unsigned long long start, unsigned long long hit,
+                                      unsigned long long waited, unsigned long long copied)
+{
+    unsigned long long *sum = mxa_sx_tm_sum, *last = mxa_sx_tm_last;
+    unsigned long long end = mxa_sx_tm_now();
+    unsigned long long sent = *(volatile unsigned long long *)&last[3];
+    atomicAdd(&sum[7], hit - start);
+    atomicAdd(&sum[8], waited - hit);
+    atomicAdd(&sum[9], copied - waited);
+    atomicAdd(&sum[10], end - copied);
+    atomicAdd(&sum[11], mxa_sx_tm_gap(sent, hit));
+    last[0] = start;
+    last[1] = hit;
+    last[2] = end;
+    __threadfence();
+    atomicAdd(&mxa_sx_tm_cnt[1], 1ull);
+}
+/* send step, thread 0 at its end: t0 start, t1 after its wait for the
+ * kernel ahead, t2 after the stores */
+static __device__ void mxa_sx_tm_send(unsigned long long t0, unsigned long long t1,
+                                      unsigned long long t2)
+{
+    unsigned long long *sum = mxa_sx_tm_sum, *last = mxa_sx_tm_last;
+    unsigned long long t3 = mxa_sx_tm_now();
+    unsigned long long rs = *(volatile unsigned long long *)&last[0];
+    unsigned long long rh = *(volatile unsigned long long *)&last[1];
+    unsigned long long re = *(volatile unsigned long long *)&last[2];
+    atomicAdd(&sum[0], t1 - t0);
+    atomicAdd(&sum[1], t2 - t1);
+    atomicAdd(&sum[2], t3 - t2);
+    atomicAdd(&sum[3], mxa_sx_tm_gap(re, t1));
+    atomicAdd(&sum[4], mxa_sx_tm_gap(rs, t0));
+    atomicAdd(&sum[5], mxa_sx_tm_gap(rh, t1));
+    atomicAdd(&sum[6], t0 < rh ? 1ull : 0ull);
+    atomicAdd(&sum[12], t0 < re ? 1ull : 0ull);
+    last[3] = t2;
+    unsigned long long c = atomicAdd(&mxa_sx_tm_cnt[0], 1ull) + 1;
+    if (c % 4096)
+        return;
+    double n = (double)c, rn = mxa_sx_tm_cnt[1] ? (double)mxa_sx_tm_cnt[1] : 1.0;
+    printf("SXTIME us, %llu sends: start->waited %.2f stores %.2f tail %.2f | receive end->send "
+           "waited %.2f receive start->send start %.2f hit->send waited %.2f started before "
+           "hit %.1f%% before receive end %.1f%% | receives: start->hit %.2f hit->waited %.2f "
+           "waited->copied %.2f tail %.2f last send stored->hit %.2f\n",
+           c, sum[0] / 1e3 / n, sum[1] / 1e3 / n, sum[2] / 1e3 / n, sum[3] / 1e3 / n,
+           sum[4] / 1e3 / n, sum[5] / 1e3 / n, 100.0 * sum[6] / n, 100.0 * sum[12] / n,
+           sum[7] / 1e3 / rn, sum[8] / 1e3 / rn, sum[9] / 1e3 / rn, sum[10] / 1e3 / rn,
+           sum[11] / 1e3 / rn);
+    for (int i = 0; i < 16; i++)
+        sum[i] = 0;
+    mxa_sx_tm_cnt[0] = mxa_sx_tm_cnt[1] = 0;
+}
+#else
+#define MXA_SX_TM(x)
+#define MXA_SX_TM_DECL(...)
+#define MXA_SX_TM_SEND(t0, t1, t2) ((void)0)
+#define MXA_SX_TM_RECV(a, b, c, d) ((void)0)
+#endif
+
 /* One LL word, or two, as one access each (sx_proto.h: every 64-bit word
  * is single-copy atomic; the pair is for fewer transactions, and a reader
  * checks both flags). Volatile: relaxed at system scope, never cached in
@@ -147,6 +232,7 @@ extern "C" __global__ void mxa_sx_send_kernel(mxa_sx_send_desc_t d)
 {
     __shared__ int s_free;
     uint64_t *h = (uint64_t *)(size_t)d.slot;
+    MXA_SX_TM_DECL(t0 = mxa_sx_tm_now(), t1 = 0, t2 = 0);
     /* The claim touches only the link's control words. It may run before
      * the kernel ahead has finished unless that kernel could be this
      * slot's previous send step (same stream): then after it. */
@@ -156,6 +242,7 @@ extern "C" __global__ void mxa_sx_send_kernel(mxa_sx_send_desc_t d)
         s_free = mxa_sx_slot_claim(&d);
     __syncthreads();
     mxa_pdl_wait(); /* before reading the buffer the kernel ahead may write */
+    MXA_SX_TM(t1 = mxa_sx_tm_now());
     int in_ring = s_free;
     if (in_ring) {
         /* LL words, header and payload, in one pass without a fence: each
@@ -188,15 +275,24 @@ extern "C" __global__ void mxa_sx_send_kernel(mxa_sx_send_desc_t d)
         mxa_sx_copy((unsigned char *)(size_t)d.bounce, (const unsigned char *)(size_t)d.src,
                     d.bytes);
     }
-    /* The block's stores happen before thread 0's release below (barrier;
+    /* The block's stores happen before thread 0's fence below (barrier;
      * PTX fences are cumulative): the bounce is published by it. */
     __syncthreads();
+    MXA_SX_TM(t2 = mxa_sx_tm_now());
     if (threadIdx.x == 0) {
-        mxa_sx_record_finish((mxa_sx_record_t *)(size_t)d.record, d.bytes,
-                             in_ring ? MXA_SX_SENT : MXA_SX_BOUNCED, -1);
-        /* after the record's release in this thread's order */
+        /* A message in the ring carries its own flags: the record and the
+         * trigger need no fence (two releases here cost 3.2 us per step on
+         * H100). A bounced one is read by the host from the bounce buffer:
+         * one fence publishes it. The two stores may land in either order;
+         * the engine waits for the record once it sees the trigger
+         * (mxe_sx_send_outcome). */
+        if (!in_ring)
+            mxa_sx_fence();
+        mxa_sx_store_relaxed(&((mxa_sx_record_t *)(size_t)d.record)->done,
+                             mxa_sx_done_word(d.bytes, in_ring ? MXA_SX_SENT : MXA_SX_BOUNCED, -1));
         if (d.trigger_word)
-            mxa_sx_store_release((uint64_t *)(size_t)d.trigger_word, d.trigger_seq);
+            mxa_sx_store_relaxed((uint64_t *)(size_t)d.trigger_word, d.trigger_seq);
+        MXA_SX_TM_SEND(t0, t1, t2);
     }
 }
 
@@ -215,6 +311,8 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
     const mxa_sx_recv_desc_t *d = &p.d[blockIdx.x];
     mxa_sx_record_t *rec = (mxa_sx_record_t *)(size_t)d->record;
     uint64_t start = mxa_sx_now_ns();
+    MXA_SX_TM_DECL(tr0 = start, tr2 = 0, tr3 = 0);
+    MXA_SX_TM(__shared__ unsigned long long s_thit);
     if (threadIdx.x == 0) {
         s_gave_up = 0;
         s_inline = 0;
@@ -332,6 +430,7 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
             }
         }
         if (lane == 0) {
+            MXA_SX_TM(s_thit = mxa_sx_tm_now());
             s_ring = ring;
             s_slot = slot;
             s_n = n;
@@ -346,6 +445,7 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
      * scanned while the kernel ahead of it may still run: that kernel may
      * read the buffer this step writes, so wait for it here. */
     mxa_pdl_wait();
+    MXA_SX_TM(tr2 = mxa_sx_tm_now());
     int outcome = s_outcome;
     uint64_t take = 0;
     if (outcome == MXA_SX_OK || outcome == MXA_SX_TRUNCATED) {
@@ -395,15 +495,29 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
     /* the copy's stores happen before thread 0's consume and record
      * releases (barrier; releases are cumulative) */
     __syncthreads();
+    MXA_SX_TM(tr3 = mxa_sx_tm_now());
     if (threadIdx.x == 0) {
         if (s_gave_up) {
             int ab =
                 p.lim.abort_word && mxa_sx_load_acquire((const uint64_t *)(size_t)p.lim.abort_word);
             mxa_sx_record_finish(rec, 0, ab ? MXA_SX_ABORTED : MXA_SX_TIMED_OUT, -1);
         } else {
+            /* No system-scope fence unless the host may read dst when it
+             * sees the record (flags): a fence.acq_rel.sys costs ~1.7 us on
+             * H100 and this tail had two (consume, record releases): 3.4 us
+             * between the copy-out and the end of the step, on the
+             * critical path of every hop (2 x H100, MXA_SX_TIMING). The
+             * consume store follows, through the barrier, loads whose
+             * values the block has already used, so the sender cannot
+             * overwrite what it still reads; readers of dst on this GPU are
+             * ordered by the stream. */
+            if (d->flags & MXA_SX_RECV_FENCE)
+                mxa_sx_fence();
             if ((outcome == MXA_SX_OK || outcome == MXA_SX_TRUNCATED) && s_slot >= 0)
-                mxa_sx_consume((uint64_t *)(size_t)d->consumed, (unsigned)s_slot, s_n);
-            mxa_sx_record_finish(rec, take, outcome, s_slot);
+                mxa_sx_store_relaxed((uint64_t *)(size_t)d->consumed + s_slot, s_n + 1);
+            mxa_sx_store_relaxed(&rec->done, mxa_sx_done_word(take, outcome, s_slot));
         }
+        if (blockIdx.x == 0)
+            MXA_SX_TM_RECV(tr0, s_thit, tr2, tr3);
     }
 }

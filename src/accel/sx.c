@@ -1182,6 +1182,7 @@ static void sx_recv_desc(const mxa_stream_t *s, const mxa_sx_recv_t *r, mxa_sx_r
     d->ctx = r->ctx;
     d->tag = r->tag;
     d->nslots = l->ctrl->nslots;
+    d->flags = r->fence ? MXA_SX_RECV_FENCE : 0;
     if (r->after && r->after_seq) {
         d->after_word = (uint64_t)(uintptr_t)r->after->trigger_word;
         d->after_seq = r->after_seq;

@@ -122,6 +122,10 @@ typedef struct {
     mxa_sx_record_t *record;
     mxa_stream_t *after;
     uint64_t after_seq;
+    /* 1: publish the copy-out with a system-scope fence before the record
+     * (the host may read dst when it sees the record: host or managed
+     * memory, or a host wait); 0: later readers are ordered by the stream */
+    int fence;
 } mxa_sx_recv_t;
 mxu_status_t mxa_sx_enqueue_recv(mxa_stream_t *s, const mxa_sx_recv_t *r, int n);
 /* Stream s waits until other's trigger word reaches seq (same kind). */

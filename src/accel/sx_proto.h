@@ -144,6 +144,9 @@ typedef struct {
     uint64_t mirror; /* the slot's header mirror (device ring; 0: none) */
 } mxa_sx_send_desc_t;
 
+/* Receive flags (mxa_sx_recv_desc_t.flags). */
+#define MXA_SX_RECV_FENCE 1u /* system-scope fence between copy-out and record */
+
 /* What a receive step needs for one receive. */
 typedef struct {
     uint64_t ring;     /* first slot of the host ring (0: no message can be there) */
@@ -157,7 +160,7 @@ typedef struct {
     uint32_t ctx;
     int32_t tag;
     uint32_t nslots;
-    uint32_t spare;
+    uint32_t flags;      /* MXA_SX_RECV_* */
     uint64_t after_word; /* first wait for *after_word >= after_seq (0: none) */
     uint64_t after_seq;
 } mxa_sx_recv_desc_t;
