@@ -134,52 +134,73 @@ static CUresult sx_dring_map(CUmemGenericAllocationHandle h, size_t bytes, size_
     return CUDA_SUCCESS;
 }
 
-mxu_status_t mxa_cuda_sx_dring_alloc(void *ctx, size_t *bytes, uint64_t *base, int *fd)
+/* The start of a device ring's allocation or import (sx_dring_begin). */
+typedef struct {
+    CUmemAllocationProp prop;
+    CUmemAccessDesc acc;
+    size_t gran;      /* allocation granularity (0 until queried) */
+    int entered;      /* ctx_enter's result, for ctx_leave */
+    const char *what; /* the last driver call: the one that failed, if any */
+} sx_dring_env_t;
+
+/* What allocating and importing a device ring start with: the driver's VMM
+ * API, ctx made current (whose: "ring's" or "stream's", for the message),
+ * the VMM properties of its device and their allocation granularity. A
+ * failure of the first two is logged and returned, nothing entered.
+ * Otherwise MXU_OK with e->entered for ctx_leave, and *r the result of the
+ * driver calls: where it failed, e->what names the call. */
+static mxu_status_t sx_dring_begin(void *ctx, const char *whose, sx_dring_env_t *e, CUresult *r)
 {
     if (!sx_dring_api())
         MXU_FAIL(MXU_ERR_UNSUPPORTED, "SX: the driver has no virtual memory management API");
-    int entered = ctx_enter((CUcontext)ctx);
-    if (entered < 0)
-        MXU_FAIL(MXU_ERR_NO_DEVICE, "SX: cannot make the ring's context current");
-    CUmemAllocationProp prop;
-    CUmemAccessDesc acc;
-    size_t gran = 0;
+    e->entered = ctx_enter((CUcontext)ctx);
+    if (e->entered < 0)
+        MXU_FAIL(MXU_ERR_NO_DEVICE, "SX: cannot make the %s context current", whose);
+    e->gran = 0;
+    e->what = "cuCtxGetDevice";
+    *r = sx_dring_prop(&e->prop, &e->acc);
+    if (*r == CUDA_SUCCESS) {
+        e->what = "cuMemGetAllocationGranularity";
+        *r = MXA_CU(cuMemGetAllocationGranularity)(&e->gran, &e->prop,
+                                                   CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
+    }
+    return MXU_OK;
+}
+
+mxu_status_t mxa_cuda_sx_dring_alloc(void *ctx, size_t *bytes, uint64_t *base, int *fd)
+{
+    sx_dring_env_t e;
+    CUresult r;
+    MXU_TRY(sx_dring_begin(ctx, "ring's", &e, &r));
     CUmemGenericAllocationHandle h = 0;
     CUdeviceptr va = 0;
     int xfd = -1;
-    const char *what = "cuCtxGetDevice";
-    CUresult r = sx_dring_prop(&prop, &acc);
+    size_t sz = e.gran ? (*bytes + e.gran - 1) / e.gran * e.gran : *bytes;
     if (r == CUDA_SUCCESS) {
-        what = "cuMemGetAllocationGranularity";
-        r = MXA_CU(cuMemGetAllocationGranularity)(&gran, &prop,
-                                                  CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
-    }
-    size_t sz = gran ? (*bytes + gran - 1) / gran * gran : *bytes;
-    if (r == CUDA_SUCCESS) {
-        what = "cuMemCreate";
-        r = MXA_CU(cuMemCreate)(&h, sz, &prop, 0);
+        e.what = "cuMemCreate";
+        r = MXA_CU(cuMemCreate)(&h, sz, &e.prop, 0);
     }
     if (r == CUDA_SUCCESS) {
-        what = "mapping";
-        r = sx_dring_map(h, sz, gran, &acc, &va);
+        e.what = "mapping";
+        r = sx_dring_map(h, sz, e.gran, &e.acc, &va);
         if (r != CUDA_SUCCESS)
             MXA_CU(cuMemRelease)(h);
     }
     if (r == CUDA_SUCCESS) {
-        what = "cuMemsetD8";
+        e.what = "cuMemsetD8";
         r = MXA_CU(cuMemsetD8)(va, 0, sz);
     }
     if (r == CUDA_SUCCESS) {
-        what = "cuMemExportToShareableHandle";
+        e.what = "cuMemExportToShareableHandle";
         r = MXA_CU(cuMemExportToShareableHandle)(&xfd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
                                                  0);
     }
     /* the mapping keeps the memory; the handle is not needed any more */
     if (h && va)
         MXA_CU(cuMemRelease)(h);
-    ctx_leave(entered);
+    ctx_leave(e.entered);
     if (r != CUDA_SUCCESS)
-        MXU_FAIL(MXU_ERR_NO_DEVICE, "SX: device ring of %zu bytes: %s failed: %s", sz, what,
+        MXU_FAIL(MXU_ERR_NO_DEVICE, "SX: device ring of %zu bytes: %s failed: %s", sz, e.what,
                  cu_err(r));
     *bytes = sz;
     *base = (uint64_t)va;
@@ -189,37 +210,25 @@ mxu_status_t mxa_cuda_sx_dring_alloc(void *ctx, size_t *bytes, uint64_t *base, i
 
 mxu_status_t mxa_cuda_sx_dring_import(void *ctx, int fd, size_t bytes, uint64_t *base)
 {
-    if (!sx_dring_api())
-        MXU_FAIL(MXU_ERR_UNSUPPORTED, "SX: the driver has no virtual memory management API");
-    int entered = ctx_enter((CUcontext)ctx);
-    if (entered < 0)
-        MXU_FAIL(MXU_ERR_NO_DEVICE, "SX: cannot make the stream's context current");
-    CUmemAllocationProp prop;
-    CUmemAccessDesc acc;
-    size_t gran = 0;
+    sx_dring_env_t e;
+    CUresult r;
+    MXU_TRY(sx_dring_begin(ctx, "stream's", &e, &r));
     CUmemGenericAllocationHandle h = 0;
     CUdeviceptr va = 0;
-    const char *what = "cuCtxGetDevice";
-    CUresult r = sx_dring_prop(&prop, &acc);
     if (r == CUDA_SUCCESS) {
-        what = "cuMemGetAllocationGranularity";
-        r = MXA_CU(cuMemGetAllocationGranularity)(&gran, &prop,
-                                                  CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
-    }
-    if (r == CUDA_SUCCESS) {
-        what = "cuMemImportFromShareableHandle";
+        e.what = "cuMemImportFromShareableHandle";
         r = MXA_CU(cuMemImportFromShareableHandle)(&h, (void *)(uintptr_t)fd,
                                                    CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
     }
     if (r == CUDA_SUCCESS) {
-        what = "mapping (peer access)";
-        r = sx_dring_map(h, bytes, gran, &acc, &va);
+        e.what = "mapping (peer access)";
+        r = sx_dring_map(h, bytes, e.gran, &e.acc, &va);
         MXA_CU(cuMemRelease)(h);
     }
-    ctx_leave(entered);
+    ctx_leave(e.entered);
     if (r != CUDA_SUCCESS)
         MXU_FAIL(MXU_ERR_NO_DEVICE, "SX: peer's device ring (%zu bytes): %s failed: %s", bytes,
-                 what, cu_err(r));
+                 e.what, cu_err(r));
     *base = (uint64_t)va;
     return MXU_OK;
 }
