@@ -170,6 +170,25 @@ int mxi_stream_resolve(void *handle, MPI_Comm comm, mxa_stream_t **out);
 /* p2p.c: 1 stream-ordered (*s, *origin set), 0 host path, -1 error (*err) */
 int mxi_route_checked(MPI_Comm comm, MPI_Datatype dt, mxa_stream_t **s, mxi_origin_t *origin,
                       int *err);
+/* The routing of an MPI_* wrapper (p2p.c, persist.c), which returns from
+ * the calling function in every case: declares s and origin, routes comm
+ * and dt with mxi_route_checked and returns on_stream when the call is
+ * stream-ordered (s, origin set), on_host when it passes to the MPI
+ * library, and the raised error when dt's stream is no longer valid. */
+#define MXI_ROUTE_RETURN(comm, dt, s, origin, on_stream, on_host)                                  \
+    do {                                                                                           \
+        mxa_stream_t *s;                                                                           \
+        mxi_origin_t origin;                                                                       \
+        int mxi_route_err_;                                                                        \
+        switch (mxi_route_checked((comm), (dt), &s, &origin, &mxi_route_err_)) {                   \
+        case 1:                                                                                    \
+            return (on_stream);                                                                    \
+        case -1:                                                                                   \
+            return mxi_route_err_;                                                                 \
+        default:                                                                                   \
+            return (on_host);                                                                      \
+        }                                                                                          \
+    } while (0)
 /* p2p.c: check a send's (is_send) or receive's arguments as MPI_Isend /
  * MPI_Irecv on a stream would (MPI error raised and returned) */
 int mxi_p2p_check(int is_send, const void *buf, int count, MPI_Datatype dt, int peer, int tag,
@@ -198,6 +217,14 @@ int mxi_req_Waitsome(int incount, MPI_Request reqs[], int *outcount, int indices
 typedef struct mxi_pswap mxi_pswap_t;
 mxi_pswap_t *mxi_persist_in(int count, MPI_Request reqs[]);
 void mxi_persist_out(mxi_pswap_t *sw, MPI_Request reqs[]);
+/* rc = call, a completion call on (count, reqs), between mxi_persist_in
+ * and mxi_persist_out (reqs is evaluated more than once). */
+#define MXI_PERSIST_CALL(rc, count, reqs, call)                                                    \
+    do {                                                                                           \
+        mxi_pswap_t *mxi_pswap_ = mxi_persist_in((count), (reqs));                                 \
+        (rc) = (call);                                                                             \
+        mxi_persist_out(mxi_pswap_, (reqs));                                                       \
+    } while (0)
 
 /* ---- request.c ---- */
 mxe_op_t *mxi_request_op(MPI_Request req);

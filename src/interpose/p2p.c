@@ -373,12 +373,11 @@ int MPIX_Acc_Wait(MPIX_Acc_stream stream, MPI_Request *request, MPI_Status *stat
     uint64_t t = mxu_ct_begin();
     mxa_stream_t *s;
     int rc = mxi_stream_resolve(stream, MPI_COMM_SELF, &s);
-    if (rc == MPI_SUCCESS) {
-        mxi_pswap_t *sw = mxi_persist_in(1, request); /* a persistent request's operation */
-        rc = mxi_stream_waitall(s, 1, request, status == MPI_STATUS_IGNORE ? NULL : status,
-                                MPI_COMM_SELF);
-        mxi_persist_out(sw, request);
-    }
+    if (rc == MPI_SUCCESS) /* a persistent request's operation in its place */
+        MXI_PERSIST_CALL(rc, 1, request,
+                         mxi_stream_waitall(s, 1, request,
+                                            status == MPI_STATUS_IGNORE ? NULL : status,
+                                            MPI_COMM_SELF));
     mxu_ct_end(MXU_CT_STREAM_WAIT, t);
     return rc;
 }
@@ -394,12 +393,11 @@ int MPIX_Acc_Waitall(MPIX_Acc_stream stream, int count, MPI_Request requests[],
     uint64_t t = mxu_ct_begin();
     mxa_stream_t *s;
     int rc = mxi_stream_resolve(stream, MPI_COMM_SELF, &s);
-    if (rc == MPI_SUCCESS) {
-        mxi_pswap_t *sw = mxi_persist_in(count, requests);
-        rc = mxi_stream_waitall(s, count, requests,
-                                statuses == MPI_STATUSES_IGNORE ? NULL : statuses, MPI_COMM_SELF);
-        mxi_persist_out(sw, requests);
-    }
+    if (rc == MPI_SUCCESS)
+        MXI_PERSIST_CALL(rc, count, requests,
+                         mxi_stream_waitall(s, count, requests,
+                                            statuses == MPI_STATUSES_IGNORE ? NULL : statuses,
+                                            MPI_COMM_SELF));
     mxu_ct_end(MXU_CT_STREAM_WAIT, t);
     return rc;
 }
@@ -426,22 +424,37 @@ int MPIX_Acc_Recv(MPIX_Acc_stream stream, void *buf, int count, MPI_Datatype dat
 
 /* ----------------------------------------------------- ordinary wrappers */
 
+/* Blocking sends and receives on a stream: the non-blocking call and a
+ * stream wait (returns at once). */
+static int mxi_send_on_stream(mxa_stream_t *s, mxi_origin_t origin, const void *buf, int count,
+                              MPI_Datatype dt, int dest, int tag, MPI_Comm comm, int sync)
+{
+    MPI_Request req;
+    int rc = mxi_isend(s, origin, buf, count, dt, dest, tag, comm, sync, &req);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return mxi_stream_waitall(s, 1, &req, NULL, comm);
+}
+
+static int mxi_recv_on_stream(mxa_stream_t *s, mxi_origin_t origin, void *buf, int count,
+                              MPI_Datatype dt, int source, int tag, MPI_Comm comm,
+                              MPI_Status *status)
+{
+    MPI_Request req;
+    int rc = mxi_irecv(s, origin, buf, count, dt, source, tag, comm, &req);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return mxi_stream_waitall(s, 1, &req, status == MPI_STATUS_IGNORE ? NULL : status, comm);
+}
+
 /* Nonblocking sends: one body, the mode decides synchronous matching. */
 #define MXI_WRAP_ISEND(name, sync)                                                                 \
     int name(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm,        \
              MPI_Request *req)                                                                     \
     {                                                                                              \
-        mxa_stream_t *s;                                                                           \
-        mxi_origin_t origin;                                                                       \
-        int err;                                                                                   \
-        switch (mxi_route_checked(comm, dt, &s, &origin, &err)) {                                  \
-        case 1:                                                                                    \
-            return mxi_isend(s, origin, buf, count, dt, dest, tag, comm, sync, req);               \
-        case -1:                                                                                   \
-            return err;                                                                            \
-        default:                                                                                   \
-            return P##name(buf, count, dt, dest, tag, comm, req);                                  \
-        }                                                                                          \
+        MXI_ROUTE_RETURN(comm, dt, s, origin,                                                      \
+                         mxi_isend(s, origin, buf, count, dt, dest, tag, comm, sync, req),         \
+                         P##name(buf, count, dt, dest, tag, comm, req));                           \
     }
 
 MXI_WRAP_ISEND(MPI_Isend, 0)
@@ -453,22 +466,9 @@ MXI_WRAP_ISEND(MPI_Issend, 1)
 #define MXI_WRAP_SEND(name, sync)                                                                  \
     int name(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)        \
     {                                                                                              \
-        mxa_stream_t *s;                                                                           \
-        mxi_origin_t origin;                                                                       \
-        int err;                                                                                   \
-        switch (mxi_route_checked(comm, dt, &s, &origin, &err)) {                                  \
-        case 1: {                                                                                  \
-            MPI_Request req;                                                                       \
-            int rc = mxi_isend(s, origin, buf, count, dt, dest, tag, comm, sync, &req);            \
-            if (rc != MPI_SUCCESS)                                                                 \
-                return rc;                                                                         \
-            return mxi_stream_waitall(s, 1, &req, NULL, comm);                                     \
-        }                                                                                          \
-        case -1:                                                                                   \
-            return err;                                                                            \
-        default:                                                                                   \
-            return P##name(buf, count, dt, dest, tag, comm);                                       \
-        }                                                                                          \
+        MXI_ROUTE_RETURN(comm, dt, s, origin,                                                      \
+                         mxi_send_on_stream(s, origin, buf, count, dt, dest, tag, comm, sync),     \
+                         P##name(buf, count, dt, dest, tag, comm));                                \
     }
 
 MXI_WRAP_SEND(MPI_Send, 0)
@@ -479,38 +479,17 @@ MXI_WRAP_SEND(MPI_Ssend, 1)
 int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm,
               MPI_Request *req)
 {
-    mxa_stream_t *s;
-    mxi_origin_t origin;
-    int err;
-    switch (mxi_route_checked(comm, dt, &s, &origin, &err)) {
-    case 1:
-        return mxi_irecv(s, origin, buf, count, dt, source, tag, comm, req);
-    case -1:
-        return err;
-    default:
-        return PMPI_Irecv(buf, count, dt, source, tag, comm, req);
-    }
+    MXI_ROUTE_RETURN(comm, dt, s, origin,
+                     mxi_irecv(s, origin, buf, count, dt, source, tag, comm, req),
+                     PMPI_Irecv(buf, count, dt, source, tag, comm, req));
 }
 
 int MPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm,
              MPI_Status *status)
 {
-    mxa_stream_t *s;
-    mxi_origin_t origin;
-    int err;
-    switch (mxi_route_checked(comm, dt, &s, &origin, &err)) {
-    case 1: {
-        MPI_Request req;
-        int rc = mxi_irecv(s, origin, buf, count, dt, source, tag, comm, &req);
-        if (rc != MPI_SUCCESS)
-            return rc;
-        return mxi_stream_waitall(s, 1, &req, status == MPI_STATUS_IGNORE ? NULL : status, comm);
-    }
-    case -1:
-        return err;
-    default:
-        return PMPI_Recv(buf, count, dt, source, tag, comm, status);
-    }
+    MXI_ROUTE_RETURN(comm, dt, s, origin,
+                     mxi_recv_on_stream(s, origin, buf, count, dt, source, tag, comm, status),
+                     PMPI_Recv(buf, count, dt, source, tag, comm, status));
 }
 
 int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
@@ -546,17 +525,9 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int 
 int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag,
                          int source, int recvtag, MPI_Comm comm, MPI_Status *status)
 {
-    mxa_stream_t *s;
-    mxi_origin_t origin;
-    int err;
-    switch (mxi_route_checked(comm, datatype, &s, &origin, &err)) {
-    case 1:
-        return mxi_raise(comm, MXI_E_UNSUPPORTED,
-                         "MPI_Sendrecv_replace is not stream-ordered; use MPI_Sendrecv");
-    case -1:
-        return err;
-    default:
-        return PMPI_Sendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm,
-                                     status);
-    }
+    MXI_ROUTE_RETURN(
+        comm, datatype, s, origin,
+        mxi_raise(comm, MXI_E_UNSUPPORTED,
+                  "MPI_Sendrecv_replace is not stream-ordered; use MPI_Sendrecv"),
+        PMPI_Sendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, status));
 }

@@ -107,17 +107,9 @@ static int persist_init(int is_send, int sync, const void *buf, int count, MPI_D
     int name(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm,        \
              MPI_Request *req)                                                                     \
     {                                                                                              \
-        mxa_stream_t *s;                                                                           \
-        mxi_origin_t origin;                                                                       \
-        int err;                                                                                   \
-        switch (mxi_route_checked(comm, dt, &s, &origin, &err)) {                                  \
-        case 1:                                                                                    \
-            return persist_init(1, sync, buf, count, dt, dest, tag, comm, req);                    \
-        case -1:                                                                                   \
-            return err;                                                                            \
-        default:                                                                                   \
-            return P##name(buf, count, dt, dest, tag, comm, req);                                  \
-        }                                                                                          \
+        MXI_ROUTE_RETURN(comm, dt, s, origin,                                                      \
+                         persist_init(1, sync, buf, count, dt, dest, tag, comm, req),              \
+                         P##name(buf, count, dt, dest, tag, comm, req));                           \
     }
 
 MXI_WRAP_SEND_INIT(MPI_Send_init, 0)
@@ -128,42 +120,16 @@ MXI_WRAP_SEND_INIT(MPI_Ssend_init, 1)
 int MPI_Recv_init(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm,
                   MPI_Request *req)
 {
-    mxa_stream_t *s;
-    mxi_origin_t origin;
-    int err;
-    switch (mxi_route_checked(comm, dt, &s, &origin, &err)) {
-    case 1:
-        return persist_init(0, 0, buf, count, dt, source, tag, comm, req);
-    case -1:
-        return err;
-    default:
-        return PMPI_Recv_init(buf, count, dt, source, tag, comm, req);
-    }
+    MXI_ROUTE_RETURN(comm, dt, s, origin,
+                     persist_init(0, 0, buf, count, dt, source, tag, comm, req),
+                     PMPI_Recv_init(buf, count, dt, source, tag, comm, req));
 }
 
 /* -------------------------------------------------------------- start */
 
-static int persist_start(mxi_preq_t *p)
+/* Start p's operation on stream s. */
+static int persist_start_on(mxi_preq_t *p, mxa_stream_t *s, mxi_origin_t origin)
 {
-    if (p->active != MPI_REQUEST_NULL)
-        return mxi_raise(p->comm, MXI_E_REQUEST,
-                         "MPI_Start of a persistent request that is still active (its last "
-                         "start was not completed by a wait or test)");
-    mxa_stream_t *s;
-    mxi_origin_t origin;
-    int err = MPI_SUCCESS;
-    /* the stream as at an MPI_Isend now (the communicator's, or the
-     * datatype's attribute) */
-    switch (mxi_route_checked(p->comm, p->dt, &s, &origin, &err)) {
-    case 1:
-        break;
-    case -1:
-        return err;
-    default:
-        return mxi_raise(p->comm, MXI_E_COMM,
-                         "MPI_Start: the persistent request's communicator or datatype no longer "
-                         "names a stream");
-    }
     MPI_Request r = MPI_REQUEST_NULL;
     int rc = p->is_send ? mxi_isend(s, origin, p->buf, p->count, p->dt, p->peer, p->tag, p->comm,
                                     p->sync, &r)
@@ -172,6 +138,20 @@ static int persist_start(mxi_preq_t *p)
     if (rc == MPI_SUCCESS)
         p->active = r;
     return rc;
+}
+
+static int persist_start(mxi_preq_t *p)
+{
+    if (p->active != MPI_REQUEST_NULL)
+        return mxi_raise(p->comm, MXI_E_REQUEST,
+                         "MPI_Start of a persistent request that is still active (its last "
+                         "start was not completed by a wait or test)");
+    /* the stream as at an MPI_Isend now (the communicator's, or the
+     * datatype's attribute) */
+    MXI_ROUTE_RETURN(p->comm, p->dt, s, origin, persist_start_on(p, s, origin),
+                     mxi_raise(p->comm, MXI_E_COMM,
+                               "MPI_Start: the persistent request's communicator or datatype no "
+                               "longer names a stream"));
 }
 
 int MPI_Start(MPI_Request *req)
@@ -247,17 +227,15 @@ void mxi_persist_out(mxi_pswap_t *sw, MPI_Request reqs[])
 
 int MPI_Wait(MPI_Request *req, MPI_Status *status)
 {
-    mxi_pswap_t *sw = req ? mxi_persist_in(1, req) : NULL;
-    int rc = mxi_req_Wait(req, status);
-    mxi_persist_out(sw, req);
+    int rc;
+    MXI_PERSIST_CALL(rc, 1, req, mxi_req_Wait(req, status));
     return rc;
 }
 
 int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status)
 {
-    mxi_pswap_t *sw = req ? mxi_persist_in(1, req) : NULL;
-    int rc = mxi_req_Test(req, flag, status);
-    mxi_persist_out(sw, req);
+    int rc;
+    MXI_PERSIST_CALL(rc, 1, req, mxi_req_Test(req, flag, status));
     return rc;
 }
 
@@ -295,50 +273,46 @@ int MPI_Cancel(MPI_Request *req)
 
 int MPI_Waitall(int count, MPI_Request reqs[], MPI_Status statuses[])
 {
-    mxi_pswap_t *sw = mxi_persist_in(count, reqs);
-    int rc = mxi_req_Waitall(count, reqs, statuses);
-    mxi_persist_out(sw, reqs);
+    int rc;
+    MXI_PERSIST_CALL(rc, count, reqs, mxi_req_Waitall(count, reqs, statuses));
     return rc;
 }
 
 int MPI_Testall(int count, MPI_Request reqs[], int *flag, MPI_Status statuses[])
 {
-    mxi_pswap_t *sw = mxi_persist_in(count, reqs);
-    int rc = mxi_req_Testall(count, reqs, flag, statuses);
-    mxi_persist_out(sw, reqs);
+    int rc;
+    MXI_PERSIST_CALL(rc, count, reqs, mxi_req_Testall(count, reqs, flag, statuses));
     return rc;
 }
 
 int MPI_Testany(int count, MPI_Request reqs[], int *index, int *flag, MPI_Status *status)
 {
-    mxi_pswap_t *sw = mxi_persist_in(count, reqs);
-    int rc = mxi_req_Testany(count, reqs, index, flag, status);
-    mxi_persist_out(sw, reqs);
+    int rc;
+    MXI_PERSIST_CALL(rc, count, reqs, mxi_req_Testany(count, reqs, index, flag, status));
     return rc;
 }
 
 int MPI_Testsome(int incount, MPI_Request reqs[], int *outcount, int indices[],
                  MPI_Status statuses[])
 {
-    mxi_pswap_t *sw = mxi_persist_in(incount, reqs);
-    int rc = mxi_req_Testsome(incount, reqs, outcount, indices, statuses);
-    mxi_persist_out(sw, reqs);
+    int rc;
+    MXI_PERSIST_CALL(rc, incount, reqs,
+                     mxi_req_Testsome(incount, reqs, outcount, indices, statuses));
     return rc;
 }
 
 int MPI_Waitany(int count, MPI_Request reqs[], int *index, MPI_Status *status)
 {
-    mxi_pswap_t *sw = mxi_persist_in(count, reqs);
-    int rc = mxi_req_Waitany(count, reqs, index, status);
-    mxi_persist_out(sw, reqs);
+    int rc;
+    MXI_PERSIST_CALL(rc, count, reqs, mxi_req_Waitany(count, reqs, index, status));
     return rc;
 }
 
 int MPI_Waitsome(int incount, MPI_Request reqs[], int *outcount, int indices[],
                  MPI_Status statuses[])
 {
-    mxi_pswap_t *sw = mxi_persist_in(incount, reqs);
-    int rc = mxi_req_Waitsome(incount, reqs, outcount, indices, statuses);
-    mxi_persist_out(sw, reqs);
+    int rc;
+    MXI_PERSIST_CALL(rc, incount, reqs,
+                     mxi_req_Waitsome(incount, reqs, outcount, indices, statuses));
     return rc;
 }
