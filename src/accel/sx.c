@@ -800,6 +800,13 @@ void mxa_sx_link_send_ran(mxa_sx_link_t *l, int in_dring)
         sx_host_closing(l);
 }
 
+/* The 8 header words of slot h, each one 64-bit load. */
+static void sx_ll_load_header(const uint64_t *h, uint64_t w[MXA_SX_LL_HDR_WORDS])
+{
+    for (int i = 0; i < MXA_SX_LL_HDR_WORDS; i++)
+        w[i] = mxa_sx_load_relaxed(h + i);
+}
+
 /* Receiver: can a message still be in the host ring? Once the sender said
  * none will come (host_final) and every complete header there was taken
  * (consumed), never again. */
@@ -812,15 +819,10 @@ static int sx_host_ring_live(mxa_sx_link_t *l)
     const unsigned char *ring = (const unsigned char *)l->ctrl + l->ring_off;
     for (unsigned s = 0; s < l->ctrl->nslots; s++) {
         uint64_t w[MXA_SX_LL_HDR_WORDS];
-        for (int i = 0; i < MXA_SX_LL_HDR_WORDS; i++)
-            w[i] = mxa_sx_load_relaxed((const uint64_t *)(const void *)(ring + s * l->slot_stride) +
-                                       i);
-        uint32_t f = mxa_sx_ll_flag_of(w[0]);
-        int whole = f != 0;
-        for (int i = 1; i < MXA_SX_LL_HDR_WORDS && whole; i++)
-            whole = mxa_sx_ll_flag_of(w[i]) == f;
-        uint64_t n = (uint64_t)mxa_sx_ll_data_of(w[6]) | ((uint64_t)mxa_sx_ll_data_of(w[7]) << 32);
-        if (whole && mxa_sx_load_acquire(&l->ctrl->consumed[s]) < n + 1)
+        uint32_t f;
+        sx_ll_load_header((const uint64_t *)(const void *)(ring + s * l->slot_stride), w);
+        if (mxa_sx_ll_whole(w, &f) &&
+            mxa_sx_load_acquire(&l->ctrl->consumed[s]) < mxa_sx_ll_n(w) + 1)
             return 1;
     }
     atomic_store(&l->host_retired, 1);
@@ -829,13 +831,6 @@ static int sx_host_ring_live(mxa_sx_link_t *l)
 }
 
 /* ------------------------------------------- the host reads the ring */
-
-/* The 8 header words of slot h, each one 64-bit load. */
-static void sx_ll_load_header(const uint64_t *h, uint64_t w[MXA_SX_LL_HDR_WORDS])
-{
-    for (int i = 0; i < MXA_SX_LL_HDR_WORDS; i++)
-        w[i] = mxa_sx_load_relaxed(h + i);
-}
 
 int mxa_sx_link_find(mxa_sx_link_t *l, uint32_t ctx, int tag, uint64_t k, unsigned *slot,
                      uint64_t *n, uint64_t *bytes)

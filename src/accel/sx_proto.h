@@ -277,11 +277,21 @@ MXA_SX_FN void mxa_sx_ll_header(const mxa_sx_send_desc_t *d, uint64_t w[MXA_SX_L
     w[7] = mxa_sx_ll_word((uint32_t)(d->n >> 32), f);
 }
 
-/* Receiver: do these 8 header words (each read with one 64-bit load) hold
- * (ctx, tag, k), all of one message? Then *n_out and *bytes_out describe
- * it and *flag_out is its payload words' flag. */
-MXA_SX_FN int mxa_sx_ll_match(const uint64_t w[MXA_SX_LL_HDR_WORDS], uint32_t ctx, int32_t tag,
-                              uint64_t k, uint64_t *n_out, uint64_t *bytes_out, uint32_t *flag_out)
+/* The 64-bit field held by two header words' data (lo, then hi). */
+MXA_SX_FN uint64_t mxa_sx_ll_data64(uint64_t lo, uint64_t hi)
+{
+    return (uint64_t)mxa_sx_ll_data_of(lo) | ((uint64_t)mxa_sx_ll_data_of(hi) << 32);
+}
+/* The message number n in 8 header words. */
+MXA_SX_FN uint64_t mxa_sx_ll_n(const uint64_t w[MXA_SX_LL_HDR_WORDS])
+{
+    return mxa_sx_ll_data64(w[6], w[7]);
+}
+
+/* Are these 8 header words (each read with one 64-bit load) whole: all
+ * under one flag, not 0 (an empty slot)? Then *flag_out is that flag. A
+ * whole header may still be an old message's (see mxa_sx_ll_match). */
+MXA_SX_FN int mxa_sx_ll_whole(const uint64_t w[MXA_SX_LL_HDR_WORDS], uint32_t *flag_out)
 {
     uint32_t f = mxa_sx_ll_flag_of(w[0]);
     if (f == 0)
@@ -289,14 +299,27 @@ MXA_SX_FN int mxa_sx_ll_match(const uint64_t w[MXA_SX_LL_HDR_WORDS], uint32_t ct
     for (int i = 1; i < MXA_SX_LL_HDR_WORDS; i++)
         if (mxa_sx_ll_flag_of(w[i]) != f)
             return 0;
-    uint64_t hk = (uint64_t)mxa_sx_ll_data_of(w[2]) | ((uint64_t)mxa_sx_ll_data_of(w[3]) << 32);
-    if (mxa_sx_ll_data_of(w[0]) != ctx || (int32_t)mxa_sx_ll_data_of(w[1]) != tag || hk != k)
+    *flag_out = f;
+    return 1;
+}
+
+/* Receiver: do these 8 header words (each read with one 64-bit load) hold
+ * (ctx, tag, k), all of one message? Then *n_out and *bytes_out describe
+ * it and *flag_out is its payload words' flag. */
+MXA_SX_FN int mxa_sx_ll_match(const uint64_t w[MXA_SX_LL_HDR_WORDS], uint32_t ctx, int32_t tag,
+                              uint64_t k, uint64_t *n_out, uint64_t *bytes_out, uint32_t *flag_out)
+{
+    uint32_t f;
+    if (!mxa_sx_ll_whole(w, &f))
         return 0;
-    uint64_t n = (uint64_t)mxa_sx_ll_data_of(w[6]) | ((uint64_t)mxa_sx_ll_data_of(w[7]) << 32);
+    if (mxa_sx_ll_data_of(w[0]) != ctx || (int32_t)mxa_sx_ll_data_of(w[1]) != tag ||
+        mxa_sx_ll_data64(w[2], w[3]) != k)
+        return 0;
+    uint64_t n = mxa_sx_ll_n(w);
     if (mxa_sx_ll_flag(n) != f)
         return 0;
     *n_out = n;
-    *bytes_out = (uint64_t)mxa_sx_ll_data_of(w[4]) | ((uint64_t)mxa_sx_ll_data_of(w[5]) << 32);
+    *bytes_out = mxa_sx_ll_data64(w[4], w[5]);
     *flag_out = f;
     return 1;
 }

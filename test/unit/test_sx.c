@@ -345,11 +345,16 @@ int main(void)
         torn[i] = old[i]; /* one word still of the slot's previous message */
         CHECK(!mxa_sx_ll_match(torn, 3, -9, 0x100000002ull, &n, &bytes, &f),
               "torn header (word %d old): no match", i);
+        CHECK(!mxa_sx_ll_whole(torn, &f), "torn header (word %d old): not whole", i);
     }
     w[6] = mxa_sx_ll_word(6, mxa_sx_ll_flag(5)); /* number and flag disagree */
     CHECK(!mxa_sx_ll_match(w, 3, -9, 0x100000002ull, &n, &bytes, &f), "n vs flag: no match");
+    f = 0;
+    CHECK(mxa_sx_ll_whole(w, &f) && f == mxa_sx_ll_flag(5) && mxa_sx_ll_n(w) == 6,
+          "n vs flag: whole all the same (flag %u)", f);
     uint64_t zero[MXA_SX_LL_HDR_WORDS] = {0};
     CHECK(!mxa_sx_ll_match(zero, 0, 0, 0, &n, &bytes, &f), "an empty slot: no match");
+    CHECK(!mxa_sx_ll_whole(zero, &f), "an empty slot: not whole");
     CHECK(mxa_sx_ll_flag(0) == 1 && mxa_sx_ll_flag(0xfffffffeull) == 0xffffffffu &&
               mxa_sx_ll_flag(0xffffffffull) == 1,
           "flags are never 0");
