@@ -366,6 +366,24 @@ void mxa_sx_link_close(mxa_sx_link_t *l)
 
 unsigned mxa_sx_link_nslots(const mxa_sx_link_t *l) { return l->ctrl->nslots; }
 size_t mxa_sx_link_slot_bytes(const mxa_sx_link_t *l) { return (size_t)l->ctrl->slot_bytes; }
+
+/* Largest message a send on s may put on the link: the communicator's
+ * eager limit while it writes the ring in the receiver's host memory (the
+ * message crosses a bus twice; above the limit UCX's CUDA IPC copy wins),
+ * MXA_SX_DRING_EAGER_FACTOR times it once the receiver's device ring is
+ * mapped for s (one NVLink crossing: LL words written by one block beat
+ * UCX's rendezvous up to ~96 KiB on 2 x H100, session 10), never more
+ * than a slot. The same test as mxa_sx_enqueue_send's choice of ring, and
+ * a device ring once mapped stays mapped: the send goes where this said. */
+size_t mxa_sx_link_send_limit(const mxa_sx_link_t *l, const mxa_stream_t *s, size_t eager_limit)
+{
+    size_t lim = eager_limit, slot = mxa_sx_link_slot_bytes(l);
+    if (l->dr_state == SX_DR_READY && sx_dring_for(l, s))
+        lim = eager_limit > SIZE_MAX / MXA_SX_DRING_EAGER_FACTOR
+                  ? SIZE_MAX
+                  : eager_limit * MXA_SX_DRING_EAGER_FACTOR;
+    return lim < slot ? lim : slot;
+}
 int mxa_sx_link_ring_kind(const mxa_sx_link_t *l)
 {
     return __atomic_load_n(&l->ctrl->ring_ready, __ATOMIC_ACQUIRE) ? (int)l->ctrl->ring_kind

@@ -39,6 +39,11 @@ mxu_status_t mxa_sx_link_open(const char *name, mxa_sx_link_t **out);
 void mxa_sx_link_close(mxa_sx_link_t *l);
 unsigned mxa_sx_link_nslots(const mxa_sx_link_t *l);
 size_t mxa_sx_link_slot_bytes(const mxa_sx_link_t *l);
+/* Largest message a send on s may put on the link (see sx.c): the eager
+ * limit, MXA_SX_DRING_EAGER_FACTOR times it into a mapped device ring, at
+ * most a slot. */
+#define MXA_SX_DRING_EAGER_FACTOR 4
+size_t mxa_sx_link_send_limit(const mxa_sx_link_t *l, const mxa_stream_t *s, size_t eager_limit);
 size_t mxa_sx_slot_stride(size_t slot_bytes);
 /* The published ring's kind (MXA_SX_RING_*; NONE before publication). */
 int mxa_sx_link_ring_kind(const mxa_sx_link_t *l);

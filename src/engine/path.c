@@ -352,12 +352,14 @@ int mxe_sx_submit_send(mxe_op_t *op)
         why = SXF_SYNC;
     else if (!(l = sx_out(p)))
         why = SXF_NO_LINK;
-    else if (op->bytes > mxa_sx_link_slot_bytes(l) || op->bytes > op->eager_limit)
+    else if (op->bytes > mxa_sx_link_send_limit(l, s, op->eager_limit))
         /* one threshold family: the path carries what the communicator's
-         * mpix_acc_eager_limit calls small (8 KiB by default), up to a slot.
-         * Above it UCX's CUDA IPC copy wins over two bus crossings through
-         * the ring (2 x H200, e6a64cd: 4 KiB 21.9 vs 22.1 us, 64 KiB 31.9
-         * vs 23.0 us for the UCX path) */
+         * mpix_acc_eager_limit calls small (8 KiB by default) through a
+         * ring in host memory (above it UCX's CUDA IPC copy wins over two
+         * bus crossings: 2 x H200, e6a64cd, 64 KiB 31.9 vs 23.0 us), four
+         * times that into the receiver's device ring (2 x H100, session
+         * 10: 16/32 KiB 10.9/12.0 us against 24.1/24.2 by UCX), up to a
+         * slot */
         why = SXF_TOO_BIG;
     else if (op->bytes > 0 && !mxa_sx_stream_reaches(s, op->memtype))
         why = SXF_MEMTYPE;

@@ -101,11 +101,12 @@
     X(SX_SLOTS, INT, sx_slots, "16", "1..64",                                                    \
       "Slots of each stream-executed ring (one per peer process of the node and direction): "   \
       "messages to one peer in flight at once before sends take the UCX path")                   \
-    X(SX_SLOT_BYTES, SIZE, sx_slot_bytes, "16k", "64..16m",                                      \
+    X(SX_SLOT_BYTES, SIZE, sx_slot_bytes, "32k", "64..16m",                                      \
       "Slot payload of the stream-executed path: its largest message together with the "        \
-      "communicator's eager limit (the smaller); larger ones take the UCX path. Messages are "   \
-      "written as LL words (4 bytes of data under a 4-byte flag), so ring memory per peer and "  \
-      "direction is slots x (2 x this + 64 bytes)")                                              \
+      "communicator's eager limit (the smaller; 4 x the eager limit once the receiver's ring "  \
+      "is in its GPU memory); larger ones take the UCX path. Messages are written as LL words " \
+      "(4 bytes of data under a 4-byte flag), so ring memory per peer and direction is slots x " \
+      "(2 x this + 64 bytes)")                                                                   \
     X(SX_PDL, BOOL, sx_pdl, "1", "",                                                             \
       "Launch the stream-executed path's CUDA steps with programmatic dependent launch "       \
       "(compute capability 9.0 and up): a send step starts while the kernel before it on its "   \

@@ -6,8 +6,10 @@
  * the ranks share a GPU: the receive steps poll) and MPIX_ACC_STATS=1 (the
  * runner checks that the path carried messages).
  *
- *  1. sizes: ring exchange of 0, 8, 4096, 64 KiB (a slot), 64 KiB + 1 and
- *     1 MiB (UCX), stream waits without and with statuses.
+ *  1. sizes: ring exchange of 0, 8, 4096, 16 and 32 KiB (above the eager
+ *     limit: the path takes them once the device ring is mapped, 4 x the
+ *     limit), 64 KiB, 64 KiB + 1 and 1 MiB (UCX), stream waits without and
+ *     with statuses.
  *  2. head-to-head: N = 48 Isend, then N Irecv, one stream Waitall.
  *  3. ahead: rank 0 enqueues 1000 messages (tags 0..2) before rank 1, 200 ms
  *     later, calls its receives tag by tag (out of the ring's order).
@@ -46,7 +48,7 @@ static void expect_dev(const void *d, size_t n, uint64_t seed, const char *what)
 
 static void sizes(MPI_Comm comm, cudaStream_t s, const char *what)
 {
-    size_t sz[] = {0, 8, 4096, 65536, 65537, 1 << 20};
+    size_t sz[] = {0, 8, 4096, 16384, 32768, 65536, 65537, 1 << 20};
     int peer = 1 - t_rank;
     for (int with_status = 0; with_status < 2; with_status++)
         for (int i = 0; i < 6; i++) {

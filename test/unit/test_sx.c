@@ -98,6 +98,10 @@ static void device_ring(const char *name)
     mxa_sx_link_want_dring(rx, r);
     CHECK(mxa_sx_listen_fd() >= 0, "the receiver listens for senders");
     CHECK(mxa_sx_link_attach(tx, s) == MXU_OK, "attach (asks for the device ring)");
+    /* into the shared ring: the eager limit (the message crosses a bus
+     * twice), at most a slot */
+    CHECK_EQ_LL(mxa_sx_link_send_limit(tx, s, 32), 32);
+    CHECK_EQ_LL(mxa_sx_link_send_limit(tx, s, 1000), 256);
     mxa_sx_send_t m = {.link = tx,
                        .src = msg,
                        .bytes = 10,
@@ -124,6 +128,11 @@ static void device_ring(const char *name)
     mxa_sx_dring_counts(&made, &mapped);
     CHECK(made == 1 && mapped == 1, "device rings made %llu mapped %llu", (unsigned long long)made,
           (unsigned long long)mapped);
+    /* into the mapped device ring: MXA_SX_DRING_EAGER_FACTOR x the eager
+     * limit, still at most a slot */
+    CHECK_EQ_LL(mxa_sx_link_send_limit(tx, s, 32), 32 * MXA_SX_DRING_EAGER_FACTOR);
+    CHECK_EQ_LL(mxa_sx_link_send_limit(tx, s, 64), 256);
+    CHECK_EQ_LL(mxa_sx_link_send_limit(tx, s, (size_t)-1), 256);
 
     /* k=1 goes into the device ring (its header mirrored for the host) */
     m = (mxa_sx_send_t){.link = tx,
