@@ -290,6 +290,7 @@ int mxe_sx_send_outcome(mxe_op_t *op, void **bounce)
                 done = mxa_sx_done_word(op->bytes, MXA_SX_SENT, -1);
                 break;
             }
+            mxu_cpu_relax();
         }
     }
     int sent = done && mxa_sx_done_error(done) == MXA_SX_SENT;
