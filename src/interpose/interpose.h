@@ -53,6 +53,7 @@ typedef struct {
     int no_any_tag;
     mxi_hint_t hints[MXI_MAX_HINTS];
     int nhints;
+    _Atomic int probe_warned; /* a nonblocking probe's warning was logged */
 } mxi_comm_t;
 
 typedef struct {

@@ -531,3 +531,74 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, 
                   "MPI_Sendrecv_replace is not stream-ordered; use MPI_Sendrecv"),
         PMPI_Sendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, status));
 }
+
+/* ------------------------------------------------------------ probes
+ * Stream-ordered messages travel over the library's own transport and are
+ * matched by the library in call order: the MPI library's probes never see
+ * them (api.md §5 "what passes through"). On a stream communicator every
+ * message is stream-ordered, so a blocking probe there could only wait
+ * forever: MPI_Probe and MPI_Mprobe fail with MPI_ERR_UNSUPPORTED_OPERATION
+ * instead of hanging. The nonblocking ones pass through (their answer,
+ * "nothing yet", is one MPI allows at any instant) and the library logs a
+ * warning, once per communicator. Probes for MPI_PROC_NULL, and on every
+ * other communicator (a datatype's stream attribute makes single messages
+ * stream-ordered, the rest stays the MPI library's), pass through. */
+
+static mxi_comm_t *mxi_probe_stream_comm(int source, MPI_Comm comm)
+{
+    if (source == MPI_PROC_NULL || !mxi_on() ||
+        atomic_load_explicit(&mxi.stream_comms, memory_order_relaxed) <= 0)
+        return NULL;
+    mxi_comm_t *c = mxi_comm_find(comm);
+    return c && c->stream ? c : NULL;
+}
+
+static int mxi_probe_refused(MPI_Comm comm, const char *name)
+{
+    return mxi_raise(comm, MXI_E_UNSUPPORTED,
+                     "%s on a stream communicator would wait forever: stream-ordered messages "
+                     "are matched by mpix-acc, not by the MPI library; receive them with "
+                     "MPI_Irecv / MPIX_Acc_Irecv (source and tag known)",
+                     name);
+}
+
+static void mxi_probe_warn(mxi_comm_t *c, const char *name)
+{
+    if (atomic_exchange(&c->probe_warned, 1))
+        return;
+    MXU_LOG(MXU_LOG_WARN,
+            "%s on a stream communicator passes to the MPI library, which does not see "
+            "stream-ordered messages: it will not report them (logged once per communicator)",
+            name);
+}
+
+int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
+{
+    if (mxi_probe_stream_comm(source, comm))
+        return mxi_probe_refused(comm, "MPI_Probe");
+    return PMPI_Probe(source, tag, comm, status);
+}
+
+int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status)
+{
+    if (mxi_probe_stream_comm(source, comm))
+        return mxi_probe_refused(comm, "MPI_Mprobe");
+    return PMPI_Mprobe(source, tag, comm, message, status);
+}
+
+int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status)
+{
+    mxi_comm_t *c = mxi_probe_stream_comm(source, comm);
+    if (c)
+        mxi_probe_warn(c, "MPI_Iprobe");
+    return PMPI_Iprobe(source, tag, comm, flag, status);
+}
+
+int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
+                MPI_Status *status)
+{
+    mxi_comm_t *c = mxi_probe_stream_comm(source, comm);
+    if (c)
+        mxi_probe_warn(c, "MPI_Improbe");
+    return PMPI_Improbe(source, tag, comm, flag, message, status);
+}
