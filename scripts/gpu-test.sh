@@ -457,6 +457,18 @@ if selected "sx/sx_path-staged"; then
         "$BIN/sx_path" --timeout=$GUARD
     sx_mps_stop
 fi
+# a peer killed while receive steps wait on the GPU (issue 16's abort
+# path): test/mpi/peer_fault.sh's errors-2 case with the GPU program; the
+# survivor's receives (stream-waited: the step polls the device ring; and
+# host-waited) end with the transport error, its stream is released and
+# MPI_Finalize returns
+if selected "sx/sx_fault"; then
+    sx_mps_start
+    run_test "sx/sx_fault" 200 'PASS survivor' -- env MPIX_ACC_SX=on MPIX_ACC_LOG=warn \
+        PEER_FAULT_PROG="$BIN/sx_fault" PEER_FAULT_MPIEXEC="$MPIEXEC $LAUNCH" \
+        PEER_FAULT_CASES=errors-2 "$ROOT/test/mpi/peer_fault.sh"
+    sx_mps_stop
+fi
 
 if [ "$SANITIZER" = 1 ]; then
     if [ -z "$SANITIZER_BIN" ]; then

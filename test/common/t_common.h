@@ -171,6 +171,31 @@ static inline void t_start(const char *name, int timeout_s)
     t_guard(timeout_s);
 }
 
+/* A failed peer: rc must be the library's transport error ("transport
+ * failure ... peer"), of one class for every call checked, within
+ * T_SLOW(20) s of t0 (test/mpi/peer_fault.c, test/gpu/sx_fault.cu). */
+T_UNUSED static void t_expect_transport_error(int rc, const char *what, double t0)
+{
+    static int transport_class = -1;
+    double dt = t_now() - t0;
+    T_CHECK(rc != MPI_SUCCESS, "%s: returned MPI_SUCCESS, expected the transport error", what);
+    char s[MPI_MAX_ERROR_STRING];
+    int len = 0, cls = -1;
+    MPI_Error_string(rc, s, &len);
+    MPI_Error_class(rc, &cls);
+    T_CHECK(strstr(s, "transport failure") != NULL && strstr(s, "peer") != NULL,
+            "%s: expected the library's transport error (\"transport failure ... peer is "
+            "gone\"), got %s",
+            what, t_errstr(rc));
+    if (transport_class < 0)
+        transport_class = cls;
+    T_CHECK(cls == transport_class, "%s: error class %d, the other failures had class %d", what,
+            cls, transport_class);
+    T_CHECK(dt < T_SLOW(20.0), "%s: took %.1f s to fail", what, dt);
+    fprintf(stderr, "[%s] rank %d: %s failed after %.2f s as expected: %s\n", t_name, t_rank, what,
+            dt, s);
+}
+
 /* ------------------------------------------------------------------ */
 /* ranks, end                                                          */
 

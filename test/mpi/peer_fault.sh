@@ -24,6 +24,10 @@
 #
 #   test/mpi/peer_fault.sh [BUILDDIR]   (default $MPIXACC_BUILDDIR, else <repo>/build)
 #   PEER_FAULT_CASES="errors-2 default-hold" runs only those cases.
+#   PEER_FAULT_PROG=<program> runs another survivor/victim program (the GPU
+#   one, test/gpu/sx_fault, case errors-2: scripts/gpu-test.sh), with
+#   PEER_FAULT_MPIEXEC="<mpiexec and its options>" (default: mpiexec from
+#   the environment scripts/mpixacc-env.sh sets up, which is then skipped).
 set -u
 if [ "${1:-}" = --rank ]; then
     # per-rank wrapper: --rank DIR PROG...
@@ -43,11 +47,16 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 self=$root/test/mpi/peer_fault.sh
 if [[ ${1:-} =~ ^[0-9]+$ ]]; then shift; fi
 builddir=${1:-${MPIXACC_BUILDDIR:-$root/build}}
-prog=$builddir/test/mpi/peer_fault
+prog=${PEER_FAULT_PROG:-$builddir/test/mpi/peer_fault}
 scale=${MPIXACC_TEST_TIMEOUT_SCALE:-1}
 fail() { echo "[peer_fault.sh] FAIL: $*"; exit 1; }
 [ -x "$prog" ] || fail "not built: $prog"
-[ -f "$root/scripts/mpixacc-env.sh" ] && . "$root/scripts/mpixacc-env.sh"
+if [ -n "${PEER_FAULT_MPIEXEC:-}" ]; then
+    read -r -a mpiexec <<<"$PEER_FAULT_MPIEXEC"
+else
+    mpiexec=(mpiexec)
+    [ -f "$root/scripts/mpixacc-env.sh" ] && . "$root/scripts/mpixacc-env.sh"
+fi
 tmp=$(mktemp -d /tmp/mpixacc-peer-fault.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 if [ "${MPIXACC_TEST_MODE:-}" = sanitize ]; then
@@ -69,7 +78,7 @@ held() {
     local name=$1 np=$2; shift 2
     d=$tmp/$name; mkdir -p "$d"
     t0=$(date +%s.%N)
-    env "$@" timeout "$(bound 90)" mpiexec -n "$np" "$self" --rank "$d" "$prog" >"$d/mpiexec.out" 2>&1 &
+    env "$@" timeout "$(bound 90)" "${mpiexec[@]}" -n "$np" "$self" --rank "$d" "$prog" >"$d/mpiexec.out" 2>&1 &
     local mpid=$! deadline
     deadline=$(awk -v t="$t0" -v b="$(bound 60)" 'BEGIN { printf "%.3f", t + b }')
     # the survivors (ranks 0..np-2) end on their own; then release the victim
@@ -137,7 +146,7 @@ took $c 0 20
 c=default-hydra
 want $c && {
 t0=$(date +%s.%N)
-PEER_FAULT_EXPECT=finalize timeout 120 mpiexec -n 2 "$prog" >"$tmp/hydra.out" 2>&1
+PEER_FAULT_EXPECT=finalize timeout 120 "${mpiexec[@]}" -n 2 "$prog" >"$tmp/hydra.out" 2>&1
 rc=$?
 dt=$(awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN { printf "%.1f", a - b }')
 sed "s/^/[$c] /" "$tmp/hydra.out"
