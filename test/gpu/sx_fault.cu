@@ -86,7 +86,7 @@ int main(int argc, char **argv)
 
     t_phase("the host-waited receive ends with the error");
     t_expect_transport_error(MPI_Wait(&on_host, MPI_STATUS_IGNORE),
-                             "SX-bound receive from the victim (host wait)", t0);
+                             "SX-bound receive from the victim (host wait)", t0, T_SLOW(20.0));
     t_phase("the stream waiting on a receive step is released");
     GT_CUDA(cudaStreamSynchronize(a));
     double dt = t_now() - t0;
@@ -94,7 +94,8 @@ int main(int argc, char **argv)
     int f = 0;
     GT_CUDA(cudaMemcpy(&f, flag, sizeof f, cudaMemcpyDeviceToHost));
     T_CHECK(f != 0, "the work behind the receive step's stream wait did not run");
-    t_expect_transport_error(st.MPI_ERROR, "SX-bound receive from the victim (stream wait)", t0);
+    t_expect_transport_error(st.MPI_ERROR, "SX-bound receive from the victim (stream wait)", t0,
+                             T_SLOW(20.0));
     GT_CUDA(cudaStreamSynchronize(b));
 
     T_MPI(MPI_Comm_free(&sxc));

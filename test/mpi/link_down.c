@@ -28,26 +28,6 @@
  */
 #include "common.h"
 
-static int transport_class = -1;
-
-static void expect_transport_error(int rc, const char *what, double t0, double bound)
-{
-    double dt = t_now() - t0;
-    T_CHECK(rc != MPI_SUCCESS, "%s: returned MPI_SUCCESS, expected the transport error", what);
-    char s[MPI_MAX_ERROR_STRING];
-    int len = 0, cls = -1;
-    MPI_Error_string(rc, s, &len);
-    MPI_Error_class(rc, &cls);
-    T_CHECK(strstr(s, "transport failure") != NULL, "%s: expected the transport error, got %s",
-            what, t_errstr(rc));
-    if (transport_class < 0)
-        transport_class = cls;
-    T_CHECK(cls == transport_class, "%s: error class %d, the others had %d", what, cls,
-            transport_class);
-    T_CHECK(dt < bound, "%s: took %.1f s to fail (bound %.0f s)", what, dt, bound);
-    fprintf(stderr, "[link_down] rank 0: %s failed after %.2f s as expected: %s\n", what, dt, s);
-}
-
 static void set_link(const char *state)
 {
     char cmd[64];
@@ -114,19 +94,19 @@ int main(int argc, char **argv)
         double t0 = t_now();
         if (errors_mode) {
             t_phase("operations with the cut node fail while it is cut off");
-            expect_transport_error(MPI_Wait(&rr_host, MPI_STATUS_IGNORE),
-                                   "receive from the cut node (host wait)", t0, hold);
+            t_expect_transport_error(MPI_Wait(&rr_host, MPI_STATUS_IGNORE),
+                                     "receive from the cut node (host wait)", t0, hold);
             /* the send may have completed locally (its bytes in the socket's
              * buffer) before the cut was seen: success or the error */
             int rc14 = MPI_Wait(&rs, MPI_STATUS_IGNORE);
             if (rc14 != MPI_SUCCESS)
-                expect_transport_error(rc14, "64 KiB send to the cut node (host wait)", t0, hold);
+                t_expect_transport_error(rc14, "64 KiB send to the cut node (host wait)", t0, hold);
             else
                 fprintf(stderr, "[link_down] rank 0: the 64 KiB send completed locally\n");
             T_MPI(MPIX_Acc_Hoststream_synchronize(S1));
             T_CHECK(atomic_load(&released), "work behind the stream wait did not run");
-            expect_transport_error(st_stream.MPI_ERROR,
-                                   "receive from the cut node (stream wait status)", t0, hold);
+            t_expect_transport_error(st_stream.MPI_ERROR,
+                                     "receive from the cut node (stream wait status)", t0, hold);
         } else {
             t_phase("operations stay pending while the link is down");
             while (t_now() - t0 < 4.0) {

@@ -123,36 +123,37 @@ int main(int argc, char **argv)
     if (errors_mode && t_rank == 0) {
         t_phase("operations pending at the failure complete with the error");
         t_expect_transport_error(MPI_Wait(&rr_host, MPI_STATUS_IGNORE),
-                                 "receive from the victim (host wait)", t0);
+                                 "receive from the victim (host wait)", t0, T_SLOW(20.0));
         t_expect_transport_error(MPI_Wait(&rs, MPI_STATUS_IGNORE),
-                                 "1 MiB send to the victim (host wait)", t0);
+                                 "1 MiB send to the victim (host wait)", t0, T_SLOW(20.0));
         t_expect_transport_error(MPI_Wait(&rw, MPI_STATUS_IGNORE),
-                                 "MPI_ANY_SOURCE receive pending at the failure", t0);
+                                 "MPI_ANY_SOURCE receive pending at the failure", t0, T_SLOW(20.0));
         t_phase("the stream waiting on a receive from the victim is released");
         T_MPI(MPIX_Acc_Hoststream_synchronize(S1));
         T_CHECK(atomic_load(&released), "work behind the stream wait did not run");
         t_expect_transport_error(st_stream.MPI_ERROR,
-                                 "receive from the victim (stream wait status)", t0);
+                                 "receive from the victim (stream wait status)", t0, T_SLOW(20.0));
         t_phase("stream-executed receives from the victim end with the error");
         t_expect_transport_error(MPI_Wait(&sx_host, MPI_STATUS_IGNORE),
-                                 "SX-bound receive from the victim (host wait)", t0);
+                                 "SX-bound receive from the victim (host wait)", t0, T_SLOW(20.0));
         T_MPI(MPIX_Acc_Hoststream_synchronize(S4));
         T_CHECK(atomic_load(&sx_released), "work behind the SX receive's stream wait did not run");
         t_expect_transport_error(st_sx.MPI_ERROR, "SX-bound receive from the victim (stream wait)",
-                                 t0);
+                                 t0, T_SLOW(20.0));
 
         t_phase("operations started after the failure fail at once");
         MPI_Request rq;
         double t1 = t_now();
         T_MPI(MPIX_Acc_Irecv(S2, r11, 64, MPI_BYTE, victim, 21, MPI_COMM_WORLD, &rq));
         t_expect_transport_error(MPI_Wait(&rq, MPI_STATUS_IGNORE), "new receive from the victim",
-                                 t1);
+                                 t1, T_SLOW(20.0));
         T_MPI(MPIX_Acc_Isend(S2, sbuf, BIG, MPI_BYTE, victim, 22, MPI_COMM_WORLD, &rq));
-        t_expect_transport_error(MPI_Wait(&rq, MPI_STATUS_IGNORE), "new send to the victim", t1);
+        t_expect_transport_error(MPI_Wait(&rq, MPI_STATUS_IGNORE), "new send to the victim", t1,
+                                 T_SLOW(20.0));
         T_MPI(MPIX_Acc_Irecv(S3, r13, 64, MPI_BYTE, MPI_ANY_SOURCE, 23, MPI_COMM_WORLD, &rq));
         t_expect_transport_error(MPI_Wait(&rq, MPI_STATUS_IGNORE),
-                                 "new MPI_ANY_SOURCE receive on a communicator with the victim",
-                                 t1);
+                                 "new MPI_ANY_SOURCE receive on a communicator with the victim", t1,
+                                 T_SLOW(20.0));
         T_MPI(MPIX_Acc_Hoststream_synchronize(S2));
         T_MPI(MPIX_Acc_Hoststream_synchronize(S3));
     }
