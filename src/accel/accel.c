@@ -17,6 +17,7 @@
 #include "accel/cuda.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -110,6 +111,121 @@ mxu_status_t mxa_init(void)
     return MXU_OK;
 }
 
+/* ------------------------------------------------ stream scratch */
+
+typedef struct scratch {
+    struct scratch *next;
+    mxa_stream_t *stream; /* NULL: outgrown, kept until finalize */
+    mxa_memtype_t kind;
+    int heap; /* malloc'd (host streams): freed at finalize */
+    void *ptr;
+    size_t bytes;
+} scratch_t;
+
+static pthread_mutex_t scratch_lock = PTHREAD_MUTEX_INITIALIZER;
+static scratch_t *scratch_list;
+
+static void scratch_release_all(void)
+{
+    pthread_mutex_lock(&scratch_lock);
+    while (scratch_list) {
+        scratch_t *e = scratch_list;
+        scratch_list = e->next;
+        if (e->heap)
+            free(e->ptr);
+        free(e);
+    }
+    pthread_mutex_unlock(&scratch_lock);
+}
+
+void *mxa_stream_scratch(mxa_stream_t *s, mxa_memtype_t k, size_t bytes)
+{
+    if (bytes == 0)
+        bytes = 1;
+    pthread_mutex_lock(&scratch_lock);
+    scratch_t *e = scratch_list;
+    while (e && !(e->stream == s && e->kind == k))
+        e = e->next;
+    if (e && e->bytes >= bytes) {
+        void *p = e->ptr;
+        pthread_mutex_unlock(&scratch_lock);
+        return p;
+    }
+    if (e)
+        e->stream = NULL; /* outgrown: kept, an earlier call may still use it */
+    size_t want = 4096;
+    while (want < bytes && want <= SIZE_MAX / 2)
+        want *= 2;
+    if (want < bytes)
+        want = bytes;
+    scratch_t *n = calloc(1, sizeof(*n));
+    void *p = NULL;
+    mxu_status_t st = MXU_ERR_NO_MEMORY;
+    if (n && (s->kind != MXA_KIND_CUDA)) {
+        p = malloc(want); /* host and "none" streams reach host memory only */
+        st = p ? MXU_OK : MXU_ERR_NO_MEMORY;
+        n->heap = 1;
+    }
+#ifdef MPIXACC_HAVE_CUDA
+    else if (n)
+        st = mxa_cuda_scratch_alloc(s, k, want, &p);
+#endif
+    if (st != MXU_OK || !p) {
+        free(n);
+        pthread_mutex_unlock(&scratch_lock);
+        MXU_LOG(MXU_LOG_ERROR, "no scratch memory (%zu bytes) for stream %p", want, s->handle);
+        return NULL;
+    }
+    n->stream = s;
+    n->kind = k;
+    n->ptr = p;
+    n->bytes = want;
+    n->next = scratch_list;
+    scratch_list = n;
+    pthread_mutex_unlock(&scratch_lock);
+    return p;
+}
+
+typedef struct {
+    void *dst;
+    const void *src;
+    size_t bytes;
+} host_copy_t;
+
+static void host_copy_fn(void *arg)
+{
+    host_copy_t *c = arg;
+    memcpy(c->dst, c->src, c->bytes);
+    free(c);
+}
+
+mxu_status_t mxa_stream_copy(mxa_stream_t *s, void *dst, const void *src, size_t bytes)
+{
+    if (bytes == 0 || dst == src)
+        return MXU_OK;
+    switch (s->kind) {
+    case MXA_KIND_NONE:
+        memcpy(dst, src, bytes);
+        return MXU_OK;
+    case MXA_KIND_HOST: {
+        host_copy_t *c = malloc(sizeof(*c));
+        if (!c)
+            MXU_FAIL(MXU_ERR_NO_MEMORY, "out of memory for a stream-ordered copy");
+        *c = (host_copy_t){dst, src, bytes};
+        mxu_status_t st = mxa_host_stream_launch(s->handle, host_copy_fn, c);
+        if (st != MXU_OK)
+            free(c);
+        return st;
+    }
+    case MXA_KIND_CUDA:
+#ifdef MPIXACC_HAVE_CUDA
+        return mxa_cuda_stream_copy(s, dst, src, bytes);
+#endif
+    default:
+        MXU_FAIL(MXU_ERR_UNSUPPORTED, "no stream-ordered copy for this stream kind");
+    }
+}
+
 void mxa_finalize(void)
 {
     pthread_mutex_lock(&accel_lock);
@@ -120,6 +236,7 @@ void mxa_finalize(void)
     /* Host streams the application did not free are stopped here; their
      * handles become invalid (lookups fail, nothing is dereferenced). */
     mxa_host_shutdown();
+    scratch_release_all();
 #ifdef MPIXACC_HAVE_CUDA
     if (cuda_tried)
         mxa_cuda_finalize();

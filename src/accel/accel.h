@@ -128,6 +128,21 @@ void mxa_notify_trigger(void);
 typedef void (*mxa_stream_free_fn)(mxa_stream_t *s);
 void mxa_set_stream_free_hook(mxa_stream_free_fn fn);
 
+/* Scratch memory for stream s's operations: at least bytes of memory of
+ * kind k that s's executor and the transport can use (device or managed
+ * memory in s's context, pinned host memory for CUDA streams, heap memory
+ * for host streams). One per (stream, kind), handed out again to later
+ * calls on s: every use of it is ordered by s, so a later call's use comes
+ * after an earlier one's. A larger request gets a new one; the outgrown
+ * one is kept (an earlier call's operations may still use it). Host
+ * memory is freed at mxa_finalize, CUDA memory never (freeing waits for
+ * the device). NULL when none can be had (logged). Application threads;
+ * calls on one stream are serialized by the caller, as stream use is. */
+void *mxa_stream_scratch(mxa_stream_t *s, mxa_memtype_t k, size_t bytes);
+/* Enqueue on s a copy of bytes from src to dst (memory s's executor
+ * reaches), in stream order; on the "none" stream it copies at once. */
+mxu_status_t mxa_stream_copy(mxa_stream_t *s, void *dst, const void *src, size_t bytes);
+
 /* Call fn(stream) for every stream the layer knows (finalize, reporting). */
 void mxa_foreach_stream(void (*fn)(mxa_stream_t *s, void *arg), void *arg);
 

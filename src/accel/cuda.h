@@ -37,6 +37,12 @@ mxu_status_t mxa_cuda_bind_buffer(const void *buf);
 int mxa_cuda_ctx_push(void *ctx);
 void mxa_cuda_ctx_pop(void);
 void mxa_cuda_thread_relax_capture(void);
+/* Scratch memory for stream s's operations (accel.c's mxa_stream_scratch):
+ * device or managed memory in s's context, pinned host memory for host;
+ * never freed (freeing waits for the device). */
+mxu_status_t mxa_cuda_scratch_alloc(mxa_stream_t *s, mxa_memtype_t k, size_t bytes, void **out);
+/* Enqueue on s a copy of bytes from src to dst (cuMemcpyAsync). */
+mxu_status_t mxa_cuda_stream_copy(mxa_stream_t *s, void *dst, const void *src, size_t bytes);
 
 /* cuda_sx.c: the stream-executed path's device side (for sx.c) */
 #include "accel/sx_proto.h"

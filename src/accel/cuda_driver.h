@@ -86,7 +86,9 @@
     X(cuMemExportToShareableHandle, 0, 10020)                                                      \
     X(cuMemImportFromShareableHandle, 0, 10020)                                                    \
     X(cuMemsetD8, 0, 3020)                                                                         \
-    X(cuMemcpyDtoH, 0, 3020)
+    X(cuMemcpyDtoH, 0, 3020)                                                                       \
+    X(cuMemcpyAsync, 0, 4000)                                                                      \
+    X(cuMemAllocManaged, 0, 6000)
 
 #define MXA_CU_FIELD_(name, req, since) __typeof__(&name) f_##name;
 typedef struct {

@@ -477,3 +477,56 @@ const char *mxa_cuda_stream_pci_busid(mxa_stream_t *s)
 typedef int mxa_cuda_unused_t;
 
 #endif
+
+/* ------------------------------------------------ scratch and copies */
+
+mxu_status_t mxa_cuda_scratch_alloc(mxa_stream_t *s, mxa_memtype_t k, size_t bytes, void **out)
+{
+    cuda_stream_t *cs = (cuda_stream_t *)s;
+    int entered = ctx_enter(cs->ctx->ctx);
+    if (entered < 0)
+        MXU_FAIL(MXU_ERR_INVALID_STREAM, "cannot make the context of stream %p current",
+                 cs->pub.handle);
+    CUresult r = CUDA_ERROR_NOT_SUPPORTED;
+    const char *what = "cuMemAlloc";
+    if (k == MXA_MEM_HOST) {
+        what = "cuMemHostAlloc";
+        void *hp = NULL;
+        r = MXA_CU(cuMemHostAlloc)(&hp, bytes, CU_MEMHOSTALLOC_PORTABLE);
+        *out = hp;
+    } else {
+        CUdeviceptr d = 0;
+        if (k == MXA_MEM_MANAGED) {
+            what = "cuMemAllocManaged";
+            if (MXA_CU(cuMemAllocManaged))
+                r = MXA_CU(cuMemAllocManaged)(&d, bytes, CU_MEM_ATTACH_GLOBAL);
+        } else if (MXA_CU(cuMemAlloc)) {
+            r = MXA_CU(cuMemAlloc)(&d, bytes);
+        }
+        *out = (void *)(uintptr_t)d;
+    }
+    ctx_leave(entered);
+    if (r != CUDA_SUCCESS)
+        MXU_FAIL(MXU_ERR_NO_MEMORY, "%s(%zu) for stream %p failed: %s", what, bytes, cs->pub.handle,
+                 cu_err(r));
+    return MXU_OK;
+}
+
+mxu_status_t mxa_cuda_stream_copy(mxa_stream_t *s, void *dst, const void *src, size_t bytes)
+{
+    cuda_stream_t *cs = (cuda_stream_t *)s;
+    if (MXA_CU(cuMemcpyAsync) == NULL)
+        MXU_FAIL(MXU_ERR_UNSUPPORTED, "cuMemcpyAsync is not available in this driver");
+    int entered = ctx_enter(cs->ctx->ctx);
+    if (entered < 0)
+        MXU_FAIL(MXU_ERR_INVALID_STREAM, "cannot make the context of stream %p current",
+                 cs->pub.handle);
+    CUresult r = MXA_CU(cuMemcpyAsync)((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src,
+                                       bytes, cs->cu);
+    ctx_leave(entered);
+    if (r != CUDA_SUCCESS)
+        MXU_FAIL(cu_err_is_bad_handle(r) ? MXU_ERR_INVALID_STREAM : MXU_ERR_NO_DEVICE,
+                 "stream-ordered copy of %zu bytes on stream %p failed: %s", bytes, cs->pub.handle,
+                 cu_err(r));
+    return MXU_OK;
+}

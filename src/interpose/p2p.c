@@ -522,13 +522,65 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int 
     return rc != MPI_SUCCESS ? rc : rc2;
 }
 
+/* MPI_Sendrecv_replace on a stream: the message arrives in a scratch
+ * buffer of the stream (mxa_stream_scratch: same memory kind as buf), which
+ * first gets buf's bytes, so that a shorter message leaves the rest of buf
+ * as it was (MPI's rule); after the stream wait on both, the scratch is
+ * copied back into buf. Every step is stream-ordered: copy buf -> scratch,
+ * receive into it, send from buf, wait for both, copy scratch -> buf; the
+ * call returns at once. A scratch handed to a later call on the stream is
+ * safe to reuse: that call's receive can write it only once the stream has
+ * passed this call's copies. */
+static int mxi_sendrecv_replace_on_stream(mxa_stream_t *s, mxi_origin_t origin, void *buf,
+                                          int count, MPI_Datatype dt, int dest, int sendtag,
+                                          int source, int recvtag, MPI_Comm comm,
+                                          MPI_Status *status)
+{
+    mxi_comm_t *c;
+    size_t bytes = 0;
+    MPI_Request dummy;
+    int rc = mxi_send_args(buf, count, dt, dest, sendtag, comm, &dummy, &c, &bytes);
+    if (rc == MPI_SUCCESS)
+        rc = mxi_recv_args(buf, count, dt, source, recvtag, comm, &dummy, &c, &bytes);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    void *rbuf = buf; /* nothing to send: receive in place */
+    if (dest != MPI_PROC_NULL && source != MPI_PROC_NULL && bytes > 0) {
+        rbuf = mxa_stream_scratch(s, mxa_memtype(buf, bytes), bytes);
+        if (!rbuf)
+            return mxi_raise(comm, MXI_E_NO_MEM,
+                             "MPI_Sendrecv_replace: no scratch memory of %zu bytes for the stream",
+                             bytes);
+        mxu_status_t st = mxa_stream_copy(s, rbuf, buf, bytes);
+        if (st != MXU_OK)
+            return mxi_raise_code(comm, mxi_status_to_mpi(st));
+    }
+    MPI_Request reqs[2];
+    rc = mxi_irecv(s, origin, rbuf, count, dt, source, recvtag, comm, &reqs[1]);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    rc = mxi_isend(s, origin, buf, count, dt, dest, sendtag, comm, 0, &reqs[0]);
+    if (rc != MPI_SUCCESS) {
+        mxi_stream_waitall(s, 1, &reqs[1], NULL, comm); /* the receive is still waited for */
+        return rc;
+    }
+    rc = mxi_stream_waitall(s, 1, &reqs[0], NULL, comm);
+    int rc2 = mxi_stream_waitall(s, 1, &reqs[1], status == MPI_STATUS_IGNORE ? NULL : status, comm);
+    if (rbuf != buf) {
+        mxu_status_t st = mxa_stream_copy(s, buf, rbuf, bytes);
+        if (st != MXU_OK && rc == MPI_SUCCESS && rc2 == MPI_SUCCESS)
+            return mxi_raise_code(comm, mxi_status_to_mpi(st));
+    }
+    return rc != MPI_SUCCESS ? rc : rc2;
+}
+
 int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag,
                          int source, int recvtag, MPI_Comm comm, MPI_Status *status)
 {
     MXI_ROUTE_RETURN(
         comm, datatype, s, origin,
-        mxi_raise(comm, MXI_E_UNSUPPORTED,
-                  "MPI_Sendrecv_replace is not stream-ordered; use MPI_Sendrecv"),
+        mxi_sendrecv_replace_on_stream(s, origin, buf, count, datatype, dest, sendtag, source,
+                                       recvtag, comm, status),
         PMPI_Sendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, status));
 }
 

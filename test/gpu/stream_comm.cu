@@ -7,8 +7,9 @@
  *
  *   A  MPI_Comm_dup_with_info(MPI_COMM_WORLD, {mpix_acc_stream: s}):
  *      fill ; MPI_Irecv ; MPI_Isend ; MPI_Waitall ; check     (ring, 1000 it.)
- *   B  same communicator: MPI_Send / MPI_Recv (even ranks send first) and
- *      MPI_Sendrecv, with fill and check kernels               (200 it.)
+ *   B  same communicator: MPI_Send / MPI_Recv (even ranks send first),
+ *      MPI_Sendrecv and MPI_Sendrecv_replace (through the stream's
+ *      device scratch), with fill and check kernels            (200 it.)
  *   C  MPIX_Acc_Comm_set_stream on a plain duplicate with a second stream,
  *      MPI_Comm_get_info returns the key                        (200 it.)
  *
@@ -88,7 +89,8 @@ int main(int argc, char **argv)
         long iters = scaled(200, scale);
         int tag = (int)(100 + si);
         char what[128];
-        snprintf(what, sizeof what, "B: Send/Recv + Sendrecv size %zu x %ld", n, iters);
+        snprintf(what, sizeof what, "B: Send/Recv + Sendrecv + Sendrecv_replace size %zu x %ld", n,
+                 iters);
         t_phase(what);
         for (long it = 0; it < iters; it++) {
             /* ring shift with Send/Recv: even ranks send first */
@@ -106,6 +108,11 @@ int main(int argc, char **argv)
             T_MPI(MPI_Sendrecv(sbuf, (int)n, MPI_BYTE, prev, tag + 50, rbuf, (int)n, MPI_BYTE, next,
                                tag + 50, scomm, MPI_STATUS_IGNORE));
             gt_check(&chk, GT_DEVICE, rbuf, n, gt_seed(next, it, tag + 50), it, s);
+            /* and MPI_Sendrecv_replace, in place in sbuf */
+            gt_fill(GT_DEVICE, sbuf, n, gt_seed(t_rank, it, tag + 70), s);
+            T_MPI(MPI_Sendrecv_replace(sbuf, (int)n, MPI_BYTE, next, tag + 70, prev, tag + 70,
+                                       scomm, MPI_STATUS_IGNORE));
+            gt_check(&chk, GT_DEVICE, sbuf, n, gt_seed(prev, it, tag + 70), it, s);
         }
         GT_CUDA(cudaStreamSynchronize(s));
         gt_checker_verify(&chk, what);
