@@ -151,6 +151,16 @@ void *mxa_stream_scratch(mxa_stream_t *s, mxa_memtype_t k, size_t bytes)
         pthread_mutex_unlock(&scratch_lock);
         return p;
     }
+    if (s->kind == MXA_KIND_CUDA && s->backend->capturing && s->backend->capturing(s)) {
+        /* allocating while a stream is captured (CUDA's global mode)
+         * would invalidate the capture */
+        pthread_mutex_unlock(&scratch_lock);
+        MXU_LOG(MXU_LOG_ERROR,
+                "stream %p is being captured: its scratch (%zu bytes) must exist before the "
+                "capture (make the same call once before capturing)",
+                s->handle, bytes);
+        return NULL;
+    }
     if (e)
         e->stream = NULL; /* outgrown: kept, an earlier call may still use it */
     size_t want = 4096;

@@ -136,7 +136,9 @@ void mxa_set_stream_free_hook(mxa_stream_free_fn fn);
  * after an earlier one's. A larger request gets a new one; the outgrown
  * one is kept (an earlier call's operations may still use it). Host
  * memory is freed at mxa_finalize, CUDA memory never (freeing waits for
- * the device). NULL when none can be had (logged). Application threads;
+ * the device). NULL when none can be had, or a CUDA stream being captured
+ * needs a new one (allocating would invalidate the capture; logged).
+ * Application threads;
  * calls on one stream are serialized by the caller, as stream use is. */
 void *mxa_stream_scratch(mxa_stream_t *s, mxa_memtype_t k, size_t bytes);
 /* Enqueue on s a copy of bytes from src to dst (memory s's executor

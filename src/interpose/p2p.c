@@ -549,7 +549,8 @@ static int mxi_sendrecv_replace_on_stream(mxa_stream_t *s, mxi_origin_t origin, 
         rbuf = mxa_stream_scratch(s, mxa_memtype(buf, bytes), bytes);
         if (!rbuf)
             return mxi_raise(comm, MXI_E_NO_MEM,
-                             "MPI_Sendrecv_replace: no scratch memory of %zu bytes for the stream",
+                             "MPI_Sendrecv_replace: no scratch memory of %zu bytes for the stream "
+                             "(being captured into a graph? make the call once before capturing)",
                              bytes);
         mxu_status_t st = mxa_stream_copy(s, rbuf, buf, bytes);
         if (st != MXU_OK)
