@@ -471,13 +471,6 @@ const char *mxa_cuda_stream_pci_busid(mxa_stream_t *s)
     return b[0] ? b : NULL;
 }
 
-#else /* !MPIXACC_HAVE_CUDA */
-
-/* ISO C forbids an empty translation unit. */
-typedef int mxa_cuda_unused_t;
-
-#endif
-
 /* ------------------------------------------------ scratch and copies */
 
 mxu_status_t mxa_cuda_scratch_alloc(mxa_stream_t *s, mxa_memtype_t k, size_t bytes, void **out)
@@ -530,3 +523,10 @@ mxu_status_t mxa_cuda_stream_copy(mxa_stream_t *s, void *dst, const void *src, s
                  cu_err(r));
     return MXU_OK;
 }
+
+#else /* !MPIXACC_HAVE_CUDA */
+
+/* ISO C forbids an empty translation unit. */
+typedef int mxa_cuda_unused_t;
+
+#endif
