@@ -288,8 +288,8 @@ extern "C" __global__ void mxa_sx_send_kernel(mxa_sx_send_desc_t d)
          * (mxe_sx_send_outcome). */
         if (!in_ring)
             mxa_sx_fence();
-        mxa_sx_store_relaxed(&((mxa_sx_record_t *)(size_t)d.record)->done,
-                             mxa_sx_done_word(d.bytes, in_ring ? MXA_SX_SENT : MXA_SX_BOUNCED, -1));
+        mxa_sx_record_finish_relaxed((mxa_sx_record_t *)(size_t)d.record, d.bytes,
+                                     in_ring ? MXA_SX_SENT : MXA_SX_BOUNCED, -1);
         if (d.trigger_word)
             mxa_sx_store_relaxed((uint64_t *)(size_t)d.trigger_word, d.trigger_seq);
         MXA_SX_TM_SEND(t0, t1, t2);
@@ -514,8 +514,8 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
             if (d->flags & MXA_SX_RECV_FENCE)
                 mxa_sx_fence();
             if ((outcome == MXA_SX_OK || outcome == MXA_SX_TRUNCATED) && s_slot >= 0)
-                mxa_sx_store_relaxed((uint64_t *)(size_t)d->consumed + s_slot, s_n + 1);
-            mxa_sx_store_relaxed(&rec->done, mxa_sx_done_word(take, outcome, s_slot));
+                mxa_sx_consume_relaxed((uint64_t *)(size_t)d->consumed, (unsigned)s_slot, s_n);
+            mxa_sx_record_finish_relaxed(rec, take, outcome, s_slot);
         }
         if (blockIdx.x == 0)
             MXA_SX_TM_RECV(tr0, s_thit, tr2, tr3);

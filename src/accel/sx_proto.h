@@ -371,6 +371,13 @@ MXA_SX_FN void mxa_sx_consume(uint64_t *consumed, uint32_t slot, uint64_t n)
      * block's) reads of the slot before the sender may rewrite it */
     mxa_sx_store_release(&consumed[slot], n + 1);
 }
+/* The same without the release's fence (CUDA steps, which fence only
+ * where a reader needs it, cuda_kernels.cu): the caller's reads of the
+ * slot have returned the values it already used. */
+MXA_SX_FN void mxa_sx_consume_relaxed(uint64_t *consumed, uint32_t slot, uint64_t n)
+{
+    mxa_sx_store_relaxed(&consumed[slot], n + 1);
+}
 
 /* Sender's step: claim the slot if it is free (1), else 0. */
 MXA_SX_FN int mxa_sx_slot_claim(const mxa_sx_send_desc_t *d)
@@ -402,6 +409,13 @@ MXA_SX_FN uint64_t mxa_sx_done_bytes(uint64_t w) { return w >> 17; }
 MXA_SX_FN void mxa_sx_record_finish(mxa_sx_record_t *r, uint64_t bytes, int32_t error, int32_t slot)
 {
     mxa_sx_store_release(&r->done, mxa_sx_done_word(bytes, error, slot));
+}
+/* The same as a relaxed store: the caller fenced before it if the reader
+ * of the record relies on the step's other stores. */
+MXA_SX_FN void mxa_sx_record_finish_relaxed(mxa_sx_record_t *r, uint64_t bytes, int32_t error,
+                                            int32_t slot)
+{
+    mxa_sx_store_relaxed(&r->done, mxa_sx_done_word(bytes, error, slot));
 }
 
 #endif
