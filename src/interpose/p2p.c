@@ -492,6 +492,28 @@ int MPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Com
                      PMPI_Recv(buf, count, dt, source, tag, comm, status));
 }
 
+/* MPI_Sendrecv on a stream: receive, send, a stream wait on each (the
+ * receive's with the status); returns at once. */
+static int mxi_sendrecv_on_stream(mxa_stream_t *s, mxi_origin_t origin, const void *sendbuf,
+                                  int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
+                                  void *recvbuf, int recvcount, MPI_Datatype recvtype, int source,
+                                  int recvtag, MPI_Comm comm, MPI_Status *status)
+{
+    MPI_Request reqs[2];
+    int rc = mxi_irecv(s, origin, recvbuf, recvcount, recvtype, source, recvtag, comm, &reqs[1]);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    rc = mxi_isend(s, origin, sendbuf, sendcount, sendtype, dest, sendtag, comm, 0, &reqs[0]);
+    if (rc != MPI_SUCCESS) {
+        /* Keep the stream consistent: the receive is still waited for. */
+        mxi_stream_waitall(s, 1, &reqs[1], NULL, comm);
+        return rc;
+    }
+    rc = mxi_stream_waitall(s, 1, &reqs[0], NULL, comm);
+    int rc2 = mxi_stream_waitall(s, 1, &reqs[1], status == MPI_STATUS_IGNORE ? NULL : status, comm);
+    return rc != MPI_SUCCESS ? rc : rc2;
+}
+
 int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
                  void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
                  MPI_Comm comm, MPI_Status *status)
@@ -507,19 +529,8 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int 
     if (r == 0)
         return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount,
                              recvtype, source, recvtag, comm, status);
-    MPI_Request reqs[2];
-    int rc = mxi_irecv(s, origin, recvbuf, recvcount, recvtype, source, recvtag, comm, &reqs[1]);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    rc = mxi_isend(s, origin, sendbuf, sendcount, sendtype, dest, sendtag, comm, 0, &reqs[0]);
-    if (rc != MPI_SUCCESS) {
-        /* Keep the stream consistent: the receive is still waited for. */
-        mxi_stream_waitall(s, 1, &reqs[1], NULL, comm);
-        return rc;
-    }
-    rc = mxi_stream_waitall(s, 1, &reqs[0], NULL, comm);
-    int rc2 = mxi_stream_waitall(s, 1, &reqs[1], status == MPI_STATUS_IGNORE ? NULL : status, comm);
-    return rc != MPI_SUCCESS ? rc : rc2;
+    return mxi_sendrecv_on_stream(s, origin, sendbuf, sendcount, sendtype, dest, sendtag, recvbuf,
+                                  recvcount, recvtype, source, recvtag, comm, status);
 }
 
 /* MPI_Sendrecv_replace on a stream: the message arrives in a scratch
@@ -556,23 +567,14 @@ static int mxi_sendrecv_replace_on_stream(mxa_stream_t *s, mxi_origin_t origin, 
         if (st != MXU_OK)
             return mxi_raise_code(comm, mxi_status_to_mpi(st));
     }
-    MPI_Request reqs[2];
-    rc = mxi_irecv(s, origin, rbuf, count, dt, source, recvtag, comm, &reqs[1]);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    rc = mxi_isend(s, origin, buf, count, dt, dest, sendtag, comm, 0, &reqs[0]);
-    if (rc != MPI_SUCCESS) {
-        mxi_stream_waitall(s, 1, &reqs[1], NULL, comm); /* the receive is still waited for */
-        return rc;
-    }
-    rc = mxi_stream_waitall(s, 1, &reqs[0], NULL, comm);
-    int rc2 = mxi_stream_waitall(s, 1, &reqs[1], status == MPI_STATUS_IGNORE ? NULL : status, comm);
+    rc = mxi_sendrecv_on_stream(s, origin, buf, count, dt, dest, sendtag, rbuf, count, dt, source,
+                                recvtag, comm, status);
     if (rbuf != buf) {
         mxu_status_t st = mxa_stream_copy(s, buf, rbuf, bytes);
-        if (st != MXU_OK && rc == MPI_SUCCESS && rc2 == MPI_SUCCESS)
+        if (st != MXU_OK && rc == MPI_SUCCESS)
             return mxi_raise_code(comm, mxi_status_to_mpi(st));
     }
-    return rc != MPI_SUCCESS ? rc : rc2;
+    return rc;
 }
 
 int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag,
