@@ -197,6 +197,35 @@ T_UNUSED static void t_expect_transport_error(int rc, const char *what, double t
             dt, s);
 }
 
+/* The victim of a fault test: wait for rank `from`'s go (an int, tag
+ * `tag`, MPI_COMM_WORLD), then die by SIGKILL (never returns). */
+T_UNUSED static void t_victim_die_on(int from, int tag)
+{
+    t_phase("victim");
+    int go = 0;
+    T_MPI(MPI_Recv(&go, 1, MPI_INT, from, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    fprintf(stderr, "[%s] rank %d: raise(SIGKILL) now\n", t_name, t_rank);
+    fflush(stderr);
+    raise(SIGKILL);
+    t_fail("still alive after raise(SIGKILL)");
+}
+
+/* MPI_Finalize with a failed peer or link: reported before and after
+ * ("[name] rank R: MPI_Finalize returned RC after S s", which the fault
+ * scripts check), bounded by a guard of guard_s seconds. */
+T_UNUSED static int t_finalize_timed(int guard_s)
+{
+    fprintf(stderr, "[%s] rank %d: calling MPI_Finalize\n", t_name, t_rank);
+    fflush(stderr);
+    t_guard(guard_s);
+    double tf = t_now();
+    int rc = MPI_Finalize();
+    alarm(0);
+    fprintf(stderr, "[%s] rank %d: MPI_Finalize returned %d after %.2f s\n", t_name, t_rank, rc,
+            t_now() - tf);
+    return rc;
+}
+
 /* ------------------------------------------------------------------ */
 /* ranks, end                                                          */
 

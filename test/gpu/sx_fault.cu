@@ -22,8 +22,6 @@
  */
 #include "gpu_common.h"
 
-#include <signal.h>
-
 int main(int argc, char **argv)
 {
     gt_init(&argc, &argv, "sx_fault", 90);
@@ -62,15 +60,8 @@ int main(int argc, char **argv)
     }
     T_MPI(MPI_Barrier(MPI_COMM_WORLD));
 
-    if (t_rank == victim) {
-        t_phase("victim");
-        int go = 0;
-        T_MPI(MPI_Recv(&go, 1, MPI_INT, 0, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-        fprintf(stderr, "[peer_fault] rank %d: raise(SIGKILL) now\n", t_rank);
-        fflush(stderr);
-        raise(SIGKILL);
-        t_fail("still alive after raise(SIGKILL)");
-    }
+    if (t_rank == victim)
+        t_victim_die_on(0, 99);
 
     t_phase("enqueue receives from the victim");
     MPI_Request on_stream = MPI_REQUEST_NULL, on_host = MPI_REQUEST_NULL;
@@ -100,14 +91,7 @@ int main(int argc, char **argv)
 
     T_MPI(MPI_Comm_free(&sxc));
     t_phase("MPI_Finalize with a failed peer");
-    fprintf(stderr, "[peer_fault] rank %d: calling MPI_Finalize\n", t_rank);
-    fflush(stderr);
-    t_guard(45);
-    double tf = t_now();
-    int rc = MPI_Finalize();
-    alarm(0);
-    fprintf(stderr, "[peer_fault] rank %d: MPI_Finalize returned %d after %.2f s\n", t_rank, rc,
-            t_now() - tf);
+    t_finalize_timed(45);
     printf("[peer_fault] PASS survivor (peer-errors mode, %d ranks, stream-executed receives on "
            "the GPU)\n",
            t_size);

@@ -118,6 +118,27 @@ static inline int t_finish(void)
     return t_end("");
 }
 
+/* A stream communicator on a new host stream: a duplicate of
+ * MPI_COMM_WORLD with the stream attached (MPIX_Acc_Comm_set_stream) and
+ * MPI_ERRORS_RETURN; *s gets the stream. Undo with t_stream_comm_free. */
+T_UNUSED static MPI_Comm t_stream_comm(MPIX_Acc_stream *s)
+{
+    MPI_Comm c;
+    T_MPI(MPIX_Acc_Hoststream_create(s));
+    T_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &c));
+    T_MPI(MPIX_Acc_Comm_set_stream(c, *s));
+    T_MPI(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN));
+    return c;
+}
+
+/* Synchronize the stream, free the communicator and the stream. */
+T_UNUSED static void t_stream_comm_free(MPI_Comm *c, MPIX_Acc_stream *s)
+{
+    T_MPI(MPIX_Acc_Hoststream_synchronize(*s));
+    T_MPI(MPI_Comm_free(c));
+    T_MPI(MPIX_Acc_Hoststream_free(s));
+}
+
 /* ------------------------------------------------------------------ */
 /* host-stream work items                                              */
 

@@ -134,13 +134,7 @@ int main(int argc, char **argv)
         T_MPI(MPIX_Acc_Hoststream_synchronize(S2));
     }
     t_phase("MPI_Finalize");
-    fprintf(stderr, "[link_down] rank %d: calling MPI_Finalize\n", t_rank);
-    t_guard(60);
-    double tf = t_now();
-    int rc = MPI_Finalize();
-    alarm(0);
-    fprintf(stderr, "[link_down] rank %d: MPI_Finalize returned %d after %.2f s\n", t_rank, rc,
-            t_now() - tf);
+    t_finalize_timed(60);
     if (t_rank == 0)
         printf("[link_down] PASS (%s mode)\n", errors_mode ? "peer-errors" : "default");
     fflush(stdout);

@@ -40,8 +40,6 @@
  */
 #include "common.h"
 
-#include <signal.h>
-
 int main(int argc, char **argv)
 {
     t_init(&argc, &argv, "peer_fault", 60);
@@ -81,15 +79,8 @@ int main(int argc, char **argv)
     }
     T_MPI(MPI_Barrier(MPI_COMM_WORLD));
 
-    if (t_rank == victim) {
-        t_phase("victim");
-        int go = 0;
-        T_MPI(MPI_Recv(&go, 1, MPI_INT, 0, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-        fprintf(stderr, "[peer_fault] rank %d: raise(SIGKILL) now\n", t_rank);
-        fflush(stderr);
-        raise(SIGKILL);
-        t_fail("still alive after raise(SIGKILL)");
-    }
+    if (t_rank == victim)
+        t_victim_die_on(0, 99);
 
     t_phase("enqueue operations involving the victim");
     static uint8_t r11[64], r12[64], r13[64], r15[64], r16[64];
@@ -184,15 +175,7 @@ int main(int argc, char **argv)
     if (t_rank == 0 && errors_mode)
         T_MPI(MPI_Comm_free(&sxc));
     t_phase("MPI_Finalize with a failed peer");
-    fprintf(stderr, "[peer_fault] rank %d: calling MPI_Finalize\n", t_rank);
-    fflush(stderr);
-    t_guard(45);
-    double tf = t_now();
-    int rc = MPI_Finalize();
-    double dt = t_now() - tf;
-    alarm(0);
-    fprintf(stderr, "[peer_fault] rank %d: MPI_Finalize returned %d after %.2f s\n", t_rank, rc,
-            dt);
+    t_finalize_timed(45);
     if (t_rank == 0)
         printf("[peer_fault] PASS survivor (%s mode, %d ranks)\n",
                errors_mode ? "peer-errors" : "default", t_size);

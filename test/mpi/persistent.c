@@ -206,19 +206,13 @@ int main(int argc, char **argv)
     t_init(&argc, &argv, "persistent", 200);
     next = (t_rank + 1) % t_size;
     prev = (t_rank - 1 + t_size) % t_size;
-    T_MPI(MPIX_Acc_Hoststream_create(&S));
-    MPI_Comm c;
-    T_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &c));
-    T_MPI(MPIX_Acc_Comm_set_stream(c, S));
-    T_MPI(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN));
+    MPI_Comm c = t_stream_comm(&S);
     ring_restart(c);
     call_order(c);
     host_completion(c);
     misuse_and_free(c);
     init_checks(c);
     plain_comm();
-    T_MPI(MPIX_Acc_Hoststream_synchronize(S));
-    T_MPI(MPI_Comm_free(&c));
-    T_MPI(MPIX_Acc_Hoststream_free(&S));
+    t_stream_comm_free(&c, &S);
     return t_finish();
 }

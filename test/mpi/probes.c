@@ -137,15 +137,10 @@ int main(int argc, char **argv)
     t_init(&argc, &argv, "probes", 120);
     next = (t_rank + 1) % t_size;
     prev = (t_rank - 1 + t_size) % t_size;
-    T_MPI(MPIX_Acc_Hoststream_create(&S));
-    MPI_Comm c;
-    T_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &c));
-    T_MPI(MPIX_Acc_Comm_set_stream(c, S));
-    T_MPI(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN));
+    MPI_Comm c = t_stream_comm(&S);
     stream_comm_probes(c);
     plain_comm_probes();
-    T_MPI(MPI_Comm_free(&c));
-    T_MPI(MPIX_Acc_Hoststream_free(&S));
+    t_stream_comm_free(&c, &S);
     int rc = t_finish();
     unlink(logpath);
     return rc;

@@ -160,18 +160,12 @@ int main(int argc, char **argv)
     t_init(&argc, &argv, "sendrecv_replace", 120);
     next = (t_rank + 1) % t_size;
     prev = (t_rank - 1 + t_size) % t_size;
-    T_MPI(MPIX_Acc_Hoststream_create(&S));
-    MPI_Comm c;
-    T_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &c));
-    T_MPI(MPIX_Acc_Comm_set_stream(c, S));
-    T_MPI(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN));
+    MPI_Comm c = t_stream_comm(&S);
     ring_shift(c);
     back_to_back(c);
     shorter_message(c);
     proc_null(c);
     errors_and_plain(c);
-    T_MPI(MPIX_Acc_Hoststream_synchronize(S));
-    T_MPI(MPI_Comm_free(&c));
-    T_MPI(MPIX_Acc_Hoststream_free(&S));
+    t_stream_comm_free(&c, &S);
     return t_finish();
 }
