@@ -91,6 +91,12 @@ _Static_assert(offsetof(mxa_sx_ctrl_t, mirror) % 64 == 0, "mirror must be 64-byt
 
 static uint64_t sx_now_ns(void);
 static int sx_dring_for(const mxa_sx_link_t *l, const mxa_stream_t *s);
+/* Sender: does a send on s go into the receiver's device ring (mapped,
+ * and s's executor reaches it)? Once true, true for good. */
+static int sx_dring_in_use(const mxa_sx_link_t *l, const mxa_stream_t *s)
+{
+    return l->dr_state == SX_DR_READY && sx_dring_for(l, s);
+}
 static void sx_dring_advance(mxa_sx_link_t *l, mxa_stream_t *s);
 
 static size_t sx_page_round(size_t n)
@@ -373,12 +379,13 @@ size_t mxa_sx_link_slot_bytes(const mxa_sx_link_t *l) { return (size_t)l->ctrl->
  * MXA_SX_DRING_EAGER_FACTOR times it once the receiver's device ring is
  * mapped for s (one NVLink crossing: LL words written by one block beat
  * UCX's rendezvous up to ~96 KiB on 2 x H100, session 10), never more
- * than a slot. The same test as mxa_sx_enqueue_send's choice of ring, and
- * a device ring once mapped stays mapped: the send goes where this said. */
+ * than a slot. mxa_sx_enqueue_send chooses the ring by the same test
+ * (sx_dring_in_use), which stays true once true: the send goes where this
+ * said. */
 size_t mxa_sx_link_send_limit(const mxa_sx_link_t *l, const mxa_stream_t *s, size_t eager_limit)
 {
     size_t lim = eager_limit, slot = mxa_sx_link_slot_bytes(l);
-    if (l->dr_state == SX_DR_READY && sx_dring_for(l, s))
+    if (sx_dring_in_use(l, s))
         lim = eager_limit > SIZE_MAX / MXA_SX_DRING_EAGER_FACTOR
                   ? SIZE_MAX
                   : eager_limit * MXA_SX_DRING_EAGER_FACTOR;
@@ -1126,7 +1133,7 @@ mxu_status_t mxa_sx_enqueue_send(mxa_stream_t *s, mxa_sx_send_t *m)
     unsigned nslots = l->ctrl->nslots;
     size_t slot = (size_t)(m->n % nslots);
     /* the device ring once mapped for this stream; else the shared one */
-    int dr = l->dr_state == SX_DR_READY && sx_dring_for(l, s);
+    int dr = sx_dring_in_use(l, s);
     mxa_sx_send_desc_t d = {
         .slot = dr ? l->dr_base + slot * l->slot_stride
                    : sx_addr(l, s, l->ring_off + slot * l->slot_stride),
