@@ -434,7 +434,8 @@ sx_mps_stop() {
 }
 if selected "sx/sx_path"; then
     sx_mps_start
-    run_test "sx/sx_path" 300 'stats: path sx: sent [1-9][0-9]* messages' -- env MPIX_ACC_SX=on \
+    # (messages in device rings, bulk ones among them)
+    run_test "sx/sx_path" 300 'messages sent into them [1-9][0-9]* .bulk [1-9]' -- env MPIX_ACC_SX=on \
         MPIX_ACC_STATS=1 MPIX_ACC_LOG=warn "$MPIEXEC" $LAUNCH -n 2 "$BIN/sx_path" --timeout=$GUARD
     sx_mps_stop
 fi
@@ -628,7 +629,7 @@ if [ "$APPS" = 1 ]; then
     fi
     run_test "apps/bench-sx" 240 'RESULT: OK' -- env MPIX_ACC_LOG=warn MPIX_ACC_SX=on MPIX_ACC_STATS=1 \
         "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/bench/mpixacc_bench" --backend cuda \
-        --variant acc,acc-sx,acc-sync,acc-sx-sync,staged,nccl --sizes 8,64,512,4K,64K,1M,16M,64M --timeout 200 \
+        --variant acc,acc-sx,acc-sync,acc-sx-sync,staged,nccl --sizes 8,64,512,4K,64K,256K,1M,16M,64M --timeout 200 \
         --csv "$RES/bench-sx.csv"
     # the same without programmatic dependent launch of the send steps
     run_test "apps/bench-sx-nopdl" 120 'RESULT: OK' -- env MPIX_ACC_LOG=warn MPIX_ACC_SX=on \

@@ -65,6 +65,9 @@ mxu_status_t mxa_cuda_sx_dring_alloc(void *ctx, size_t *bytes, uint64_t *base, i
 mxu_status_t mxa_cuda_sx_dring_import(void *ctx, int fd, size_t bytes, uint64_t *base);
 /* Copy device-ring bytes to host memory (progress thread, synchronous). */
 mxu_status_t mxa_cuda_sx_dring_read(void *ctx, uint64_t src, void *dst, size_t bytes);
+/* Zeroed device memory of ctx's GPU for a sender's bulk-step scratch
+ * (kept until exit, like the rings). */
+mxu_status_t mxa_cuda_sx_scratch_alloc(void *ctx, size_t bytes, uint64_t *dptr);
 #endif
 
 #endif

@@ -228,8 +228,105 @@ static __device__ __forceinline__ uint64_t mxa_ll_load(const uint64_t *p)
     return x;
 }
 
+/* GPU-scope accesses to the sender's own scratch words (bulk steps). */
+static __device__ __forceinline__ mxa_u64 mxa_ld_acquire_gpu(const mxa_u64 *p)
+{
+    mxa_u64 v;
+    asm volatile("ld.acquire.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+static __device__ __forceinline__ void mxa_st_release_gpu(mxa_u64 *p, mxa_u64 v)
+{
+    asm volatile("st.release.gpu.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+/* Bytes [*lo, *hi) of n that part `part` of `parts` copies (16-byte
+ * multiples, so 16-byte aligned ends stay aligned). */
+static __device__ __forceinline__ void mxa_sx_share(uint64_t n, unsigned part, unsigned parts,
+                                                    uint64_t *lo, uint64_t *hi)
+{
+    uint64_t per = ((n + parts - 1) / parts + 15) & ~15ull;
+    uint64_t a = per * part;
+    *lo = a < n ? a : n;
+    *hi = *lo + per < n ? *lo + per : n;
+}
+
+/* A multi-block step decides once whether the slots are free: the first
+ * block to arrive claims them (mxa_sx_slot_claim) and publishes the
+ * outcome in the slot's decision word, (n + 1) << 2 | 1 (free) or 2
+ * (taken); the others wait for it -- only ever for a block that is
+ * already running, so no block count or residency is assumed. Thread 0. */
+static __device__ int mxa_sx_bulk_decide(const mxa_sx_send_desc_t *d)
+{
+    mxa_u64 *w = (mxa_u64 *)(size_t)d->scratch;
+    mxa_u64 want = (mxa_u64)(d->n + 1) << 2;
+    for (;;) {
+        mxa_u64 v = mxa_ld_acquire_gpu(w);
+        if ((v & ~3ull) == want) {
+            if (v & 3ull)
+                return (v & 3ull) == 1ull;
+            continue; /* the deciding block is between its claim's loads */
+        }
+        if (atomicCAS(w, v, want) == v) {
+            int free = mxa_sx_slot_claim(d);
+            mxa_st_release_gpu(w, want | (free ? 1ull : 2ull));
+            return free;
+        }
+    }
+}
+
+/* A bulk message (sx_proto.h): every block copies its share of the
+ * message into the bulk slot (or, when a slot is taken, the bounce
+ * buffer), publishes it with a system-scope fence and counts itself in
+ * the slot's second scratch word; the last one writes the header's LL
+ * words (the receiver's acquire of them orders its reads of the data),
+ * the record and the trigger. */
+static __device__ void mxa_sx_send_bulk(const mxa_sx_send_desc_t &d)
+{
+    __shared__ int s_free;
+    if (!d.early_claim)
+        mxa_pdl_wait();
+    if (threadIdx.x == 0)
+        s_free = mxa_sx_bulk_decide(&d);
+    __syncthreads();
+    mxa_pdl_wait(); /* before reading the buffer the kernel ahead may write */
+    int in_ring = s_free;
+    uint64_t lo, hi;
+    mxa_sx_share(d.bytes, blockIdx.x, gridDim.x, &lo, &hi);
+    unsigned char *dst = (unsigned char *)(size_t)(in_ring ? d.bulk : d.bounce);
+    if (hi > lo)
+        mxa_sx_copy(dst + lo, (const unsigned char *)(size_t)d.src + lo, hi - lo);
+    __syncthreads();
+    if (threadIdx.x != 0)
+        return;
+    mxa_sx_fence(); /* the block's stores (barrier; fences are cumulative) */
+    mxa_u64 *cnt = (mxa_u64 *)(size_t)d.scratch + 1;
+    if (atomicAdd(cnt, 1ull) != (mxa_u64)gridDim.x - 1)
+        return;
+    mxa_sx_fence(); /* every block's copy, seen through the count */
+    *(volatile mxa_u64 *)cnt = 0; /* for the slot's next message (after this one's consume) */
+    if (in_ring) {
+        uint64_t *h = (uint64_t *)(size_t)d.slot;
+        uint64_t w[MXA_SX_LL_HDR_WORDS];
+        mxa_sx_ll_header(&d, w);
+        for (int i = 0; i < MXA_SX_LL_HDR_WORDS / 2; i++)
+            mxa_ll_store2(h + 2 * i, w[2 * i], w[2 * i + 1]);
+        if (d.mirror)
+            for (int i = 0; i < MXA_SX_LL_HDR_WORDS / 2; i++)
+                mxa_ll_store2((uint64_t *)(size_t)d.mirror + 2 * i, w[2 * i], w[2 * i + 1]);
+    }
+    mxa_sx_record_finish_relaxed((mxa_sx_record_t *)(size_t)d.record, d.bytes,
+                                 in_ring ? MXA_SX_SENT : MXA_SX_BOUNCED, -1);
+    if (d.trigger_word)
+        mxa_sx_store_relaxed((uint64_t *)(size_t)d.trigger_word, d.trigger_seq);
+}
+
 extern "C" __global__ void mxa_sx_send_kernel(mxa_sx_send_desc_t d)
 {
+    if (d.bulk) {
+        mxa_sx_send_bulk(d);
+        return;
+    }
     __shared__ int s_free;
     uint64_t *h = (uint64_t *)(size_t)d.slot;
     MXA_SX_TM_DECL(t0 = mxa_sx_tm_now(), t1 = 0, t2 = 0);
@@ -304,11 +401,21 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
     __shared__ int s_outcome;
     __shared__ volatile int s_gave_up;
     __shared__ int s_inline;                     /* the scan read the whole message */
+    __shared__ int s_bulk;                       /* a bulk message (its data in a bulk slot) */
     __shared__ uint64_t s_pw[MXA_SX_SCAN_WORDS]; /* its payload words */
     /* a send step behind this one may start now (it waits for this grid
      * before it reads anything this grid writes) */
     mxa_pdl_launch_dependents();
-    const mxa_sx_recv_desc_t *d = &p.d[blockIdx.x];
+    /* receive i has blocks [i * per, i * per + d->blocks): part 0 leads
+     * (it acts on the record's desc word, the abort word and the deadline);
+     * helpers find the same header, copy their share of a bulk message,
+     * and stop when the record is finished or reused */
+    unsigned per = p.per > 0 ? (unsigned)p.per : 1u;
+    unsigned ri = blockIdx.x / per, part = blockIdx.x % per;
+    if ((int)ri >= p.n || part >= (p.d[ri].blocks ? p.d[ri].blocks : 1u))
+        return;
+    const mxa_sx_recv_desc_t *d = &p.d[ri];
+    const int helper = part > 0;
     mxa_sx_record_t *rec = (mxa_sx_record_t *)(size_t)d->record;
     uint64_t start = mxa_sx_now_ns();
     MXA_SX_TM_DECL(tr0 = start, tr2 = 0, tr3 = 0);
@@ -316,6 +423,7 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
     if (threadIdx.x == 0) {
         s_gave_up = 0;
         s_inline = 0;
+        s_bulk = 0;
     }
     __syncthreads();
     if (threadIdx.x < 32) {
@@ -373,11 +481,19 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
                 bytes = __shfl_sync(0xffffffffu, hb, from);
                 flag = __shfl_sync(0xffffffffu, hf, from);
                 ring = __shfl_sync(0xffffffffu, hbase, from);
+                int bulk = mxa_sx_hdr_bulk(bytes);
+                bytes = mxa_sx_hdr_len(bytes);
                 outcome = bytes <= d->cap ? MXA_SX_OK : MXA_SX_TRUNCATED;
                 if ((int)lane == from) {
                     uint64_t take = bytes <= d->cap ? bytes : d->cap;
                     uint64_t nw = mxa_sx_ll_words(take);
-                    int whole = nw <= MXA_SX_SCAN_WORDS;
+                    int whole = !bulk && nw <= MXA_SX_SCAN_WORDS;
+                    s_bulk = bulk;
+                    /* a bulk message's data was published before its
+                     * header: acquire it (local memory, no fence) */
+                    if (bulk)
+                        (void)mxa_sx_load_acquire(
+                            (const uint64_t *)(size_t)(ring + (uint64_t)slot * d->slot_stride));
                     for (uint64_t i = 0; i < nw && whole; i++) {
                         whole = mxa_sx_ll_flag_of(pw[i]) == flag;
                         s_pw[i] = pw[i];
@@ -399,7 +515,14 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
              * there. The abort word and the clock every 32 scans. */
             {
                 int o = -1;
-                if (lane == 0) {
+                if (lane == 0 && helper) {
+                    /* the leader finished the record without this
+                     * block (not in a slot, or it gave up), or the
+                     * record was already given back and reused */
+                    if (read_desc && (mxa_ll_load(&rec->done) != 0 ||
+                                      mxa_ll_load(&rec->serial) != d->serial))
+                        o = -2;
+                } else if (lane == 0) {
                     if (desc != MXA_SX_DESC_NONE && desc != MXA_SX_DESC_UCX)
                         desc = mxa_sx_load_acquire(&rec->desc); /* orders the reads below */
                     if (desc == MXA_SX_DESC_UCX) {
@@ -447,11 +570,22 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
     mxa_pdl_wait();
     MXA_SX_TM(tr2 = mxa_sx_tm_now());
     int outcome = s_outcome;
+    if (outcome == -2)
+        return; /* a helper whose leader finished alone */
     uint64_t take = 0;
     if (outcome == MXA_SX_OK || outcome == MXA_SX_TRUNCATED) {
         take = s_bytes <= d->cap ? s_bytes : d->cap;
         unsigned char *dst = (unsigned char *)(size_t)d->dst;
-        if (s_slot >= 0 && s_inline) {
+        if (s_slot >= 0 && s_bulk) {
+            /* this block's share of the bulk slot (local memory) */
+            uint64_t lo, hi;
+            mxa_sx_share(take, part, d->blocks ? d->blocks : 1u, &lo, &hi);
+            if (hi > lo)
+                mxa_sx_copy(dst + lo, (const unsigned char *)(size_t)mxa_sx_bulk_data(d, s_n) + lo,
+                            hi - lo);
+        } else if (helper) {
+            /* an LL message: the leader copies it */
+        } else if (s_slot >= 0 && s_inline) {
             uint64_t nw = mxa_sx_ll_words(take);
             if (threadIdx.x < nw)
                 mxa_sx_ll_scatter(dst, take, threadIdx.x, mxa_sx_ll_data_of(s_pw[threadIdx.x]));
@@ -497,6 +631,21 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
     __syncthreads();
     MXA_SX_TM(tr3 = mxa_sx_tm_now());
     if (threadIdx.x == 0) {
+        int in_slot = (outcome == MXA_SX_OK || outcome == MXA_SX_TRUNCATED) && s_slot >= 0;
+        if (!s_gave_up && in_slot && d->blocks > 1) {
+            /* every block of the receive counts itself in the slot's
+             * counter (the ring's, local memory) after its reads and
+             * writes; the last finishes for all */
+            if (d->flags & MXA_SX_RECV_FENCE)
+                mxa_sx_fence();
+            else
+                __threadfence();
+            mxa_u64 *cnt = (mxa_u64 *)(size_t)d->counters + s_slot;
+            if (atomicAdd(cnt, 1ull) != (mxa_u64)d->blocks - 1)
+                return;
+            *(volatile mxa_u64 *)cnt = 0; /* for the slot's next message */
+            __threadfence();              /* ... before the sender may write it */
+        }
         if (s_gave_up) {
             int ab =
                 p.lim.abort_word && mxa_sx_load_acquire((const uint64_t *)(size_t)p.lim.abort_word);
@@ -513,11 +662,13 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
              * ordered by the stream. */
             if (d->flags & MXA_SX_RECV_FENCE)
                 mxa_sx_fence();
-            if ((outcome == MXA_SX_OK || outcome == MXA_SX_TRUNCATED) && s_slot >= 0)
+            if (in_slot && s_bulk)
+                mxa_sx_bulk_consume(d, s_n, 0);
+            if (in_slot)
                 mxa_sx_consume_relaxed((uint64_t *)(size_t)d->consumed, (unsigned)s_slot, s_n);
             mxa_sx_record_finish_relaxed(rec, take, outcome, s_slot);
         }
-        if (blockIdx.x == 0)
+        if (blockIdx.x == 0 && !helper)
             MXA_SX_TM_RECV(tr0, s_thit, tr2, tr3);
     }
 }

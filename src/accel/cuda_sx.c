@@ -247,6 +247,27 @@ mxu_status_t mxa_cuda_sx_dring_read(void *ctx, uint64_t src, void *dst, size_t b
     return MXU_OK;
 }
 
+mxu_status_t mxa_cuda_sx_scratch_alloc(void *ctx, size_t bytes, uint64_t *dptr)
+{
+    if (MXA_CU(cuMemAlloc) == NULL || MXA_CU(cuMemsetD8) == NULL)
+        return MXU_ERR_UNSUPPORTED;
+    int entered = ctx_enter((CUcontext)ctx);
+    if (entered < 0)
+        return MXU_ERR_NO_DEVICE;
+    CUdeviceptr p = 0;
+    CUresult r = MXA_CU(cuMemAlloc)(&p, bytes);
+    if (r == CUDA_SUCCESS) {
+        r = MXA_CU(cuMemsetD8)(p, 0, bytes);
+        if (r != CUDA_SUCCESS)
+            MXA_CU(cuMemFree)(p);
+    }
+    ctx_leave(entered);
+    if (r != CUDA_SUCCESS)
+        MXU_FAIL(MXU_ERR_NO_DEVICE, "SX: %zu bytes of scratch: %s", bytes, cu_err(r));
+    *dptr = (uint64_t)p;
+    return MXU_OK;
+}
+
 void *mxa_cuda_sx_stream_ctx(const mxa_stream_t *s)
 {
     if (s->kind != MXA_KIND_CUDA)
@@ -334,7 +355,14 @@ mxu_status_t mxa_cuda_sx_send(mxa_stream_t *s, const mxa_sx_send_desc_t *d)
     if (p.trigger_seq)
         p.trigger_word = (uint64_t)cs->trig_dptr;
     unsigned threads = p.bytes <= 1024 ? 64 : p.bytes <= 16384 ? 256 : 512;
-    return sx_launch(cs, cs->ctx->fn_sx_send, 1, threads, &p, sizeof(p), "send", cs->ctx->sx_pdl);
+    unsigned blocks = 1;
+    if (p.bulk) {
+        /* a bulk step's copy crosses NVLink: one block per chunk */
+        uint64_t b = (p.bytes + MXA_SX_BULK_SEND_CHUNK - 1) / MXA_SX_BULK_SEND_CHUNK;
+        blocks = (unsigned)(b < 1 ? 1 : b < MXA_SX_BULK_BLOCKS ? b : MXA_SX_BULK_BLOCKS);
+    }
+    return sx_launch(cs, cs->ctx->fn_sx_send, blocks, threads, &p, sizeof(p), "send",
+                     cs->ctx->sx_pdl);
 }
 
 mxu_status_t mxa_cuda_sx_recv(mxa_stream_t *s, const mxa_sx_recv_desc_t *d, int n,
@@ -348,16 +376,20 @@ mxu_status_t mxa_cuda_sx_recv(mxa_stream_t *s, const mxa_sx_recv_desc_t *d, int 
     p.lim = *lim;
     p.n = n;
     uint64_t most = 0;
+    unsigned per = 1; /* blocks per receive: the most any of them takes */
     for (int i = 0; i < n; i++) {
         p.d[i] = d[i];
         if (d[i].cap > most)
             most = d[i].cap;
+        if (d[i].blocks > per)
+            per = d[i].blocks;
     }
+    p.per = (int32_t)per;
     unsigned threads = most <= 1024 ? 64 : most <= 16384 ? 256 : 512;
     /* with programmatic dependent launch too: the step scans while the
      * kernel ahead runs and waits for it before it writes the buffer */
-    return sx_launch(cs, cs->ctx->fn_sx_recv, (unsigned)n, threads, &p, sizeof(p), "receive",
-                     cs->ctx->sx_pdl);
+    return sx_launch(cs, cs->ctx->fn_sx_recv, (unsigned)n * per, threads, &p, sizeof(p),
+                     "receive", cs->ctx->sx_pdl);
 }
 
 mxu_status_t mxa_cuda_sx_after(mxa_stream_t *s, mxa_stream_t *other, uint64_t seq)

@@ -62,6 +62,10 @@ struct mxa_sx_link {
     _Atomic int dr_used;      /* sender: a message went into it: the host ring is closing */
     _Atomic long host_flight; /* sender: host-ring send steps not known to have run */
     _Atomic int host_retired; /* receiver: no message can be in the host ring any more */
+    /* sender: two words per slot in the memory of the executor that maps
+     * the device ring (a multi-block bulk step's decision and block count;
+     * 0: no bulk messages on this link) */
+    uint64_t scratch;
 };
 
 enum { SX_DR_NONE, SX_DR_ASKING, SX_DR_READY, SX_DR_FAILED };
@@ -71,6 +75,7 @@ static struct {
     mxa_sx_record_t *free_records;
     void **chunks;
     size_t nchunks;
+    uint64_t record_serial;
     uint64_t *abort_word; /* host-visible, device-mapped with CUDA */
     mxa_sx_limits_t limits;
     void *host_lib_stream; /* host kind library stream handle */
@@ -165,8 +170,10 @@ mxa_sx_record_t *mxa_sx_record_alloc(void)
     }
     mxa_sx_record_t *r = sx.free_records;
     sx.free_records = *(mxa_sx_record_t **)r;
+    uint64_t serial = ++sx.record_serial;
     pthread_mutex_unlock(&sx.lock);
     memset(r, 0, sizeof(*r));
+    __atomic_store_n(&r->serial, serial, __ATOMIC_RELEASE);
     return r;
 }
 
@@ -361,6 +368,8 @@ void mxa_sx_link_close(mxa_sx_link_t *l)
      * for the device, as for the registered segment) */
     if (l->dr_kind == MXA_SX_DRING_HOST && l->dr_base)
         munmap((void *)(uintptr_t)l->dr_base, l->dr_bytes);
+    if (l->dr_kind == MXA_SX_DRING_HOST && l->scratch)
+        free((void *)(uintptr_t)l->scratch); /* a GPU's stays (as its ring does) */
     /* a segment registered with CUDA stays mapped (unregistering waits
      * for the device: design.md §3, hazard 4) */
     if (l->registered != 1)
@@ -391,6 +400,20 @@ size_t mxa_sx_link_send_limit(const mxa_sx_link_t *l, const mxa_stream_t *s, siz
                   : eager_limit * MXA_SX_DRING_EAGER_FACTOR;
     return lim < slot ? lim : slot;
 }
+/* Largest bulk message a send on s may put on the link (0: none): into a
+ * mapped device ring with bulk slots, the smaller of a bulk slot and
+ * MXA_SX_BULK_EAGER_FACTOR times the eager limit. */
+size_t mxa_sx_link_bulk_limit(const mxa_sx_link_t *l, const mxa_stream_t *s, size_t eager_limit)
+{
+    if (!sx_dring_in_use(l, s) || !l->scratch)
+        return 0;
+    size_t lim = eager_limit > SIZE_MAX / MXA_SX_BULK_EAGER_FACTOR
+                     ? SIZE_MAX
+                     : eager_limit * MXA_SX_BULK_EAGER_FACTOR;
+    size_t slot = (size_t)l->ctrl->bulk_bytes;
+    return lim < slot ? lim : slot;
+}
+unsigned mxa_sx_link_bulk_slots(const mxa_sx_link_t *l) { return (unsigned)l->ctrl->bulk_slots; }
 int mxa_sx_link_ring_kind(const mxa_sx_link_t *l)
 {
     return __atomic_load_n(&l->ctrl->ring_ready, __ATOMIC_ACQUIRE) ? (int)l->ctrl->ring_kind
@@ -570,10 +593,30 @@ void mxa_sx_dring_counts(uint64_t *made, uint64_t *mapped)
 
 int mxa_sx_listen_fd(void) { return __atomic_load_n(&sx.listen_fd, __ATOMIC_ACQUIRE); }
 
+/* Receiver: the device ring's layout: the slots (as in the host ring),
+ * then MPIX_ACC_SX_BULK_SLOTS bulk slots, then one block counter per slot
+ * for multi-block receive steps. Published in the control page (before
+ * dr_ready) for the sender. Returns the ring's size. */
+static size_t sx_dring_layout(mxa_sx_link_t *l)
+{
+    size_t slots = (size_t)l->ctrl->nslots * l->slot_stride;
+    size_t nbulk = mxu_config.sx_bulk_slots > 0 ? (size_t)mxu_config.sx_bulk_slots : 0;
+    if (nbulk > MXA_SX_MAX_BULK)
+        nbulk = MXA_SX_MAX_BULK;
+    size_t bulk_bytes = (mxu_config.sx_bulk_bytes + 255) / 256 * 256;
+    size_t bulk_off = (slots + 4095) / 4096 * 4096;
+    size_t count_off = bulk_off + nbulk * bulk_bytes;
+    l->ctrl->bulk_slots = nbulk;
+    l->ctrl->bulk_bytes = nbulk ? bulk_bytes : 0;
+    l->ctrl->bulk_off = bulk_off;
+    l->ctrl->count_off = count_off;
+    return count_off + sizeof(uint64_t) * MXA_SX_MAX_SLOTS;
+}
+
 /* Receiver: make the device ring of stream s's kind, export it, publish it. */
 static mxu_status_t sx_dring_make(mxa_sx_link_t *l, mxa_stream_t *s, int kind)
 {
-    size_t bytes = l->map_bytes - l->ring_off; /* the host ring's size */
+    size_t bytes = sx_dring_layout(l);
     uint64_t base = 0;
     int fd = -1;
     void *ctx = NULL;
@@ -801,6 +844,22 @@ static void sx_dring_advance(mxa_sx_link_t *l, mxa_stream_t *s)
                 l->name);
         return;
     }
+    /* bulk messages need two words per slot of our own memory (a
+     * multi-block step's decision and count); without them, none */
+    if (l->ctrl->bulk_slots > 0 && l->ctrl->bulk_slots <= MXA_SX_MAX_BULK &&
+        l->ctrl->count_off <= bytes) {
+        size_t sb = 2 * sizeof(uint64_t) * MXA_SX_MAX_SLOTS;
+        if (kind == MXA_SX_DRING_HOST) {
+            void *p = calloc(1, sb);
+            l->scratch = (uint64_t)(uintptr_t)p;
+        }
+#ifdef MPIXACC_HAVE_CUDA
+        else if (mxa_cuda_sx_scratch_alloc(ctx, sb, &l->scratch) != MXU_OK)
+            l->scratch = 0;
+#endif
+        if (!l->scratch)
+            MXU_LOG(MXU_LOG_WARN, "SX: no scratch for bulk messages to %s: they take UCX", l->name);
+    }
     l->dr_base = base;
     l->dr_bytes = (size_t)bytes;
     l->dr_ctx = ctx;
@@ -876,7 +935,8 @@ int mxa_sx_link_find(mxa_sx_link_t *l, uint32_t ctx, int tag, uint64_t k, unsign
         if (__atomic_load_n(&l->dr_kind, __ATOMIC_ACQUIRE) > MXA_SX_DRING_NONE) {
             sx_ll_load_header(l->ctrl->mirror[s], w);
             if (mxa_sx_ll_match(w, ctx, tag, k, n, bytes, &f)) {
-                *slot = s | MXA_SX_SLOT_DRING;
+                *slot = s | MXA_SX_SLOT_DRING | (mxa_sx_hdr_bulk(*bytes) ? MXA_SX_SLOT_BULK : 0);
+                *bytes = mxa_sx_hdr_len(*bytes);
                 return 1;
             }
         }
@@ -930,9 +990,31 @@ static int sx_ll_copy_out_dev(const mxa_sx_link_t *l, uint64_t payload, uint32_t
 size_t mxa_sx_link_take(mxa_sx_link_t *l, unsigned slot, uint64_t n, uint64_t bytes, void *dst,
                         size_t cap)
 {
-    int dr = (slot & MXA_SX_SLOT_DRING) != 0;
-    slot &= ~(unsigned)MXA_SX_SLOT_DRING;
+    int dr = (slot & MXA_SX_SLOT_DRING) != 0, bulk = (slot & MXA_SX_SLOT_BULK) != 0;
+    slot &= ~(unsigned)(MXA_SX_SLOT_DRING | MXA_SX_SLOT_BULK);
     size_t take = bytes <= cap ? (size_t)bytes : cap;
+    if (bulk) {
+        /* data before its header (the send step fenced between them; the
+         * mirror was written after the header) */
+        uint64_t src = l->dr_base + l->ctrl->bulk_off + (n % l->ctrl->bulk_slots) * l->ctrl->bulk_bytes;
+        mxa_sx_fence();
+        mxu_status_t st = MXU_OK;
+        if (l->dr_kind == MXA_SX_DRING_HOST) {
+            if (take)
+                memcpy(dst, (const void *)(uintptr_t)src, take);
+        }
+#ifdef MPIXACC_HAVE_CUDA
+        else if (l->dr_kind == MXA_SX_DRING_CUDA && take)
+            st = mxa_cuda_sx_dring_read(l->dr_ctx, src, dst, take);
+#endif
+        else if (take)
+            st = MXU_ERR_UNSUPPORTED;
+        if (st != MXU_OK)
+            return (size_t)-1;
+        mxa_sx_store_release(&l->ctrl->bulk_consumed[n % l->ctrl->bulk_slots], n + 1);
+        mxa_sx_consume(l->ctrl->consumed, slot, n);
+        return take;
+    }
     size_t off = slot * l->slot_stride + MXA_SX_HDR_BYTES;
     /* found by mxa_sx_link_find: the header is complete, the sender is
      * writing the rest (a step already running), so the wait is short;
@@ -1024,7 +1106,18 @@ static void host_send_step(void *arg)
     host_send_t *hs = arg;
     mxa_sx_send_desc_t *d = &hs->d;
     int in_ring = mxa_sx_slot_claim(d);
-    if (in_ring) {
+    if (in_ring && d->bulk) {
+        /* bulk: the data, a release, then the header's LL words */
+        if (d->bytes)
+            memcpy((void *)(uintptr_t)d->bulk, (const void *)(uintptr_t)d->src, (size_t)d->bytes);
+        mxa_sx_fence();
+        uint64_t w[MXA_SX_LL_HDR_WORDS];
+        mxa_sx_ll_header(d, w);
+        for (int i = 0; i < MXA_SX_LL_HDR_WORDS; i++)
+            mxa_sx_store_relaxed((uint64_t *)(uintptr_t)d->slot + i, w[i]);
+        for (int i = 0; i < MXA_SX_LL_HDR_WORDS && d->mirror; i++)
+            mxa_sx_store_relaxed((uint64_t *)(uintptr_t)d->mirror + i, w[i]);
+    } else if (in_ring) {
         sx_ll_write((uint64_t *)(uintptr_t)d->slot, d);
         if (d->mirror) { /* the header again, for the receiver's host */
             uint64_t w[MXA_SX_LL_HDR_WORDS];
@@ -1091,7 +1184,21 @@ static void host_recv_one(const mxa_sx_recv_desc_t *d, const mxa_sx_limits_t *li
             sx_ll_load_header(h, w);
             if (!mxa_sx_ll_match(w, d->ctx, d->tag, d->k, &n, &bytes, &f))
                 continue;
+            int bulk = mxa_sx_hdr_bulk(bytes);
+            bytes = mxa_sx_hdr_len(bytes);
             uint64_t take = bytes <= d->cap ? bytes : d->cap;
+            if (bulk) {
+                /* the data was written before the header (a release) */
+                mxa_sx_fence();
+                if (take)
+                    memcpy((void *)(uintptr_t)d->dst,
+                           (const void *)(uintptr_t)mxa_sx_bulk_data(d, n), (size_t)take);
+                mxa_sx_bulk_consume(d, n, 1);
+                mxa_sx_consume((uint64_t *)(uintptr_t)d->consumed, s, n);
+                mxa_sx_record_finish(rec, take, bytes <= d->cap ? MXA_SX_OK : MXA_SX_TRUNCATED,
+                                     (int32_t)s);
+                return;
+            }
             uint64_t deadline = lim->timeout_ns ? start + lim->timeout_ns : 0;
             if (!sx_ll_copy_out(h + MXA_SX_HDR_BYTES / sizeof(uint64_t), f, take,
                                 (unsigned char *)(uintptr_t)d->dst, take, deadline)) {
@@ -1154,6 +1261,19 @@ mxu_status_t mxa_sx_enqueue_send(mxa_stream_t *s, mxa_sx_send_t *m)
                                    sizeof(uint64_t) * MXA_SX_LL_HDR_WORDS * slot)
                      : 0,
     };
+    if (m->bulk) {
+        /* bulk slot n % bulk_slots of the device ring (the engine asked
+         * mxa_sx_link_bulk_limit: mapped, with scratch) */
+        unsigned nb = (unsigned)l->ctrl->bulk_slots;
+        if (!dr || !l->scratch || nb == 0)
+            return MXU_ERR_UNSUPPORTED;
+        size_t b = (size_t)(m->n % nb);
+        d.bulk = l->dr_base + l->ctrl->bulk_off + b * l->ctrl->bulk_bytes;
+        d.bulk_written = sx_addr(l, s, offsetof(mxa_sx_ctrl_t, bulk_written) + sizeof(uint64_t) * b);
+        d.bulk_consumed =
+            sx_addr(l, s, offsetof(mxa_sx_ctrl_t, bulk_consumed) + sizeof(uint64_t) * b);
+        d.scratch = l->scratch + 2 * sizeof(uint64_t) * slot;
+    }
     if (!dr)
         atomic_fetch_add(&l->host_flight, 1);
     mxu_status_t st = MXU_ERR_UNSUPPORTED;
@@ -1197,6 +1317,7 @@ static void sx_recv_desc(const mxa_stream_t *s, const mxa_sx_recv_t *r, mxa_sx_r
     d->dst = (uint64_t)(uintptr_t)r->dst;
     d->cap = r->cap;
     d->record = (uint64_t)(uintptr_t)r->record;
+    d->serial = r->record->serial;
     d->k = r->k;
     d->slot_stride = l->slot_stride;
     d->ctx = r->ctx;
@@ -1206,6 +1327,21 @@ static void sx_recv_desc(const mxa_stream_t *s, const mxa_sx_recv_t *r, mxa_sx_r
     if (r->after && r->after_seq) {
         d->after_word = (uint64_t)(uintptr_t)r->after->trigger_word;
         d->after_seq = r->after_seq;
+    }
+    d->blocks = 1;
+    if (d->dring && l->ctrl->bulk_slots > 0 && l->ctrl->bulk_slots <= MXA_SX_MAX_BULK) {
+        d->bulk = l->dr_base + l->ctrl->bulk_off;
+        d->bulk_bytes = l->ctrl->bulk_bytes;
+        d->bulk_slots = (uint32_t)l->ctrl->bulk_slots;
+        d->bulk_consumed = sx_addr(l, s, offsetof(mxa_sx_ctrl_t, bulk_consumed));
+        d->counters = l->dr_base + l->ctrl->count_off;
+        /* a CUDA step copies a bulk message out with one block per
+         * MXA_SX_BULK_RECV_CHUNK of the buffer (they count themselves
+         * done in the ring's counters) */
+        if (s->kind == MXA_KIND_CUDA && r->cap > MXA_SX_BULK_RECV_CHUNK) {
+            uint64_t b = (r->cap + MXA_SX_BULK_RECV_CHUNK - 1) / MXA_SX_BULK_RECV_CHUNK;
+            d->blocks = (uint32_t)(b < MXA_SX_BULK_BLOCKS ? b : MXA_SX_BULK_BLOCKS);
+        }
     }
 }
 

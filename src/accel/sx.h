@@ -44,6 +44,13 @@ size_t mxa_sx_link_slot_bytes(const mxa_sx_link_t *l);
  * most a slot. */
 #define MXA_SX_DRING_EAGER_FACTOR 4
 size_t mxa_sx_link_send_limit(const mxa_sx_link_t *l, const mxa_stream_t *s, size_t eager_limit);
+/* Largest bulk message a send on s may put on the link (0: none): into a
+ * mapped device ring with bulk slots (MPIX_ACC_SX_BULK_SLOTS), at most
+ * MXA_SX_BULK_EAGER_FACTOR times the eager limit and a bulk slot
+ * (MPIX_ACC_SX_BULK_BYTES). Above mxa_sx_link_send_limit, a send is bulk. */
+#define MXA_SX_BULK_EAGER_FACTOR 128
+size_t mxa_sx_link_bulk_limit(const mxa_sx_link_t *l, const mxa_stream_t *s, size_t eager_limit);
+unsigned mxa_sx_link_bulk_slots(const mxa_sx_link_t *l);
 size_t mxa_sx_slot_stride(size_t slot_bytes);
 /* The published ring's kind (MXA_SX_RING_*; NONE before publication). */
 int mxa_sx_link_ring_kind(const mxa_sx_link_t *l);
@@ -75,6 +82,8 @@ int mxa_sx_link_find(mxa_sx_link_t *l, uint32_t ctx, int tag, uint64_t k, unsign
 /* *slot from mxa_sx_link_find has this bit when the message is in the
  * device ring */
 #define MXA_SX_SLOT_DRING 0x100u
+/* ... and this one when it is a bulk message (its data in a bulk slot) */
+#define MXA_SX_SLOT_BULK 0x200u
 size_t mxa_sx_link_take(mxa_sx_link_t *l, unsigned slot, uint64_t n, uint64_t bytes, void *dst,
                         size_t cap);
 
@@ -97,6 +106,7 @@ typedef struct {
     void *bounce;            /* host-visible, >= bytes: the message if the slot is taken */
     mxa_sx_record_t *record; /* the step's outcome: MXA_SX_SENT or MXA_SX_BOUNCED */
     int early_claim;         /* the slot's previous message came from another stream (or none) */
+    int bulk;                /* a bulk message (mxa_sx_link_bulk_limit): the device ring's bulk slot */
     int in_dring;            /* out: the step writes into the device ring */
 } mxa_sx_send_t;
 mxu_status_t mxa_sx_enqueue_send(mxa_stream_t *s, mxa_sx_send_t *m);

@@ -50,8 +50,17 @@
 #endif
 
 #define MXA_SX_MAX_SLOTS 64
+#define MXA_SX_MAX_BULK 8 /* bulk slots of a device ring */
+/* Bulk messages: the header's bytes field carries this bit */
+#define MXA_SX_BULK_BIT (1ull << 62)
+/* Blocks of a CUDA bulk step: the sender's copy crosses NVLink, one block
+ * per MXA_SX_BULK_SEND_CHUNK bytes; the receiver's is local, one per
+ * MXA_SX_BULK_RECV_CHUNK; at most MXA_SX_BULK_BLOCKS each. */
+#define MXA_SX_BULK_SEND_CHUNK (16u * 1024u)
+#define MXA_SX_BULK_RECV_CHUNK (64u * 1024u)
+#define MXA_SX_BULK_BLOCKS 32u
 #define MXA_SX_HDR_BYTES 64
-#define MXA_SX_CTRL_MAGIC 0x4d58535843544c31ull /* "MXSXCTL1" */
+#define MXA_SX_CTRL_MAGIC 0x4d58535843544c32ull /* "MXSXCTL2" */
 #define MXA_SX_RECV_BATCH 16                    /* receives per receive step */
 
 /* Ring kinds (control page's ring_kind). */
@@ -110,12 +119,26 @@ typedef struct {
     /* header words of each slot's last device-ring message (written by the
      * send step after the ring's), for the host's look-up */
     uint64_t mirror[MXA_SX_MAX_SLOTS][8];
+    /* bulk slots of the device ring (receiver writes these before
+     * dr_ready): bulk slot b at byte bulk_off + b * bulk_bytes of the
+     * device ring; message n uses bulk slot n % bulk_slots. Credit words
+     * like the slots': n + 1 of the last bulk message written (sender) and
+     * copied out (receiver). */
+    uint64_t bulk_slots;
+    uint64_t bulk_bytes;
+    uint64_t bulk_off;
+    uint64_t count_off; /* the receiver's per-slot block counters (device ring) */
+    uint64_t bulk_written[MXA_SX_MAX_BULK];
+    uint64_t bulk_consumed[MXA_SX_MAX_BULK];
 } mxa_sx_ctrl_t;
 
 /* A receive's record (64 bytes, host-visible; the engine polls `done`). */
 typedef struct {
     uint64_t done; /* 0 until the step finished; then mxa_sx_done_word() (release) */
-    uint64_t spare0[2];
+    /* a number no other use of this record has (set at allocation): the
+     * helper blocks of a multi-block receive step stop when it changes */
+    uint64_t serial;
+    uint64_t spare0;
     uint64_t desc;       /* MXA_SX_DESC_*: written by the engine (release, after the below) */
     uint64_t copy_src;   /* DESC_COPY: host-visible staging holding the message */
     uint64_t copy_bytes; /* DESC_COPY: the message's length */
@@ -142,6 +165,13 @@ typedef struct {
      * finished (CUDA programmatic dependent launch); 0: claim after it */
     uint64_t early_claim;
     uint64_t mirror; /* the slot's header mirror (device ring; 0: none) */
+    /* bulk (0: an LL message): the bulk slot's data and credit words, and
+     * two words of the sender's own memory per slot for a multi-block
+     * step (the decision, the blocks done) */
+    uint64_t bulk;
+    uint64_t bulk_written;
+    uint64_t bulk_consumed;
+    uint64_t scratch;
 } mxa_sx_send_desc_t;
 
 /* Receive flags (mxa_sx_recv_desc_t.flags). */
@@ -163,6 +193,15 @@ typedef struct {
     uint32_t flags;      /* MXA_SX_RECV_* */
     uint64_t after_word; /* first wait for *after_word >= after_seq (0: none) */
     uint64_t after_seq;
+    /* the device ring's bulk slots (0: none), their consumed words, and
+     * the per-slot block counters of a multi-block step (device ring) */
+    uint64_t bulk;
+    uint64_t bulk_bytes;
+    uint64_t bulk_consumed;
+    uint64_t counters;
+    uint32_t bulk_slots;
+    uint32_t blocks; /* CUDA: blocks of this receive (1 without counters) */
+    uint64_t serial; /* the record's serial */
 } mxa_sx_recv_desc_t;
 
 /* Process-wide parameters of a receive step. */
@@ -175,7 +214,7 @@ typedef struct {
 typedef struct {
     mxa_sx_limits_t lim;
     int32_t n;
-    int32_t spare;
+    int32_t per; /* blocks per receive: receive i is blocks [i * per, i * per + d[i].blocks) */
     mxa_sx_recv_desc_t d[MXA_SX_RECV_BATCH];
 } mxa_sx_recv_params_t;
 
@@ -271,8 +310,9 @@ MXA_SX_FN void mxa_sx_ll_header(const mxa_sx_send_desc_t *d, uint64_t w[MXA_SX_L
     w[1] = mxa_sx_ll_word((uint32_t)d->tag, f);
     w[2] = mxa_sx_ll_word((uint32_t)d->k, f);
     w[3] = mxa_sx_ll_word((uint32_t)(d->k >> 32), f);
-    w[4] = mxa_sx_ll_word((uint32_t)d->bytes, f);
-    w[5] = mxa_sx_ll_word((uint32_t)(d->bytes >> 32), f);
+    uint64_t field = d->bytes | (d->bulk ? MXA_SX_BULK_BIT : 0);
+    w[4] = mxa_sx_ll_word((uint32_t)field, f);
+    w[5] = mxa_sx_ll_word((uint32_t)(field >> 32), f);
     w[6] = mxa_sx_ll_word((uint32_t)d->n, f);
     w[7] = mxa_sx_ll_word((uint32_t)(d->n >> 32), f);
 }
@@ -319,10 +359,14 @@ MXA_SX_FN int mxa_sx_ll_match(const uint64_t w[MXA_SX_LL_HDR_WORDS], uint32_t ct
     if (mxa_sx_ll_flag(n) != f)
         return 0;
     *n_out = n;
-    *bytes_out = mxa_sx_ll_data64(w[4], w[5]);
+    *bytes_out = mxa_sx_ll_data64(w[4], w[5]); /* with MXA_SX_BULK_BIT for a bulk message */
     *flag_out = f;
     return 1;
 }
+
+/* A header's bytes field: the message's length, and is it bulk? */
+MXA_SX_FN uint64_t mxa_sx_hdr_len(uint64_t field) { return field & (MXA_SX_BULK_BIT - 1); }
+MXA_SX_FN int mxa_sx_hdr_bulk(uint64_t field) { return (field & MXA_SX_BULK_BIT) != 0; }
 
 /* Payload word i of a message of `bytes` bytes at src: 4 bytes, fewer in
  * the last word (zero-filled); one 32-bit load where src allows. */
@@ -379,18 +423,42 @@ MXA_SX_FN void mxa_sx_consume_relaxed(uint64_t *consumed, uint32_t slot, uint64_
     mxa_sx_store_relaxed(&consumed[slot], n + 1);
 }
 
-/* Sender's step: claim the slot if it is free (1), else 0. */
+/* Sender's step: claim the slot (and for a bulk message its bulk slot)
+ * if free (1), else 0. */
 MXA_SX_FN int mxa_sx_slot_claim(const mxa_sx_send_desc_t *d)
 {
     uint64_t *w = (uint64_t *)(uintptr_t)d->written;
-    /* both words in one round trip; the acquire orders the payload's
-     * stores after the receiver's copy-out it reports */
+    uint64_t *bw = (uint64_t *)(uintptr_t)d->bulk_written;
+    /* all words in one round trip; the acquires order the payload's
+     * stores after the receiver's copy-out they report */
     uint64_t wv = mxa_sx_load_relaxed(w);
     uint64_t cv = mxa_sx_load_acquire((const uint64_t *)(uintptr_t)d->consumed);
-    if (wv != 0 && cv < wv)
+    uint64_t bwv = 0, bcv = 0;
+    if (d->bulk) {
+        bwv = mxa_sx_load_relaxed(bw);
+        bcv = mxa_sx_load_acquire((const uint64_t *)(uintptr_t)d->bulk_consumed);
+    }
+    if ((wv != 0 && cv < wv) || (bwv != 0 && bcv < bwv))
         return 0;
     mxa_sx_store_relaxed(w, d->n + 1);
+    if (d->bulk)
+        mxa_sx_store_relaxed(bw, d->n + 1);
     return 1;
+}
+
+/* Receiver, after copying bulk message n out of its bulk slot. */
+MXA_SX_FN void mxa_sx_bulk_consume(const mxa_sx_recv_desc_t *d, uint64_t n, int release)
+{
+    uint64_t *c = (uint64_t *)(uintptr_t)d->bulk_consumed + n % d->bulk_slots;
+    if (release)
+        mxa_sx_store_release(c, n + 1);
+    else
+        mxa_sx_store_relaxed(c, n + 1);
+}
+/* Where bulk message n's data is (receiver's view of the device ring). */
+MXA_SX_FN uint64_t mxa_sx_bulk_data(const mxa_sx_recv_desc_t *d, uint64_t n)
+{
+    return d->bulk + (n % d->bulk_slots) * d->bulk_bytes;
 }
 
 /* The step's outcome, in one word (one store: no fence between fields

@@ -330,6 +330,7 @@ typedef struct {
     uint64_t sx_drings_made;      /* device rings made here (receiver) */
     uint64_t sx_drings_mapped;    /* peers' device rings mapped here (sender) */
     uint64_t sx_dring_sent;       /* messages sent into peers' device rings */
+    uint64_t sx_bulk_sent;        /* ... of them bulk (a device ring's bulk slot) */
     int ucx_endpoints;            /* endpoints to other processes made so far */
     char ucx_endpoint_kinds[256]; /* by their transports: "tcp/eth0 x3, ..." */
 } mxe_stats_t;

@@ -78,6 +78,9 @@ typedef struct mxe_sx_peer {
     /* the stream and trigger of the last send given each slot */
     mxa_stream_t *slot_stream[MXA_SX_MAX_SLOTS];
     uint64_t slot_seq[MXA_SX_MAX_SLOTS];
+    /* the same for the device ring's bulk slots */
+    mxa_stream_t *bulk_stream[MXA_SX_MAX_BULK];
+    uint64_t bulk_seq[MXA_SX_MAX_BULK];
     mxu_hashmap_t send_k; /* (ctx, tag) -> next ordinal of our sends + 1 */
     mxu_hashmap_t recv_k; /* (ctx, tag) -> next ordinal of our receives + 1 */
 } mxe_sx_peer_t;
@@ -91,7 +94,7 @@ static struct {
     int nnode;
     long job;
     _Atomic uint64_t fallback[SXF_COUNT];
-    _Atomic uint64_t links_in, ring_bytes, staged, dring_sent;
+    _Atomic uint64_t links_in, ring_bytes, staged, dring_sent, bulk_sent;
 } px;
 
 void mxe_set_node(const int *world_ranks, int n, long node_job_id)
@@ -226,6 +229,9 @@ void mxe_sx_forget_stream(mxa_stream_t *s)
         for (int i = 0; i < MXA_SX_MAX_SLOTS; i++)
             if (p->slot_stream[i] == s)
                 p->slot_stream[i] = NULL;
+        for (int i = 0; i < MXA_SX_MAX_BULK; i++)
+            if (p->bulk_stream[i] == s)
+                p->bulk_stream[i] = NULL;
         pthread_mutex_unlock(&p->lock);
     }
 }
@@ -259,6 +265,7 @@ void mxe_sx_stats(mxe_stats_t *out)
     out->sx_ring_bytes = atomic_load(&px.ring_bytes);
     out->sx_staged = atomic_load(&px.staged);
     out->sx_dring_sent = atomic_load(&px.dring_sent);
+    out->sx_bulk_sent = atomic_load(&px.bulk_sent);
     mxa_sx_dring_counts(&out->sx_drings_made, &out->sx_drings_mapped);
 }
 
@@ -347,20 +354,23 @@ int mxe_sx_submit_send(mxe_op_t *op)
     int why = -1;
     mxa_sx_link_t *l = NULL;
     unsigned slot = 0; /* of message p->next_n, once l is known */
+    int bulk = 0;      /* above the LL limit: into a bulk slot of the device ring */
     if (s->kind == MXA_KIND_NONE)
         why = SXF_NO_LINK;
     else if (op->synchronous)
         why = SXF_SYNC;
     else if (!(l = sx_out(p)))
         why = SXF_NO_LINK;
-    else if (op->bytes > mxa_sx_link_send_limit(l, s, op->eager_limit))
+    else if (op->bytes > mxa_sx_link_send_limit(l, s, op->eager_limit) &&
+             !(bulk = op->bytes <= mxa_sx_link_bulk_limit(l, s, op->eager_limit)))
         /* one threshold family: the path carries what the communicator's
          * mpix_acc_eager_limit calls small (8 KiB by default) through a
          * ring in host memory (above it UCX's CUDA IPC copy wins over two
          * bus crossings: 2 x H200, e6a64cd, 64 KiB 31.9 vs 23.0 us), four
-         * times that into the receiver's device ring (2 x H100, session
-         * 10: 16/32 KiB 10.9/12.0 us against 24.1/24.2 by UCX), up to a
-         * slot */
+         * times that as LL words into the receiver's device ring (2 x
+         * H100, session 10: 16/32 KiB 10.9/12.0 us against 24.1/24.2 by
+         * UCX), up to a slot, and 128 times that (up to a bulk slot) into
+         * the device ring's bulk slots by multi-block steps */
         why = SXF_TOO_BIG;
     else if (op->bytes > 0 && !mxa_sx_stream_reaches(s, op->memtype))
         why = SXF_MEMTYPE;
@@ -372,6 +382,13 @@ int mxe_sx_submit_send(mxe_op_t *op)
         if (ps && ps != s &&
             (int64_t)(atomic_load_explicit(ps->trigger_word, memory_order_acquire) -
                       p->slot_seq[slot]) < 0)
+            why = SXF_CREDIT;
+        /* and for a bulk message its bulk slot's previous one */
+        unsigned nb = bulk ? mxa_sx_link_bulk_slots(l) : 0;
+        mxa_stream_t *bs = nb ? p->bulk_stream[p->next_n % nb] : NULL;
+        if (bs && bs != s &&
+            (int64_t)(atomic_load_explicit(bs->trigger_word, memory_order_acquire) -
+                      p->bulk_seq[p->next_n % nb]) < 0)
             why = SXF_CREDIT;
     }
     void *bounce = NULL;
@@ -396,7 +413,10 @@ int mxe_sx_submit_send(mxe_op_t *op)
         return 0;
     }
     uint64_t seq = atomic_fetch_add_explicit(&s->next_trigger_seq, 1, memory_order_relaxed) + 1;
-    mxa_sx_send_t m = {.early_claim = p->slot_stream[slot] != s,
+    unsigned nbulk = bulk ? mxa_sx_link_bulk_slots(l) : 0;
+    mxa_sx_send_t m = {.early_claim = p->slot_stream[slot] != s &&
+                                      (!nbulk || p->bulk_stream[p->next_n % nbulk] != s),
+                       .bulk = bulk,
                        .bounce = bounce,
                        .record = rec,
                        .link = l,
@@ -418,6 +438,11 @@ int mxe_sx_submit_send(mxe_op_t *op)
     }
     p->slot_stream[slot] = s;
     p->slot_seq[slot] = seq;
+    if (nbulk) {
+        p->bulk_stream[p->next_n % nbulk] = s;
+        p->bulk_seq[p->next_n % nbulk] = seq;
+        atomic_fetch_add_explicit(&px.bulk_sent, 1, memory_order_relaxed);
+    }
     op->sx_in_dring = m.in_dring;
     if (m.in_dring)
         atomic_fetch_add_explicit(&px.dring_sent, 1, memory_order_relaxed);

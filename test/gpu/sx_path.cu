@@ -8,9 +8,12 @@
  *
  *  1. sizes: ring exchange of 0, 8, 4096, 16 and 32 KiB (above the eager
  *     limit: the path takes them once the device ring is mapped, 4 x the
- *     limit), 64 KiB, 64 KiB + 1 and 1 MiB (UCX), stream waits without and
- *     with statuses.
- *  2. head-to-head: N = 48 Isend, then N Irecv, one stream Waitall.
+ *     limit), 64 KiB, 64 KiB + 1, 128 KiB + 3 and 1 MiB (bulk slots of the
+ *     device ring: multi-block steps), 1 MiB + 1 (UCX), stream waits without
+ *     and with statuses.
+ *  2. head-to-head: N = 48 Isend, then N Irecv, one stream Waitall; then
+ *     bulk: 12 messages of 192 KiB + 4 i bytes each way (more than the bulk
+ *     slots: some find theirs taken and go by UCX), one Waitall.
  *  3. ahead: rank 0 enqueues 1000 messages (tags 0..2) before rank 1, 200 ms
  *     later, calls its receives tag by tag (out of the ring's order).
  *  4. host waits: a device-buffer receive completed by MPI_Wait, one by
@@ -48,10 +51,11 @@ static void expect_dev(const void *d, size_t n, uint64_t seed, const char *what)
 
 static void sizes(MPI_Comm comm, cudaStream_t s, const char *what)
 {
-    size_t sz[] = {0, 8, 4096, 16384, 32768, 65536, 65537, 1 << 20};
+    size_t sz[] = {0, 8, 4096, 16384, 32768, 65536, 65537, 131075, 1 << 20, (1 << 20) + 1};
+    int nsz = (int)(sizeof(sz) / sizeof(sz[0]));
     int peer = 1 - t_rank;
     for (int with_status = 0; with_status < 2; with_status++)
-        for (int i = 0; i < 6; i++) {
+        for (int i = 0; i < nsz; i++) {
             size_t n = sz[i];
             void *out = dev_pattern(n, (uint64_t)(t_rank * 100 + i));
             void *in = dev_pattern(n, 0xdead);
@@ -94,6 +98,26 @@ static void head_to_head(MPI_Comm comm, cudaStream_t s, const char *what)
     expect_dev(in, N * LEN, (uint64_t)(peer + 7), w);
     GT_CUDA(cudaFree(out));
     GT_CUDA(cudaFree(in));
+    /* bulk messages, more at once than the device ring's bulk slots */
+    enum { NB = 12 };
+    void *bo[NB], *bi[NB];
+    MPI_Request br[2 * NB];
+    for (int i = 0; i < NB; i++) {
+        size_t n = 192 * 1024 + 4 * (size_t)i;
+        bo[i] = dev_pattern(n, (uint64_t)(t_rank * 31 + i));
+        bi[i] = dev_pattern(n, 0xfeed);
+        T_MPI(MPIX_Acc_Irecv(s, bi[i], (int)n, MPI_BYTE, peer, 4, comm, &br[NB + i]));
+    }
+    for (int i = 0; i < NB; i++)
+        T_MPI(MPIX_Acc_Isend(s, bo[i], (int)(192 * 1024 + 4 * i), MPI_BYTE, peer, 4, comm, &br[i]));
+    T_MPI(MPIX_Acc_Waitall(s, 2 * NB, br, MPI_STATUSES_IGNORE));
+    GT_CUDA(cudaStreamSynchronize(s));
+    for (int i = 0; i < NB; i++) {
+        snprintf(w, sizeof w, "%s bulk head-to-head message %d", what, i);
+        expect_dev(bi[i], 192 * 1024 + 4 * (size_t)i, (uint64_t)(peer * 31 + i), w);
+        GT_CUDA(cudaFree(bo[i]));
+        GT_CUDA(cudaFree(bi[i]));
+    }
 }
 
 static void ahead(MPI_Comm comm, cudaStream_t s, const char *what)

@@ -8,7 +8,8 @@
  *  1. sizes: ring exchange (send to rank+1, receive from rank-1) of 0, 1, 8,
  *     100, 4096, 16 and 32 KiB (above the eager limit: the path takes them
  *     into a device ring, MPIX_ACC_SX_DRING=on), the slot size and one byte
- *     more (UCX), 1 MiB (UCX), one
+ *     more, 64 KiB, 128 KiB + 3 and 1 MiB (bulk slots of a device ring, else
+ *     UCX), 1 MiB + 1 (UCX), one
  *     stream, stream wait with MPI_STATUSES_IGNORE, then with statuses.
  *  2. head-to-head: with the partner (rank ^ 1), N Isend then N Irecv then
  *     one stream Waitall, N = 3 x the slots (sends beyond the free slots go
@@ -45,7 +46,9 @@ static void sync_stream(MPIX_Acc_stream s) { T_MPI(MPIX_Acc_Hoststream_synchroni
 
 static void sizes(MPI_Comm comm, const char *what)
 {
-    size_t sz[] = {0, 1, 8, 100, 4096, 16384, 32768, slot_bytes(), slot_bytes() + 1, 1 << 20};
+    size_t sz[] = {0,      1,           8,           100,     4096,          16384,
+                   32768,  slot_bytes(), slot_bytes() + 1, 65536, 131072 + 3, 1 << 20,
+                   (1 << 20) + 1};
     int nsz = (int)(sizeof(sz) / sizeof(sz[0]));
     int to = (t_rank + 1) % t_size, from = (t_rank + t_size - 1) % t_size;
     MPIX_Acc_stream s;

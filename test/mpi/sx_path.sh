@@ -49,6 +49,12 @@ run() { # ranks expect(on|off) env...
         local nd
         nd=$(grep -cE 'device rings made [1-9][0-9]*, mapped [1-9][0-9]*, messages sent into them [1-9]' "$log")
         [ "$nd" -eq "$n" ] || why="${why:+$why, }$nd of $n ranks made, mapped and used device rings"
+        # ... and, unless bulk slots are off, bulk messages (64 KiB - 1 MiB)
+        if [[ " $* " != *" MPIX_ACC_SX_BULK_SLOTS=0 "* ]]; then
+            local nb
+            nb=$(grep -cE 'messages sent into them [1-9][0-9]* \(bulk [1-9]' "$log")
+            [ "$nb" -eq "$n" ] || why="${why:+$why, }$nb of $n ranks sent bulk messages"
+        fi
         [ "$on" -eq "$n" ] || why="${why:+$why, }$on of $n ranks moved messages on the SX path"
     fi
     if [ "$expect" = off ] && [ "$zero" -ne "$n" ]; then
@@ -75,6 +81,11 @@ run 2 dring MPIX_ACC_SX_DRING=on
 run 3 dring MPIX_ACC_SX_DRING=on
 run 2 dring MPIX_ACC_SX_DRING=on MPIX_ACC_SX_SLOTS=1
 run 3 dring MPIX_ACC_SX_DRING=on MPIX_ACC_SX_SLOTS=1 MPIX_ACC_SX_SLOT_BYTES=4096 MPIX_ACC_SX_STAGE=all
+# Bulk slots: one (every other bulk message finds it taken and bounces to
+# UCX), small ones (1 MiB takes UCX), none (every bulk size takes UCX)
+run 2 dring MPIX_ACC_SX_DRING=on MPIX_ACC_SX_BULK_SLOTS=1
+run 3 dring MPIX_ACC_SX_DRING=on MPIX_ACC_SX_BULK_BYTES=128k
+run 2 dring MPIX_ACC_SX_DRING=on MPIX_ACC_SX_BULK_SLOTS=0
 # Regression (2026-11-23, H100): UCX's eager unpack into a device buffer
 # stalled the progress thread behind a polling receive step; such messages
 # now land in host staging and the step copies them. STAGE=all sends host
