@@ -303,7 +303,7 @@ static __device__ void mxa_sx_send_bulk(const mxa_sx_send_desc_t &d)
     mxa_u64 *cnt = (mxa_u64 *)(size_t)d.scratch + 1;
     if (atomicAdd(cnt, 1ull) != (mxa_u64)gridDim.x - 1)
         return;
-    mxa_sx_fence(); /* every block's copy, seen through the count */
+    mxa_sx_fence();               /* every block's copy, seen through the count */
     *(volatile mxa_u64 *)cnt = 0; /* for the slot's next message (after this one's consume) */
     if (in_ring) {
         uint64_t *h = (uint64_t *)(size_t)d.slot;
@@ -519,8 +519,8 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
                     /* the leader finished the record without this
                      * block (not in a slot, or it gave up), or the
                      * record was already given back and reused */
-                    if (read_desc && (mxa_ll_load(&rec->done) != 0 ||
-                                      mxa_ll_load(&rec->serial) != d->serial))
+                    if (read_desc &&
+                        (mxa_ll_load(&rec->done) != 0 || mxa_ll_load(&rec->serial) != d->serial))
                         o = -2;
                 } else if (lane == 0) {
                     if (desc != MXA_SX_DESC_NONE && desc != MXA_SX_DESC_UCX)

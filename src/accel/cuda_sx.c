@@ -388,8 +388,8 @@ mxu_status_t mxa_cuda_sx_recv(mxa_stream_t *s, const mxa_sx_recv_desc_t *d, int 
     unsigned threads = most <= 1024 ? 64 : most <= 16384 ? 256 : 512;
     /* with programmatic dependent launch too: the step scans while the
      * kernel ahead runs and waits for it before it writes the buffer */
-    return sx_launch(cs, cs->ctx->fn_sx_recv, (unsigned)n * per, threads, &p, sizeof(p),
-                     "receive", cs->ctx->sx_pdl);
+    return sx_launch(cs, cs->ctx->fn_sx_recv, (unsigned)n * per, threads, &p, sizeof(p), "receive",
+                     cs->ctx->sx_pdl);
 }
 
 mxu_status_t mxa_cuda_sx_after(mxa_stream_t *s, mxa_stream_t *other, uint64_t seq)

@@ -996,7 +996,8 @@ size_t mxa_sx_link_take(mxa_sx_link_t *l, unsigned slot, uint64_t n, uint64_t by
     if (bulk) {
         /* data before its header (the send step fenced between them; the
          * mirror was written after the header) */
-        uint64_t src = l->dr_base + l->ctrl->bulk_off + (n % l->ctrl->bulk_slots) * l->ctrl->bulk_bytes;
+        uint64_t src =
+            l->dr_base + l->ctrl->bulk_off + (n % l->ctrl->bulk_slots) * l->ctrl->bulk_bytes;
         mxa_sx_fence();
         mxu_status_t st = MXU_OK;
         if (l->dr_kind == MXA_SX_DRING_HOST) {
@@ -1269,7 +1270,8 @@ mxu_status_t mxa_sx_enqueue_send(mxa_stream_t *s, mxa_sx_send_t *m)
             return MXU_ERR_UNSUPPORTED;
         size_t b = (size_t)(m->n % nb);
         d.bulk = l->dr_base + l->ctrl->bulk_off + b * l->ctrl->bulk_bytes;
-        d.bulk_written = sx_addr(l, s, offsetof(mxa_sx_ctrl_t, bulk_written) + sizeof(uint64_t) * b);
+        d.bulk_written =
+            sx_addr(l, s, offsetof(mxa_sx_ctrl_t, bulk_written) + sizeof(uint64_t) * b);
         d.bulk_consumed =
             sx_addr(l, s, offsetof(mxa_sx_ctrl_t, bulk_consumed) + sizeof(uint64_t) * b);
         d.scratch = l->scratch + 2 * sizeof(uint64_t) * slot;

@@ -106,8 +106,8 @@ typedef struct {
     void *bounce;            /* host-visible, >= bytes: the message if the slot is taken */
     mxa_sx_record_t *record; /* the step's outcome: MXA_SX_SENT or MXA_SX_BOUNCED */
     int early_claim;         /* the slot's previous message came from another stream (or none) */
-    int bulk;                /* a bulk message (mxa_sx_link_bulk_limit): the device ring's bulk slot */
-    int in_dring;            /* out: the step writes into the device ring */
+    int bulk;     /* a bulk message (mxa_sx_link_bulk_limit): the device ring's bulk slot */
+    int in_dring; /* out: the step writes into the device ring */
 } mxa_sx_send_t;
 mxu_status_t mxa_sx_enqueue_send(mxa_stream_t *s, mxa_sx_send_t *m);
 /* Sender's progress thread: a send step of this link ran (in_dring: the

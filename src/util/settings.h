@@ -109,9 +109,9 @@
       "(2 x this + 64 bytes)")                                                                   \
     X(SX_BULK_SLOTS, INT, sx_bulk_slots, "4", "0..8",                                          \
       "Bulk slots of each stream-executed link's device ring (GPU memory of the receiver, or a " \
-      "memfd with MPIX_ACC_SX_DRING=on): messages above the LL limit and up to the bulk limit "  \
-      "are copied there by a multi-block send step (data, then a fenced header) and out by a "   \
-      "multi-block receive step; 0: such messages take the UCX path")                            \
+      "memfd where MPIX_ACC_SX_DRING is on): messages above the LL limit and up to the bulk "  \
+      "limit are copied there by a multi-block send step (data, then a fenced header) and out "  \
+      "by a multi-block receive step; 0: such messages take the UCX path")                       \
     X(SX_BULK_BYTES, SIZE, sx_bulk_bytes, "1m", "64k..64m",                                      \
       "Size of a bulk slot: the largest message the stream-executed path carries, together "     \
       "with 128 x the communicator's eager limit (the smaller); device memory per peer and "     \

@@ -46,8 +46,18 @@ static void sync_stream(MPIX_Acc_stream s) { T_MPI(MPIX_Acc_Hoststream_synchroni
 
 static void sizes(MPI_Comm comm, const char *what)
 {
-    size_t sz[] = {0,      1,           8,           100,     4096,          16384,
-                   32768,  slot_bytes(), slot_bytes() + 1, 65536, 131072 + 3, 1 << 20,
+    size_t sz[] = {0,
+                   1,
+                   8,
+                   100,
+                   4096,
+                   16384,
+                   32768,
+                   slot_bytes(),
+                   slot_bytes() + 1,
+                   65536,
+                   131072 + 3,
+                   1 << 20,
                    (1 << 20) + 1};
     int nsz = (int)(sizeof(sz) / sizeof(sz[0]));
     int to = (t_rank + 1) % t_size, from = (t_rank + t_size - 1) % t_size;
