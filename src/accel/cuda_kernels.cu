@@ -545,7 +545,7 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
                 }
                 o = __shfl_sync(0xffffffffu, o, 0);
                 ring_off = __shfl_sync(0xffffffffu, (int)(desc == MXA_SX_DESC_UCX), 0);
-                if (o >= 0) {
+                if (o != -1) { /* an outcome, or -2: a helper stops */
                     outcome = o;
                     slot = -1;
                     break;
