@@ -104,6 +104,33 @@ static __device__ __forceinline__ void mxa_sx_copy(unsigned char *dst, const uns
     }
 }
 
+/* The same with four 16-byte loads in flight per thread (bulk steps: one
+ * round of loads per 64 bytes x threads, not one per 16). */
+static __device__ __forceinline__ void mxa_sx_copy_wide(unsigned char *dst,
+                                                        const unsigned char *src, uint64_t n)
+{
+    if (((((uint64_t)(size_t)dst) | ((uint64_t)(size_t)src)) & 15) != 0) {
+        mxa_sx_copy(dst, src, n);
+        return;
+    }
+    uint64_t tid = threadIdx.x, nt = blockDim.x, nv = n / 16;
+    const uint4 *s = (const uint4 *)src;
+    uint4 *d = (uint4 *)dst;
+    for (uint64_t b = tid; b < nv; b += 4 * nt) {
+        uint4 r[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            if (b + k * nt < nv)
+                r[k] = __ldcg(s + b + k * nt);
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            if (b + k * nt < nv)
+                d[b + k * nt] = r[k];
+    }
+    for (uint64_t i = nv * 16 + tid; i < n; i += nt)
+        dst[i] = __ldcg(src + i);
+}
+
 /* Programmatic dependent launch (sm_90+; the send step may be launched
  * so, cuda_sx.c): wait until the kernel ahead on the stream has finished
  * and its memory is visible / let the kernel behind start early. Both are
@@ -295,7 +322,7 @@ static __device__ void mxa_sx_send_bulk(const mxa_sx_send_desc_t &d)
     mxa_sx_share(d.bytes, blockIdx.x, gridDim.x, &lo, &hi);
     unsigned char *dst = (unsigned char *)(size_t)(in_ring ? d.bulk : d.bounce);
     if (hi > lo)
-        mxa_sx_copy(dst + lo, (const unsigned char *)(size_t)d.src + lo, hi - lo);
+        mxa_sx_copy_wide(dst + lo, (const unsigned char *)(size_t)d.src + lo, hi - lo);
     __syncthreads();
     if (threadIdx.x != 0)
         return;
@@ -445,7 +472,7 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
              * a device ring (local memory) is scanned, every 8th scan
              * reads it, so the scans run at local-memory speed; it says
              * what comes by UCX, which takes microseconds anyway. */
-            int read_desc = d->ring != 0 || ring_off || (iter & 7) == 0;
+            int read_desc = helper ? (iter & 7) == 0 : d->ring != 0 || ring_off || (iter & 7) == 0;
             uint64_t desc = lane == 0 && read_desc ? mxa_ll_load(&rec->desc) : 0;
             int hit = 0;
             uint64_t hn = 0, hb = 0;
@@ -457,7 +484,9 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
             for (unsigned i = lane; i < 2 * d->nslots && !hit && !ring_off; i += 32) {
                 uint64_t base = i < d->nslots ? d->ring : d->dring;
                 unsigned s = i < d->nslots ? i : i - d->nslots;
-                if (!base)
+                /* helpers only look in the device ring: a message in
+                 * the host ring is the leader's alone */
+                if (!base || (helper && i < d->nslots))
                     continue;
                 const uint64_t *h = (const uint64_t *)(size_t)(base + (uint64_t)s * d->slot_stride);
                 uint64_t w[MXA_SX_LL_HDR_WORDS];
@@ -519,9 +548,9 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
                     /* the leader finished the record without this
                      * block (not in a slot, or it gave up), or the
                      * record was already given back and reused */
-                    if (read_desc &&
-                        (mxa_ll_load(&rec->done) != 0 || mxa_ll_load(&rec->serial) != d->serial))
-                        o = -2;
+                    if (read_desc && (desc != MXA_SX_DESC_NONE || mxa_ll_load(&rec->done) != 0 ||
+                                      mxa_ll_load(&rec->serial) != d->serial))
+                        o = -2; /* (desc: the message is not in the ring) */
                 } else if (lane == 0) {
                     if (desc != MXA_SX_DESC_NONE && desc != MXA_SX_DESC_UCX)
                         desc = mxa_sx_load_acquire(&rec->desc); /* orders the reads below */
@@ -581,8 +610,9 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
             uint64_t lo, hi;
             mxa_sx_share(take, part, d->blocks ? d->blocks : 1u, &lo, &hi);
             if (hi > lo)
-                mxa_sx_copy(dst + lo, (const unsigned char *)(size_t)mxa_sx_bulk_data(d, s_n) + lo,
-                            hi - lo);
+                mxa_sx_copy_wide(dst + lo,
+                                 (const unsigned char *)(size_t)mxa_sx_bulk_data(d, s_n) + lo,
+                                 hi - lo);
         } else if (helper) {
             /* an LL message: the leader copies it */
         } else if (s_slot >= 0 && s_inline) {
@@ -632,7 +662,7 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
     MXA_SX_TM(tr3 = mxa_sx_tm_now());
     if (threadIdx.x == 0) {
         int in_slot = (outcome == MXA_SX_OK || outcome == MXA_SX_TRUNCATED) && s_slot >= 0;
-        if (!s_gave_up && in_slot && d->blocks > 1) {
+        if (!s_gave_up && in_slot && d->blocks > 1 && s_ring == d->dring) {
             /* every block of the receive counts itself in the slot's
              * counter (the ring's, local memory) after its reads and
              * writes; the last finishes for all */
