@@ -57,7 +57,7 @@
  * per MXA_SX_BULK_SEND_CHUNK bytes; the receiver's is local, one per
  * MXA_SX_BULK_RECV_CHUNK; at most MXA_SX_BULK_BLOCKS each. */
 #define MXA_SX_BULK_SEND_CHUNK (16u * 1024u)
-#define MXA_SX_BULK_RECV_CHUNK (32u * 1024u)
+#define MXA_SX_BULK_RECV_CHUNK (64u * 1024u)
 #define MXA_SX_BULK_BLOCKS 32u
 #define MXA_SX_HDR_BYTES 64
 #define MXA_SX_CTRL_MAGIC 0x4d58535843544c32ull /* "MXSXCTL2" */
