@@ -28,6 +28,7 @@
 #include "mpix_acc.h"
 
 #include "accel/accel.h"
+#include "accel/sx.h"
 #include "topo/topo.h"
 #include "transport/transport.h"
 #include "util/settings.h"
@@ -209,6 +210,14 @@ static void print_features(void)
            " not built"
 #endif
     );
+    size_t sx_shared, sx_device;
+    mxa_sx_link_memory(&sx_shared, &sx_device);
+    printf("  SX memory    per peer process of the node and direction: %zu bytes shared "
+           "(control page, %ld slots of %zu bytes as LL words), device ring %zu bytes "
+           "(with %ld bulk slots of %zu bytes; GPU rings rounded up to the allocation "
+           "granularity)\n",
+           sx_shared, mxu_config.sx_slots, mxu_config.sx_slot_bytes, sx_device,
+           mxu_config.sx_bulk_slots, mxu_config.sx_bulk_bytes);
     char topo[512];
     mxo_describe(topo, sizeof(topo));
     printf("  topology     %s\n", topo);

@@ -597,20 +597,37 @@ int mxa_sx_listen_fd(void) { return __atomic_load_n(&sx.listen_fd, __ATOMIC_ACQU
  * then MPIX_ACC_SX_BULK_SLOTS bulk slots, then one block counter per slot
  * for multi-block receive steps. Published in the control page (before
  * dr_ready) for the sender. Returns the ring's size. */
+static size_t sx_layout(size_t nslots, size_t slot_stride, size_t *nbulk, size_t *bulk_bytes,
+                        size_t *bulk_off, size_t *count_off)
+{
+    *nbulk = mxu_config.sx_bulk_slots > 0 ? (size_t)mxu_config.sx_bulk_slots : 0;
+    if (*nbulk > MXA_SX_MAX_BULK)
+        *nbulk = MXA_SX_MAX_BULK;
+    *bulk_bytes = (mxu_config.sx_bulk_bytes + 255) / 256 * 256;
+    *bulk_off = (nslots * slot_stride + 4095) / 4096 * 4096;
+    *count_off = *bulk_off + *nbulk * *bulk_bytes;
+    return *count_off + sizeof(uint64_t) * MXA_SX_MAX_SLOTS;
+}
+
 static size_t sx_dring_layout(mxa_sx_link_t *l)
 {
-    size_t slots = (size_t)l->ctrl->nslots * l->slot_stride;
-    size_t nbulk = mxu_config.sx_bulk_slots > 0 ? (size_t)mxu_config.sx_bulk_slots : 0;
-    if (nbulk > MXA_SX_MAX_BULK)
-        nbulk = MXA_SX_MAX_BULK;
-    size_t bulk_bytes = (mxu_config.sx_bulk_bytes + 255) / 256 * 256;
-    size_t bulk_off = (slots + 4095) / 4096 * 4096;
-    size_t count_off = bulk_off + nbulk * bulk_bytes;
+    size_t nbulk, bulk_bytes, bulk_off, count_off;
+    size_t total =
+        sx_layout(l->ctrl->nslots, l->slot_stride, &nbulk, &bulk_bytes, &bulk_off, &count_off);
     l->ctrl->bulk_slots = nbulk;
     l->ctrl->bulk_bytes = nbulk ? bulk_bytes : 0;
     l->ctrl->bulk_off = bulk_off;
     l->ctrl->count_off = count_off;
-    return count_off + sizeof(uint64_t) * MXA_SX_MAX_SLOTS;
+    return total;
+}
+
+void mxa_sx_link_memory(size_t *shared, size_t *device)
+{
+    size_t nslots = mxu_config.sx_slots > 0 ? (size_t)mxu_config.sx_slots : 1;
+    size_t stride = mxa_sx_slot_stride(mxu_config.sx_slot_bytes);
+    size_t nbulk, bulk_bytes, bulk_off, count_off;
+    *shared = sx_page_round(sizeof(mxa_sx_ctrl_t)) + sx_page_round(stride * nslots);
+    *device = sx_layout(nslots, stride, &nbulk, &bulk_bytes, &bulk_off, &count_off);
 }
 
 /* Receiver: make the device ring of stream s's kind, export it, publish it. */

@@ -52,6 +52,11 @@ size_t mxa_sx_link_send_limit(const mxa_sx_link_t *l, const mxa_stream_t *s, siz
 size_t mxa_sx_link_bulk_limit(const mxa_sx_link_t *l, const mxa_stream_t *s, size_t eager_limit);
 unsigned mxa_sx_link_bulk_slots(const mxa_sx_link_t *l);
 size_t mxa_sx_slot_stride(size_t slot_bytes);
+/* Memory of one link (one peer process of the node, one direction) under
+ * the settings: the shared-memory segment (control page and ring) and the
+ * device ring (ring, bulk slots, counters; a GPU's is rounded up to its
+ * allocation granularity). */
+void mxa_sx_link_memory(size_t *shared, size_t *device);
 /* The published ring's kind (MXA_SX_RING_*; NONE before publication). */
 int mxa_sx_link_ring_kind(const mxa_sx_link_t *l);
 /* Receiver: make the ring usable by stream s's executor (CUDA: register
