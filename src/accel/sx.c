@@ -496,6 +496,12 @@ int mxa_sx_link_published_for(const mxa_sx_link_t *l, const mxa_stream_t *s)
     return s->kind == MXA_KIND_HOST || (s->kind == MXA_KIND_CUDA && l->registered == 1);
 }
 
+void mxa_sx_link_advance(mxa_sx_link_t *l, mxa_stream_t *s)
+{
+    if (l->dr_state != SX_DR_READY && mxa_sx_link_ring_kind(l) == MXA_SX_RING_HOST)
+        sx_dring_advance(l, s);
+}
+
 mxu_status_t mxa_sx_link_attach(mxa_sx_link_t *l, mxa_stream_t *s)
 {
     if (mxa_sx_link_ring_kind(l) != MXA_SX_RING_HOST)

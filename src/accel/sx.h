@@ -69,6 +69,11 @@ int mxa_sx_link_published_for(const mxa_sx_link_t *l, const mxa_stream_t *s);
  * registered at the first call)? MXU_OK yes, MXU_ERR_NOT_READY withdrawn,
  * MXU_ERR_UNSUPPORTED not from this stream. */
 mxu_status_t mxa_sx_link_attach(mxa_sx_link_t *l, mxa_stream_t *s);
+/* Sender: one step towards mapping the receiver's device ring for s (never
+ * waits): at every send on the link, also those that take UCX, so that a
+ * code whose messages all exceed the shared ring's limit still gets the
+ * device ring's larger ones (LL up to 4 x the eager limit, bulk). */
+void mxa_sx_link_advance(mxa_sx_link_t *l, mxa_stream_t *s);
 /* Bounce buffers for send steps (host-visible; size classes up to 4 MiB). */
 void *mxa_sx_bounce_alloc(size_t bytes);
 void mxa_sx_bounce_free(void *b, size_t bytes);

@@ -361,8 +361,12 @@ int mxe_sx_submit_send(mxe_op_t *op)
         why = SXF_SYNC;
     else if (!(l = sx_out(p)))
         why = SXF_NO_LINK;
-    else if (op->bytes > mxa_sx_link_send_limit(l, s, op->eager_limit) &&
-             !(bulk = op->bytes <= mxa_sx_link_bulk_limit(l, s, op->eager_limit)))
+    if (why < 0) {
+        /* the device ring's mapping moves on at every send, also one that
+         * UCX takes (a code whose messages all exceed the shared ring's
+         * limit never used the device ring's LL and bulk sizes: 2 x H100,
+         * 89c58e9) */
+        mxa_sx_link_advance(l, s);
         /* one threshold family: the path carries what the communicator's
          * mpix_acc_eager_limit calls small (8 KiB by default) through a
          * ring in host memory (above it UCX's CUDA IPC copy wins over two
@@ -371,9 +375,12 @@ int mxe_sx_submit_send(mxe_op_t *op)
          * H100, session 10: 16/32 KiB 10.9/12.0 us against 24.1/24.2 by
          * UCX), up to a slot, and 128 times that (up to a bulk slot) into
          * the device ring's bulk slots by multi-block steps */
-        why = SXF_TOO_BIG;
-    else if (op->bytes > 0 && !mxa_sx_stream_reaches(s, op->memtype))
-        why = SXF_MEMTYPE;
+        if (op->bytes > mxa_sx_link_send_limit(l, s, op->eager_limit) &&
+            !(bulk = op->bytes <= mxa_sx_link_bulk_limit(l, s, op->eager_limit)))
+            why = SXF_TOO_BIG;
+        else if (op->bytes > 0 && !mxa_sx_stream_reaches(s, op->memtype))
+            why = SXF_MEMTYPE;
+    }
     if (why < 0) {
         /* two steps of one slot must not run at once: the slot's previous
          * message, if on another stream, must have been passed there */

@@ -152,6 +152,21 @@ if [ -x "$bench" ]; then
     else
         echo "sx_path.sh: ok (64 KiB, above the default eager limit, by UCX)"
     fi
+    # Regression (2 x H100, 89c58e9): when every message exceeded the
+    # shared ring's limit, no send reached the step that maps the device
+    # ring, so 64 KiB never used its bulk slots. Device rings on (memfd):
+    # 64 KiB messages only, they must go as bulk messages.
+    MPIX_ACC_STATS=1 MPIX_ACC_SX_DRING=on timeout 120 mpiexec -n 2 "$bench" --variant acc-sx \
+        --sizes 65536 -r 2 -t lat >"$log" 2>&1
+    rc=$?
+    nb=$(grep -cE 'messages sent into them [1-9][0-9]* \(bulk [1-9]' "$log")
+    if [ $rc -ne 0 ] || ! grep -q 'RESULT: OK' "$log" || [ "$nb" -ne 2 ]; then
+        echo "sx_path.sh: FAIL (64 KiB only, device rings on: bulk messages): exit $rc, $nb of 2" \
+            "ranks sent bulk messages: $(grep -m1 'stats: sx' "$log")"
+        fails=$((fails + 1))
+    else
+        echo "sx_path.sh: ok (64 KiB only, device rings on: mapped, bulk messages)"
+    fi
     MPIX_ACC_STATS=1 MPIX_ACC_EAGER_LIMIT=64k MPIX_ACC_SX_SLOT_BYTES=64k timeout 120 mpiexec -n 2 "$bench" --variant acc-sx \
         --sizes 65536 -r 2 -t lat >"$log" 2>&1
     rc=$?
