@@ -359,7 +359,7 @@ mxu_status_t mxa_cuda_sx_send(mxa_stream_t *s, const mxa_sx_send_desc_t *d)
     if (p.bulk) {
         /* a bulk step's copy crosses NVLink: one block per chunk */
         uint64_t b = (p.bytes + MXA_SX_BULK_SEND_CHUNK - 1) / MXA_SX_BULK_SEND_CHUNK;
-        blocks = (unsigned)(b < 1 ? 1 : b < MXA_SX_BULK_BLOCKS ? b : MXA_SX_BULK_BLOCKS);
+        blocks = (unsigned)(b < 1 ? 1 : b < MXA_SX_BULK_SEND_BLOCKS ? b : MXA_SX_BULK_SEND_BLOCKS);
     }
     return sx_launch(cs, cs->ctx->fn_sx_send, blocks, threads, &p, sizeof(p), "send",
                      cs->ctx->sx_pdl);

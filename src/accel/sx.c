@@ -1365,7 +1365,7 @@ static void sx_recv_desc(const mxa_stream_t *s, const mxa_sx_recv_t *r, mxa_sx_r
          * done in the ring's counters) */
         if (s->kind == MXA_KIND_CUDA && r->cap > MXA_SX_BULK_RECV_CHUNK) {
             uint64_t b = (r->cap + MXA_SX_BULK_RECV_CHUNK - 1) / MXA_SX_BULK_RECV_CHUNK;
-            d->blocks = (uint32_t)(b < MXA_SX_BULK_BLOCKS ? b : MXA_SX_BULK_BLOCKS);
+            d->blocks = (uint32_t)(b < MXA_SX_BULK_RECV_BLOCKS ? b : MXA_SX_BULK_RECV_BLOCKS);
         }
     }
 }

@@ -55,10 +55,16 @@
 #define MXA_SX_BULK_BIT (1ull << 62)
 /* Blocks of a CUDA bulk step: the sender's copy crosses NVLink, one block
  * per MXA_SX_BULK_SEND_CHUNK bytes; the receiver's is local, one per
- * MXA_SX_BULK_RECV_CHUNK; at most MXA_SX_BULK_BLOCKS each. */
+ * MXA_SX_BULK_RECV_CHUNK; at most MXA_SX_BULK_SEND_BLOCKS and
+ * MXA_SX_BULK_RECV_BLOCKS (the send side may be overridden at build time). */
+#ifndef MXA_SX_BULK_SEND_CHUNK
 #define MXA_SX_BULK_SEND_CHUNK (16u * 1024u)
+#endif
+#ifndef MXA_SX_BULK_SEND_BLOCKS
+#define MXA_SX_BULK_SEND_BLOCKS 32u
+#endif
 #define MXA_SX_BULK_RECV_CHUNK (64u * 1024u)
-#define MXA_SX_BULK_BLOCKS 32u
+#define MXA_SX_BULK_RECV_BLOCKS 32u
 #define MXA_SX_HDR_BYTES 64
 #define MXA_SX_CTRL_MAGIC 0x4d58535843544c32ull /* "MXSXCTL2" */
 #define MXA_SX_RECV_BATCH 16                    /* receives per receive step */
