@@ -112,10 +112,10 @@
       "memfd where MPIX_ACC_SX_DRING is on): messages above the LL limit and up to the bulk "  \
       "limit are copied there by a multi-block send step (data, then a fenced header) and out "  \
       "by a multi-block receive step; 0: such messages take the UCX path")                       \
-    X(SX_BULK_BYTES, SIZE, sx_bulk_bytes, "256k", "64k..64m",                                   \
+    X(SX_BULK_BYTES, SIZE, sx_bulk_bytes, "512k", "64k..64m",                                   \
       "Size of a bulk slot: the largest message the stream-executed path carries, together "     \
-      "with 128 x the communicator's eager limit (the smaller; 256k: bulk steps beat UCX's "     \
-      "CUDA IPC copy up to 256 KiB and lose at 1 MiB on 2 x H100); device memory per peer and "  \
+      "with 128 x the communicator's eager limit (the smaller; 512k: bulk steps beat UCX's "     \
+      "CUDA IPC copy up to 512 KiB and lose at 1 MiB on 2 x H100); device memory per peer and "  \
       "direction grows by MPIX_ACC_SX_BULK_SLOTS x this")                                        \
     X(SX_PDL, BOOL, sx_pdl, "1", "",                                                             \
       "Launch the stream-executed path's CUDA steps with programmatic dependent launch "       \

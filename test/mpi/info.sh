@@ -47,12 +47,12 @@ ver=$(sed -n 's/^  UCX  *\([0-9.]*\) from .*/\1/p' "$tmp/f")
 grep -qE '^  MPI +.+' <(sed -n '/^Loaded:/,/^$/p' "$tmp/f") || fail "no loaded MPI: $(cat "$tmp/f")"
 echo "  loaded UCX $ver from $path"
 # the stream-executed path's memory per peer follows its settings: one more
-# bulk slot of 256 KiB adds exactly 256 KiB to the device ring
+# bulk slot (512 KiB by default) adds exactly that to the device ring
 dev_of() { sed -n 's/.*device ring \([0-9]*\) bytes.*/\1/p' "$1"; }
 MPIX_ACC_SX_BULK_SLOTS=2 "$info" -f >"$tmp/b2" 2>/dev/null
 MPIX_ACC_SX_BULK_SLOTS=3 "$info" -f >"$tmp/b3" 2>/dev/null
 d2=$(dev_of "$tmp/b2") d3=$(dev_of "$tmp/b3")
-[ -n "$d2" ] && [ -n "$d3" ] && [ $((d3 - d2)) -eq 262144 ] ||
+[ -n "$d2" ] && [ -n "$d3" ] && [ $((d3 - d2)) -eq 524288 ] ||
     fail "SX memory line: device ring $d2 with 2 bulk slots, $d3 with 3: $(grep 'SX memory' "$tmp/b3")"
 echo "  SX memory per peer: device ring $d2 bytes with 2 bulk slots, $d3 with 3"
 
