@@ -302,6 +302,23 @@ static __device__ int mxa_sx_bulk_decide(const mxa_sx_send_desc_t *d)
     }
 }
 
+/* The send step's claim (each block gets the one outcome). The claim
+ * touches only the link's control words: it may run before the kernel
+ * ahead has finished unless that kernel could be this slot's previous send
+ * step (same stream); the buffer is read only after that kernel. 1: the
+ * slot (and a bulk message's bulk slot) are the message's. */
+static __device__ __forceinline__ int mxa_sx_send_claim(const mxa_sx_send_desc_t *d)
+{
+    __shared__ int s_free;
+    if (!d->early_claim)
+        mxa_pdl_wait();
+    if (threadIdx.x == 0)
+        s_free = d->bulk ? mxa_sx_bulk_decide(d) : mxa_sx_slot_claim(d);
+    __syncthreads();
+    mxa_pdl_wait(); /* before reading the buffer the kernel ahead may write */
+    return s_free;
+}
+
 /* A bulk message (sx_proto.h): every block copies its share of the
  * message into the bulk slot (or, when a slot is taken, the bounce
  * buffer), publishes it with a system-scope fence and counts itself in
@@ -310,14 +327,7 @@ static __device__ int mxa_sx_bulk_decide(const mxa_sx_send_desc_t *d)
  * the record and the trigger. */
 static __device__ void mxa_sx_send_bulk(const mxa_sx_send_desc_t &d)
 {
-    __shared__ int s_free;
-    if (!d.early_claim)
-        mxa_pdl_wait();
-    if (threadIdx.x == 0)
-        s_free = mxa_sx_bulk_decide(&d);
-    __syncthreads();
-    mxa_pdl_wait(); /* before reading the buffer the kernel ahead may write */
-    int in_ring = s_free;
+    int in_ring = mxa_sx_send_claim(&d);
     uint64_t lo, hi;
     mxa_sx_share(d.bytes, blockIdx.x, gridDim.x, &lo, &hi);
     unsigned char *dst = (unsigned char *)(size_t)(in_ring ? d.bulk : d.bounce);
@@ -354,20 +364,10 @@ extern "C" __global__ void mxa_sx_send_kernel(mxa_sx_send_desc_t d)
         mxa_sx_send_bulk(d);
         return;
     }
-    __shared__ int s_free;
     uint64_t *h = (uint64_t *)(size_t)d.slot;
     MXA_SX_TM_DECL(t0 = mxa_sx_tm_now(), t1 = 0, t2 = 0);
-    /* The claim touches only the link's control words. It may run before
-     * the kernel ahead has finished unless that kernel could be this
-     * slot's previous send step (same stream): then after it. */
-    if (!d.early_claim)
-        mxa_pdl_wait();
-    if (threadIdx.x == 0)
-        s_free = mxa_sx_slot_claim(&d);
-    __syncthreads();
-    mxa_pdl_wait(); /* before reading the buffer the kernel ahead may write */
+    int in_ring = mxa_sx_send_claim(&d);
     MXA_SX_TM(t1 = mxa_sx_tm_now());
-    int in_ring = s_free;
     if (in_ring) {
         /* LL words, header and payload, in one pass without a fence: each
          * word carries its own flag (sx_proto.h). Pairs of words per
