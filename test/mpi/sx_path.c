@@ -189,6 +189,35 @@ static void host_waits(MPI_Comm comm, const char *what)
                 mode ? "MPI_Test" : "MPI_Wait", (unsigned long long)in[0],
                 (unsigned long long)in[3]);
     }
+    /* the same with a bulk-sized message (a device ring's bulk slot with
+     * MPIX_ACC_SX_DRING=on): the library's step or look-up takes it */
+    size_t n = 65536 + 12;
+    unsigned char *bo = malloc(n), *bi = malloc(n);
+    for (int mode = 0; mode < 2; mode++) {
+        t_fill(bo, n, (uint64_t)(t_rank * 77 + mode));
+        memset(bi, 0, n);
+        MPI_Request r[2];
+        MPI_Status st;
+        T_MPI(MPIX_Acc_Irecv(s, bi, (int)n, MPI_BYTE, from, 10, comm, &r[0]));
+        T_MPI(MPIX_Acc_Isend(s, bo, (int)n, MPI_BYTE, to, 10, comm, &r[1]));
+        if (mode == 0) {
+            T_MPI(MPI_Wait(&r[0], &st));
+        } else {
+            int flag = 0;
+            double t0 = t_now();
+            while (!flag) {
+                T_MPI(MPI_Test(&r[0], &flag, &st));
+                T_CHECK(t_now() - t0 < T_SLOW(20), "%s: MPI_Test never completed (bulk)", what);
+            }
+        }
+        T_MPI(MPI_Wait(&r[1], MPI_STATUS_IGNORE));
+        char w[96];
+        snprintf(w, sizeof(w), "%s host %s, %zu bytes", what, mode ? "MPI_Test" : "MPI_Wait", n);
+        t_expect_status(&st, from, 10, (int)n, MPI_BYTE, w);
+        t_expect_pattern(bi, n, (uint64_t)(from * 77 + mode), w);
+    }
+    free(bo);
+    free(bi);
     T_MPI(MPIX_Acc_Hoststream_free(&s));
 }
 
@@ -215,6 +244,20 @@ static void truncate_case(MPI_Comm comm, const char *what)
     /* what lands in the buffer is the library's choice (the SX path writes
      * the 50 bytes that fit, UCX nothing); never past it */
     T_CHECK(in[50] == 0, "%s truncate: byte 50 written (%d)", what, in[50]);
+    /* a bulk-sized message into a smaller (still bulk-sized) buffer */
+    size_t big = 100000, cap = 70000;
+    unsigned char *bo = malloc(big), *bi = calloc(1, cap + 1);
+    t_fill(bo, big, (uint64_t)(t_rank + 5));
+    T_MPI(MPIX_Acc_Irecv(s, bi, (int)cap, MPI_BYTE, from, 5, comm, &r[0]));
+    T_MPI(MPIX_Acc_Isend(s, bo, (int)big, MPI_BYTE, to, 5, comm, &r[1]));
+    rc = MPI_Wait(&r[0], &st[0]);
+    T_MPI(MPI_Wait(&r[1], &st[1]));
+    MPI_Error_class(rc == MPI_SUCCESS ? st[0].MPI_ERROR : rc, &cls);
+    T_CHECK(cls == MPI_ERR_TRUNCATE, "%s: %zu bytes into %zu: error class %d, expected %d", what,
+            big, cap, cls, MPI_ERR_TRUNCATE);
+    T_CHECK(bi[cap] == 0, "%s truncate: byte %zu written (%d)", what, cap, bi[cap]);
+    free(bo);
+    free(bi);
     T_MPI(MPIX_Acc_Hoststream_free(&s));
 }
 
