@@ -3,6 +3,7 @@
  * after the MPI library, exchange worker addresses, and drain at the end.
  */
 #include "interpose/interpose.h"
+#include "interpose/typelayout.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -166,6 +167,7 @@ static void mxi_bring_up(void)
     mxu_trace_setup(mxu_config.nvtx);
     mxi_errors_init();
     mxi_datatype_init();
+    mxi_layout_init();
 
     /* both ends of every UCX endpoint must use the same error mode */
     int pe = mxu_config.peer_errors != 0, pe_all = pe;
@@ -493,6 +495,7 @@ int MPI_Finalize(void)
             mxe_abandon();
         }
         mxi.active = 0;
+        mxi_layout_finalize();
         mxi_datatype_finalize();
         mxi_comm_forget_all();
         mxu_locked_map_destroy(&mxi.requests);
