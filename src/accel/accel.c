@@ -236,6 +236,19 @@ mxu_status_t mxa_stream_copy(mxa_stream_t *s, void *dst, const void *src, size_t
     }
 }
 
+mxu_status_t mxa_stream_host_call(mxa_stream_t *s, void (*fn)(void *), void *arg)
+{
+    switch (s->kind) {
+    case MXA_KIND_NONE:
+        fn(arg);
+        return MXU_OK;
+    case MXA_KIND_HOST:
+        return mxa_host_stream_launch(s->handle, fn, arg);
+    default:
+        return MXU_ERR_UNSUPPORTED;
+    }
+}
+
 void mxa_finalize(void)
 {
     pthread_mutex_lock(&accel_lock);

@@ -144,6 +144,10 @@ void *mxa_stream_scratch(mxa_stream_t *s, mxa_memtype_t k, size_t bytes);
 /* Enqueue on s a copy of bytes from src to dst (memory s's executor
  * reaches), in stream order; on the "none" stream it copies at once. */
 mxu_status_t mxa_stream_copy(mxa_stream_t *s, void *dst, const void *src, size_t bytes);
+/* Enqueue fn(arg) on s, in stream order, run on a host thread (host
+ * streams: the stream's thread; the "none" stream: at once, here).
+ * MXU_ERR_UNSUPPORTED for CUDA streams (not yet). */
+mxu_status_t mxa_stream_host_call(mxa_stream_t *s, void (*fn)(void *), void *arg);
 
 /* Call fn(stream) for every stream the layer knows (finalize, reporting). */
 void mxa_foreach_stream(void (*fn)(mxa_stream_t *s, void *arg), void *arg);

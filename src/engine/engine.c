@@ -428,6 +428,8 @@ void mxe_op_retain(mxe_op_t *op) { atomic_fetch_add_explicit(&op->refs, 1, memor
 void mxe_op_release(mxe_op_t *op)
 {
     if (atomic_fetch_sub_explicit(&op->refs, 1, memory_order_acq_rel) == 1) {
+        if (op->user_free)
+            op->user_free(op->user);
         free(op->eager_copy);
         free(op->any_members);
         if (op->sx_staging)

@@ -132,7 +132,12 @@ struct mxe_op {
     mxe_result_t result; /* written by the progress thread before COMPLETE */
 
     /* ---- interposition layer's fields ---- */
-    void *user;           /* free for the interposition layer */
+    void *user; /* free for the interposition layer */
+    /* called by the progress thread when a receive completes, before the
+     * completion is published (e.g. unpack a derived datatype: stream waits
+     * then wait for the host); and when the op is freed, with `user` */
+    void (*user_complete)(struct mxe_op *op);
+    void (*user_free)(void *user);
     uint64_t user_handle; /* e.g. the MPI_Request handle */
     uint64_t user_aux;    /* e.g. the MPI_Comm the op was made on */
     int user_flags;

@@ -557,7 +557,9 @@ void mxe_sx_stream_wait(mxa_stream_t *s, mxe_op_t **ops, void **targets, int n, 
                                  .after_seq = op->trigger_seq,
                                  .fence = op->memtype != MXA_MEM_DEVICE};
         rops[nr++] = op;
-        drop[i] = targets[i] == NULL;
+        /* the stream finishes it alone unless a status is wanted or the
+         * host has work at its completion (a derived type's unpack) */
+        drop[i] = targets[i] == NULL && !op->user_complete;
     }
     if (!nr)
         return;

@@ -104,7 +104,9 @@ static void mxe_live_unlink(mxe_op_t *op)
 /* Complete an op: the result fields other than `error` are already set. */
 static void mxe_op_complete(mxe_op_t *op, mxu_status_t error)
 {
-    mxe_match_forget(op); /* a receive completing unmatched leaves its posted list */
+    if (op->user_complete)
+        op->user_complete(op); /* result.bytes is set */
+    mxe_match_forget(op);      /* a receive completing unmatched leaves its posted list */
     mxu_trace_end(&op->trace);
     op->result.error = error;
     if (mxe.timing && op->t_start_ns) {

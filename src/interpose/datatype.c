@@ -102,6 +102,19 @@ int mxi_datatype_stream(MPI_Datatype dt, void **stream_handle)
     return 1;
 }
 
+int mxi_datatype_contiguous(MPI_Datatype dt)
+{
+    int size;
+    MPI_Aint lb, extent, true_lb, true_extent;
+    if (dt == MPI_DATATYPE_NULL || !mxi_datatype_committed(dt) ||
+        PMPI_Type_size(dt, &size) != MPI_SUCCESS ||
+        PMPI_Type_get_extent(dt, &lb, &extent) != MPI_SUCCESS ||
+        PMPI_Type_get_true_extent(dt, &true_lb, &true_extent) != MPI_SUCCESS)
+        return -1;
+    return size == 0 ||
+           ((MPI_Aint)size == extent && (MPI_Aint)size == true_extent && true_lb == 0 && lb == 0);
+}
+
 int mxi_datatype_bytes(MPI_Datatype dt, int count, size_t *bytes)
 {
     if (dt == MPI_DATATYPE_NULL) {

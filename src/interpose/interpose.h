@@ -160,6 +160,9 @@ void mxi_datatype_finalize(void);
 int mxi_datatype_stream(MPI_Datatype dt, void **stream_handle);
 /* Bytes for count elements; MPI error code if unsupported. */
 int mxi_datatype_bytes(MPI_Datatype dt, int count, size_t *bytes);
+/* 1: a valid committed datatype whose elements are dense and abut; 0: a
+ * valid one that is not (a derived layout: typelayout.h); -1: not valid. */
+int mxi_datatype_contiguous(MPI_Datatype dt);
 
 /* ---- p2p.c ---- */
 int mxi_isend(mxa_stream_t *s, mxi_origin_t origin, const void *buf, int count, MPI_Datatype dt,

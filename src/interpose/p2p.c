@@ -4,9 +4,11 @@
  * a stream communicator or the datatype carries a stream.
  */
 #include "interpose/interpose.h"
+#include "interpose/typelayout.h"
 #include "util/calltime.h"
 
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -299,23 +301,135 @@ int mxi_p2p_check(int is_send, const void *buf, int count, MPI_Datatype dt, int 
                : mxi_recv_args((void *)(uintptr_t)buf, count, dt, peer, tag, comm, req, &c, &bytes);
 }
 
+/* ------------------------------------------------- derived datatypes
+ * A non-contiguous datatype (issue 20 item 1; host streams so far): the
+ * operation moves its packed bytes, in a host buffer of the library's, as
+ * a contiguous message. A send packs on its stream right before the send
+ * (mxa_stream_host_call: in stream order, whichever path the message then
+ * takes); a receive unpacks when it completes (the progress thread, before
+ * the completion is published: a stream wait on it keeps its wait point,
+ * so the stream continues after the unpack). The layout (typelayout.h) is
+ * the type's cached chunk list: the type may be freed meanwhile. */
+typedef struct {
+    int refs; /* atomic: the op, and a pack step not yet run */
+    mxi_layout_t *layout;
+    void *user_buf;
+    int count;
+    void *packed;
+} mxi_packed_t;
+
+static void mxi_packed_put(void *p)
+{
+    mxi_packed_t *pk = p;
+    if (pk && __atomic_sub_fetch(&pk->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+        mxi_layout_put(pk->layout);
+        free(pk->packed);
+        free(pk);
+    }
+}
+
+static void mxi_pack_step(void *arg)
+{
+    mxi_packed_t *pk = arg;
+    mxi_layout_pack(pk->layout, pk->user_buf, pk->count, pk->packed);
+    mxi_packed_put(pk);
+}
+
+static void mxi_unpack_on_complete(mxe_op_t *op)
+{
+    mxi_packed_t *pk = op->user;
+    mxi_layout_unpack(pk->layout, pk->packed, op->result.bytes, pk->user_buf, pk->count);
+}
+
+/* For a non-contiguous dt: *pk with the packed buffer (one reference), and
+ * the contiguous arguments to use instead (*pbuf, *pcount bytes of
+ * MPI_BYTE). *pk stays NULL for any other datatype (the usual checks
+ * follow). The user's buffer is checked here, before it is replaced. */
+static int mxi_packed_begin(mxa_stream_t *s, MPI_Comm comm, const void *buf, int count,
+                            MPI_Datatype dt, const char *what, mxi_packed_t **pk, const void **pbuf,
+                            int *pcount, MPI_Datatype *pdt)
+{
+    *pk = NULL;
+    if (count < 0 || mxi_datatype_contiguous(dt) != 0)
+        return MPI_SUCCESS;
+    int rc = mxi_check_buffer(comm, buf, count, dt, what);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (s->kind != MXA_KIND_HOST && s->kind != MXA_KIND_NONE)
+        return mxi_raise(comm, MXI_E_TYPE,
+                         "a non-contiguous datatype on a CUDA stream (derived datatypes are "
+                         "stream-ordered on host streams so far)");
+    mxi_layout_t *l = NULL;
+    rc = mxi_layout_get(dt, &l);
+    if (rc != MPI_SUCCESS)
+        return mxi_raise(comm, rc == MPI_ERR_NO_MEM ? MXI_E_NO_MEM : MXI_E_TYPE,
+                         "no stream-ordered layout for this datatype's constructor");
+    uint64_t bytes = mxi_layout_bytes(l, count);
+    if (bytes > (uint64_t)INT_MAX) {
+        mxi_layout_put(l);
+        return mxi_raise(comm, MXI_E_COUNT,
+                         "%d elements of a non-contiguous datatype: %llu packed bytes (at most %d)",
+                         count, (unsigned long long)bytes, INT_MAX);
+    }
+    mxi_packed_t *p = calloc(1, sizeof(*p));
+    void *packed = malloc(bytes ? (size_t)bytes : 1);
+    if (!p || !packed) {
+        free(p);
+        free(packed);
+        mxi_layout_put(l);
+        return mxi_raise(comm, MXI_E_NO_MEM, "%llu bytes to pack a non-contiguous datatype",
+                         (unsigned long long)bytes);
+    }
+    __atomic_store_n(&p->refs, 1, __ATOMIC_RELAXED);
+    p->layout = l;
+    p->user_buf = (void *)(uintptr_t)buf;
+    p->count = count;
+    p->packed = packed;
+    *pk = p;
+    *pbuf = packed;
+    *pcount = (int)bytes;
+    *pdt = MPI_BYTE;
+    return MPI_SUCCESS;
+}
+
 static int mxi_isend_(mxa_stream_t *s, mxi_origin_t origin, const void *buf, int count,
                       MPI_Datatype dt, int dest, int tag, MPI_Comm comm, int synchronous,
                       MPI_Request *req)
 {
     mxi_comm_t *c;
     size_t bytes;
-    int rc = mxi_send_args(buf, count, dt, dest, tag, comm, req, &c, &bytes);
-    if (rc != MPI_SUCCESS)
+    mxi_packed_t *pk;
+    int rc = mxi_packed_begin(s, comm, buf, count, dt, "send", &pk, &buf, &count, &dt);
+    if (rc == MPI_SUCCESS)
+        rc = mxi_send_args(buf, count, dt, dest, tag, comm, req, &c, &bytes);
+    if (rc != MPI_SUCCESS) {
+        mxi_packed_put(pk);
         return rc;
+    }
     mxi_reap(0);
     mxe_op_t *op;
     mxu_status_t st =
         mxe_op_create_send(s, buf, bytes, &c->ec, dest == MPI_PROC_NULL ? MXE_PROC_NULL : dest, tag,
                            synchronous ? 0 : c->eager_limit, &op);
-    if (st != MXU_OK)
+    if (st != MXU_OK) {
+        mxi_packed_put(pk);
         return mxi_raise_code(comm, mxi_status_to_mpi(st));
+    }
     op->synchronous = synchronous;
+    if (pk) {
+        /* the pack step goes on the stream before the send's own point */
+        op->user = pk;
+        op->user_free = mxi_packed_put;
+        __atomic_fetch_add(&pk->refs, 1, __ATOMIC_RELAXED);
+        st = dest == MPI_PROC_NULL ? MXU_OK : mxa_stream_host_call(s, mxi_pack_step, pk);
+        if (dest == MPI_PROC_NULL || st != MXU_OK)
+            mxi_packed_put(pk); /* the step's reference: no step */
+        if (st != MXU_OK) {
+            mxe_op_release(op);
+            mxe_op_release(op);
+            return mxi_raise_code(comm, mxi_status_to_mpi(st));
+        }
+    }
     return mxi_submit(op, origin, comm, req);
 }
 
@@ -324,9 +438,16 @@ static int mxi_irecv_(mxa_stream_t *s, mxi_origin_t origin, void *buf, int count
 {
     mxi_comm_t *c;
     size_t bytes;
-    int rc = mxi_recv_args(buf, count, dt, source, tag, comm, req, &c, &bytes);
-    if (rc != MPI_SUCCESS)
+    mxi_packed_t *pk;
+    const void *cbuf = buf;
+    int rc = mxi_packed_begin(s, comm, buf, count, dt, "receive", &pk, &cbuf, &count, &dt);
+    buf = (void *)(uintptr_t)cbuf;
+    if (rc == MPI_SUCCESS)
+        rc = mxi_recv_args(buf, count, dt, source, tag, comm, req, &c, &bytes);
+    if (rc != MPI_SUCCESS) {
+        mxi_packed_put(pk);
         return rc;
+    }
     mxi_reap(0);
     int esrc = source == MPI_PROC_NULL    ? MXE_PROC_NULL
                : source == MPI_ANY_SOURCE ? MXE_ANY_SOURCE
@@ -335,8 +456,16 @@ static int mxi_irecv_(mxa_stream_t *s, mxi_origin_t origin, void *buf, int count
     mxu_status_t st =
         mxe_op_create_recv(s, buf, bytes, &c->ec, esrc, tag == MPI_ANY_TAG ? MXE_ANY_TAG : tag,
                            c->recv_post_early, &op);
-    if (st != MXU_OK)
+    if (st != MXU_OK) {
+        mxi_packed_put(pk);
         return mxi_raise_code(comm, mxi_status_to_mpi(st));
+    }
+    if (pk) {
+        /* unpacked by the progress thread as the receive completes */
+        op->user = pk;
+        op->user_free = mxi_packed_put;
+        op->user_complete = mxi_unpack_on_complete;
+    }
     return mxi_submit(op, origin, comm, req);
 }
 

@@ -123,7 +123,8 @@ static int mxi_flatten(MPI_Datatype t, int64_t base, mxi_chunks_t *v, int depth)
     MPI_Aint *aints = malloc(sizeof(MPI_Aint) * (size_t)(na + 1));
     MPI_Datatype *types = malloc(sizeof(MPI_Datatype) * (size_t)(nd + 1));
     int rc = ints && aints && types ? MPI_SUCCESS : MPI_ERR_NO_MEM;
-    if (rc == MPI_SUCCESS && PMPI_Type_get_contents(t, ni, na, nd, ints, aints, types) != MPI_SUCCESS)
+    if (rc == MPI_SUCCESS &&
+        PMPI_Type_get_contents(t, ni, na, nd, ints, aints, types) != MPI_SUCCESS)
         rc = MPI_ERR_TYPE;
     int got_types = rc == MPI_SUCCESS;
     int64_t ext0 = rc == MPI_SUCCESS && nd > 0 ? mxi_type_extent(types[0]) : 0;
@@ -139,7 +140,8 @@ static int mxi_flatten(MPI_Datatype t, int64_t base, mxi_chunks_t *v, int depth)
             break;
         case MPI_COMBINER_VECTOR:
         case MPI_COMBINER_HVECTOR: {
-            int64_t stride = comb == MPI_COMBINER_VECTOR ? (int64_t)ints[2] * ext0 : (int64_t)aints[0];
+            int64_t stride =
+                comb == MPI_COMBINER_VECTOR ? (int64_t)ints[2] * ext0 : (int64_t)aints[0];
             for (int i = 0; i < ints[0] && rc == MPI_SUCCESS; i++)
                 for (int j = 0; j < ints[1] && rc == MPI_SUCCESS; j++)
                     rc = mxi_flatten(types[0], base + i * stride + (int64_t)j * ext0, v, depth + 1);

@@ -13,7 +13,8 @@
  *   NULL request pointer                                       -> MPI_ERR_REQUEST
  *   MPI_COMM_NULL, freed communicator                          -> MPI_ERR_COMM
  *   malformed info value                                       -> MPI_ERR_INFO_VALUE
- *   non-contiguous / null / uncommitted datatype               -> MPI_ERR_TYPE
+ *   datatype without a layout (darray) / null / uncommitted   -> MPI_ERR_TYPE
+ *   (vector & co. are stream-ordered on host streams: derived_types.c)
  *   garbage datatype handle                                    -> MPI_ERR_TYPE, handler once
  */
 #include "common.h"
@@ -314,16 +315,19 @@ int main(int argc, char **argv)
     /* ---- datatypes ---- */
     t_phase("bad datatypes");
     MPI_Datatype vec, uncommitted;
-    T_MPI(MPI_Type_vector(4, 1, 2, MPI_INT, &vec));
+    /* a darray (the first of two blocks of 8 ints): non-contiguous, and no
+     * stream-ordered layout exists for its constructor */
+    {
+        int gs[1] = {8}, distrib[1] = {MPI_DISTRIBUTE_BLOCK}, dargs[1] = {MPI_DISTRIBUTE_DFLT_DARG},
+            ps[1] = {2};
+        T_MPI(MPI_Type_create_darray(2, 0, 1, gs, distrib, dargs, ps, MPI_ORDER_C, MPI_INT, &vec));
+    }
     T_MPI(MPI_Type_commit(&vec));
     T_MPI(MPI_Type_contiguous(4, MPI_INT, &uncommitted));
-    expect_err(MPIX_Acc_Isend(X, buf, 1, vec, next, 1, W, &r), MPI_ERR_TYPE,
-               "Isend MPI_Type_vector");
-    expect_err(MPIX_Acc_Irecv(X, buf, 1, vec, prev, 1, W, &r), MPI_ERR_TYPE,
-               "Irecv MPI_Type_vector");
-    expect_err(MPIX_Acc_Send(X, buf, 2, vec, next, 1, W), MPI_ERR_TYPE, "Send MPI_Type_vector");
-    expect_err(MPIX_Acc_Recv(X, buf, 2, vec, prev, 1, W, &st), MPI_ERR_TYPE,
-               "Recv MPI_Type_vector");
+    expect_err(MPIX_Acc_Isend(X, buf, 1, vec, next, 1, W, &r), MPI_ERR_TYPE, "Isend darray");
+    expect_err(MPIX_Acc_Irecv(X, buf, 1, vec, prev, 1, W, &r), MPI_ERR_TYPE, "Irecv darray");
+    expect_err(MPIX_Acc_Send(X, buf, 2, vec, next, 1, W), MPI_ERR_TYPE, "Send darray");
+    expect_err(MPIX_Acc_Recv(X, buf, 2, vec, prev, 1, W, &st), MPI_ERR_TYPE, "Recv darray");
     expect_err(MPIX_Acc_Isend(X, buf, 1, MPI_DATATYPE_NULL, next, 1, W, &r), MPI_ERR_TYPE,
                "Isend MPI_DATATYPE_NULL");
     expect_err(MPIX_Acc_Isend(X, buf, 1, uncommitted, next, 1, W, &r), MPI_ERR_TYPE,
@@ -343,7 +347,7 @@ int main(int argc, char **argv)
     expect_err(MPI_Send(buf, 1, MPI_INT, t_size, 1, sc), MPI_ERR_RANK,
                "stream comm MPI_Send dest = size");
     expect_err(MPI_Isend(buf, 1, vec, next, 1, sc, &r), MPI_ERR_TYPE,
-               "stream comm MPI_Isend vector type");
+               "stream comm MPI_Isend darray type");
     t_phase("errors with a datatype attribute");
     MPI_Datatype at;
     T_MPI(MPI_Type_dup(MPI_BYTE, &at));

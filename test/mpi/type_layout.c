@@ -135,8 +135,9 @@ static void check_type(MPI_Datatype t, const char *what)
         unsigned char *pa = malloc((size_t)psize + 1), *pb = malloc((size_t)psize + 1);
         int pos = 0;
         T_MPI(MPI_Pack(buf, count, t, pa, psize, &pos, MPI_COMM_SELF));
-        T_CHECK((uint64_t)pos == mxi_layout_bytes(l, count), "%s x %d: MPI_Pack %d bytes, layout %llu",
-                what, count, pos, (unsigned long long)mxi_layout_bytes(l, count));
+        T_CHECK((uint64_t)pos == mxi_layout_bytes(l, count),
+                "%s x %d: MPI_Pack %d bytes, layout %llu", what, count, pos,
+                (unsigned long long)mxi_layout_bytes(l, count));
         mxi_layout_pack(l, buf, count, pb);
         T_CHECK(memcmp(pa, pb, (size_t)pos) == 0, "%s x %d: packed bytes differ from MPI_Pack's",
                 what, count);

@@ -1,0 +1,390 @@
+/*
+ * derived_types.c - non-contiguous datatypes in stream-ordered operations on
+ * host streams (issue 20 item 1): the bytes move packed, the pack runs in
+ * the stream's order before the send, the unpack before the stream passes
+ * the wait. 2-4 ranks, ring neighbours.
+ *
+ *   1. halo exchange of a 2-D grid (column halos as MPI_Type_vector) on a
+ *      stream communicator with plain MPI_Irecv/MPI_Isend/MPI_Waitall, with
+ *      MPIX_Acc_* on a communicator with the no-wildcard assertions (the
+ *      stream-executed path), and with plain MPI on a plain communicator
+ *      (the reference): the grids are bitwise equal. A function on the
+ *      stream writes the column before the send (the packed bytes are
+ *      those, not the ones at the call) and one after the wait reads the
+ *      ghost column (unpacked before the stream went on).
+ *   2. MPI_Sendrecv with the column type on the stream communicator.
+ *   3. 3 elements of a struct (resized) and of a 3-D subarray: data and
+ *      MPI_Get_count in elements of the type.
+ *   4. host waits: MPI_Wait and MPI_Test polling on a derived receive.
+ *   5. the type freed right after the calls, before the stream ran them.
+ *   6. truncation: 3 elements into a receive of 2: MPI_ERR_TRUNCATE, nothing
+ *      written past the two elements.
+ *   7. bad input: an uncommitted type, a darray (no layout) and a count
+ *      whose packed size passes INT_MAX give MPI errors of their class.
+ */
+#include "common.h"
+
+#include <limits.h>
+#include <stddef.h>
+#include <string.h>
+
+#define NX 20 /* rows */
+#define NY 12 /* columns, two of them ghosts */
+
+static int next, prev;
+
+typedef struct {
+    int i;
+    double d[2];
+    char c;
+} rec_t;
+
+static MPI_Datatype column_type(void)
+{
+    MPI_Datatype t;
+    T_MPI(MPI_Type_vector(NX, 1, NY, MPI_DOUBLE, &t));
+    T_MPI(MPI_Type_commit(&t));
+    return t;
+}
+
+static void grid_init(double *g, int rank)
+{
+    for (int x = 0; x < NX; x++)
+        for (int y = 0; y < NY; y++)
+            g[x * NY + y] = (y == 0 || y == NY - 1) ? -1.0 : rank * 1000.0 + x * NY + y;
+}
+
+/* one halo exchange: interior column 1 to prev (lands in its ghost column
+ * NY - 1), interior column NY - 2 to next (its ghost column 0) */
+static void exchange_plain(MPI_Comm c, double *g, MPI_Datatype col)
+{
+    MPI_Request r[4];
+    T_MPI(MPI_Irecv(&g[NY - 1], 1, col, next, 1, c, &r[0]));
+    T_MPI(MPI_Irecv(&g[0], 1, col, prev, 2, c, &r[1]));
+    T_MPI(MPI_Isend(&g[1], 1, col, prev, 1, c, &r[2]));
+    T_MPI(MPI_Isend(&g[NY - 2], 1, col, next, 2, c, &r[3]));
+    T_MPI(MPI_Waitall(4, r, MPI_STATUSES_IGNORE));
+}
+
+typedef struct {
+    double *g;
+    double v;
+} colset_t;
+
+/* on the stream: write interior columns 1 and NY - 2 */
+static void colset_fn(void *arg)
+{
+    colset_t *cs = arg;
+    for (int x = 0; x < NX; x++) {
+        cs->g[x * NY + 1] = cs->v + x;
+        cs->g[x * NY + NY - 2] = -cs->v - x;
+    }
+}
+
+typedef struct {
+    const double *g;
+    double ghost[2][NX];
+} colget_t;
+
+/* on the stream: copy the ghost columns */
+static void colget_fn(void *arg)
+{
+    colget_t *cg = arg;
+    for (int x = 0; x < NX; x++) {
+        cg->ghost[0][x] = cg->g[x * NY];
+        cg->ghost[1][x] = cg->g[x * NY + NY - 1];
+    }
+}
+
+static void halo(void)
+{
+    t_phase("1. halo exchange with column vectors");
+    MPI_Datatype col = column_type();
+    static double ref[NX * NY], gs[NX * NY], gx[NX * NY];
+    grid_init(ref, t_rank);
+    grid_init(gs, t_rank);
+    grid_init(gx, t_rank);
+    MPI_Comm plain;
+    T_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &plain));
+    MPIX_Acc_stream s, sx_stream;
+    MPI_Comm sc = t_stream_comm(&s);
+    MPI_Comm sxc = t_comm_dup(1); /* mpi_assert_no_any_source / _tag: the SX path */
+    T_MPI(MPIX_Acc_Hoststream_create(&sx_stream));
+    for (int round = 0; round < 3; round++) {
+        double v = 100.0 * (round + 1) + t_rank;
+        /* the reference: the same values written by the host, plain MPI */
+        colset_t cref = {ref, v};
+        colset_fn(&cref);
+        exchange_plain(plain, ref, col);
+        /* stream communicator: the values are written on the stream, then
+         * the unmodified exchange code runs; the ghosts are read there */
+        colset_t cs = {gs, v};
+        colget_t cg = {gs, {{0}}};
+        t_gate_t gate; /* holds the stream until every call was made */
+        t_gate_init(&gate);
+        T_MPI(MPIX_Acc_Hoststream_launch(s, t_gate_fn, &gate));
+        T_MPI(MPIX_Acc_Hoststream_launch(s, colset_fn, &cs));
+        exchange_plain(sc, gs, col);
+        T_MPI(MPIX_Acc_Hoststream_launch(s, colget_fn, &cg));
+        atomic_store(&gate.open, 1);
+        T_MPI(MPIX_Acc_Hoststream_synchronize(s));
+        /* explicit calls on the no-wildcard communicator */
+        colset_t csx = {gx, v};
+        colget_t cgx = {gx, {{0}}};
+        t_gate_t gx_gate;
+        t_gate_init(&gx_gate);
+        T_MPI(MPIX_Acc_Hoststream_launch(sx_stream, t_gate_fn, &gx_gate));
+        T_MPI(MPIX_Acc_Hoststream_launch(sx_stream, colset_fn, &csx));
+        MPI_Request r[4];
+        T_MPI(MPIX_Acc_Irecv(sx_stream, &gx[NY - 1], 1, col, next, 1, sxc, &r[0]));
+        T_MPI(MPIX_Acc_Irecv(sx_stream, &gx[0], 1, col, prev, 2, sxc, &r[1]));
+        T_MPI(MPIX_Acc_Isend(sx_stream, &gx[1], 1, col, prev, 1, sxc, &r[2]));
+        T_MPI(MPIX_Acc_Isend(sx_stream, &gx[NY - 2], 1, col, next, 2, sxc, &r[3]));
+        T_MPI(MPIX_Acc_Waitall(sx_stream, 4, r, MPI_STATUSES_IGNORE));
+        T_MPI(MPIX_Acc_Hoststream_launch(sx_stream, colget_fn, &cgx));
+        atomic_store(&gx_gate.open, 1);
+        T_MPI(MPIX_Acc_Hoststream_synchronize(sx_stream));
+        T_CHECK(memcmp(ref, gs, sizeof(ref)) == 0, "round %d: stream communicator grid differs",
+                round);
+        T_CHECK(memcmp(ref, gx, sizeof(ref)) == 0, "round %d: MPIX_Acc_* (SX) grid differs",
+                round);
+        for (int x = 0; x < NX; x++) {
+            T_CHECK(cg.ghost[0][x] == ref[x * NY] && cg.ghost[1][x] == ref[x * NY + NY - 1],
+                    "round %d row %d: the stream read ghosts %g/%g after the wait, expected %g/%g",
+                    round, x, cg.ghost[0][x], cg.ghost[1][x], ref[x * NY], ref[x * NY + NY - 1]);
+            T_CHECK(cgx.ghost[0][x] == ref[x * NY] && cgx.ghost[1][x] == ref[x * NY + NY - 1],
+                    "round %d row %d: the SX stream read ghosts %g/%g after the wait, expected "
+                    "%g/%g",
+                    round, x, cgx.ghost[0][x], cgx.ghost[1][x], ref[x * NY], ref[x * NY + NY - 1]);
+            T_CHECK(gs[x * NY + NY - 1] == 100.0 * (round + 1) + next + x,
+                    "round %d row %d: ghost %g, expected the value rank %d wrote on its stream",
+                    round, x, gs[x * NY + NY - 1], next);
+        }
+    }
+
+    t_phase("2. MPI_Sendrecv with column vectors on the stream communicator");
+    grid_init(ref, t_rank);
+    grid_init(gs, t_rank);
+    T_MPI(MPI_Sendrecv(&ref[1], 1, col, prev, 5, &ref[NY - 1], 1, col, next, 5, plain,
+                       MPI_STATUS_IGNORE));
+    MPI_Status st;
+    T_MPI(MPI_Sendrecv(&gs[1], 1, col, prev, 5, &gs[NY - 1], 1, col, next, 5, sc, &st));
+    T_MPI(MPIX_Acc_Hoststream_synchronize(s));
+    T_CHECK(memcmp(ref, gs, sizeof(ref)) == 0, "MPI_Sendrecv: grid differs from plain MPI's");
+    int cnt = -1;
+    T_MPI(MPI_Get_count(&st, col, &cnt));
+    T_CHECK(cnt == 1 && st.MPI_SOURCE == next, "MPI_Sendrecv status: count %d source %d", cnt,
+            st.MPI_SOURCE);
+    T_MPI(MPI_Type_free(&col));
+    T_MPI(MPI_Comm_free(&plain));
+    T_MPI(MPI_Comm_free(&sxc));
+    T_MPI(MPIX_Acc_Hoststream_free(&sx_stream));
+    t_stream_comm_free(&sc, &s);
+}
+
+static MPI_Datatype rec_type(void)
+{
+    MPI_Datatype a, t;
+    int bl[3] = {1, 2, 1};
+    MPI_Aint d[3] = {offsetof(rec_t, i), offsetof(rec_t, d), offsetof(rec_t, c)};
+    MPI_Datatype ty[3] = {MPI_INT, MPI_DOUBLE, MPI_CHAR};
+    T_MPI(MPI_Type_create_struct(3, bl, d, ty, &a));
+    T_MPI(MPI_Type_create_resized(a, 0, sizeof(rec_t), &t));
+    T_MPI(MPI_Type_free(&a));
+    T_MPI(MPI_Type_commit(&t));
+    return t;
+}
+
+static MPI_Datatype block_type(void)
+{
+    MPI_Datatype t;
+    int sizes[3] = {5, 6, 7}, sub[3] = {2, 3, 4}, starts[3] = {1, 2, 3};
+    T_MPI(MPI_Type_create_subarray(3, sizes, sub, starts, MPI_ORDER_C, MPI_INT, &t));
+    T_MPI(MPI_Type_commit(&t));
+    return t;
+}
+
+static void rec_fill(rec_t *r, int n, int base)
+{
+    memset(r, 0, sizeof(*r) * (size_t)n); /* padding too: compared with memcmp */
+    for (int k = 0; k < n; k++) {
+        r[k].i = base + k;
+        r[k].d[0] = base * 0.5 + k;
+        r[k].d[1] = -base - k;
+        r[k].c = (char)('a' + (base + k) % 26);
+    }
+}
+
+static void structs_and_blocks(MPIX_Acc_stream s, MPI_Comm c)
+{
+    t_phase("3. struct and subarray elements");
+    MPI_Datatype rt = rec_type(), bt = block_type();
+    rec_t out[3], in[3], want[3];
+    rec_fill(out, 3, t_rank * 10);
+    rec_fill(want, 3, prev * 10);
+    memset(in, 0, sizeof(in));
+    static int bout[3][5 * 6 * 7], bin[3][5 * 6 * 7];
+    for (int k = 0; k < 3 * 5 * 6 * 7; k++) {
+        (&bout[0][0])[k] = t_rank * 100000 + k;
+        (&bin[0][0])[k] = -1;
+    }
+    MPI_Request r[4];
+    MPI_Status st[4];
+    T_MPI(MPIX_Acc_Irecv(s, in, 3, rt, prev, 7, c, &r[0]));
+    T_MPI(MPIX_Acc_Irecv(s, bin, 3, bt, prev, 8, c, &r[1]));
+    T_MPI(MPIX_Acc_Isend(s, out, 3, rt, next, 7, c, &r[2]));
+    T_MPI(MPIX_Acc_Isend(s, bout, 3, bt, next, 8, c, &r[3]));
+    T_MPI(MPIX_Acc_Waitall(s, 4, r, st));
+    T_MPI(MPIX_Acc_Hoststream_synchronize(s));
+    for (int k = 0; k < 3; k++)
+        T_CHECK(in[k].i == want[k].i && in[k].d[0] == want[k].d[0] && in[k].d[1] == want[k].d[1] &&
+                    in[k].c == want[k].c,
+                "struct %d: got {%d, %g, %g, %c}", k, in[k].i, in[k].d[0], in[k].d[1], in[k].c);
+    /* the sub-block of each element came, the rest of the arrays stayed -1 */
+    for (int e = 0; e < 3; e++)
+        for (int x = 0; x < 5; x++)
+            for (int y = 0; y < 6; y++)
+                for (int z = 0; z < 7; z++) {
+                    int k = (x * 6 + y) * 7 + z;
+                    int inside = x >= 1 && x < 3 && y >= 2 && y < 5 && z >= 3 && z < 7;
+                    int want_v = inside ? prev * 100000 + e * 210 + k : -1;
+                    T_CHECK(bin[e][k] == want_v, "subarray element %d [%d][%d][%d]: %d, expected %d",
+                            e, x, y, z, bin[e][k], want_v);
+                }
+    int cnt = -1;
+    T_MPI(MPI_Get_count(&st[0], rt, &cnt));
+    T_CHECK(cnt == 3, "struct receive: MPI_Get_count %d, expected 3", cnt);
+    T_MPI(MPI_Get_count(&st[1], bt, &cnt));
+    T_CHECK(cnt == 3, "subarray receive: MPI_Get_count %d, expected 3", cnt);
+    T_MPI(MPI_Type_free(&rt));
+    T_MPI(MPI_Type_free(&bt));
+}
+
+static void host_waits(MPIX_Acc_stream s, MPI_Comm c)
+{
+    t_phase("4. host waits on derived receives");
+    MPI_Datatype col = column_type();
+    for (int mode = 0; mode < 2; mode++) {
+        static double g[NX * NY];
+        grid_init(g, t_rank);
+        MPI_Request r[2];
+        MPI_Status st;
+        T_MPI(MPIX_Acc_Irecv(s, &g[0], 1, col, prev, 9, c, &r[0]));
+        T_MPI(MPIX_Acc_Isend(s, &g[NY - 2], 1, col, next, 9, c, &r[1]));
+        if (mode == 0) {
+            T_MPI(MPI_Wait(&r[0], &st));
+        } else {
+            int flag = 0;
+            double t0 = t_now();
+            while (!flag) {
+                T_MPI(MPI_Test(&r[0], &flag, &st));
+                T_CHECK(t_now() - t0 < T_SLOW(20), "MPI_Test never completed");
+            }
+        }
+        T_MPI(MPI_Wait(&r[1], MPI_STATUS_IGNORE));
+        for (int x = 0; x < NX; x++)
+            T_CHECK(g[x * NY] == prev * 1000.0 + x * NY + NY - 2,
+                    "%s: ghost row %d = %g, expected %g", mode ? "MPI_Test" : "MPI_Wait", x,
+                    g[x * NY], prev * 1000.0 + x * NY + NY - 2);
+        int cnt = -1;
+        T_MPI(MPI_Get_count(&st, col, &cnt));
+        T_CHECK(cnt == 1, "host wait: MPI_Get_count %d", cnt);
+    }
+    T_MPI(MPI_Type_free(&col));
+}
+
+static void freed_type(MPIX_Acc_stream s, MPI_Comm c)
+{
+    t_phase("5. the type freed before the stream ran the operations");
+    t_gate_t gate;
+    t_gate_init(&gate);
+    T_MPI(MPIX_Acc_Hoststream_launch(s, t_gate_fn, &gate));
+    static double g[NX * NY];
+    grid_init(g, t_rank);
+    MPI_Datatype col = column_type();
+    MPI_Request r[2];
+    T_MPI(MPIX_Acc_Irecv(s, &g[NY - 1], 1, col, next, 11, c, &r[0]));
+    T_MPI(MPIX_Acc_Isend(s, &g[1], 1, col, prev, 11, c, &r[1]));
+    T_MPI(MPIX_Acc_Waitall(s, 2, r, MPI_STATUSES_IGNORE));
+    T_MPI(MPI_Type_free(&col));
+    atomic_store(&gate.open, 1);
+    T_MPI(MPIX_Acc_Hoststream_synchronize(s));
+    for (int x = 0; x < NX; x++)
+        T_CHECK(g[x * NY + NY - 1] == next * 1000.0 + x * NY + 1, "row %d: ghost %g, expected %g",
+                x, g[x * NY + NY - 1], next * 1000.0 + x * NY + 1);
+}
+
+static void truncation(MPIX_Acc_stream s, MPI_Comm c)
+{
+    t_phase("6. truncation");
+    MPI_Datatype rt = rec_type();
+    rec_t out[3], in[3];
+    rec_fill(out, 3, t_rank * 10 + 1);
+    memset(in, 0x5a, sizeof(in));
+    MPI_Request r[2];
+    MPI_Status st;
+    T_MPI(MPIX_Acc_Irecv(s, in, 2, rt, prev, 12, c, &r[0]));
+    T_MPI(MPIX_Acc_Isend(s, out, 3, rt, next, 12, c, &r[1]));
+    int rc = MPI_Wait(&r[0], &st);
+    T_MPI(MPI_Wait(&r[1], MPI_STATUS_IGNORE));
+    int cls = -1;
+    MPI_Error_class(rc == MPI_SUCCESS ? st.MPI_ERROR : rc, &cls);
+    T_CHECK(cls == MPI_ERR_TRUNCATE, "3 structs into 2: error class %d, expected %d", cls,
+            MPI_ERR_TRUNCATE);
+    /* what lands in the two elements is the path's choice (MPI: undefined
+     * on truncation); never past them */
+    const unsigned char *third = (const unsigned char *)&in[2];
+    for (size_t b = 0; b < sizeof(rec_t); b++)
+        T_CHECK(third[b] == 0x5a, "truncated receive wrote byte %zu of the third element", b);
+    T_MPI(MPI_Type_free(&rt));
+}
+
+static void bad_input(MPIX_Acc_stream s, MPI_Comm c)
+{
+    t_phase("7. bad input");
+    int buf[64];
+    MPI_Request r;
+    MPI_Datatype u;
+    T_MPI(MPI_Type_vector(4, 1, 2, MPI_INT, &u)); /* not committed */
+    int cls = -1, rc = MPIX_Acc_Isend(s, buf, 1, u, next, 13, c, &r);
+    MPI_Error_class(rc, &cls);
+    T_CHECK(rc != MPI_SUCCESS && cls == MPI_ERR_TYPE, "uncommitted type: rc %d class %d", rc, cls);
+    T_MPI(MPI_Type_free(&u));
+    /* the first of two blocks of 64 ints: 32 ints in an extent of 64 */
+    int gs[1] = {64}, distrib[1] = {MPI_DISTRIBUTE_BLOCK}, dargs[1] = {MPI_DISTRIBUTE_DFLT_DARG},
+        ps[1] = {2};
+    MPI_Datatype da;
+    T_MPI(MPI_Type_create_darray(2, 0, 1, gs, distrib, dargs, ps, MPI_ORDER_C, MPI_INT, &da));
+    T_MPI(MPI_Type_commit(&da));
+    rc = MPIX_Acc_Irecv(s, buf, 1, da, prev, 13, c, &r);
+    MPI_Error_class(rc, &cls);
+    T_CHECK(rc != MPI_SUCCESS && cls == MPI_ERR_TYPE, "darray: rc %d class %d", rc, cls);
+    T_MPI(MPI_Type_free(&da));
+    MPI_Datatype col = column_type(); /* NX doubles: 160 bytes packed */
+    rc = MPIX_Acc_Isend(s, buf, INT_MAX / 100, col, next, 13, c, &r);
+    MPI_Error_class(rc, &cls);
+    T_CHECK(rc != MPI_SUCCESS && cls == MPI_ERR_COUNT, "packed size past INT_MAX: rc %d class %d",
+            rc, cls);
+    T_MPI(MPI_Type_free(&col));
+}
+
+int main(int argc, char **argv)
+{
+    t_init(&argc, &argv, "derived_types", 120);
+    next = (t_rank + 1) % t_size;
+    prev = (t_rank + t_size - 1) % t_size;
+    halo();
+    MPIX_Acc_stream s;
+    T_MPI(MPIX_Acc_Hoststream_create(&s));
+    MPI_Comm c = t_comm_dup(1);
+    T_MPI(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN));
+    structs_and_blocks(s, c);
+    host_waits(s, c);
+    freed_type(s, c);
+    truncation(s, c);
+    bad_input(s, c);
+    T_MPI(MPIX_Acc_Hoststream_synchronize(s));
+    T_MPI(MPI_Comm_free(&c));
+    T_MPI(MPIX_Acc_Hoststream_free(&s));
+    return t_finish();
+}
