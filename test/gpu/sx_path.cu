@@ -17,7 +17,8 @@
  *  3. ahead: rank 0 enqueues 1000 messages (tags 0..2) before rank 1, 200 ms
  *     later, calls its receives tag by tag (out of the ring's order).
  *  4. host waits: a device-buffer receive completed by MPI_Wait, one by
- *     MPI_Test polling; a pageable host buffer received on a CUDA stream.
+ *     MPI_Test polling; a pageable host buffer received on a CUDA stream;
+ *     at 512 B and at 192 KiB + 8 (bulk).
  *  5. truncation: 100 bytes into a 50-byte receive: MPI_ERR_TRUNCATE.
  *  6. other streams: receive on a stream held 50 ms, stream wait on another;
  *     send on one stream, wait on another; self-send; MPI_PROC_NULL.
@@ -184,19 +185,23 @@ static void ahead(MPI_Comm comm, cudaStream_t s, const char *what)
 static void host_waits(MPI_Comm comm, cudaStream_t s, const char *what)
 {
     int peer = 1 - t_rank;
-    for (int mode = 0; mode < 3; mode++) {
-        void *out = dev_pattern(512, (uint64_t)(t_rank * 3 + mode));
+    /* modes 0-2: 512 B; 3-5 the same with bulk sizes (a device ring's bulk
+     * slot: the library's multi-block step for device buffers, its look-up
+     * and copy for the pageable one) */
+    for (int mode = 0; mode < 6; mode++) {
+        size_t n = mode < 3 ? 512 : 192 * 1024 + 8;
+        void *out = dev_pattern(n, (uint64_t)(t_rank * 3 + mode));
         void *in = NULL;
         unsigned char *pageable = NULL;
-        if (mode == 2)
-            in = pageable = (unsigned char *)calloc(1, 512);
+        if (mode % 3 == 2)
+            in = pageable = (unsigned char *)calloc(1, n);
         else
-            in = dev_pattern(512, 0x77);
+            in = dev_pattern(n, 0x77);
         MPI_Request r[2];
         MPI_Status st;
-        T_MPI(MPIX_Acc_Irecv(s, in, 512, MPI_BYTE, peer, 9, comm, &r[0]));
-        T_MPI(MPIX_Acc_Isend(s, out, 512, MPI_BYTE, peer, 9, comm, &r[1]));
-        if (mode == 1) {
+        T_MPI(MPIX_Acc_Irecv(s, in, (int)n, MPI_BYTE, peer, 9, comm, &r[0]));
+        T_MPI(MPIX_Acc_Isend(s, out, (int)n, MPI_BYTE, peer, 9, comm, &r[1]));
+        if (mode % 3 == 1) {
             int flag = 0;
             double t0 = t_now();
             while (!flag) {
@@ -208,14 +213,15 @@ static void host_waits(MPI_Comm comm, cudaStream_t s, const char *what)
         }
         T_MPI(MPI_Wait(&r[1], MPI_STATUS_IGNORE));
         char w[96];
-        snprintf(w, sizeof w, "%s host %s", what,
-                 mode == 0   ? "MPI_Wait"
-                 : mode == 1 ? "MPI_Test"
-                             : "MPI_Wait, pageable buffer");
+        snprintf(w, sizeof w, "%s host %s, %zu bytes", what,
+                 mode % 3 == 0   ? "MPI_Wait"
+                 : mode % 3 == 1 ? "MPI_Test"
+                                 : "MPI_Wait, pageable buffer",
+                 n);
         if (pageable)
-            t_expect_pattern(pageable, 512, (uint64_t)(peer * 3 + mode), w);
+            t_expect_pattern(pageable, n, (uint64_t)(peer * 3 + mode), w);
         else
-            expect_dev(in, 512, (uint64_t)(peer * 3 + mode), w);
+            expect_dev(in, n, (uint64_t)(peer * 3 + mode), w);
         GT_CUDA(cudaStreamSynchronize(s));
         GT_CUDA(cudaFree(out));
         if (pageable)
