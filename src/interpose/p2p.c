@@ -676,6 +676,28 @@ static int mxi_sendrecv_replace_on_stream(mxa_stream_t *s, mxi_origin_t origin, 
                                           int source, int recvtag, MPI_Comm comm,
                                           MPI_Status *status)
 {
+    /* A non-contiguous datatype (host streams): the send packs buf on the
+     * stream into a buffer of its own, and the receive, enqueued after
+     * it, unpacks into buf when it completes -- which is after its trigger,
+     * so after the pack. A shorter message leaves the rest of buf as it
+     * was. Receives posted at their call (mpix_acc_recv_post=early) could
+     * complete before the pack: those take contiguous types only. */
+    mxi_comm_t *dc = mxi_comm_find(comm);
+    if (count > 0 && mxi_datatype_contiguous(dt) == 0 && dc && !dc->recv_post_early) {
+        MPI_Request reqs[2];
+        int rc = mxi_isend(s, origin, buf, count, dt, dest, sendtag, comm, 0, &reqs[0]);
+        if (rc != MPI_SUCCESS)
+            return rc;
+        rc = mxi_irecv(s, origin, buf, count, dt, source, recvtag, comm, &reqs[1]);
+        if (rc != MPI_SUCCESS) {
+            mxi_stream_waitall(s, 1, &reqs[0], NULL, comm);
+            return rc;
+        }
+        rc = mxi_stream_waitall(s, 1, &reqs[0], NULL, comm);
+        int rc2 =
+            mxi_stream_waitall(s, 1, &reqs[1], status == MPI_STATUS_IGNORE ? NULL : status, comm);
+        return rc != MPI_SUCCESS ? rc : rc2;
+    }
     mxi_comm_t *c;
     size_t bytes = 0;
     MPI_Request dummy;

@@ -12,7 +12,9 @@
  *      stream writes the column before the send (the packed bytes are
  *      those, not the ones at the call) and one after the wait reads the
  *      ghost column (unpacked before the stream went on).
- *   2. MPI_Sendrecv with the column type on the stream communicator.
+ *   2. MPI_Sendrecv and MPI_Sendrecv_replace with the column type on the
+ *      stream communicator (the latter behind a gate: nothing changes
+ *      before the stream runs it).
  *   3. 3 elements of a struct (resized) and of a 3-D subarray: data and
  *      MPI_Get_count in elements of the type.
  *   4. host waits: MPI_Wait and MPI_Test polling on a derived receive.
@@ -146,8 +148,7 @@ static void halo(void)
         T_MPI(MPIX_Acc_Hoststream_synchronize(sx_stream));
         T_CHECK(memcmp(ref, gs, sizeof(ref)) == 0, "round %d: stream communicator grid differs",
                 round);
-        T_CHECK(memcmp(ref, gx, sizeof(ref)) == 0, "round %d: MPIX_Acc_* (SX) grid differs",
-                round);
+        T_CHECK(memcmp(ref, gx, sizeof(ref)) == 0, "round %d: MPIX_Acc_* (SX) grid differs", round);
         for (int x = 0; x < NX; x++) {
             T_CHECK(cg.ghost[0][x] == ref[x * NY] && cg.ghost[1][x] == ref[x * NY + NY - 1],
                     "round %d row %d: the stream read ghosts %g/%g after the wait, expected %g/%g",
@@ -162,7 +163,7 @@ static void halo(void)
         }
     }
 
-    t_phase("2. MPI_Sendrecv with column vectors on the stream communicator");
+    t_phase("2. MPI_Sendrecv and _replace with column vectors on the stream communicator");
     grid_init(ref, t_rank);
     grid_init(gs, t_rank);
     T_MPI(MPI_Sendrecv(&ref[1], 1, col, prev, 5, &ref[NY - 1], 1, col, next, 5, plain,
@@ -175,6 +176,25 @@ static void halo(void)
     T_MPI(MPI_Get_count(&st, col, &cnt));
     T_CHECK(cnt == 1 && st.MPI_SOURCE == next, "MPI_Sendrecv status: count %d source %d", cnt,
             st.MPI_SOURCE);
+    /* MPI_Sendrecv_replace of a column (its own buffer: packed on the
+     * stream before the receive may unpack into it), held by a gate */
+    grid_init(ref, t_rank);
+    grid_init(gs, t_rank);
+    T_MPI(MPI_Sendrecv_replace(&ref[1], 1, col, next, 6, prev, 6, plain, MPI_STATUS_IGNORE));
+    t_gate_t gate;
+    t_gate_init(&gate);
+    T_MPI(MPIX_Acc_Hoststream_launch(s, t_gate_fn, &gate));
+    T_MPI(MPI_Sendrecv_replace(&gs[1], 1, col, next, 6, prev, 6, sc, &st));
+    for (int x = 0; x < NX; x++)
+        T_CHECK(gs[x * NY + 1] == t_rank * 1000.0 + x * NY + 1,
+                "MPI_Sendrecv_replace: row %d changed before the stream ran", x);
+    atomic_store(&gate.open, 1);
+    T_MPI(MPIX_Acc_Hoststream_synchronize(s));
+    T_CHECK(memcmp(ref, gs, sizeof(ref)) == 0,
+            "MPI_Sendrecv_replace: grid differs from plain MPI's");
+    T_MPI(MPI_Get_count(&st, col, &cnt));
+    T_CHECK(cnt == 1 && st.MPI_SOURCE == prev, "MPI_Sendrecv_replace status: count %d source %d",
+            cnt, st.MPI_SOURCE);
     T_MPI(MPI_Type_free(&col));
     T_MPI(MPI_Comm_free(&plain));
     T_MPI(MPI_Comm_free(&sxc));
@@ -248,8 +268,9 @@ static void structs_and_blocks(MPIX_Acc_stream s, MPI_Comm c)
                     int k = (x * 6 + y) * 7 + z;
                     int inside = x >= 1 && x < 3 && y >= 2 && y < 5 && z >= 3 && z < 7;
                     int want_v = inside ? prev * 100000 + e * 210 + k : -1;
-                    T_CHECK(bin[e][k] == want_v, "subarray element %d [%d][%d][%d]: %d, expected %d",
-                            e, x, y, z, bin[e][k], want_v);
+                    T_CHECK(bin[e][k] == want_v,
+                            "subarray element %d [%d][%d][%d]: %d, expected %d", e, x, y, z,
+                            bin[e][k], want_v);
                 }
     int cnt = -1;
     T_MPI(MPI_Get_count(&st[0], rt, &cnt));
