@@ -296,6 +296,29 @@ int mxi_p2p_check(int is_send, const void *buf, int count, MPI_Datatype dt, int 
 {
     mxi_comm_t *c;
     size_t bytes;
+    if (count > 0 && mxi_datatype_contiguous(dt) == 0) {
+        /* a non-contiguous type: its buffer and layout here, the rest as
+         * for its packed bytes (what each start sends) */
+        int rc = mxi_check_buffer(comm, buf, count, dt, is_send ? "send" : "receive");
+        if (rc != MPI_SUCCESS)
+            return rc;
+        mxi_layout_t *l = NULL;
+        rc = mxi_layout_get(dt, &l);
+        if (rc != MPI_SUCCESS)
+            return mxi_raise(comm, rc == MPI_ERR_NO_MEM ? MXI_E_NO_MEM : MXI_E_TYPE,
+                             "no stream-ordered layout for this datatype's constructor");
+        uint64_t b = mxi_layout_bytes(l, count);
+        mxi_layout_put(l);
+        if (b > (uint64_t)INT_MAX)
+            return mxi_raise(comm, MXI_E_COUNT,
+                             "%d elements of a non-contiguous datatype: %llu packed bytes (at "
+                             "most %d)",
+                             count, (unsigned long long)b, INT_MAX);
+        static const char packed_stand_in;
+        buf = &packed_stand_in;
+        count = (int)b;
+        dt = MPI_BYTE;
+    }
     return is_send
                ? mxi_send_args(buf, count, dt, peer, tag, comm, req, &c, &bytes)
                : mxi_recv_args((void *)(uintptr_t)buf, count, dt, peer, tag, comm, req, &c, &bytes);

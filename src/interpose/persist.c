@@ -39,6 +39,7 @@ typedef struct {
     int count;
     MPI_Datatype dt;
     int peer, tag;
+    int own_dt; /* dt is the library's dup of a non-contiguous type (freed with the request) */
     MPI_Comm comm;
     MPI_Request shell;  /* the handle the application holds */
     MPI_Request active; /* the started operation's request; MPI_REQUEST_NULL: inactive */
@@ -78,8 +79,17 @@ static int persist_init(int is_send, int sync, const void *buf, int count, MPI_D
     mxi_preq_t *p = calloc(1, sizeof(*p));
     if (!p)
         return mxi_raise(comm, MXI_E_NO_MEM, "persistent request");
+    /* a non-contiguous type may be freed by the application while the
+     * request lives: each start uses the library's dup */
+    int own = count > 0 && mxi_datatype_contiguous(dt) == 0;
+    if (own && PMPI_Type_dup(dt, &dt) != MPI_SUCCESS) {
+        free(p);
+        return mxi_raise(comm, MXI_E_NO_MEM, "persistent request (datatype)");
+    }
     rc = PMPI_Recv_init(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, &p->shell);
     if (rc != MPI_SUCCESS) {
+        if (own)
+            PMPI_Type_free(&dt);
         free(p);
         return rc;
     }
@@ -88,6 +98,7 @@ static int persist_init(int is_send, int sync, const void *buf, int count, MPI_D
                       .buf = buf,
                       .count = count,
                       .dt = dt,
+                      .own_dt = own,
                       .peer = peer,
                       .tag = tag,
                       .comm = comm,
@@ -95,6 +106,8 @@ static int persist_init(int is_send, int sync, const void *buf, int count, MPI_D
                       .active = MPI_REQUEST_NULL};
     if (mxu_locked_map_put(&pq.map, MXI_REQ_KEY(p->shell), p) != MXU_OK) {
         PMPI_Request_free(&p->shell);
+        if (own)
+            PMPI_Type_free(&p->dt);
         free(p);
         return mxi_raise(comm, MXI_E_NO_MEM, "persistent request");
     }
@@ -258,6 +271,8 @@ int MPI_Request_free(MPI_Request *req)
     mxu_locked_map_remove(&pq.map, MXI_REQ_KEY(p->shell));
     atomic_fetch_sub(&pq.live, 1);
     PMPI_Request_free(&p->shell);
+    if (p->own_dt)
+        PMPI_Type_free(&p->dt);
     free(p);
     *req = MPI_REQUEST_NULL;
     return rc;

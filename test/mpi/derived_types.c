@@ -23,6 +23,8 @@
  *      written past the two elements.
  *   7. bad input: an uncommitted type, a darray (no layout) and a count
  *      whose packed size passes INT_MAX give MPI errors of their class.
+ *   8. persistent send and receive of a column on the stream communicator,
+ *      the type freed after MPI_Send_init/MPI_Recv_init, 3 starts.
  */
 #include "common.h"
 
@@ -389,6 +391,34 @@ static void bad_input(MPIX_Acc_stream s, MPI_Comm c)
     T_MPI(MPI_Type_free(&col));
 }
 
+static void persistent(void)
+{
+    t_phase("8. persistent requests with a column type (freed after init)");
+    MPIX_Acc_stream s;
+    MPI_Comm sc = t_stream_comm(&s);
+    static double g[NX * NY];
+    grid_init(g, t_rank);
+    MPI_Datatype col = column_type();
+    MPI_Request pr[2];
+    T_MPI(MPI_Recv_init(&g[NY - 1], 1, col, next, 14, sc, &pr[0]));
+    T_MPI(MPI_Send_init(&g[1], 1, col, prev, 14, sc, &pr[1]));
+    T_MPI(MPI_Type_free(&col));
+    for (int round = 0; round < 3; round++) {
+        colset_t cs = {g, 10.0 * round + t_rank};
+        T_MPI(MPIX_Acc_Hoststream_launch(s, colset_fn, &cs));
+        T_MPI(MPI_Startall(2, pr));
+        T_MPI(MPI_Waitall(2, pr, MPI_STATUSES_IGNORE));
+        T_MPI(MPIX_Acc_Hoststream_synchronize(s));
+        for (int x = 0; x < NX; x++)
+            T_CHECK(g[x * NY + NY - 1] == 10.0 * round + next + x,
+                    "persistent round %d row %d: ghost %g, expected %g", round, x,
+                    g[x * NY + NY - 1], 10.0 * round + next + x);
+    }
+    T_MPI(MPI_Request_free(&pr[0]));
+    T_MPI(MPI_Request_free(&pr[1]));
+    t_stream_comm_free(&sc, &s);
+}
+
 int main(int argc, char **argv)
 {
     t_init(&argc, &argv, "derived_types", 120);
@@ -404,6 +434,7 @@ int main(int argc, char **argv)
     freed_type(s, c);
     truncation(s, c);
     bad_input(s, c);
+    persistent();
     T_MPI(MPIX_Acc_Hoststream_synchronize(s));
     T_MPI(MPI_Comm_free(&c));
     T_MPI(MPIX_Acc_Hoststream_free(&s));
