@@ -153,7 +153,9 @@ static __device__ __forceinline__ void mxa_pdl_launch_dependents(void)
  * %globaltimer, printed by a send step every 4096 sends (device printf,
  * flushed at the next synchronization). It is how the fences in the step
  * tails were found (doc/benchmarks.md, session 10). Steps of one
- * receive and one send per launch are assumed (a ping-pong). */
+ * receive and one send per launch are assumed (a ping-pong); for bulk
+ * (multi-block) steps the phases are those of the block that finished
+ * the step. */
 #ifdef MXA_SX_TIMING
 #define MXA_SX_TM(x) x
 #define MXA_SX_TM_DECL(...) unsigned long long __VA_ARGS__
@@ -327,7 +329,9 @@ static __device__ __forceinline__ int mxa_sx_send_claim(const mxa_sx_send_desc_t
  * the record and the trigger. */
 static __device__ void mxa_sx_send_bulk(const mxa_sx_send_desc_t &d)
 {
+    MXA_SX_TM_DECL(t0 = mxa_sx_tm_now(), t1 = 0, t2 = 0);
     int in_ring = mxa_sx_send_claim(&d);
+    MXA_SX_TM(t1 = mxa_sx_tm_now());
     uint64_t lo, hi;
     mxa_sx_share(d.bytes, blockIdx.x, gridDim.x, &lo, &hi);
     unsigned char *dst = (unsigned char *)(size_t)(in_ring ? d.bulk : d.bounce);
@@ -340,8 +344,9 @@ static __device__ void mxa_sx_send_bulk(const mxa_sx_send_desc_t &d)
     mxa_u64 *cnt = (mxa_u64 *)(size_t)d.scratch + 1;
     if (atomicAdd(cnt, 1ull) != (mxa_u64)gridDim.x - 1)
         return;
-    mxa_sx_fence();               /* every block's copy, seen through the count */
-    *(volatile mxa_u64 *)cnt = 0; /* for the slot's next message (after this one's consume) */
+    mxa_sx_fence();                  /* every block's copy, seen through the count */
+    MXA_SX_TM(t2 = mxa_sx_tm_now()); /* (the phases of the last block to finish) */
+    *(volatile mxa_u64 *)cnt = 0;    /* for the slot's next message (after this one's consume) */
     if (in_ring) {
         uint64_t *h = (uint64_t *)(size_t)d.slot;
         uint64_t w[MXA_SX_LL_HDR_WORDS];
@@ -356,6 +361,7 @@ static __device__ void mxa_sx_send_bulk(const mxa_sx_send_desc_t &d)
                                  in_ring ? MXA_SX_SENT : MXA_SX_BOUNCED, -1);
     if (d.trigger_word)
         mxa_sx_store_relaxed((uint64_t *)(size_t)d.trigger_word, d.trigger_seq);
+    MXA_SX_TM_SEND(t0, t1, t2);
 }
 
 extern "C" __global__ void mxa_sx_send_kernel(mxa_sx_send_desc_t d)
@@ -698,7 +704,9 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
                 mxa_sx_consume_relaxed((uint64_t *)(size_t)d->consumed, (unsigned)s_slot, s_n);
             mxa_sx_record_finish_relaxed(rec, take, outcome, s_slot);
         }
-        if (blockIdx.x == 0 && !helper)
+        /* the block that finished the first receive (the last of its
+         * blocks to count itself, for a bulk message) */
+        if (ri == 0)
             MXA_SX_TM_RECV(tr0, s_thit, tr2, tr3);
     }
 }
