@@ -425,6 +425,8 @@ int mxa_sx_stream_capturing(mxa_stream_t *s)
 #ifdef MPIXACC_HAVE_CUDA
     if (s->kind == MXA_KIND_CUDA)
         return mxa_cuda_sx_capturing(s);
+#else
+    (void)s;
 #endif
     return 0;
 }
