@@ -304,6 +304,30 @@ static __device__ int mxa_sx_bulk_decide(const mxa_sx_send_desc_t *d)
     }
 }
 
+/* Header words 2i and 2i + 1 of message d into its slot, and into the
+ * receiver's host-page mirror of a device ring's headers (for its
+ * host-side look-up; posted, off the critical path). */
+static __device__ __forceinline__ void mxa_sx_header_pair(const mxa_sx_send_desc_t *d, int i)
+{
+    uint64_t w[MXA_SX_LL_HDR_WORDS];
+    mxa_sx_ll_header(d, w);
+    mxa_ll_store2((uint64_t *)(size_t)d->slot + 2 * i, w[2 * i], w[2 * i + 1]);
+    if (d->mirror)
+        mxa_ll_store2((uint64_t *)(size_t)d->mirror + 2 * i, w[2 * i], w[2 * i + 1]);
+}
+
+/* The send step's outcome, then the stream's trigger: two relaxed stores
+ * that may land in either order (the engine waits for the record once it
+ * sees the trigger, mxe_sx_send_outcome); the caller fenced if a reader
+ * needs the step's other stores first. One thread. */
+static __device__ __forceinline__ void mxa_sx_send_finish(const mxa_sx_send_desc_t *d, int in_ring)
+{
+    mxa_sx_record_finish_relaxed((mxa_sx_record_t *)(size_t)d->record, d->bytes,
+                                 in_ring ? MXA_SX_SENT : MXA_SX_BOUNCED, -1);
+    if (d->trigger_word)
+        mxa_sx_store_relaxed((uint64_t *)(size_t)d->trigger_word, d->trigger_seq);
+}
+
 /* The send step's claim (each block gets the one outcome). The claim
  * touches only the link's control words: it may run before the kernel
  * ahead has finished unless that kernel could be this slot's previous send
@@ -347,20 +371,9 @@ static __device__ void mxa_sx_send_bulk(const mxa_sx_send_desc_t &d)
     mxa_sx_fence();                  /* every block's copy, seen through the count */
     MXA_SX_TM(t2 = mxa_sx_tm_now()); /* (the phases of the last block to finish) */
     *(volatile mxa_u64 *)cnt = 0;    /* for the slot's next message (after this one's consume) */
-    if (in_ring) {
-        uint64_t *h = (uint64_t *)(size_t)d.slot;
-        uint64_t w[MXA_SX_LL_HDR_WORDS];
-        mxa_sx_ll_header(&d, w);
-        for (int i = 0; i < MXA_SX_LL_HDR_WORDS / 2; i++)
-            mxa_ll_store2(h + 2 * i, w[2 * i], w[2 * i + 1]);
-        if (d.mirror)
-            for (int i = 0; i < MXA_SX_LL_HDR_WORDS / 2; i++)
-                mxa_ll_store2((uint64_t *)(size_t)d.mirror + 2 * i, w[2 * i], w[2 * i + 1]);
-    }
-    mxa_sx_record_finish_relaxed((mxa_sx_record_t *)(size_t)d.record, d.bytes,
-                                 in_ring ? MXA_SX_SENT : MXA_SX_BOUNCED, -1);
-    if (d.trigger_word)
-        mxa_sx_store_relaxed((uint64_t *)(size_t)d.trigger_word, d.trigger_seq);
+    for (int i = 0; in_ring && i < MXA_SX_LL_HDR_WORDS / 2; i++)
+        mxa_sx_header_pair(&d, i);
+    mxa_sx_send_finish(&d, in_ring);
     MXA_SX_TM_SEND(t0, t1, t2);
 }
 
@@ -391,16 +404,8 @@ extern "C" __global__ void mxa_sx_send_kernel(mxa_sx_send_desc_t d)
             else
                 mxa_sx_store_relaxed(pay + 2 * j, a);
         }
-        if (threadIdx.x < MXA_SX_LL_HDR_WORDS / 2) {
-            uint64_t w[MXA_SX_LL_HDR_WORDS];
-            mxa_sx_ll_header(&d, w);
-            mxa_ll_store2(h + 2 * threadIdx.x, w[2 * threadIdx.x], w[2 * threadIdx.x + 1]);
-            /* a device ring's header again in the receiver's host page,
-             * for its host-side look-up (posted, off the critical path) */
-            if (d.mirror)
-                mxa_ll_store2((uint64_t *)(size_t)d.mirror + 2 * threadIdx.x, w[2 * threadIdx.x],
-                              w[2 * threadIdx.x + 1]);
-        }
+        if (threadIdx.x < MXA_SX_LL_HDR_WORDS / 2)
+            mxa_sx_header_pair(&d, (int)threadIdx.x);
     } else {
         mxa_sx_copy((unsigned char *)(size_t)d.bounce, (const unsigned char *)(size_t)d.src,
                     d.bytes);
@@ -413,15 +418,10 @@ extern "C" __global__ void mxa_sx_send_kernel(mxa_sx_send_desc_t d)
         /* A message in the ring carries its own flags: the record and the
          * trigger need no fence (two releases here cost 3.2 us per step on
          * H100). A bounced one is read by the host from the bounce buffer:
-         * one fence publishes it. The two stores may land in either order;
-         * the engine waits for the record once it sees the trigger
-         * (mxe_sx_send_outcome). */
+         * one fence publishes it. */
         if (!in_ring)
             mxa_sx_fence();
-        mxa_sx_record_finish_relaxed((mxa_sx_record_t *)(size_t)d.record, d.bytes,
-                                     in_ring ? MXA_SX_SENT : MXA_SX_BOUNCED, -1);
-        if (d.trigger_word)
-            mxa_sx_store_relaxed((uint64_t *)(size_t)d.trigger_word, d.trigger_seq);
+        mxa_sx_send_finish(&d, in_ring);
         MXA_SX_TM_SEND(t0, t1, t2);
     }
 }
