@@ -1111,20 +1111,31 @@ typedef struct {
     mxa_sx_send_desc_t d;
 } host_send_t;
 
-/* LL-write message d into slot h (sx_proto.h): header and payload words,
- * one 64-bit relaxed store each. */
-static void sx_ll_write(uint64_t *h, const mxa_sx_send_desc_t *d)
+/* Host executor: the payload of message d into its slot as LL words, or
+ * (bulk) its bytes into its bulk slot and a release; then the header's LL
+ * words into the slot and into the receiver's host-page mirror (device
+ * rings). One relaxed 64-bit store per word (sx_proto.h). */
+static void sx_host_write(const mxa_sx_send_desc_t *d)
 {
+    uint64_t *h = (uint64_t *)(uintptr_t)d->slot;
+    if (d->bulk) {
+        if (d->bytes)
+            memcpy((void *)(uintptr_t)d->bulk, (const void *)(uintptr_t)d->src, (size_t)d->bytes);
+        mxa_sx_fence();
+    } else {
+        uint32_t f = mxa_sx_ll_flag(d->n);
+        uint64_t *pay = h + MXA_SX_HDR_BYTES / sizeof(uint64_t);
+        const unsigned char *src = (const unsigned char *)(uintptr_t)d->src;
+        uint64_t nw = mxa_sx_ll_words(d->bytes);
+        for (uint64_t i = 0; i < nw; i++)
+            mxa_sx_store_relaxed(pay + i, mxa_sx_ll_word(mxa_sx_ll_gather(src, d->bytes, i), f));
+    }
     uint64_t w[MXA_SX_LL_HDR_WORDS];
     mxa_sx_ll_header(d, w);
-    uint32_t f = mxa_sx_ll_flag(d->n);
-    uint64_t *pay = h + MXA_SX_HDR_BYTES / sizeof(uint64_t);
-    const unsigned char *src = (const unsigned char *)(uintptr_t)d->src;
-    uint64_t nw = mxa_sx_ll_words(d->bytes);
-    for (uint64_t i = 0; i < nw; i++)
-        mxa_sx_store_relaxed(pay + i, mxa_sx_ll_word(mxa_sx_ll_gather(src, d->bytes, i), f));
     for (int i = 0; i < MXA_SX_LL_HDR_WORDS; i++)
         mxa_sx_store_relaxed(h + i, w[i]);
+    for (int i = 0; i < MXA_SX_LL_HDR_WORDS && d->mirror; i++)
+        mxa_sx_store_relaxed((uint64_t *)(uintptr_t)d->mirror + i, w[i]);
 }
 
 static void host_send_step(void *arg)
@@ -1132,26 +1143,9 @@ static void host_send_step(void *arg)
     host_send_t *hs = arg;
     mxa_sx_send_desc_t *d = &hs->d;
     int in_ring = mxa_sx_slot_claim(d);
-    if (in_ring && d->bulk) {
-        /* bulk: the data, a release, then the header's LL words */
-        if (d->bytes)
-            memcpy((void *)(uintptr_t)d->bulk, (const void *)(uintptr_t)d->src, (size_t)d->bytes);
-        mxa_sx_fence();
-        uint64_t w[MXA_SX_LL_HDR_WORDS];
-        mxa_sx_ll_header(d, w);
-        for (int i = 0; i < MXA_SX_LL_HDR_WORDS; i++)
-            mxa_sx_store_relaxed((uint64_t *)(uintptr_t)d->slot + i, w[i]);
-        for (int i = 0; i < MXA_SX_LL_HDR_WORDS && d->mirror; i++)
-            mxa_sx_store_relaxed((uint64_t *)(uintptr_t)d->mirror + i, w[i]);
-    } else if (in_ring) {
-        sx_ll_write((uint64_t *)(uintptr_t)d->slot, d);
-        if (d->mirror) { /* the header again, for the receiver's host */
-            uint64_t w[MXA_SX_LL_HDR_WORDS];
-            mxa_sx_ll_header(d, w);
-            for (int i = 0; i < MXA_SX_LL_HDR_WORDS; i++)
-                mxa_sx_store_relaxed((uint64_t *)(uintptr_t)d->mirror + i, w[i]);
-        }
-    } else if (d->bytes)
+    if (in_ring)
+        sx_host_write(d);
+    else if (d->bytes)
         memcpy((void *)(uintptr_t)d->bounce, (const void *)(uintptr_t)d->src, (size_t)d->bytes);
     mxa_sx_record_finish((mxa_sx_record_t *)(uintptr_t)d->record, d->bytes,
                          in_ring ? MXA_SX_SENT : MXA_SX_BOUNCED, -1);
