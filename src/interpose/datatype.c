@@ -102,43 +102,52 @@ int mxi_datatype_stream(MPI_Datatype dt, void **stream_handle)
     return 1;
 }
 
-int mxi_datatype_contiguous(MPI_Datatype dt)
+/* Size, bounds and contiguity of dt: 0, or -1 (logged) when dt is not a
+ * valid committed datatype. Contiguous: the bytes of one element are
+ * dense, and elements abut. */
+static int mxi_datatype_query(MPI_Datatype dt, int *size, int *contiguous, int quiet)
 {
-    int size;
     MPI_Aint lb, extent, true_lb, true_extent;
-    if (dt == MPI_DATATYPE_NULL || !mxi_datatype_committed(dt) ||
-        PMPI_Type_size(dt, &size) != MPI_SUCCESS ||
-        PMPI_Type_get_extent(dt, &lb, &extent) != MPI_SUCCESS ||
-        PMPI_Type_get_true_extent(dt, &true_lb, &true_extent) != MPI_SUCCESS)
-        return -1;
-    return size == 0 ||
-           ((MPI_Aint)size == extent && (MPI_Aint)size == true_extent && true_lb == 0 && lb == 0);
-}
-
-int mxi_datatype_bytes(MPI_Datatype dt, int count, size_t *bytes)
-{
     if (dt == MPI_DATATYPE_NULL) {
-        MXU_LOG(MXU_LOG_WARN, "datatype argument: MPI_DATATYPE_NULL");
-        return mxi_err_code(MXI_E_TYPE);
+        if (!quiet)
+            MXU_LOG(MXU_LOG_WARN, "datatype argument: MPI_DATATYPE_NULL");
+        return -1;
     }
-    int size;
-    MPI_Aint lb, extent, true_lb, true_extent;
-    if (!mxi_datatype_committed(dt) || PMPI_Type_size(dt, &size) != MPI_SUCCESS ||
+    if (!mxi_datatype_committed(dt) || PMPI_Type_size(dt, size) != MPI_SUCCESS ||
         PMPI_Type_get_extent(dt, &lb, &extent) != MPI_SUCCESS ||
         PMPI_Type_get_true_extent(dt, &true_lb, &true_extent) != MPI_SUCCESS) {
-        MXU_LOG(MXU_LOG_WARN, "datatype argument: not a valid committed datatype");
+        if (!quiet)
+            MXU_LOG(MXU_LOG_WARN, "datatype argument: not a valid committed datatype");
+        return -1;
+    }
+    *contiguous = *size == 0 || ((MPI_Aint)*size == extent && (MPI_Aint)*size == true_extent &&
+                                 true_lb == 0 && lb == 0);
+    if (!*contiguous && !quiet)
+        MXU_LOG(MXU_LOG_DEBUG,
+                "datatype argument: not contiguous (size %d, lower bound %ld, extent %ld, true "
+                "lower bound %ld, true extent %ld)",
+                *size, (long)lb, (long)extent, (long)true_lb, (long)true_extent);
+    return 0;
+}
+
+int mxi_datatype_contiguous(MPI_Datatype dt)
+{
+    int size, contiguous;
+    return mxi_datatype_query(dt, &size, &contiguous, 1) < 0 ? -1 : contiguous;
+}
+
+int mxi_datatype_bytes(MPI_Datatype dt, int count, size_t *bytes, int *contiguous)
+{
+    int size, contig;
+    if (mxi_datatype_query(dt, &size, &contig, 0) < 0)
+        return mxi_err_code(MXI_E_TYPE);
+    if (!contig && !contiguous) {
+        MXU_LOG(MXU_LOG_WARN, "datatype argument: not contiguous; this operation takes contiguous "
+                              "datatypes only");
         return mxi_err_code(MXI_E_TYPE);
     }
-    /* Contiguous: the bytes of one element are dense, and elements abut. */
-    if (size > 0 &&
-        ((MPI_Aint)size != extent || (MPI_Aint)size != true_extent || true_lb != 0 || lb != 0)) {
-        MXU_LOG(MXU_LOG_WARN,
-                "datatype argument: not contiguous (size %d, lower bound %ld, "
-                "extent %ld, true lower bound %ld, true extent %ld); "
-                "stream-ordered operations take contiguous datatypes only",
-                size, (long)lb, (long)extent, (long)true_lb, (long)true_extent);
-        return mxi_err_code(MXI_E_TYPE);
-    }
+    if (contiguous)
+        *contiguous = contig;
     if (count > 0 && (size_t)size > SIZE_MAX / (size_t)count) {
         MXU_LOG(MXU_LOG_WARN, "count %d of a datatype of %d bytes: more than SIZE_MAX bytes", count,
                 size);

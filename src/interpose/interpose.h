@@ -158,8 +158,10 @@ void mxi_datatype_init(void);
 void mxi_datatype_finalize(void);
 /* Stream attached to the datatype (0 if none). */
 int mxi_datatype_stream(MPI_Datatype dt, void **stream_handle);
-/* Bytes for count elements; MPI error code if unsupported. */
-int mxi_datatype_bytes(MPI_Datatype dt, int count, size_t *bytes);
+/* Bytes for count elements (size x count); MPI error code if unsupported.
+ * With contiguous NULL a non-contiguous type is an error; else
+ * *contiguous says which it is (typelayout.h moves the others). */
+int mxi_datatype_bytes(MPI_Datatype dt, int count, size_t *bytes, int *contiguous);
 /* 1: a valid committed datatype whose elements are dense and abut; 0: a
  * valid one that is not (a derived layout: typelayout.h); -1: not valid. */
 int mxi_datatype_contiguous(MPI_Datatype dt);

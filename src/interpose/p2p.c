@@ -61,7 +61,7 @@ int mxi_route_checked(MPI_Comm comm, MPI_Datatype dt, mxa_stream_t **s, mxi_orig
 
 /* Checks shared by sends and receives. */
 static int mxi_check_common(MPI_Comm comm, int count, MPI_Datatype dt, void *request_ptr,
-                            mxi_comm_t **c, size_t *bytes)
+                            mxi_comm_t **c, size_t *bytes, int *contiguous)
 {
     if (!request_ptr)
         return mxi_raise(comm, MXI_E_REQUEST, "request argument is NULL");
@@ -75,7 +75,7 @@ static int mxi_check_common(MPI_Comm comm, int count, MPI_Datatype dt, void *req
         return mxi_raise(comm, MXI_E_COMM_UNSUPPORTED, "communicator");
     if (count < 0)
         return mxi_raise(comm, MXI_E_COUNT, "count %d (must be >= 0)", count);
-    int rc = mxi_datatype_bytes(dt, count, bytes);
+    int rc = mxi_datatype_bytes(dt, count, bytes, contiguous);
     if (rc != MPI_SUCCESS)
         return mxi_raise_code(comm, rc);
     return MPI_SUCCESS;
@@ -247,11 +247,14 @@ int mxi_irecv(mxa_stream_t *s, mxi_origin_t origin, void *buf, int count, MPI_Da
     return rc;
 }
 
-/* A send's arguments (also checked by MPI_Send_init, persist.c). */
+/* A send's arguments (also checked by MPI_Send_init, persist.c). With
+ * contiguous NULL a non-contiguous datatype is an error, else *contiguous
+ * says whether dt is (the same for receives). */
 static int mxi_send_args(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
-                         MPI_Comm comm, MPI_Request *req, mxi_comm_t **cp, size_t *bytes)
+                         MPI_Comm comm, MPI_Request *req, mxi_comm_t **cp, size_t *bytes,
+                         int *contiguous)
 {
-    int rc = mxi_check_common(comm, count, dt, req, cp, bytes);
+    int rc = mxi_check_common(comm, count, dt, req, cp, bytes, contiguous);
     if (rc != MPI_SUCCESS)
         return rc;
     mxi_comm_t *c = *cp;
@@ -267,9 +270,9 @@ static int mxi_send_args(const void *buf, int count, MPI_Datatype dt, int dest, 
 
 /* A receive's arguments (also checked by MPI_Recv_init, persist.c). */
 static int mxi_recv_args(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm,
-                         MPI_Request *req, mxi_comm_t **cp, size_t *bytes)
+                         MPI_Request *req, mxi_comm_t **cp, size_t *bytes, int *contiguous)
 {
-    int rc = mxi_check_common(comm, count, dt, req, cp, bytes);
+    int rc = mxi_check_common(comm, count, dt, req, cp, bytes, contiguous);
     if (rc != MPI_SUCCESS)
         return rc;
     mxi_comm_t *c = *cp;
@@ -291,37 +294,27 @@ static int mxi_recv_args(void *buf, int count, MPI_Datatype dt, int source, int 
     return MPI_SUCCESS;
 }
 
+static int mxi_packed_layout(MPI_Comm comm, MPI_Datatype dt, int count, mxi_layout_t **l,
+                             uint64_t *bytes);
+
 int mxi_p2p_check(int is_send, const void *buf, int count, MPI_Datatype dt, int peer, int tag,
                   MPI_Comm comm, MPI_Request *req)
 {
     mxi_comm_t *c;
     size_t bytes;
-    if (count > 0 && mxi_datatype_contiguous(dt) == 0) {
-        /* a non-contiguous type: its buffer and layout here, the rest as
-         * for its packed bytes (what each start sends) */
-        int rc = mxi_check_buffer(comm, buf, count, dt, is_send ? "send" : "receive");
-        if (rc != MPI_SUCCESS)
-            return rc;
-        mxi_layout_t *l = NULL;
-        rc = mxi_layout_get(dt, &l);
-        if (rc != MPI_SUCCESS)
-            return mxi_raise(comm, rc == MPI_ERR_NO_MEM ? MXI_E_NO_MEM : MXI_E_TYPE,
-                             "no stream-ordered layout for this datatype's constructor");
-        uint64_t b = mxi_layout_bytes(l, count);
+    int contiguous = 1;
+    int rc = is_send ? mxi_send_args(buf, count, dt, peer, tag, comm, req, &c, &bytes, &contiguous)
+                     : mxi_recv_args((void *)(uintptr_t)buf, count, dt, peer, tag, comm, req, &c,
+                                     &bytes, &contiguous);
+    if (rc != MPI_SUCCESS || contiguous || count == 0)
+        return rc;
+    /* a non-contiguous type: the layout each start will pack with */
+    mxi_layout_t *l;
+    uint64_t packed;
+    rc = mxi_packed_layout(comm, dt, count, &l, &packed);
+    if (rc == MPI_SUCCESS)
         mxi_layout_put(l);
-        if (b > (uint64_t)INT_MAX)
-            return mxi_raise(comm, MXI_E_COUNT,
-                             "%d elements of a non-contiguous datatype: %llu packed bytes (at "
-                             "most %d)",
-                             count, (unsigned long long)b, INT_MAX);
-        static const char packed_stand_in;
-        buf = &packed_stand_in;
-        count = (int)b;
-        dt = MPI_BYTE;
-    }
-    return is_send
-               ? mxi_send_args(buf, count, dt, peer, tag, comm, req, &c, &bytes)
-               : mxi_recv_args((void *)(uintptr_t)buf, count, dt, peer, tag, comm, req, &c, &bytes);
+    return rc;
 }
 
 /* ------------------------------------------------- derived datatypes
@@ -364,36 +357,41 @@ static void mxi_unpack_on_complete(mxe_op_t *op)
     mxi_layout_unpack(pk->layout, pk->packed, op->result.bytes, pk->user_buf, pk->count);
 }
 
-/* For a non-contiguous dt: *pk with the packed buffer (one reference), and
- * the contiguous arguments to use instead (*pbuf, *pcount bytes of
- * MPI_BYTE). *pk stays NULL for any other datatype (the usual checks
- * follow). The user's buffer is checked here, before it is replaced. */
+/* The layout of count elements of the non-contiguous dt (one reference)
+ * and their packed size, at most INT_MAX bytes (a status counts them). */
+static int mxi_packed_layout(MPI_Comm comm, MPI_Datatype dt, int count, mxi_layout_t **l,
+                             uint64_t *bytes)
+{
+    int rc = mxi_layout_get(dt, l);
+    if (rc != MPI_SUCCESS)
+        return mxi_raise(comm, rc == MPI_ERR_NO_MEM ? MXI_E_NO_MEM : MXI_E_TYPE,
+                         "no stream-ordered layout for this datatype's constructor");
+    *bytes = mxi_layout_bytes(*l, count);
+    if (*bytes > (uint64_t)INT_MAX) {
+        mxi_layout_put(*l);
+        return mxi_raise(comm, MXI_E_COUNT,
+                         "%d elements of a non-contiguous datatype: %llu packed bytes (at most %d)",
+                         count, (unsigned long long)*bytes, INT_MAX);
+    }
+    return MPI_SUCCESS;
+}
+
+/* For count elements of the non-contiguous dt at buf (arguments checked):
+ * *pk with the packed buffer (one reference); the operation moves its
+ * `bytes` (the datatype's size times count) from or into it. */
 static int mxi_packed_begin(mxa_stream_t *s, MPI_Comm comm, const void *buf, int count,
-                            MPI_Datatype dt, const char *what, mxi_packed_t **pk, const void **pbuf,
-                            int *pcount, MPI_Datatype *pdt)
+                            MPI_Datatype dt, mxi_packed_t **pk)
 {
     *pk = NULL;
-    if (count < 0 || mxi_datatype_contiguous(dt) != 0)
-        return MPI_SUCCESS;
-    int rc = mxi_check_buffer(comm, buf, count, dt, what);
-    if (rc != MPI_SUCCESS)
-        return rc;
     if (s->kind != MXA_KIND_HOST && s->kind != MXA_KIND_NONE)
         return mxi_raise(comm, MXI_E_TYPE,
                          "a non-contiguous datatype on a CUDA stream (derived datatypes are "
                          "stream-ordered on host streams so far)");
-    mxi_layout_t *l = NULL;
-    rc = mxi_layout_get(dt, &l);
+    mxi_layout_t *l;
+    uint64_t bytes;
+    int rc = mxi_packed_layout(comm, dt, count, &l, &bytes);
     if (rc != MPI_SUCCESS)
-        return mxi_raise(comm, rc == MPI_ERR_NO_MEM ? MXI_E_NO_MEM : MXI_E_TYPE,
-                         "no stream-ordered layout for this datatype's constructor");
-    uint64_t bytes = mxi_layout_bytes(l, count);
-    if (bytes > (uint64_t)INT_MAX) {
-        mxi_layout_put(l);
-        return mxi_raise(comm, MXI_E_COUNT,
-                         "%d elements of a non-contiguous datatype: %llu packed bytes (at most %d)",
-                         count, (unsigned long long)bytes, INT_MAX);
-    }
+        return rc;
     mxi_packed_t *p = calloc(1, sizeof(*p));
     void *packed = malloc(bytes ? (size_t)bytes : 1);
     if (!p || !packed) {
@@ -409,9 +407,6 @@ static int mxi_packed_begin(mxa_stream_t *s, MPI_Comm comm, const void *buf, int
     p->count = count;
     p->packed = packed;
     *pk = p;
-    *pbuf = packed;
-    *pcount = (int)bytes;
-    *pdt = MPI_BYTE;
     return MPI_SUCCESS;
 }
 
@@ -421,14 +416,15 @@ static int mxi_isend_(mxa_stream_t *s, mxi_origin_t origin, const void *buf, int
 {
     mxi_comm_t *c;
     size_t bytes;
-    mxi_packed_t *pk;
-    int rc = mxi_packed_begin(s, comm, buf, count, dt, "send", &pk, &buf, &count, &dt);
-    if (rc == MPI_SUCCESS)
-        rc = mxi_send_args(buf, count, dt, dest, tag, comm, req, &c, &bytes);
-    if (rc != MPI_SUCCESS) {
-        mxi_packed_put(pk);
+    mxi_packed_t *pk = NULL;
+    int contiguous;
+    int rc = mxi_send_args(buf, count, dt, dest, tag, comm, req, &c, &bytes, &contiguous);
+    if (rc == MPI_SUCCESS && !contiguous)
+        rc = mxi_packed_begin(s, comm, buf, count, dt, &pk);
+    if (rc != MPI_SUCCESS)
         return rc;
-    }
+    if (pk)
+        buf = pk->packed;
     mxi_reap(0);
     mxe_op_t *op;
     mxu_status_t st =
@@ -461,16 +457,15 @@ static int mxi_irecv_(mxa_stream_t *s, mxi_origin_t origin, void *buf, int count
 {
     mxi_comm_t *c;
     size_t bytes;
-    mxi_packed_t *pk;
-    const void *cbuf = buf;
-    int rc = mxi_packed_begin(s, comm, buf, count, dt, "receive", &pk, &cbuf, &count, &dt);
-    buf = (void *)(uintptr_t)cbuf;
-    if (rc == MPI_SUCCESS)
-        rc = mxi_recv_args(buf, count, dt, source, tag, comm, req, &c, &bytes);
-    if (rc != MPI_SUCCESS) {
-        mxi_packed_put(pk);
+    mxi_packed_t *pk = NULL;
+    int contiguous;
+    int rc = mxi_recv_args(buf, count, dt, source, tag, comm, req, &c, &bytes, &contiguous);
+    if (rc == MPI_SUCCESS && !contiguous)
+        rc = mxi_packed_begin(s, comm, buf, count, dt, &pk);
+    if (rc != MPI_SUCCESS)
         return rc;
-    }
+    if (pk)
+        buf = pk->packed;
     mxi_reap(0);
     int esrc = source == MPI_PROC_NULL    ? MXE_PROC_NULL
                : source == MPI_ANY_SOURCE ? MXE_ANY_SOURCE
@@ -694,41 +689,53 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int 
  * call returns at once. A scratch handed to a later call on the stream is
  * safe to reuse: that call's receive can write it only once the stream has
  * passed this call's copies. */
+/* MPI_Sendrecv_replace with a non-contiguous datatype (host streams):
+ * the send packs buf on the stream into a buffer of its own, and the
+ * receive, enqueued after it, unpacks into buf when it completes -- which
+ * is after its trigger, so after the pack. A shorter message leaves the
+ * rest of buf as it was. */
+static int mxi_sendrecv_replace_packed(mxa_stream_t *s, mxi_origin_t origin, void *buf, int count,
+                                       MPI_Datatype dt, int dest, int sendtag, int source,
+                                       int recvtag, MPI_Comm comm, MPI_Status *status)
+{
+    MPI_Request reqs[2];
+    int rc = mxi_isend(s, origin, buf, count, dt, dest, sendtag, comm, 0, &reqs[0]);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    rc = mxi_irecv(s, origin, buf, count, dt, source, recvtag, comm, &reqs[1]);
+    if (rc != MPI_SUCCESS) {
+        mxi_stream_waitall(s, 1, &reqs[0], NULL, comm);
+        return rc;
+    }
+    rc = mxi_stream_waitall(s, 1, &reqs[0], NULL, comm);
+    int rc2 = mxi_stream_waitall(s, 1, &reqs[1], status == MPI_STATUS_IGNORE ? NULL : status, comm);
+    return rc != MPI_SUCCESS ? rc : rc2;
+}
+
 static int mxi_sendrecv_replace_on_stream(mxa_stream_t *s, mxi_origin_t origin, void *buf,
                                           int count, MPI_Datatype dt, int dest, int sendtag,
                                           int source, int recvtag, MPI_Comm comm,
                                           MPI_Status *status)
 {
-    /* A non-contiguous datatype (host streams): the send packs buf on the
-     * stream into a buffer of its own, and the receive, enqueued after
-     * it, unpacks into buf when it completes -- which is after its trigger,
-     * so after the pack. A shorter message leaves the rest of buf as it
-     * was. Receives posted at their call (mpix_acc_recv_post=early) could
-     * complete before the pack: those take contiguous types only. */
-    mxi_comm_t *dc = mxi_comm_find(comm);
-    if (count > 0 && mxi_datatype_contiguous(dt) == 0 && dc && !dc->recv_post_early) {
-        MPI_Request reqs[2];
-        int rc = mxi_isend(s, origin, buf, count, dt, dest, sendtag, comm, 0, &reqs[0]);
-        if (rc != MPI_SUCCESS)
-            return rc;
-        rc = mxi_irecv(s, origin, buf, count, dt, source, recvtag, comm, &reqs[1]);
-        if (rc != MPI_SUCCESS) {
-            mxi_stream_waitall(s, 1, &reqs[0], NULL, comm);
-            return rc;
-        }
-        rc = mxi_stream_waitall(s, 1, &reqs[0], NULL, comm);
-        int rc2 =
-            mxi_stream_waitall(s, 1, &reqs[1], status == MPI_STATUS_IGNORE ? NULL : status, comm);
-        return rc != MPI_SUCCESS ? rc : rc2;
-    }
     mxi_comm_t *c;
     size_t bytes = 0;
     MPI_Request dummy;
-    int rc = mxi_send_args(buf, count, dt, dest, sendtag, comm, &dummy, &c, &bytes);
+    int contiguous;
+    int rc = mxi_send_args(buf, count, dt, dest, sendtag, comm, &dummy, &c, &bytes, &contiguous);
     if (rc == MPI_SUCCESS)
-        rc = mxi_recv_args(buf, count, dt, source, recvtag, comm, &dummy, &c, &bytes);
+        rc = mxi_recv_args(buf, count, dt, source, recvtag, comm, &dummy, &c, &bytes, &contiguous);
     if (rc != MPI_SUCCESS)
         return rc;
+    if (!contiguous) {
+        /* receives posted at their call (mpix_acc_recv_post=early) could
+         * complete before the pack: contiguous types only there */
+        if (count == 0 || c->recv_post_early)
+            return mxi_raise(comm, MXI_E_TYPE,
+                             "MPI_Sendrecv_replace with a non-contiguous datatype%s",
+                             count == 0 ? " and count 0" : " where receives are posted early");
+        return mxi_sendrecv_replace_packed(s, origin, buf, count, dt, dest, sendtag, source,
+                                           recvtag, comm, status);
+    }
     void *rbuf = buf; /* nothing to send: receive in place */
     if (dest != MPI_PROC_NULL && source != MPI_PROC_NULL && bytes > 0) {
         rbuf = mxa_stream_scratch(s, mxa_memtype(buf, bytes), bytes);
