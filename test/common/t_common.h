@@ -134,6 +134,23 @@ static inline const char *t_errstr(int code)
             t_fail(__VA_ARGS__);                                                                   \
     } while (0)
 
+/* Complete a request on the host: MPI_Wait, or (poll != 0) MPI_Test in a
+ * loop, failing after limit_s seconds (times the time scale). */
+static inline void t_host_complete(MPI_Request *r, MPI_Status *st, int poll, double limit_s,
+                                   const char *what)
+{
+    if (!poll) {
+        T_MPI(MPI_Wait(r, st));
+        return;
+    }
+    int flag = 0;
+    double t0 = t_now();
+    while (!flag) {
+        T_MPI(MPI_Test(r, &flag, st));
+        T_CHECK(t_now() - t0 < T_SLOW(limit_s), "%s: MPI_Test never completed", what);
+    }
+}
+
 /* ------------------------------------------------------------------ */
 /* time guard                                                          */
 

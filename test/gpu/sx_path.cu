@@ -201,16 +201,7 @@ static void host_waits(MPI_Comm comm, cudaStream_t s, const char *what)
         MPI_Status st;
         T_MPI(MPIX_Acc_Irecv(s, in, (int)n, MPI_BYTE, peer, 9, comm, &r[0]));
         T_MPI(MPIX_Acc_Isend(s, out, (int)n, MPI_BYTE, peer, 9, comm, &r[1]));
-        if (mode % 3 == 1) {
-            int flag = 0;
-            double t0 = t_now();
-            while (!flag) {
-                T_MPI(MPI_Test(&r[0], &flag, &st));
-                T_CHECK(t_now() - t0 < T_SLOW(30), "%s: MPI_Test never completed", what);
-            }
-        } else {
-            T_MPI(MPI_Wait(&r[0], &st));
-        }
+        t_host_complete(&r[0], &st, mode % 3 == 1, 30, what);
         T_MPI(MPI_Wait(&r[1], MPI_STATUS_IGNORE));
         char w[96];
         snprintf(w, sizeof w, "%s host %s, %zu bytes", what,

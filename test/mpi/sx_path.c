@@ -173,16 +173,7 @@ static void host_waits(MPI_Comm comm, const char *what)
         MPI_Status st;
         T_MPI(MPIX_Acc_Irecv(s, in, 4, MPI_UINT64_T, from, 9, comm, &r[0]));
         T_MPI(MPIX_Acc_Isend(s, out, 4, MPI_UINT64_T, to, 9, comm, &r[1]));
-        if (mode == 0) {
-            T_MPI(MPI_Wait(&r[0], &st));
-        } else {
-            int flag = 0;
-            double t0 = t_now();
-            while (!flag) {
-                T_MPI(MPI_Test(&r[0], &flag, &st));
-                T_CHECK(t_now() - t0 < T_SLOW(20), "%s: MPI_Test never completed", what);
-            }
-        }
+        t_host_complete(&r[0], &st, mode, 20, what);
         T_MPI(MPI_Wait(&r[1], MPI_STATUS_IGNORE));
         t_expect_status(&st, from, 9, 4, MPI_UINT64_T, mode ? "MPI_Test" : "MPI_Wait");
         T_CHECK(in[0] == (uint64_t)from && in[3] == 33, "%s host %s: got %llu, %llu", what,
@@ -200,16 +191,7 @@ static void host_waits(MPI_Comm comm, const char *what)
         MPI_Status st;
         T_MPI(MPIX_Acc_Irecv(s, bi, (int)n, MPI_BYTE, from, 10, comm, &r[0]));
         T_MPI(MPIX_Acc_Isend(s, bo, (int)n, MPI_BYTE, to, 10, comm, &r[1]));
-        if (mode == 0) {
-            T_MPI(MPI_Wait(&r[0], &st));
-        } else {
-            int flag = 0;
-            double t0 = t_now();
-            while (!flag) {
-                T_MPI(MPI_Test(&r[0], &flag, &st));
-                T_CHECK(t_now() - t0 < T_SLOW(20), "%s: MPI_Test never completed (bulk)", what);
-            }
-        }
+        t_host_complete(&r[0], &st, mode, 20, what);
         T_MPI(MPI_Wait(&r[1], MPI_STATUS_IGNORE));
         char w[96];
         snprintf(w, sizeof(w), "%s host %s, %zu bytes", what, mode ? "MPI_Test" : "MPI_Wait", n);
