@@ -339,6 +339,15 @@ static mxa_sx_link_t *sx_out(mxe_sx_peer_t *p)
     return p->out;
 }
 
+/* Is the previous message of a slot (sent from stream prev, its trigger
+ * seq) still ahead on another stream than s? Two steps of one slot must
+ * not run at once. */
+static int sx_slot_pending_elsewhere(mxa_stream_t *prev, uint64_t seq, const mxa_stream_t *s)
+{
+    return prev && prev != s &&
+           (int64_t)(atomic_load_explicit(prev->trigger_word, memory_order_acquire) - seq) < 0;
+}
+
 /* A send on an SX communicator: its ordinal, and its path. Returns 1 when
  * the send step was enqueued (op->trigger_seq set: the step raises the
  * stream's trigger word after the message), 0 for the UCX path. */
@@ -355,6 +364,7 @@ int mxe_sx_submit_send(mxe_op_t *op)
     mxa_sx_link_t *l = NULL;
     unsigned slot = 0; /* of message p->next_n, once l is known */
     int bulk = 0;      /* above the LL limit: into a bulk slot of the device ring */
+    int bslot = -1;    /* that bulk slot */
     if (s->kind == MXA_KIND_NONE)
         why = SXF_NO_LINK;
     else if (op->synchronous)
@@ -382,20 +392,13 @@ int mxe_sx_submit_send(mxe_op_t *op)
             why = SXF_MEMTYPE;
     }
     if (why < 0) {
-        /* two steps of one slot must not run at once: the slot's previous
-         * message, if on another stream, must have been passed there */
+        /* the slot's previous message (and a bulk message's bulk slot's),
+         * if on another stream, must have been passed there */
         slot = (unsigned)(p->next_n % mxa_sx_link_nslots(l));
-        mxa_stream_t *ps = p->slot_stream[slot];
-        if (ps && ps != s &&
-            (int64_t)(atomic_load_explicit(ps->trigger_word, memory_order_acquire) -
-                      p->slot_seq[slot]) < 0)
-            why = SXF_CREDIT;
-        /* and for a bulk message its bulk slot's previous one */
-        unsigned nb = bulk ? mxa_sx_link_bulk_slots(l) : 0;
-        mxa_stream_t *bs = nb ? p->bulk_stream[p->next_n % nb] : NULL;
-        if (bs && bs != s &&
-            (int64_t)(atomic_load_explicit(bs->trigger_word, memory_order_acquire) -
-                      p->bulk_seq[p->next_n % nb]) < 0)
+        if (bulk)
+            bslot = (int)(p->next_n % mxa_sx_link_bulk_slots(l));
+        if (sx_slot_pending_elsewhere(p->slot_stream[slot], p->slot_seq[slot], s) ||
+            (bslot >= 0 && sx_slot_pending_elsewhere(p->bulk_stream[bslot], p->bulk_seq[bslot], s)))
             why = SXF_CREDIT;
     }
     void *bounce = NULL;
@@ -420,9 +423,8 @@ int mxe_sx_submit_send(mxe_op_t *op)
         return 0;
     }
     uint64_t seq = atomic_fetch_add_explicit(&s->next_trigger_seq, 1, memory_order_relaxed) + 1;
-    unsigned nbulk = bulk ? mxa_sx_link_bulk_slots(l) : 0;
-    mxa_sx_send_t m = {.early_claim = p->slot_stream[slot] != s &&
-                                      (!nbulk || p->bulk_stream[p->next_n % nbulk] != s),
+    mxa_sx_send_t m = {.early_claim =
+                           p->slot_stream[slot] != s && (bslot < 0 || p->bulk_stream[bslot] != s),
                        .bulk = bulk,
                        .bounce = bounce,
                        .record = rec,
@@ -445,9 +447,9 @@ int mxe_sx_submit_send(mxe_op_t *op)
     }
     p->slot_stream[slot] = s;
     p->slot_seq[slot] = seq;
-    if (nbulk) {
-        p->bulk_stream[p->next_n % nbulk] = s;
-        p->bulk_seq[p->next_n % nbulk] = seq;
+    if (bslot >= 0) {
+        p->bulk_stream[bslot] = s;
+        p->bulk_seq[bslot] = seq;
         atomic_fetch_add_explicit(&px.bulk_sent, 1, memory_order_relaxed);
     }
     op->sx_in_dring = m.in_dring;
