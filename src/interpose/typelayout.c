@@ -128,7 +128,7 @@ static int mxi_flatten(MPI_Datatype t, int64_t base, mxi_chunks_t *v, int depth)
         rc = MPI_ERR_TYPE;
     int got_types = rc == MPI_SUCCESS;
     int64_t ext0 = rc == MPI_SUCCESS && nd > 0 ? mxi_type_extent(types[0]) : 0;
-    for (int pass = 0; pass < 1 && rc == MPI_SUCCESS; pass++) {
+    if (rc == MPI_SUCCESS) {
         switch (comb) {
         case MPI_COMBINER_DUP:
         case MPI_COMBINER_RESIZED: /* lb and extent set the stride, applied by the caller */
