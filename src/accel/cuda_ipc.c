@@ -49,7 +49,12 @@
  * driver's behaviour. When the library's context cannot map a handle (the
  * driver allows one context per device and peer process: another user of
  * the same peer's memory got there first) the mapping is made in the
- * current context as UCX would. MPIX_ACC_IPC_CONTEXT=0 turns it all off.
+ * current context as UCX would, except when the driver answers
+ * CUDA_ERROR_ALREADY_MAPPED (a stale mapping over the same addresses): that
+ * goes back to UCX, which unmaps its stale entries and retries.
+ * MPIX_ACC_IPC_CONTEXT=0 turns it all off. mxa_cuda_ipc_open/_close are
+ * the redirection itself, for any caller's driver functions (unit-tested
+ * with a simulated driver: test/unit/test_ipc_table.c).
  * The contexts live until the process exits (UCX unmaps its cache at
  * unload, after MPI_Finalize).
  */
@@ -68,6 +73,7 @@ static struct {
     mxa_ipc_table_t mapped;     /* the library contexts' mappings (ipc_table.h) */
     int map_ok;
     unsigned long opened, closed, fallbacks, reused;
+    unsigned long already; /* answered CUDA_ERROR_ALREADY_MAPPED (UCX unmaps and retries) */
 } ipcx = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* The driver's own function `name` when the backend has not loaded the
@@ -99,8 +105,13 @@ void mxa_cuda_ipc_ctx_setup(void)
                               "buffers are mapped in the application's context");
         return;
     }
+    mxa_cuda_ipc_enable(p);
+}
+
+void mxa_cuda_ipc_enable(void *ctx_create_v4)
+{
     pthread_mutex_lock(&ipcx.lock);
-    memcpy(&ipcx.create, &p, sizeof(p));
+    memcpy(&ipcx.create, &ctx_create_v4, sizeof(ctx_create_v4));
     if (!ipcx.map_ok && mxa_ipc_table_init(&ipcx.mapped) == MXU_OK)
         ipcx.map_ok = 1;
     pthread_mutex_unlock(&ipcx.lock);
@@ -154,18 +165,25 @@ __attribute__((visibility("default"))) CUresult CUDAAPI cuIpcOpenMemHandle(CUdev
                                                                            unsigned int flags)
 {
     static void *cached;
-    __typeof__(&cuIpcOpenMemHandle) real = MXA_CU(cuIpcOpenMemHandle);
+    mxa_cu_ipc_open_fn real = MXA_CU(cuIpcOpenMemHandle);
     if (real == NULL) {
         void *p = driver_fn(&cached, "cuIpcOpenMemHandle_v2");
         memcpy(&real, &p, sizeof(p));
         if (real == NULL)
             return CUDA_ERROR_NOT_INITIALIZED;
     }
+    if (!ipc_called_by_ucx(__builtin_return_address(0)))
+        return real(pdptr, handle, flags);
+    return mxa_cuda_ipc_open(real, pdptr, handle, flags);
+}
+
+CUresult mxa_cuda_ipc_open(mxa_cu_ipc_open_fn real, CUdeviceptr *pdptr, CUipcMemHandle handle,
+                           unsigned int flags)
+{
     CUdevice dev;
     if (!atomic_load_explicit(&ipcx.enabled, memory_order_acquire) ||
         MXA_CU(cuCtxGetDevice) == NULL || MXA_CU(cuCtxPushCurrent) == NULL ||
-        MXA_CU(cuCtxPopCurrent) == NULL || !ipc_called_by_ucx(__builtin_return_address(0)) ||
-        MXA_CU(cuCtxGetDevice)(&dev) != CUDA_SUCCESS)
+        MXA_CU(cuCtxPopCurrent) == NULL || MXA_CU(cuCtxGetDevice)(&dev) != CUDA_SUCCESS)
         return real(pdptr, handle, flags);
     _Static_assert(sizeof(CUipcMemHandle) == MXA_IPC_HANDLE_BYTES, "IPC handle size");
     pthread_mutex_lock(&ipcx.lock);
@@ -197,6 +215,19 @@ __attribute__((visibility("default"))) CUresult CUDAAPI cuIpcOpenMemHandle(CUdev
             pthread_mutex_unlock(&ipcx.lock);
             return CUDA_SUCCESS;
         }
+        if (r == CUDA_ERROR_ALREADY_MAPPED) {
+            /* The peer freed a buffer and allocated a new one over its
+             * addresses while a mapping of the old one is still open here
+             * (UCX's cache has not seen the free). UCX answers this error
+             * by unmapping what it cached over the new buffer's range and
+             * trying again; mapping it in the application's context instead
+             * fails ("invalid resource handle": the driver maps a peer's
+             * memory in one context per device), which failed 1 MiB device
+             * messages on the UCX path (2 x H100, sx_path-1conn, 4aa5b6e). */
+            ipcx.already++;
+            pthread_mutex_unlock(&ipcx.lock);
+            return r;
+        }
     }
     if (own != NULL && ipcx.fallbacks++ == 0)
         MXU_LOG(MXU_LOG_WARN,
@@ -212,13 +243,18 @@ __attribute__((visibility("default"))) CUresult CUDAAPI cuIpcOpenMemHandle(CUdev
 __attribute__((visibility("default"))) CUresult CUDAAPI cuIpcCloseMemHandle(CUdeviceptr dptr)
 {
     static void *cached;
-    __typeof__(&cuIpcCloseMemHandle) real = MXA_CU(cuIpcCloseMemHandle);
+    mxa_cu_ipc_close_fn real = MXA_CU(cuIpcCloseMemHandle);
     if (real == NULL) {
         void *p = driver_fn(&cached, "cuIpcCloseMemHandle");
         memcpy(&real, &p, sizeof(p));
         if (real == NULL)
             return CUDA_ERROR_NOT_INITIALIZED;
     }
+    return mxa_cuda_ipc_close(real, dptr);
+}
+
+CUresult mxa_cuda_ipc_close(mxa_cu_ipc_close_fn real, CUdeviceptr dptr)
+{
     if (!atomic_load_explicit(&ipcx.enabled, memory_order_acquire) ||
         MXA_CU(cuCtxPushCurrent) == NULL || MXA_CU(cuCtxPopCurrent) == NULL)
         return real(dptr);
@@ -252,12 +288,12 @@ __attribute__((visibility("default"))) CUresult CUDAAPI cuIpcCloseMemHandle(CUde
 void mxa_cuda_ipc_report(void)
 {
     pthread_mutex_lock(&ipcx.lock);
-    if (atomic_load(&ipcx.enabled) && (ipcx.opened || ipcx.fallbacks))
+    if (atomic_load(&ipcx.enabled) && (ipcx.opened || ipcx.fallbacks || ipcx.already))
         MXU_LOG(MXU_LOG_INFO,
                 "peers' buffers: %lu mapped in the library's contexts (%lu of "
                 "them already open there), %lu unmapped, %lu mapped in the application's "
-                "context instead",
-                ipcx.opened, ipcx.reused, ipcx.closed, ipcx.fallbacks);
+                "context instead, %lu refused over a stale mapping (UCX unmapped and retried)",
+                ipcx.opened, ipcx.reused, ipcx.closed, ipcx.fallbacks, ipcx.already);
     pthread_mutex_unlock(&ipcx.lock);
 }
 
@@ -267,8 +303,8 @@ void mxa_cuda_ipc_describe(char *buf, size_t len)
     if (atomic_load(&ipcx.enabled))
         snprintf(buf, len,
                  "library's own context per device (%lu mapped, %lu of them already "
-                 "open there, %lu unmapped so far)",
-                 ipcx.opened, ipcx.reused, ipcx.closed);
+                 "open there, %lu unmapped, %lu refused over a stale mapping so far)",
+                 ipcx.opened, ipcx.reused, ipcx.closed, ipcx.already);
     else if (mxu_config.ipc_context)
         snprintf(buf, len, "application's context (no cuCtxCreate_v4 in the driver)");
     else

@@ -164,6 +164,16 @@ void mxa_cuda_wait_until_warm(cuda_ctx_t *cx);
 
 /* cuda_ipc.c: peers' memory mapped in the library's own contexts */
 void mxa_cuda_ipc_ctx_setup(void);
+/* The redirection of UCX's peer mappings into the library's contexts
+ * (cuda_ipc.c): turned on with the driver's cuCtxCreate_v4 (by
+ * mxa_cuda_ipc_ctx_setup; a unit test passes a stand-in), then open and
+ * close with the driver functions `real`. */
+typedef CUresult (*mxa_cu_ipc_open_fn)(CUdeviceptr *, CUipcMemHandle, unsigned int);
+typedef CUresult (*mxa_cu_ipc_close_fn)(CUdeviceptr);
+void mxa_cuda_ipc_enable(void *ctx_create_v4);
+CUresult mxa_cuda_ipc_open(mxa_cu_ipc_open_fn real, CUdeviceptr *pdptr, CUipcMemHandle handle,
+                           unsigned int flags);
+CUresult mxa_cuda_ipc_close(mxa_cu_ipc_close_fn real, CUdeviceptr dptr);
 void mxa_cuda_ipc_describe(char *buf, size_t len);
 void mxa_cuda_ipc_report(void);
 

@@ -63,12 +63,13 @@ static void sizes(MPI_Comm comm, cudaStream_t s, const char *what)
 {
     size_t sz[] = {0, 8, 4096, 16384, 32768, 65536, 65537, 131075, 1 << 20, (1 << 20) + 1};
     int nsz = (int)(sizeof(sz) / sizeof(sz[0]));
-    /* --big=0: up to 64 KiB + 1 only, for runs where these messages take
-     * UCX (the path off, or one slot): UCX's cuda_ipc rendezvous failed
-     * there on 2 x H100 at 94dce22 once a peer buffer was a >= 1 MiB
+    /* --big=0: up to 64 KiB + 1 only. The suite no longer needs it: UCX's
+     * cuda_ipc rendezvous failed on the UCX-only runs (the path off, or one
+     * slot) on 2 x H100 at 94dce22 once a peer buffer was a >= 1 MiB
      * allocation ("cuIpcOpenMemHandle() failed: invalid resource handle"
-     * after CUDA_ERROR_ALREADY_MAPPED in the library's IPC context; a
-     * defect of the UCX path, doc/gpu-testing.md, not of the SX path) */
+     * after CUDA_ERROR_ALREADY_MAPPED in the library's IPC context); the
+     * library now hands that answer back to UCX, which unmaps its stale
+     * mapping and retries (src/accel/cuda_ipc.c) */
     if (!gt_opt_long("--big", 1))
         nsz = 6;
     int peer = 1 - t_rank;
