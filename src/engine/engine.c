@@ -593,10 +593,12 @@ mxu_status_t mxe_stream_wait(mxa_stream_t *s, mxe_op_t *const *ops, void *const 
             if (drop != drop_small)
                 free(drop);
         }
-        if (m == 0) {
-            free(w);
-            return MXU_OK; /* nothing for the host: no wait point */
-        }
+    }
+    if (m == 0) {
+        /* nothing for the host (every op complete, or finished by the
+         * stream itself): no wait point */
+        free(w);
+        return MXU_OK;
     }
     w->n = m;
     w->checked = 0;
