@@ -12,6 +12,7 @@
 #ifdef MPIXACC_HAVE_CUDA
 
 #include "accel/cuda_priv.h"
+#include "util/calltime.h"
 
 #include "util/log.h"
 
@@ -30,7 +31,9 @@ mxa_memtype_t mxa_cuda_memtype(const void *buf, size_t len)
     CUpointer_attribute attrs[2] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
                                     CU_POINTER_ATTRIBUTE_IS_MANAGED};
     void *data[2] = {&memtype, &managed};
+    uint64_t t = mxu_ct_inner_begin();
     CUresult r = MXA_CU(cuPointerGetAttributes)(2, attrs, data, (CUdeviceptr)(uintptr_t)buf);
+    mxu_ct_inner_end(MXU_CT_CU_QUERY, t);
     if (r != CUDA_SUCCESS) {
         MXU_LOG(MXU_LOG_DEBUG, "CUDA backend: cuPointerGetAttributes(%p): %s: host assumed", buf,
                 cu_err(r));

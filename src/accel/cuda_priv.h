@@ -19,6 +19,7 @@
 #include "accel/cuda.h"
 #include "accel/cuda_driver.h"
 #include "accel/seq_word.h"
+#include "util/calltime.h"
 #include "util/hashmap.h"
 
 #define SLAB_BYTES (64 * 1024)
@@ -128,6 +129,16 @@ static inline int ctx_enter(CUcontext c)
     if (MXA_CU(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && cur == c)
         return 0;
     return MXA_CU(cuCtxPushCurrent)(c) == CUDA_SUCCESS ? 1 : -1;
+}
+
+/* A stream's capture status (timed: MXU_CT_CU_CAPTURE in the host-time
+ * statistics, it is asked at every stream point and SX step). */
+static inline CUresult cu_capture_status(CUstream st, CUstreamCaptureStatus *cap)
+{
+    uint64_t t = mxu_ct_inner_begin();
+    CUresult r = MXA_CU(cuStreamIsCapturing)(st, cap);
+    mxu_ct_inner_end(MXU_CT_CU_CAPTURE, t);
+    return r;
 }
 
 static inline void ctx_leave(int entered)

@@ -337,7 +337,7 @@ static mxu_status_t enqueue_point_(cuda_stream_t *cs, int is_wait, uint64_t seq)
     int use_memops = cx->memops;
     if (use_memops) {
         CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
-        r = MXA_CU(cuStreamIsCapturing)(cs->cu, &cap);
+        r = cu_capture_status(cs->cu, &cap);
         if (r != CUDA_SUCCESS)
             goto fail;
         if (cap != CU_STREAM_CAPTURE_STATUS_NONE)
@@ -430,7 +430,7 @@ static int backend_capturing(mxa_stream_t *s)
     cuda_stream_t *cs = (cuda_stream_t *)s;
     int entered = ctx_enter(cs->ctx->ctx);
     CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
-    CUresult r = MXA_CU(cuStreamIsCapturing)(cs->cu, &cap);
+    CUresult r = cu_capture_status(cs->cu, &cap);
     ctx_leave(entered);
     return r == CUDA_SUCCESS && cap != CU_STREAM_CAPTURE_STATUS_NONE;
 }

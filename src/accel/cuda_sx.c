@@ -306,7 +306,7 @@ int mxa_cuda_sx_capturing(mxa_stream_t *s)
     cuda_stream_t *cs = (cuda_stream_t *)s;
     CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
     int entered = ctx_enter(cs->ctx->ctx);
-    CUresult r = MXA_CU(cuStreamIsCapturing)(cs->cu, &cap);
+    CUresult r = cu_capture_status(cs->cu, &cap);
     ctx_leave(entered);
     return r != CUDA_SUCCESS || cap != CU_STREAM_CAPTURE_STATUS_NONE;
 }

@@ -361,7 +361,7 @@ static void mxi_print_stats(void)
 #undef MXI_MEAN_US
     {
         /* host time of the library on application threads, per call kind */
-        char ct[512];
+        char ct[1024];
         size_t off = 0;
         for (int k = 0; k < MXU_CT_COUNT && off < sizeof(ct); k++)
             off += (size_t)snprintf(ct + off, sizeof(ct) - off, "%s%s %.2f/%.2f/%.2f (%llu)",

@@ -182,6 +182,7 @@ static int mxi_submit(mxe_op_t *op, mxi_origin_t origin, MPI_Comm comm, MPI_Requ
     op->user_origin = (int)origin;
     memcpy(&op->user_aux, &comm,
            sizeof(comm) < sizeof(op->user_aux) ? sizeof(comm) : sizeof(op->user_aux));
+    uint64_t t = mxu_ct_inner_begin();
     int rc = PMPI_Grequest_start(mxi_greq_query, mxi_greq_free, mxi_greq_cancel, op, &greq);
     if (rc != MPI_SUCCESS) {
         mxe_op_release(op);
@@ -192,6 +193,7 @@ static int mxi_submit(mxe_op_t *op, mxi_origin_t origin, MPI_Comm comm, MPI_Requ
     memcpy(&op->user_handle, &greq,
            sizeof(greq) < sizeof(op->user_handle) ? sizeof(greq) : sizeof(op->user_handle));
     mxi_request_track(greq, op);
+    mxu_ct_inner_end(MXU_CT_REQUEST, t);
     mxu_status_t st = mxe_op_submit(op);
     if (st != MXU_OK) {
         mxu_locked_map_remove(&mxi.requests, MXI_REQ_KEY(greq));

@@ -24,6 +24,9 @@ static const char *const ct_names[MXU_CT_COUNT] = {"send",
                                                    "CUDA launch of a receive step",
                                                    "CUDA stream point",
                                                    "progress-thread wake-up",
+                                                   "CUDA pointer query",
+                                                   "CUDA capture query",
+                                                   "request handle",
                                                    "throttle wait"};
 
 const char *mxu_ct_name(mxu_ct_kind_t k) { return (unsigned)k < MXU_CT_COUNT ? ct_names[k] : "?"; }

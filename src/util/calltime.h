@@ -32,7 +32,10 @@ typedef enum {
     MXU_CT_CU_LAUNCH_RECV,            /* ... SX receive step (up to 16 receives' parameters) */
     MXU_CT_CU_MEMOP,                  /* a CUDA stream point (memop or its fallback kernel) */
     MXU_CT_WAKE,                      /* a wake-up of the progress thread (eventfd write) */
-    MXU_CT_THROTTLE, /* waiting because the stream is too far ahead (MPIX_ACC_STREAM_DEPTH,
+    MXU_CT_CU_QUERY,   /* the CUDA driver's pointer attributes of a buffer (its memory type) */
+    MXU_CT_CU_CAPTURE, /* the CUDA driver's capture status of a stream (SX steps) */
+    MXU_CT_REQUEST,    /* the MPI request handle of an operation (generalized request + table) */
+    MXU_CT_THROTTLE,   /* waiting because the stream is too far ahead (MPIX_ACC_STREAM_DEPTH,
                       * MPIX_ACC_MAX_PENDING): not the library's cost, left out of the outer
                       * kinds' times */
     MXU_CT_COUNT
