@@ -423,11 +423,13 @@ void hg_prog_run(hg_mg_t *mg, hg_prog_t *P, int vsrc, int vdst, int k_pack, int 
     if (gpu && P->recv_gpu[1])
         P->parity ^= 1;
     const MPI_Comm comm = O->comm;
+    /* --skip-exchange: a bound without the messages (GPU levels, after set-up) */
+    const int msgs = !(mg->skip_exchange && mg->setup_done && gpu);
     int nreq = 0;
     double t0 = MPI_Wtime(), t;
     hg_exec_use(E);
 
-    if (P->n_recv) {
+    if (P->n_recv && msgs) {
         t = MPI_Wtime();
         for (int n = 0; n < P->n_recv; n++) {
 #ifndef HPGMG_NO_MPIX
@@ -452,7 +454,7 @@ void hg_prog_run(hg_mg_t *mg, hg_prog_t *P, int vsrc, int vdst, int k_pack, int 
             hg_exec_sync(E);
         T->pack += MPI_Wtime() - t;
     }
-    if (P->n_send) {
+    if (P->n_send && msgs) {
         t = MPI_Wtime();
         for (int n = 0; n < P->n_send; n++) {
 #ifndef HPGMG_NO_MPIX

@@ -18,11 +18,15 @@
 #     the CPU's answer within 1e-9 relative (BiCGStab's dots are summed in
 #     another order on the GPU)
 #   - the Richardson order of the GPU-level runs within its band (h, 2h, 4h solved)
-#   - 2 ranks, GPU levels: acc and streamcomm = mpi (bit-identical), both operators
+#   - 2 ranks, GPU levels: acc, streamcomm, acc-sx and streamcomm-sx = mpi
+#     (bit-identical), both operators (-sx: level communicators with the MPI-4
+#     no-wildcard assertions, so mpix-acc's stream-executed path may carry them)
 #   - fv4 64^3 on 2 ranks with acc: HPGMG's published residual, Richardson order
 #   - compute-sanitizer memcheck on a small GPU run
-# Bench: log2 box 4, 5, 6 with 8 boxes per rank, 2 ranks, each backend;
-# prints MGSolve time on the GPU levels (median of N runs of the timed solves).
+# Bench: log2 box 4, 5, 6 with 8 boxes per rank, 2 ranks, each backend, and
+# two exchange-free bounds (mpi+bound, acc-sx+bound: --skip-exchange, the GPU
+# levels skip their messages; their rel is not a result); prints MGSolve time
+# on the GPU levels (median of N runs of the timed solves).
 # Logs go to $OUT (device tool) or ./hpgmg-gpu-logs.
 set -u -o pipefail
 
@@ -116,9 +120,13 @@ if [ "$MODE" != bench ]; then
         ok "$op 32^3: all levels on the GPU: rel=$b (CPU $a)"
       else ko "$op 32^3: all levels on the GPU: rel=$b, CPU $a"; fi
     fi
-    for be in mpi acc streamcomm; do run "${op}_n2_$be" 2 4 4 --operator $op --backend $be $Q; done
+    for be in mpi acc streamcomm acc-sx streamcomm-sx; do run "${op}_n2_$be" 2 4 4 --operator $op --backend $be $Q; done
     same "${op}_n2_mpi" "${op}_n2_acc" "$op, $RANKS: acc = mpi"
     same "${op}_n2_mpi" "${op}_n2_streamcomm" "$op, $RANKS: streamcomm = mpi"
+    # -sx: the level communicators carry the MPI-4 no-wildcard assertions, so
+    # messages between the two GPUs may take the stream-executed path
+    same "${op}_n2_mpi" "${op}_n2_acc-sx" "$op, $RANKS: acc-sx = mpi"
+    same "${op}_n2_mpi" "${op}_n2_streamcomm-sx" "$op, $RANKS: streamcomm-sx = mpi"
     same "${op}_cpu" "${op}_n2_mpi" "$op: 2 ranks on GPUs = 1 rank on the CPU"
   done
   # 64^3 (8 boxes of 16^3 per rank), stream-ordered on the GPUs: HPGMG's published
@@ -140,21 +148,25 @@ fi
 if [ "$MODE" != check ]; then
   say ""
   say "=== MGSolve time on GPU levels, 2 ranks ($RANKS), 8 boxes per rank, fv4, median of $REPS runs"
-  printf '%-10s %-11s %14s %14s %14s  %s\n' "box" "backend" "GPU levels [s]" "MGSolve [s]" "GPU levels" "rel" | tee -a "$LOG/gpu-check.log"
+  printf '%-10s %-14s %14s %14s %14s  %s\n' "box" "backend" "GPU levels [s]" "MGSolve [s]" "GPU levels" "rel" | tee -a "$LOG/gpu-check.log"
+  # NAME+bound: the same with --skip-exchange (GPU levels skip their messages:
+  # the time without communication, a bound; its rel is not a result)
   for l in 4 5 6; do
-    for be in mpi acc streamcomm; do
+    for be in mpi acc streamcomm acc-sx streamcomm-sx mpi+bound acc-sx+bound; do
       ts=() ms=()
+      bargs="--backend ${be%+bound}"
+      case "$be" in *+bound) bargs="$bargs --skip-exchange" ;; esac
       for r in $(seq 1 "$REPS"); do
-        run "bench_${l}_${be}_$r" 2 $l 8 --backend $be --min-solves 10 --min-time 1 --no-richardson || continue
+        run "bench_${l}_${be}_$r" 2 $l 8 $bargs --min-solves 10 --min-time 1 --no-richardson || continue
         f="$LOG/bench_${l}_${be}_$r.log"
         # the first Timing Breakdown is the h (finest) benchmark
         ts+=("$(grep -m1 'MGSolve on GPU levels' "$f" | awk '{print $5}')")
         ms+=("$(grep -m1 'Total time in MGSolve' "$f" | awk '{print $5}')")
-        nl=$(grep -m1 'MGSolve on GPU levels' "$f" | sed 's/.*(\(.*\))/\1/')
+        nl=$(grep -m1 'MGSolve on GPU levels' "$f" | sed 's/.*(\([0-9]* levels*\)).*/\1/')
         rl=$(grep -m1 'f-cycle' "$f" | sed 's/.*rel=\([^ ]*\).*/\1/')
       done
       med() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-      printf '%-10s %-11s %14s %14s %14s  %s\n' "$((1 << l))^3" "$be" "$(med "${ts[@]}")" "$(med "${ms[@]}")" "${nl:-?}" "${rl:-?}" |
+      printf '%-10s %-14s %14s %14s %14s  %s\n' "$((1 << l))^3" "$be" "$(med "${ts[@]}")" "$(med "${ms[@]}")" "${nl:-?}" "${rl:-?}" |
         tee -a "$LOG/gpu-check.log"
     done
   done

@@ -183,6 +183,15 @@ void hg_level_build_comm(hg_mg_t *mg)
             if (mg->levels[m]->nb > 0)
                 L->active = 1;
         MPI_Comm_split(MPI_COMM_WORLD, L->active ? 0 : MPI_UNDEFINED, mg->my_rank, &L->comm);
+        if (mg->no_wildcards && L->comm != MPI_COMM_NULL) {
+            /* every receive names its source and tag (comm.c): say so */
+            MPI_Info info;
+            MPI_Info_create(&info);
+            MPI_Info_set(info, "mpi_assert_no_any_source", "true");
+            MPI_Info_set(info, "mpi_assert_no_any_tag", "true");
+            MPI_Comm_set_info(L->comm, info);
+            MPI_Info_free(&info);
+        }
         L->comm_rank = malloc(sizeof(int) * mg->num_ranks);
         for (int r = 0; r < mg->num_ranks; r++)
             L->comm_rank[r] = -1;

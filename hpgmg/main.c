@@ -39,7 +39,13 @@ static void usage(int rank)
         "  --operator 7pt|fv4          discretisation (default fv4)\n"
         "  --smoother gsrb|cheby       smoother (default gsrb)\n"
         "  --cycle f|v                 F-cycle (one FMG solve, default) or V-cycles to 1e-10\n"
-        "  --backend mpi|acc|streamcomm  communication backend (default mpi)\n"
+        "  --backend mpi|acc|streamcomm|acc-sx|streamcomm-sx\n"
+        "                              communication backend (default mpi); -sx: the same with\n"
+        "                              --no-wildcards\n"
+        "  --no-wildcards              MPI-4 assertions mpi_assert_no_any_source/_tag on the\n"
+        "                              level communicators (mpix-acc's stream-executed path)\n"
+        "  --skip-exchange             GPU levels skip their messages after set-up: a bound\n"
+        "                              without communication (wrong results, unchecked)\n"
         "  --gpu-threshold N           levels with more than N local cells run on the GPU\n"
         "                              (default 10000; -1: never)\n"
         "  --cpu-levels host|stream    acc/streamcomm: run the CPU levels with plain MPI on the\n"
@@ -95,8 +101,16 @@ static int parse(int argc, char **argv, opts_t *o, hg_mg_t *mg)
                 mg->backend = HG_BACKEND_ACC;
             else if (!strcmp(v, "streamcomm"))
                 mg->backend = HG_BACKEND_STREAMCOMM;
+            else if (!strcmp(v, "acc-sx"))
+                mg->backend = HG_BACKEND_ACC, mg->no_wildcards = 1;
+            else if (!strcmp(v, "streamcomm-sx"))
+                mg->backend = HG_BACKEND_STREAMCOMM, mg->no_wildcards = 1;
             else
                 return -1;
+        } else if (!strcmp(a, "--no-wildcards")) {
+            mg->no_wildcards = 1;
+        } else if (!strcmp(a, "--skip-exchange")) {
+            mg->skip_exchange = 1;
         } else if (OPT("--gpu-threshold")) {
             mg->gpu_threshold = atol(v);
         } else if (OPT("--cpu-levels")) {

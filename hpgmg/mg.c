@@ -454,7 +454,8 @@ void hg_print_timing(hg_mg_t *mg, int from)
     printf("Bottom solver iterations  %12d\n",
            mg->levels[mg->nlevels - 1]->krylov_iterations / mg->solves);
     if (ngpu)
-        printf("   MGSolve on GPU levels  %12.6f seconds (%d levels)\n", gpu, ngpu);
+        printf("   MGSolve on GPU levels  %12.6f seconds (%d levels)%s\n", gpu, ngpu,
+               mg->skip_exchange ? " [--skip-exchange: messages skipped, a bound]" : "");
     else
         printf("   MGSolve on GPU levels  %12s (no level runs on a GPU)\n", "-");
     printf("     host waits on streams  %10.1f per solve (%.6f seconds)\n",
@@ -464,7 +465,8 @@ void hg_print_timing(hg_mg_t *mg, int from)
         printf("   (%s backend: on stream levels the rows time the host side - launches and\n"
                "    enqueued calls; the execution shows up where the host waits: norms, dot\n"
                "    products, the drain at a GPU/CPU switch",
-               mg->backend == HG_BACKEND_ACC ? "acc" : "streamcomm");
+               mg->backend == HG_BACKEND_ACC ? (mg->no_wildcards ? "acc-sx" : "acc")
+                                             : (mg->no_wildcards ? "streamcomm-sx" : "streamcomm"));
         if (!mg->cpu_streams)
             printf(".  CPU levels: plain MPI on the host thread");
         printf(")\n");

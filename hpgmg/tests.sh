@@ -11,9 +11,12 @@
 #   - fv4 64^3: the residual after one F-cycle equals HPGMG's published value
 #   - determinism: repeated solves identical; 1, 2 and 4 ranks identical for
 #     the same box layout (8 boxes of 16^3)
-#   - backend equivalence: acc and streamcomm give the mpi backend's residual
-#     norms (required: relative difference <= 1e-12; the script reports
-#     whether they are bit-identical, which they should be)
+#   - backend equivalence: acc, streamcomm, acc-sx and streamcomm-sx give the
+#     mpi backend's residual norms (required: relative difference <= 1e-12; the
+#     script reports whether they are bit-identical, which they should be);
+#     acc-sx (MPI-4 no-wildcard assertions on the level communicators) moves
+#     messages on mpix-acc's stream-executed path (host streams here), and
+#     --skip-exchange changes nothing without GPU levels
 # The acc/streamcomm checks run when the binary has them (`hpgmg-fv
 # --features`); otherwise they are reported as FAIL unless HPGMG_MPI_ONLY=1.
 # Each check prints PASS/FAIL; the last line is "N passed, N failed".
@@ -42,7 +45,7 @@ if ! features=$("$BIN" --features 2>/dev/null); then
 fi
 echo "hpgmg-fv: $BIN ($features)"
 case "$features" in
-  *acc*) backends="acc streamcomm" ;;
+  *acc*) backends="acc streamcomm acc-sx streamcomm-sx" ;;
   *) backends="" ;;
 esac
 
@@ -154,6 +157,18 @@ for op in fv4 7pt; do
           same "${op}_n${n}_mpi" "${op}_n${n}_${be}" "$op: $be = mpi on $n rank(s)"
       done
     done
+    # the -sx backends used the stream-executed path (MPIX_ACC_STATS=1: every
+    # rank's "path sx" line shows messages sent and received)
+    export MPIX_ACC_STATS=1
+    if run "${op}_n2_acc-sx_stats" 2 4 4 --operator "$op" --backend acc-sx; then
+      nsx=$(grep -cE 'stats: path sx: sent [1-9][0-9]* messages [0-9]+ bytes; received [1-9]' "$out/${op}_n2_acc-sx_stats.log")
+      [ "$nsx" = 2 ]
+      check $? "$op: acc-sx moved messages on the stream-executed path ($nsx of 2 ranks)"
+    fi
+    unset MPIX_ACC_STATS
+    # --skip-exchange touches GPU levels only: none here, so nothing changes
+    run "${op}_n2_acc_skip" 2 4 4 --operator "$op" --backend acc --skip-exchange &&
+      same "${op}_n2_mpi" "${op}_n2_acc_skip" "$op: --skip-exchange without GPU levels = mpi"
   elif [ "${HPGMG_MPI_ONLY:-0}" = 1 ]; then
     echo "SKIP: $op backend equivalence (mpi-only build, HPGMG_MPI_ONLY=1)"
   else
