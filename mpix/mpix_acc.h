@@ -42,6 +42,22 @@ int MPIX_Acc_Send(MPIX_Acc_stream stream, const void *buf, int count, MPI_Dataty
 int MPIX_Acc_Recv(MPIX_Acc_stream stream, void *buf, int count, MPI_Datatype datatype, int source,
                   int tag, MPI_Comm comm, MPI_Status *status);
 
+/* collectives ordered on a stream (MPIX_Acc_Allreduce(3)): enqueued at the
+ * call, their results exist when the stream reaches them; host streams so far */
+int MPIX_Acc_Barrier(MPIX_Acc_stream stream, MPI_Comm comm);
+int MPIX_Acc_Bcast(MPIX_Acc_stream stream, void *buf, int count, MPI_Datatype datatype, int root,
+                   MPI_Comm comm);
+int MPIX_Acc_Reduce(MPIX_Acc_stream stream, const void *sendbuf, void *recvbuf, int count,
+                    MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm);
+int MPIX_Acc_Allreduce(MPIX_Acc_stream stream, const void *sendbuf, void *recvbuf, int count,
+                       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+int MPIX_Acc_Allgather(MPIX_Acc_stream stream, const void *sendbuf, int sendcount,
+                       MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                       MPI_Comm comm);
+int MPIX_Acc_Alltoall(MPIX_Acc_stream stream, const void *sendbuf, int sendcount,
+                      MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                      MPI_Comm comm);
+
 /* host streams (MPIX_Acc_Hoststream_create(3)): in-order host queues executed by a library-owned thread */
 int MPIX_Acc_Hoststream_create(MPIX_Acc_stream *stream);
 int MPIX_Acc_Hoststream_launch(MPIX_Acc_stream stream, void (*fn)(void *arg), void *arg);

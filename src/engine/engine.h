@@ -34,6 +34,10 @@
 #define MXE_SRC_BITS 20
 #define MXE_TAG_BITS 24
 #define MXE_CTX_MAX ((1u << MXE_CTX_BITS) - 1)
+/* The top context bit marks a communicator's collective context (the
+ * library's stream-ordered collectives, interpose/streamcoll.c): the
+ * point-to-point context of a communicator is below it. */
+#define MXE_CTX_COLL (1u << (MXE_CTX_BITS - 1))
 #define MXE_RANK_MAX ((1 << MXE_SRC_BITS) - 1) /* ranks 0..MXE_RANK_MAX-1 */
 #define MXE_TAG_MAX ((1 << MXE_TAG_BITS) - 1)
 /* With CUDA, jobs up to this size connect all endpoints at MPI_Init. */

@@ -54,7 +54,7 @@ static int mxi_comm_build(MPI_Comm comm, uint32_t ctx, mxi_comm_t **out)
     PMPI_Comm_rank(comm, &c->ec.rank);
     PMPI_Comm_size(comm, &c->ec.size);
     c->ec.ctx_id = ctx;
-    c->supported = !inter && c->ec.size <= MXE_RANK_MAX && ctx <= MXE_CTX_MAX;
+    c->supported = !inter && c->ec.size <= MXE_RANK_MAX && ctx < MXE_CTX_COLL;
     if (c->supported && comm != MPI_COMM_WORLD) {
         MPI_Group g, wg;
         c->world_ranks = malloc(sizeof(int) * (size_t)c->ec.size);
@@ -77,6 +77,8 @@ static int mxi_comm_build(MPI_Comm comm, uint32_t ctx, mxi_comm_t **out)
                 c->supported = 0; /* spans processes outside MPI_COMM_WORLD */
         c->ec.world_ranks = c->world_ranks;
     }
+    c->coll_ec = c->ec;
+    c->coll_ec.ctx_id = ctx | MXE_CTX_COLL;
     *out = c;
     return MPI_SUCCESS;
 }
@@ -127,7 +129,7 @@ int mxi_comm_register(MPI_Comm comm)
         while (cur < agreed + 1 &&
                !atomic_compare_exchange_weak(&mxi.next_ctx_id, &cur, agreed + 1))
             ;
-        if (agreed > MXE_CTX_MAX)
+        if (agreed >= MXE_CTX_COLL)
             MXU_LOG(MXU_LOG_WARN,
                     "matching contexts exhausted (%u communicators made); "
                     "new communicators are not stream-capable",
@@ -336,6 +338,7 @@ static int mxi_comm_info(mxi_comm_t *c, MPI_Info info, MPI_Comm err_comm, int ch
     /* no wildcard receive on any member: messages between processes of a
      * node may take the stream-executed path (engine/path.c) */
     c->ec.sx = c->no_any_source && c->no_any_tag;
+    c->coll_ec.sx = c->ec.sx; /* both sides of a message agree: the same hint everywhere */
     if (stream_key) {
         mxi_comm_set_stream_ptr(c, none ? NULL : s);
         mxi_hint_drop(c, MPIX_ACC_INFO_STREAM);

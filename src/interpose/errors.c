@@ -52,6 +52,8 @@ static struct {
     [MXI_E_TOO_MANY] = {-1, "mpix-acc: too many stream-ordered operations in flight "
                             "(MPIX_ACC_MAX_PENDING per process or MPIX_ACC_STREAM_DEPTH ahead "
                             "of one stream) and none completed for 10 s"},
+    [MXI_E_OP] = {MPI_ERR_OP, "mpix-acc: reduction operation not supported stream-ordered"},
+    [MXI_E_ROOT] = {MPI_ERR_ROOT, "mpix-acc: invalid root"},
 };
 
 static int mxi_err_codes[MXI_E_COUNT_OF_ERRORS];

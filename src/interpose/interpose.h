@@ -42,9 +42,10 @@ typedef struct {
 /* What the library knows about a communicator. */
 typedef struct {
     MPI_Comm handle;
-    mxe_comm_t ec;    /* ctx id, rank, size, world ranks */
-    int *world_ranks; /* owned storage behind ec.world_ranks */
-    int supported;    /* 0: intercomm or too large for the tag layout */
+    mxe_comm_t ec;      /* ctx id, rank, size, world ranks */
+    mxe_comm_t coll_ec; /* the same with the collective context (ctx | MXE_CTX_COLL) */
+    int *world_ranks;   /* owned storage behind ec.world_ranks */
+    int supported;      /* 0: intercomm or too large for the tag layout */
     /* stream communicator hints */
     mxa_stream_t *stream; /* NULL: not a stream communicator */
     int recv_post_early;
@@ -99,6 +100,8 @@ typedef enum {
     MXI_E_INTERN,           /* MPI_ERR_INTERN */
     MXI_E_UNSUPPORTED,      /* MPI_ERR_UNSUPPORTED_OPERATION */
     MXI_E_TOO_MANY,         /* own class: MPIX_ACC_MAX_PENDING operations stuck in flight */
+    MXI_E_OP,               /* MPI_ERR_OP */
+    MXI_E_ROOT,             /* MPI_ERR_ROOT */
     MXI_E_COUNT_OF_ERRORS
 } mxi_err_t;
 

@@ -1,0 +1,627 @@
+/*
+ * streamcoll.c - collectives ordered on a stream: MPIX_Acc_Barrier, _Bcast,
+ * _Reduce, _Allreduce, _Allgather and _Alltoall (issue 20 item 4).
+ *
+ * Each collective is a fixed sequence of rounds built from the library's
+ * own stream-ordered point-to-point operations (engine ops, no MPI
+ * requests) on the communicator's collective context (its context id with
+ * MXE_CTX_COLL set: collective messages never match point-to-point ones),
+ * a stream wait per round, and the reductions and copies as steps on the
+ * stream between the rounds. So the whole collective is enqueued at the
+ * call and the call returns at once; its result exists when the stream
+ * reaches that point (api.md §5). Messages match in call order, so every
+ * round uses one tag: the members call collectives in the same order.
+ *
+ * Algorithms (the same bits on every member, and for a fixed process
+ * count from run to run):
+ *   Allreduce  recursive doubling; with p not a power of two, the first
+ *              2(p - p') ranks fold pairwise into p' = 2^floor(log2 p)
+ *              first and get the result back at the end. Both partners of
+ *              a round combine (lower rank's partial) op (higher's).
+ *   Reduce     the Allreduce on a scratch buffer, the root keeps it (so a
+ *              Reduce gives the Allreduce's bits)
+ *   Bcast      binomial tree from the root
+ *   Barrier    dissemination, zero-byte messages, ceil(log2 p) rounds
+ *   Allgather, Alltoall
+ *              every pair exchanges its block in one round
+ * Reductions: MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX on the basic integer
+ * and floating types, computed by the library (integer sums and products
+ * wrap like the MPI library's). Host streams (and the none stream, where
+ * everything happens at the call); CUDA streams answer
+ * MPI_ERR_UNSUPPORTED_OPERATION so far. Datatypes: contiguous ones.
+ */
+#include "interpose/interpose.h"
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ reductions */
+
+typedef enum {
+    SC_I8,
+    SC_U8,
+    SC_I16,
+    SC_U16,
+    SC_I32,
+    SC_U32,
+    SC_I64,
+    SC_U64,
+    SC_F32,
+    SC_F64
+} sc_kind_t;
+
+typedef enum { SC_SUM, SC_PROD, SC_MIN, SC_MAX } sc_op_t;
+
+/* The element kind of a predefined type a reduction may use (MPI_ERR_TYPE
+ * otherwise). */
+static int sc_kind_of(MPI_Datatype dt, sc_kind_t *k, size_t *esize)
+{
+    const MPI_Datatype sgn[] = {MPI_SIGNED_CHAR, MPI_SHORT,   MPI_INT,     MPI_LONG,   MPI_LONG_LONG,
+                                MPI_INT8_T,      MPI_INT16_T, MPI_INT32_T, MPI_INT64_T};
+    const MPI_Datatype uns[] = {MPI_UNSIGNED_CHAR, MPI_UNSIGNED_SHORT,     MPI_UNSIGNED,
+                                MPI_UNSIGNED_LONG, MPI_UNSIGNED_LONG_LONG, MPI_UINT8_T,
+                                MPI_UINT16_T,      MPI_UINT32_T,           MPI_UINT64_T};
+    int cls = -1; /* 0 signed, 1 unsigned, 2 floating */
+    for (size_t i = 0; i < sizeof(sgn) / sizeof(sgn[0]) && cls < 0; i++)
+        if (dt == sgn[i])
+            cls = 0;
+    for (size_t i = 0; i < sizeof(uns) / sizeof(uns[0]) && cls < 0; i++)
+        if (dt == uns[i])
+            cls = 1;
+    if (cls < 0 && (dt == MPI_FLOAT || dt == MPI_DOUBLE))
+        cls = 2;
+    int sz = 0;
+    if (cls < 0 || PMPI_Type_size(dt, &sz) != MPI_SUCCESS)
+        return 0;
+    *esize = (size_t)sz;
+    switch (sz) {
+    case 1:
+        *k = cls == 0 ? SC_I8 : SC_U8;
+        return cls < 2;
+    case 2:
+        *k = cls == 0 ? SC_I16 : SC_U16;
+        return cls < 2;
+    case 4:
+        *k = cls == 0 ? SC_I32 : cls == 1 ? SC_U32 : SC_F32;
+        return 1;
+    case 8:
+        *k = cls == 0 ? SC_I64 : cls == 1 ? SC_U64 : SC_F64;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static int sc_op_of(MPI_Op op, sc_op_t *o)
+{
+    if (op == MPI_SUM)
+        *o = SC_SUM;
+    else if (op == MPI_PROD)
+        *o = SC_PROD;
+    else if (op == MPI_MIN)
+        *o = SC_MIN;
+    else if (op == MPI_MAX)
+        *o = SC_MAX;
+    else
+        return 0;
+    return 1;
+}
+
+/* d[i] = a op b with a = (lower ? s[i] : d[i]) and b the other: the lower
+ * rank's operand first. Integer sums and products in unsigned arithmetic
+ * of at least int's width (wrap-around, no undefined overflow). */
+#define SC_REDUCE(T, W)                                                                            \
+    do {                                                                                           \
+        T *d_ = inout;                                                                             \
+        const T *s_ = in;                                                                          \
+        for (size_t i = 0; i < n; i++) {                                                           \
+            T a = lower ? s_[i] : d_[i], b = lower ? d_[i] : s_[i];                                \
+            switch (o) {                                                                           \
+            case SC_SUM:                                                                           \
+                d_[i] = (T)((W)a + (W)b);                                                          \
+                break;                                                                             \
+            case SC_PROD:                                                                          \
+                d_[i] = (T)((W)a * (W)b);                                                          \
+                break;                                                                             \
+            case SC_MIN:                                                                           \
+                d_[i] = b < a ? b : a;                                                             \
+                break;                                                                             \
+            case SC_MAX:                                                                           \
+                d_[i] = b > a ? b : a;                                                             \
+                break;                                                                             \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
+static void sc_reduce(sc_kind_t k, sc_op_t o, void *inout, const void *in, size_t n, int lower)
+{
+    switch (k) {
+    case SC_I8:
+        SC_REDUCE(int8_t, uint32_t);
+        break;
+    case SC_U8:
+        SC_REDUCE(uint8_t, uint32_t);
+        break;
+    case SC_I16:
+        SC_REDUCE(int16_t, uint32_t);
+        break;
+    case SC_U16:
+        SC_REDUCE(uint16_t, uint32_t);
+        break;
+    case SC_I32:
+        SC_REDUCE(int32_t, uint32_t);
+        break;
+    case SC_U32:
+        SC_REDUCE(uint32_t, uint32_t);
+        break;
+    case SC_I64:
+        SC_REDUCE(int64_t, uint64_t);
+        break;
+    case SC_U64:
+        SC_REDUCE(uint64_t, uint64_t);
+        break;
+    case SC_F32:
+        SC_REDUCE(float, float);
+        break;
+    case SC_F64:
+        SC_REDUCE(double, double);
+        break;
+    }
+}
+
+/* ------------------------------------------------------- steps on streams */
+
+typedef struct {
+    sc_kind_t kind;
+    sc_op_t op;
+    void *inout;
+    const void *in;
+    size_t n;
+    int lower;
+} sc_reduce_step_t;
+
+static void sc_reduce_step(void *arg)
+{
+    sc_reduce_step_t *r = arg;
+    sc_reduce(r->kind, r->op, r->inout, r->in, r->n, r->lower);
+    free(r);
+}
+
+typedef struct {
+    void *dst;
+    const void *src;
+    size_t bytes;
+} sc_copy_step_t;
+
+static void sc_copy_step(void *arg)
+{
+    sc_copy_step_t *c = arg;
+    memmove(c->dst, c->src, c->bytes);
+    free(c);
+}
+
+static void sc_free_step(void *arg) { free(arg); }
+
+/* ------------------------------------------------------ one collective */
+
+#define SC_TAG 0
+
+typedef struct {
+    mxa_stream_t *s;
+    MPI_Comm comm;
+    const mxe_comm_t *ec;
+    size_t eager_limit;
+    mxe_op_t **ops; /* the current round's operations */
+    int n, cap;
+    int rc;       /* the first error: nothing more is enqueued */
+    int enqueued; /* something of the call is on the stream or with the engine */
+} sc_t;
+
+static void sc_begin(sc_t *x, mxa_stream_t *s, MPI_Comm comm, const mxi_comm_t *c)
+{
+    memset(x, 0, sizeof(*x));
+    x->s = s;
+    x->comm = comm;
+    x->ec = &c->coll_ec;
+    x->eager_limit = c->eager_limit;
+}
+
+/* A send or receive of this round (bytes of buf with rank peer). */
+static void sc_post(sc_t *x, int is_send, void *buf, size_t bytes, int peer)
+{
+    if (x->rc != MPI_SUCCESS)
+        return;
+    int rc = mxi_throttle(x->comm, x->s, 0);
+    if (rc != MPI_SUCCESS) {
+        x->rc = rc;
+        return;
+    }
+    if (x->n == x->cap) {
+        int cap = x->cap ? 2 * x->cap : 8;
+        mxe_op_t **ops = realloc(x->ops, sizeof(*ops) * (size_t)cap);
+        if (!ops) {
+            x->rc = mxi_raise(x->comm, MXI_E_NO_MEM, "collective of %d ranks", x->ec->size);
+            return;
+        }
+        x->ops = ops;
+        x->cap = cap;
+    }
+    mxe_op_t *op;
+    mxu_status_t st =
+        is_send ? mxe_op_create_send(x->s, buf, bytes, x->ec, peer, SC_TAG, x->eager_limit, &op)
+                : mxe_op_create_recv(x->s, buf, bytes, x->ec, peer, SC_TAG, 0, &op);
+    if (st == MXU_OK && (st = mxe_op_submit(op)) != MXU_OK) {
+        mxe_op_release(op); /* the engine's reference: it never got the op */
+        mxe_op_release(op);
+    }
+    if (st != MXU_OK) {
+        x->rc = mxi_raise_code(x->comm, mxi_status_to_mpi(st));
+        return;
+    }
+    x->ops[x->n++] = op;
+    x->enqueued = 1;
+}
+
+/* The stream waits for the round's operations. */
+static void sc_wait(sc_t *x)
+{
+    if (x->n > 0 && x->rc == MPI_SUCCESS) {
+        int rc = mxi_throttle(x->comm, x->s, 0);
+        mxu_status_t st = rc == MPI_SUCCESS ? mxe_stream_wait(x->s, x->ops, NULL, x->n) : MXU_OK;
+        if (rc != MPI_SUCCESS)
+            x->rc = rc;
+        else if (st != MXU_OK)
+            x->rc = mxi_raise_code(x->comm, mxi_status_to_mpi(st));
+    }
+    for (int i = 0; i < x->n; i++)
+        mxe_op_release(x->ops[i]); /* ours; the engine and the wait hold theirs */
+    x->n = 0;
+}
+
+/* fn(arg) on the stream; arg is fn's to free (freed here if not enqueued). */
+static void sc_step(sc_t *x, void (*fn)(void *), void *arg)
+{
+    if (!arg && x->rc == MPI_SUCCESS)
+        x->rc = mxi_raise(x->comm, MXI_E_NO_MEM, "a step of a stream-ordered collective");
+    if (x->rc != MPI_SUCCESS) {
+        free(arg);
+        return;
+    }
+    mxu_status_t st = mxa_stream_host_call(x->s, fn, arg);
+    if (st != MXU_OK) {
+        free(arg);
+        x->rc = mxi_raise_code(x->comm, mxi_status_to_mpi(st));
+        return;
+    }
+    x->enqueued = 1;
+}
+
+static void sc_copy(sc_t *x, void *dst, const void *src, size_t bytes)
+{
+    if (dst == src || bytes == 0)
+        return;
+    sc_copy_step_t *c = malloc(sizeof(*c));
+    if (c)
+        *c = (sc_copy_step_t){dst, src, bytes};
+    sc_step(x, sc_copy_step, c);
+}
+
+static void sc_reduce_into(sc_t *x, sc_kind_t k, sc_op_t o, void *inout, const void *in, size_t n,
+                           int lower)
+{
+    sc_reduce_step_t *r = malloc(sizeof(*r));
+    if (r)
+        *r = (sc_reduce_step_t){k, o, inout, in, n, lower};
+    sc_step(x, sc_reduce_step, r);
+}
+
+/* The call's scratch is freed by a last step on the stream; after an error
+ * too, since what was enqueued may still use it (if even that step cannot
+ * be enqueued, it is left allocated, and logged). */
+static int sc_end(sc_t *x, void *scratch)
+{
+    if (scratch) {
+        if (!x->enqueued)
+            free(scratch);
+        else if (mxa_stream_host_call(x->s, sc_free_step, scratch) != MXU_OK)
+            MXU_LOG(MXU_LOG_WARN, "a stream-ordered collective's scratch could not be freed in "
+                                  "stream order; it is left allocated");
+    }
+    free(x->ops);
+    return x->rc;
+}
+
+/* Recursive doubling of buf (n elements) with tmp as the receive buffer. */
+static void sc_allreduce_rounds(sc_t *x, void *buf, void *tmp, size_t n, size_t esize, sc_kind_t k,
+                                sc_op_t o)
+{
+    int p = x->ec->size, r = x->ec->rank;
+    size_t bytes = n * esize;
+    int pof2 = 1;
+    while (pof2 * 2 <= p)
+        pof2 *= 2;
+    int rem = p - pof2, newrank;
+    if (r < 2 * rem) {
+        if (r % 2) { /* gives its data to r - 1, gets the result at the end */
+            sc_post(x, 1, buf, bytes, r - 1);
+            sc_wait(x);
+            newrank = -1;
+        } else {
+            sc_post(x, 0, tmp, bytes, r + 1);
+            sc_wait(x);
+            sc_reduce_into(x, k, o, buf, tmp, n, 0);
+            newrank = r / 2;
+        }
+    } else {
+        newrank = r - rem;
+    }
+    if (newrank >= 0) {
+        for (int mask = 1; mask < pof2; mask <<= 1) {
+            int newdst = newrank ^ mask;
+            int dst = newdst < rem ? newdst * 2 : newdst + rem;
+            sc_post(x, 1, buf, bytes, dst);
+            sc_post(x, 0, tmp, bytes, dst);
+            sc_wait(x);
+            sc_reduce_into(x, k, o, buf, tmp, n, newdst < newrank);
+        }
+    }
+    if (r < 2 * rem) {
+        sc_post(x, r % 2 ? 0 : 1, buf, bytes, r % 2 ? r - 1 : r + 1);
+        sc_wait(x);
+    }
+}
+
+/* --------------------------------------------------------- argument checks */
+
+/* The stream and the communicator of a collective on stream; *c, *s. */
+static int sc_args(MPIX_Acc_stream stream, MPI_Comm comm, const char *call, mxi_comm_t **c,
+                   mxa_stream_t **s)
+{
+    if (comm == MPI_COMM_NULL)
+        return mxi_raise(MPI_COMM_NULL, MXI_E_COMM, "%s: communicator is MPI_COMM_NULL", call);
+    int rc = mxi_stream_resolve(stream, comm, s);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    *c = mxi_comm_find(comm);
+    if (!*c)
+        return mxi_raise(MPI_COMM_NULL, MXI_E_COMM,
+                         "%s: communicator not known to the library (freed?)", call);
+    if (!(*c)->supported)
+        return mxi_raise(comm, MXI_E_COMM_UNSUPPORTED, "%s", call);
+    if ((*s)->kind != MXA_KIND_HOST && (*s)->kind != MXA_KIND_NONE)
+        return mxi_raise(comm, MXI_E_UNSUPPORTED,
+                         "%s on a CUDA stream: collectives are stream-ordered on host streams so "
+                         "far",
+                         call);
+    return MPI_SUCCESS;
+}
+
+/* Bytes of count elements of the contiguous dt (MPI_ERR_COUNT, _TYPE). */
+static int sc_bytes(MPI_Comm comm, const char *call, const char *what, int count, MPI_Datatype dt,
+                    size_t *bytes)
+{
+    if (count < 0)
+        return mxi_raise(comm, MXI_E_COUNT, "%s: %s count %d (must be >= 0)", call, what, count);
+    int contiguous = 0;
+    int rc = mxi_datatype_bytes(dt, count, bytes, &contiguous);
+    if (rc != MPI_SUCCESS)
+        return mxi_raise_code(comm, rc);
+    if (!contiguous)
+        return mxi_raise(comm, MXI_E_TYPE,
+                         "%s: %s datatype is not contiguous (collectives take contiguous "
+                         "datatypes so far)",
+                         call, what);
+    return MPI_SUCCESS;
+}
+
+static int sc_buffer(MPI_Comm comm, const char *call, const char *what, const void *buf,
+                     size_t bytes)
+{
+    if (buf == MPI_IN_PLACE)
+        return mxi_raise(comm, MXI_E_BUFFER, "%s: %s buffer is MPI_IN_PLACE (not allowed there)",
+                         call, what);
+    if (!buf && bytes > 0)
+        return mxi_raise(comm, MXI_E_BUFFER, "%s: %s buffer is NULL with %zu bytes to move", call,
+                         what, bytes);
+    return MPI_SUCCESS;
+}
+
+static int sc_root(MPI_Comm comm, const char *call, int root, int size)
+{
+    if (root < 0 || root >= size)
+        return mxi_raise(comm, MXI_E_ROOT, "%s: root %d (valid: 0..%d)", call, root, size - 1);
+    return MPI_SUCCESS;
+}
+
+/* A reduction's type and operation (MPI_ERR_TYPE, MPI_ERR_OP). */
+static int sc_reduction(MPI_Comm comm, const char *call, MPI_Datatype dt, MPI_Op op, sc_kind_t *k,
+                        sc_op_t *o, size_t *esize)
+{
+    if (!sc_kind_of(dt, k, esize))
+        return mxi_raise(comm, MXI_E_TYPE,
+                         "%s: stream-ordered reductions take the basic integer and floating "
+                         "types (MPI_INT, MPI_DOUBLE, MPI_INT64_T, ...)",
+                         call);
+    if (!sc_op_of(op, o))
+        return mxi_raise(comm, MXI_E_OP,
+                         "%s: stream-ordered reductions take MPI_SUM, MPI_PROD, MPI_MIN and "
+                         "MPI_MAX",
+                         call);
+    return MPI_SUCCESS;
+}
+
+#define SC_TRY(expr)                                                                               \
+    do {                                                                                           \
+        int sc_rc_ = (expr);                                                                       \
+        if (sc_rc_ != MPI_SUCCESS)                                                                 \
+            return sc_rc_;                                                                         \
+    } while (0)
+
+/* ----------------------------------------------------------------- calls */
+
+int MPIX_Acc_Barrier(MPIX_Acc_stream stream, MPI_Comm comm)
+{
+    mxi_comm_t *c;
+    mxa_stream_t *s;
+    SC_TRY(sc_args(stream, comm, "MPIX_Acc_Barrier", &c, &s));
+    sc_t x;
+    sc_begin(&x, s, comm, c);
+    int p = c->coll_ec.size, r = c->coll_ec.rank;
+    for (int k = 1; k < p && x.rc == MPI_SUCCESS; k <<= 1) {
+        sc_post(&x, 1, NULL, 0, (r + k) % p);
+        sc_post(&x, 0, NULL, 0, (r - k + p) % p);
+        sc_wait(&x);
+    }
+    return sc_end(&x, NULL);
+}
+
+int MPIX_Acc_Bcast(MPIX_Acc_stream stream, void *buf, int count, MPI_Datatype datatype, int root,
+                   MPI_Comm comm)
+{
+    const char *call = "MPIX_Acc_Bcast";
+    mxi_comm_t *c;
+    mxa_stream_t *s;
+    size_t bytes;
+    SC_TRY(sc_args(stream, comm, call, &c, &s));
+    SC_TRY(sc_root(comm, call, root, c->coll_ec.size));
+    SC_TRY(sc_bytes(comm, call, "the", count, datatype, &bytes));
+    SC_TRY(sc_buffer(comm, call, "the", buf, bytes));
+    sc_t x;
+    sc_begin(&x, s, comm, c);
+    int p = c->coll_ec.size, vr = (c->coll_ec.rank - root + p) % p, mask = 1;
+    while (mask < p) {
+        if (vr & mask) {
+            sc_post(&x, 0, buf, bytes, (vr - mask + root) % p);
+            sc_wait(&x);
+            break;
+        }
+        mask <<= 1;
+    }
+    for (mask >>= 1; mask > 0; mask >>= 1)
+        if (vr + mask < p)
+            sc_post(&x, 1, buf, bytes, (vr + mask + root) % p);
+    sc_wait(&x);
+    return sc_end(&x, NULL);
+}
+
+/* Allreduce and Reduce: root < 0 for Allreduce. */
+static int sc_allreduce_call(const char *call, MPIX_Acc_stream stream, const void *sendbuf,
+                             void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
+                             MPI_Comm comm)
+{
+    mxi_comm_t *c;
+    mxa_stream_t *s;
+    size_t bytes, esize = 0;
+    sc_kind_t k = SC_U8;
+    sc_op_t o = SC_SUM;
+    SC_TRY(sc_args(stream, comm, call, &c, &s));
+    if (root >= 0)
+        SC_TRY(sc_root(comm, call, root, c->coll_ec.size));
+    SC_TRY(sc_bytes(comm, call, "the", count, datatype, &bytes));
+    SC_TRY(sc_reduction(comm, call, datatype, op, &k, &o, &esize));
+    int keeps = root < 0 || root == c->coll_ec.rank; /* recvbuf significant */
+    if (sendbuf == MPI_IN_PLACE && !keeps)
+        return mxi_raise(comm, MXI_E_BUFFER,
+                         "%s: MPI_IN_PLACE as the send buffer is for the root only", call);
+    if (sendbuf != MPI_IN_PLACE)
+        SC_TRY(sc_buffer(comm, call, "send", sendbuf, bytes));
+    if (keeps)
+        SC_TRY(sc_buffer(comm, call, "receive", recvbuf, bytes));
+    /* the working buffer: the result's place, or scratch off the root */
+    void *scratch = malloc(keeps ? (bytes ? bytes : 1) : 2 * (bytes ? bytes : 1));
+    if (!scratch)
+        return mxi_raise(comm, MXI_E_NO_MEM, "%s: %zu bytes of scratch", call, bytes);
+    void *work = keeps ? recvbuf : (unsigned char *)scratch + bytes;
+    sc_t x;
+    sc_begin(&x, s, comm, c);
+    if (sendbuf != MPI_IN_PLACE)
+        sc_copy(&x, work, sendbuf, bytes);
+    sc_allreduce_rounds(&x, work, scratch, (size_t)count, esize, k, o);
+    return sc_end(&x, scratch);
+}
+
+int MPIX_Acc_Allreduce(MPIX_Acc_stream stream, const void *sendbuf, void *recvbuf, int count,
+                       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    return sc_allreduce_call("MPIX_Acc_Allreduce", stream, sendbuf, recvbuf, count, datatype, op,
+                             -1, comm);
+}
+
+int MPIX_Acc_Reduce(MPIX_Acc_stream stream, const void *sendbuf, void *recvbuf, int count,
+                    MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
+{
+    if (root < 0) /* checked against the size there; -1 would mean Allreduce */
+        return mxi_raise(comm, MXI_E_ROOT, "MPIX_Acc_Reduce: root %d", root);
+    return sc_allreduce_call("MPIX_Acc_Reduce", stream, sendbuf, recvbuf, count, datatype, op, root,
+                             comm);
+}
+
+/* Allgather (all = 0) and Alltoall (all = 1): every pair exchanges a block. */
+static int sc_exchange_call(const char *call, int all, MPIX_Acc_stream stream, const void *sendbuf,
+                            int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                            MPI_Datatype recvtype, MPI_Comm comm)
+{
+    mxi_comm_t *c;
+    mxa_stream_t *s;
+    size_t sbytes = 0, rbytes;
+    SC_TRY(sc_args(stream, comm, call, &c, &s));
+    int p = c->coll_ec.size, r = c->coll_ec.rank;
+    SC_TRY(sc_bytes(comm, call, "receive", recvcount, recvtype, &rbytes));
+    if (sendbuf != MPI_IN_PLACE) {
+        SC_TRY(sc_bytes(comm, call, "send", sendcount, sendtype, &sbytes));
+        if (sbytes != rbytes)
+            return mxi_raise(comm, MXI_E_COUNT,
+                             "%s: a send block of %zu bytes and a receive block of %zu bytes (they "
+                             "must be the same)",
+                             call, sbytes, rbytes);
+        SC_TRY(sc_buffer(comm, call, "send", sendbuf, all ? rbytes * (size_t)p : rbytes));
+    }
+    SC_TRY(sc_buffer(comm, call, "receive", recvbuf, rbytes * (size_t)p));
+    unsigned char *rb = recvbuf;
+    const unsigned char *sb = sendbuf;
+    void *scratch = NULL;
+    if (all && sendbuf == MPI_IN_PLACE) {
+        /* send from a copy of the receive buffer, made on the stream */
+        size_t total = rbytes * (size_t)p;
+        scratch = malloc(total ? total : 1);
+        if (!scratch)
+            return mxi_raise(comm, MXI_E_NO_MEM, "%s: %zu bytes of scratch", call,
+                             rbytes * (size_t)p);
+        sb = scratch;
+    }
+    sc_t x;
+    sc_begin(&x, s, comm, c);
+    if (scratch)
+        sc_copy(&x, scratch, rb, rbytes * (size_t)p);
+    else if (sendbuf != MPI_IN_PLACE)
+        sc_copy(&x, rb + rbytes * (size_t)r, all ? sb + rbytes * (size_t)r : sb, rbytes);
+    for (int q = 0; q < p; q++) {
+        if (q == r)
+            continue;
+        const unsigned char *own = sendbuf == MPI_IN_PLACE && !all ? rb + rbytes * (size_t)r
+                                   : all                          ? sb + rbytes * (size_t)q
+                                                                  : sb;
+        sc_post(&x, 0, rb + rbytes * (size_t)q, rbytes, q);
+        sc_post(&x, 1, (void *)(uintptr_t)own, rbytes, q);
+    }
+    sc_wait(&x);
+    return sc_end(&x, scratch);
+}
+
+int MPIX_Acc_Allgather(MPIX_Acc_stream stream, const void *sendbuf, int sendcount,
+                       MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                       MPI_Comm comm)
+{
+    return sc_exchange_call("MPIX_Acc_Allgather", 0, stream, sendbuf, sendcount, sendtype, recvbuf,
+                            recvcount, recvtype, comm);
+}
+
+int MPIX_Acc_Alltoall(MPIX_Acc_stream stream, const void *sendbuf, int sendcount,
+                      MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                      MPI_Comm comm)
+{
+    return sc_exchange_call("MPIX_Acc_Alltoall", 1, stream, sendbuf, sendcount, sendtype, recvbuf,
+                            recvcount, recvtype, comm);
+}
