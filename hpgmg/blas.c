@@ -43,6 +43,19 @@ void hg_mul(hg_mg_t *mg, hg_level_t *L, int c, double scale, int a, int b)
     L->t.blas1 += hg_now() - t;
 }
 
+/* After an MPI collective on L->comm, before the host reads its result.
+ * With the streamcomm backend L->comm is a stream communicator, and
+ * mpix-acc orders collectives on host streams on the stream: the result
+ * exists once the stream has passed the call (api.md §5), so the host waits
+ * for the stream (counted as a host wait). On CUDA-stream levels the
+ * collective runs on the host (mpix-acc orders it on CUDA streams not yet):
+ * nothing to wait for. */
+void hg_collective_done(hg_mg_t *mg, hg_level_t *L)
+{
+    if (mg->backend == HG_BACKEND_STREAMCOMM && L->exec->kind == HG_EXEC_HOSTSTREAM)
+        hg_exec_sync(L->exec);
+}
+
 /* per-box partials on the level's context, then wait for it */
 static void partials(hg_level_t *L, int kind, int a, int b)
 {
@@ -69,6 +82,7 @@ double hg_dot(hg_mg_t *mg, hg_level_t *L, int a, int b)
     double t1 = hg_now();
     L->t.blas1 += t1 - t;
     MPI_Allreduce(MPI_IN_PLACE, L->gpartial, L->num_boxes, MPI_DOUBLE, MPI_SUM, L->comm);
+    hg_collective_done(mg, L);
     double s = 0.0;
     for (int i = 0; i < L->num_boxes; i++)
         s += L->gpartial[i];
@@ -91,6 +105,7 @@ double hg_norm(hg_mg_t *mg, hg_level_t *L, int a)
     L->t.blas1 += t1 - t;
     double g;
     MPI_Allreduce(&m, &g, 1, MPI_DOUBLE, MPI_MAX, L->comm);
+    hg_collective_done(mg, L);
     L->t.collectives += hg_now() - t1;
     return g;
 }

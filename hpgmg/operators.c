@@ -268,6 +268,7 @@ static void probe_diagonal(hg_mg_t *mg, hg_level_t *L)
     }
     double t1 = MPI_Wtime();
     MPI_Allreduce(MPI_IN_PLACE, &lmax, 1, MPI_DOUBLE, MPI_MAX, L->comm);
+    hg_collective_done(mg, L);
     L->t.collectives += MPI_Wtime() - t1;
     L->dominant_eigenvalue = lmax;
     if (mg->my_rank == 0) {

@@ -16,6 +16,8 @@ void hg_axpby(hg_mg_t *mg, hg_level_t *L, int c, double alpha, int a, double bet
 void hg_mul(hg_mg_t *mg, hg_level_t *L, int c, double scale, int a, int b);
 double hg_dot(hg_mg_t *mg, hg_level_t *L, int a, int b); /* independent of the decomposition */
 double hg_norm(hg_mg_t *mg, hg_level_t *L, int a);       /* max norm */
+/* after an MPI collective on L->comm, before the host reads its result */
+void hg_collective_done(hg_mg_t *mg, hg_level_t *L);
 void hg_exchange(hg_mg_t *mg, hg_level_t *L, int v, int shape);
 void hg_apply_bc(hg_mg_t *mg, hg_level_t *L, int v, int shape, int order);
 int hg_op_shape(const hg_mg_t *mg);

@@ -58,8 +58,9 @@ typedef enum { SC_SUM, SC_PROD, SC_MIN, SC_MAX } sc_op_t;
  * otherwise). */
 static int sc_kind_of(MPI_Datatype dt, sc_kind_t *k, size_t *esize)
 {
-    const MPI_Datatype sgn[] = {MPI_SIGNED_CHAR, MPI_SHORT,   MPI_INT,     MPI_LONG,   MPI_LONG_LONG,
-                                MPI_INT8_T,      MPI_INT16_T, MPI_INT32_T, MPI_INT64_T};
+    const MPI_Datatype sgn[] = {MPI_SIGNED_CHAR, MPI_SHORT,     MPI_INT,
+                                MPI_LONG,        MPI_LONG_LONG, MPI_INT8_T,
+                                MPI_INT16_T,     MPI_INT32_T,   MPI_INT64_T};
     const MPI_Datatype uns[] = {MPI_UNSIGNED_CHAR, MPI_UNSIGNED_SHORT,     MPI_UNSIGNED,
                                 MPI_UNSIGNED_LONG, MPI_UNSIGNED_LONG_LONG, MPI_UINT8_T,
                                 MPI_UINT16_T,      MPI_UINT32_T,           MPI_UINT64_T};
@@ -601,8 +602,8 @@ static int sc_exchange_call(const char *call, int all, MPIX_Acc_stream stream, c
         if (q == r)
             continue;
         const unsigned char *own = sendbuf == MPI_IN_PLACE && !all ? rb + rbytes * (size_t)r
-                                   : all                          ? sb + rbytes * (size_t)q
-                                                                  : sb;
+                                   : all                           ? sb + rbytes * (size_t)q
+                                                                   : sb;
         sc_post(&x, 0, rb + rbytes * (size_t)q, rbytes, q);
         sc_post(&x, 1, (void *)(uintptr_t)own, rbytes, q);
     }
@@ -624,4 +625,138 @@ int MPIX_Acc_Alltoall(MPIX_Acc_stream stream, const void *sendbuf, int sendcount
 {
     return sc_exchange_call("MPIX_Acc_Alltoall", 1, stream, sendbuf, sendcount, sendtype, recvbuf,
                             recvcount, recvtype, comm);
+}
+
+/* ------------------------------------------ MPI_* on stream communicators */
+
+/*
+ * MPI's collectives on a stream communicator of a host stream are the
+ * calls above on its stream: enqueued, returning at once, their results
+ * there when the stream reaches them (api.md §5). What the stream-ordered
+ * code does not take (other operations or types, non-contiguous types,
+ * arguments it would refuse) runs as the MPI library's call after the
+ * stream drained: it reads what the stream wrote, its results exist at
+ * return (so before the stream's later work), and its errors are the MPI
+ * library's. On CUDA streams they run on the host as before, unordered.
+ */
+static void *sc_host_stream_of(MPI_Comm comm)
+{
+    if (!mxi_on() || atomic_load_explicit(&mxi.stream_comms, memory_order_relaxed) <= 0)
+        return NULL;
+    mxi_comm_t *c = mxi_comm_find(comm);
+    if (!c || !c->stream || !c->supported || c->stream->kind != MXA_KIND_HOST)
+        return NULL;
+    return c->stream->handle;
+}
+
+/* The MPI library's call, after stream h drained (NULL: no stream). */
+#define SC_HOST(h, call)                                                                           \
+    do {                                                                                           \
+        if (h)                                                                                     \
+            (void)mxa_host_stream_synchronize(h);                                                  \
+        return (call);                                                                             \
+    } while (0)
+
+/* count elements of dt at buf: movable by the stream-ordered code */
+static int sc_can_move(const void *buf, int count, MPI_Datatype dt)
+{
+    if (count < 0 || mxi_datatype_contiguous(dt) != 1)
+        return 0;
+    int sz = 0;
+    PMPI_Type_size(dt, &sz);
+    return buf != MPI_IN_PLACE && (buf != NULL || count == 0 || sz == 0);
+}
+
+static int sc_can_reduce(const void *sendbuf, const void *recvbuf, int count, MPI_Datatype dt,
+                         MPI_Op op, int keeps)
+{
+    sc_kind_t k;
+    sc_op_t o;
+    size_t esize;
+    if (!sc_kind_of(dt, &k, &esize) || !sc_op_of(op, &o) || count < 0)
+        return 0;
+    if (sendbuf == MPI_IN_PLACE ? !keeps : !sc_can_move(sendbuf, count, dt))
+        return 0;
+    return !keeps || sc_can_move(recvbuf, count, dt);
+}
+
+static int sc_root_ok(MPI_Comm comm, int root)
+{
+    int size = 0;
+    PMPI_Comm_size(comm, &size);
+    return root >= 0 && root < size;
+}
+
+int MPI_Barrier(MPI_Comm comm)
+{
+    void *h = sc_host_stream_of(comm);
+    return h ? MPIX_Acc_Barrier(h, comm) : PMPI_Barrier(comm);
+}
+
+int MPI_Bcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
+{
+    void *h = sc_host_stream_of(comm);
+    if (h && sc_root_ok(comm, root) && sc_can_move(buf, count, datatype))
+        return MPIX_Acc_Bcast(h, buf, count, datatype, root, comm);
+    SC_HOST(h, PMPI_Bcast(buf, count, datatype, root, comm));
+}
+
+int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                  MPI_Comm comm)
+{
+    void *h = sc_host_stream_of(comm);
+    if (h && sc_can_reduce(sendbuf, recvbuf, count, datatype, op, 1))
+        return MPIX_Acc_Allreduce(h, sendbuf, recvbuf, count, datatype, op, comm);
+    SC_HOST(h, PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm));
+}
+
+int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+               int root, MPI_Comm comm)
+{
+    void *h = sc_host_stream_of(comm);
+    int rank = -1;
+    if (h)
+        PMPI_Comm_rank(comm, &rank);
+    if (h && sc_root_ok(comm, root) &&
+        sc_can_reduce(sendbuf, recvbuf, count, datatype, op, rank == root))
+        return MPIX_Acc_Reduce(h, sendbuf, recvbuf, count, datatype, op, root, comm);
+    SC_HOST(h, PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm));
+}
+
+/* Allgather/Alltoall: blocks of the same size, movable buffers */
+static int sc_can_exchange(MPI_Comm comm, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                           const void *recvbuf, int recvcount, MPI_Datatype recvtype)
+{
+    int size = 0, ssz = 0, rsz = 0;
+    PMPI_Comm_size(comm, &size);
+    if (recvcount < 0 || recvcount > INT_MAX / (size > 0 ? size : 1) ||
+        !sc_can_move(recvbuf, recvcount * size, recvtype))
+        return 0;
+    if (sendbuf == MPI_IN_PLACE)
+        return 1;
+    if (!sc_can_move(sendbuf, sendcount, sendtype))
+        return 0;
+    PMPI_Type_size(sendtype, &ssz);
+    PMPI_Type_size(recvtype, &rsz);
+    return (long long)ssz * sendcount == (long long)rsz * recvcount;
+}
+
+int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    void *h = sc_host_stream_of(comm);
+    if (h && sc_can_exchange(comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype))
+        return MPIX_Acc_Allgather(h, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                  comm);
+    SC_HOST(h, PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm));
+}
+
+int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    void *h = sc_host_stream_of(comm);
+    if (h && sc_can_exchange(comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype))
+        return MPIX_Acc_Alltoall(h, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                 comm);
+    SC_HOST(h, PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm));
 }

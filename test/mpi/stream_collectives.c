@@ -64,7 +64,7 @@ static void fill(void *buf, const tinfo_t *t, int n, int seed)
             o_[i] = op == MPI_SUM    ? (T)((W)a + (W)b)                                            \
                     : op == MPI_PROD ? (T)((W)a * (W)b)                                            \
                     : op == MPI_MIN  ? (b < a ? b : a)                                             \
-                                     : (b > a ? b : a);                                            \
+                                     : (b > a ? b : a);                                             \
         }                                                                                          \
     } while (0)
 
@@ -200,8 +200,8 @@ static void reductions(void)
                         /* the root in place */
                         memcpy(out2, in, b);
                         T_MPI(MPIX_Acc_Reduce(S, t_rank == root ? MPI_IN_PLACE : in,
-                                              t_rank == root ? out2 : NULL, n, t->dt, ops[oi],
-                                              root, C));
+                                              t_rank == root ? out2 : NULL, n, t->dt, ops[oi], root,
+                                              C));
                         T_MPI(MPIX_Acc_Hoststream_synchronize(S));
                         if (t_rank == root)
                             T_CHECK(memcmp(out, out2, t->size * (size_t)n) == 0,
@@ -365,9 +365,9 @@ static void errors(void)
     expect_class(MPIX_Acc_Allreduce(S, NULL, b, 4, MPI_INT, MPI_SUM, C), MPI_ERR_BUFFER,
                  "Allreduce send buffer NULL");
     if (t_size > 1)
-        expect_class(MPIX_Acc_Reduce(S, MPI_IN_PLACE, b, 4, MPI_INT, MPI_SUM, t_rank == 0 ? 1 : 0,
-                                     C),
-                     MPI_ERR_BUFFER, "Reduce MPI_IN_PLACE off the root");
+        expect_class(
+            MPIX_Acc_Reduce(S, MPI_IN_PLACE, b, 4, MPI_INT, MPI_SUM, t_rank == 0 ? 1 : 0, C),
+            MPI_ERR_BUFFER, "Reduce MPI_IN_PLACE off the root");
     expect_class(MPIX_Acc_Allgather(S, a, 4, MPI_INT, b, 3, MPI_INT, C), MPI_ERR_COUNT,
                  "Allgather blocks of 16 and 12 bytes");
     MPI_Datatype vec;

@@ -19,7 +19,11 @@
  *   - mpix_acc_recv_post=early posts receives at call time (completes while
  *     the stream is held), ordered (default) does not;
  *   - mpix_acc_eager_limit is accepted and messages around it are correct;
- *   - collectives on a stream communicator still work (on the host);
+ *   - collectives on a stream communicator are ordered on its (host)
+ *     stream: behind a gate MPI_Allreduce/Bcast/Barrier return at once and
+ *     write nothing, then the results are there; an operation the
+ *     stream-ordered code does not take (MPI_LAND) runs as the MPI
+ *     library's call after the stream drained (its result at return);
  *   - one rank's malformed value (rank 1; the others pass valid ones) in
  *     MPI_Comm_dup_with_info / MPI_Comm_set_info: no rank hangs in the
  *     collective, every rank gets MPI_ERR_INFO_VALUE through the parent's
@@ -65,6 +69,13 @@ static void expect_stream_key(MPI_Comm comm, const char *key, const char *what)
 }
 
 /* Behavioural proof that comm is a stream communicator on S. */
+/* on the stream: 100 ms, then *arg = 1 */
+static void set_one_later(void *arg)
+{
+    t_sleep_ms(100);
+    *(volatile int *)arg = 1;
+}
+
 static void stream_exchange(MPI_Comm comm, const char *label)
 {
     char what[160];
@@ -156,12 +167,27 @@ static void stream_exchange(MPI_Comm comm, const char *label)
         free(rbuf);
         free(r2);
     }
-    /* collectives still run (on the host) */
+    /* collectives are ordered on the stream */
     t_phase("collectives on a stream communicator");
-    int one = 1, sum = 0;
+    int one = 1, sum = -1, bval = t_rank == 0 ? 42 : -1;
+    t_gate_t g;
+    t_gate_init(&g);
+    T_MPI(MPIX_Acc_Hoststream_launch(S, t_gate_fn, &g));
     T_MPI(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, comm));
-    T_CHECK(sum == t_size, "%s: MPI_Allreduce gave %d expected %d", label, sum, t_size);
+    T_MPI(MPI_Bcast(&bval, 1, MPI_INT, 0, comm));
     T_MPI(MPI_Barrier(comm));
+    T_CHECK(sum == -1 && (t_rank == 0 || bval == -1),
+            "%s: collectives wrote before the stream ran (sum %d, bcast %d)", label, sum, bval);
+    atomic_store(&g.open, 1);
+    T_MPI(MPIX_Acc_Hoststream_synchronize(S));
+    T_CHECK(sum == t_size, "%s: MPI_Allreduce gave %d expected %d", label, sum, t_size);
+    T_CHECK(bval == 42, "%s: MPI_Bcast gave %d expected 42", label, bval);
+    /* MPI_LAND is not stream-ordered: the MPI library's call once the
+     * stream drained, which sees what the stream wrote before it */
+    int flag = 0, all = -1;
+    T_MPI(MPIX_Acc_Hoststream_launch(S, set_one_later, &flag));
+    T_MPI(MPI_Allreduce(&flag, &all, 1, MPI_INT, MPI_LAND, comm));
+    T_CHECK(all == 1, "%s: MPI_Allreduce(MPI_LAND) gave %d expected 1 at return", label, all);
 }
 
 /* Behavioural proof that comm is a PLAIN communicator: the plain MPI_Recv
