@@ -140,7 +140,7 @@ struct mxe_op {
     /* called by the progress thread when a receive completes, before the
      * completion is published (e.g. unpack a derived datatype: stream waits
      * then wait for the host); and when the op is freed, with `user` */
-    void (*user_complete)(struct mxe_op *op);
+    void (*user_complete)(struct mxe_op *op); /* at completion, result (error too) set */
     void (*user_free)(void *user);
     uint64_t user_handle; /* e.g. the MPI_Request handle */
     uint64_t user_aux;    /* e.g. the MPI_Comm the op was made on */

@@ -104,11 +104,11 @@ static void mxe_live_unlink(mxe_op_t *op)
 /* Complete an op: the result fields other than `error` are already set. */
 static void mxe_op_complete(mxe_op_t *op, mxu_status_t error)
 {
+    op->result.error = error;
     if (op->user_complete)
-        op->user_complete(op); /* result.bytes is set */
+        op->user_complete(op); /* result.bytes and .error are set */
     mxe_match_forget(op);      /* a receive completing unmatched leaves its posted list */
     mxu_trace_end(&op->trace);
-    op->result.error = error;
     if (mxe.timing && op->t_start_ns) {
         op->t_done_ns = mxu_now_ns();
         if (op->type == MXE_OP_SEND)

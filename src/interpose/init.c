@@ -477,6 +477,11 @@ int MPI_Finalize(void)
             MXU_LOG(MXU_LOG_ERROR,
                     "MPI_Finalize: %ld stream-waited operation(s) ended with an error",
                     mxi.released_errors);
+        if (mxi_streamcoll_failed() > 0)
+            MXU_LOG(MXU_LOG_ERROR,
+                    "MPI_Finalize: %ld message(s) of stream-ordered collectives ended with an "
+                    "error (logged above)",
+                    mxi_streamcoll_failed());
         long held = (long)atomic_load(&mxi.requests.count);
         if (held > 0)
             MXU_LOG(MXU_LOG_WARN,

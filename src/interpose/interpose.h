@@ -249,6 +249,8 @@ void mxi_reap(int all);
 /* Wait while MPIX_ACC_MAX_PENDING operations are alive (new_request) or s
  * (may be NULL) is MPIX_ACC_STREAM_DEPTH points ahead of its GPU (p2p.c). */
 int mxi_throttle(MPI_Comm comm, mxa_stream_t *s, int new_request);
+/* streamcoll.c: messages of stream-ordered collectives that ended with an error */
+long mxi_streamcoll_failed(void);
 /* Write an engine result into an MPI_Status (also the engine's writer). */
 void mxi_fill_status(mxe_op_t *op, MPI_Status *status);
 void mxi_result_writer(mxe_op_t *op, void *target);

@@ -207,6 +207,30 @@ static void sc_free_step(void *arg) { free(arg); }
 
 /* ------------------------------------------------------ one collective */
 
+/* A collective's messages have no request and no status: their errors are
+ * logged as they complete (progress thread) and counted for MPI_Finalize's
+ * report -- a member whose count or type differs truncates a message. */
+static _Atomic long sc_failed;
+
+static void sc_op_done(mxe_op_t *op)
+{
+    mxu_status_t err = op->result.error;
+    if (err == MXU_OK)
+        return;
+    atomic_fetch_add_explicit(&sc_failed, 1, memory_order_relaxed);
+    if (err == MXU_ERR_TRUNCATED)
+        MXU_LOG(MXU_LOG_WARN,
+                "stream-ordered collective: the message from rank %d was longer than this "
+                "rank's buffer (truncated): the members' counts or datatypes differ",
+                op->peer);
+    else
+        MXU_LOG(MXU_LOG_ERROR, "stream-ordered collective: %s rank %d (%zu bytes) failed: %s",
+                op->type == MXE_OP_SEND ? "send to" : "receive from", op->peer, op->bytes,
+                mxu_status_string(err));
+}
+
+long mxi_streamcoll_failed(void) { return atomic_load(&sc_failed); }
+
 #define SC_TAG 0
 
 typedef struct {
@@ -253,6 +277,8 @@ static void sc_post(sc_t *x, int is_send, void *buf, size_t bytes, int peer)
     mxu_status_t st =
         is_send ? mxe_op_create_send(x->s, buf, bytes, x->ec, peer, SC_TAG, x->eager_limit, &op)
                 : mxe_op_create_recv(x->s, buf, bytes, x->ec, peer, SC_TAG, 0, &op);
+    if (st == MXU_OK)
+        op->user_complete = sc_op_done;
     if (st == MXU_OK && (st = mxe_op_submit(op)) != MXU_OK) {
         mxe_op_release(op); /* the engine's reference: it never got the op */
         mxe_op_release(op);

@@ -10,6 +10,11 @@
  *   trunc_report ignore    every wait passes MPI_STATUS(ES)_IGNORE: nobody
  *                          saw the errors, so the library reports each one
  *                          (a WARN) and MPI_Finalize their number (an ERROR)
+ *   trunc_report coll      a stream-ordered MPIX_Acc_Bcast whose root sends
+ *                          100 ints and whose other members expect 50: the
+ *                          truncated message has no request or status, so
+ *                          the library reports it (a WARN on each rank the
+ *                          root sends to) and MPI_Finalize their number
  *
  * Each rank receives T_TRUNCATED truncated messages from its left
  * neighbour (100 B and 200000 B sends into half-size buffers: eager and
@@ -42,8 +47,21 @@ int main(int argc, char **argv)
 {
     t_init(&argc, &argv, "trunc_report", 60);
     int ignore = argc > 1 && strcmp(argv[1], "ignore") == 0;
-    T_CHECK(argc > 1 && (ignore || strcmp(argv[1], "status") == 0),
-            "usage: trunc_report status|ignore");
+    int coll = argc > 1 && strcmp(argv[1], "coll") == 0;
+    T_CHECK(argc > 1 && (ignore || coll || strcmp(argv[1], "status") == 0),
+            "usage: trunc_report status|ignore|coll");
+    if (coll) {
+        t_phase("a Bcast whose members' counts differ");
+        MPIX_Acc_stream s;
+        int b[100];
+        for (int i = 0; i < 100; i++)
+            b[i] = t_rank == 0 ? i : -1;
+        T_MPI(MPIX_Acc_Hoststream_create(&s));
+        T_MPI(MPIX_Acc_Bcast(s, b, t_rank == 0 ? 100 : 50, MPI_INT, 0, MPI_COMM_WORLD));
+        T_MPI(MPIX_Acc_Hoststream_synchronize(s));
+        T_MPI(MPIX_Acc_Hoststream_free(&s));
+        return t_finish();
+    }
     next = (t_rank + 1) % t_size;
     prev = (t_rank - 1 + t_size) % t_size;
     MPIX_Acc_stream S;

@@ -9,7 +9,11 @@
 #     status (the program checks it): no WARN and no ERROR line at all;
 #   - "ignore": the same waits with MPI_STATUS(ES)_IGNORE: one WARN "was
 #     truncated" per truncated receive and, on every rank, the ERROR
-#     "MPI_Finalize: N stream-waited operation(s) ended with an error".
+#     "MPI_Finalize: N stream-waited operation(s) ended with an error";
+#   - "coll" (2 ranks): an MPIX_Acc_Bcast whose root sends more than rank 1
+#     expects: one WARN about the truncated collective message and the ERROR
+#     "MPI_Finalize: 1 message(s) of stream-ordered collectives ended with an
+#     error" (collective messages have no request or status to carry it).
 #
 #   test/mpi/trunc_report.sh [BUILDDIR]   (default $MPIXACC_BUILDDIR, else <repo>/build)
 set -u
@@ -40,4 +44,15 @@ w=$(echo "$out" | grep -w WARN | grep -c 'was truncated')
 e=$(echo "$out" | grep -w ERROR | grep -c "MPI_Finalize: $per stream-waited operation(s) ended with an error")
 [ "$e" -eq "$np" ] || { show "$out"; fail "ignored statuses: expected the finalize report of $per errors on each of $np ranks, got $e"; }
 
-echo "[trunc_report] PASS: $np ranks; statuses given: nothing reported; statuses ignored: $w warnings, finalize reports $per on every rank"
+# a stream-ordered collective's truncated message (no request, no status):
+# with 2 ranks rank 1 gets it from the root: one WARN, one finalize ERROR
+if [ "$np" = 2 ]; then
+    out=$(run coll) || { show "$out"; fail "the 'coll' run failed"; }
+    echo "$out" | grep -q 'PASS' || { show "$out"; fail "the 'coll' run did not pass"; }
+    cw=$(echo "$out" | grep -w WARN | grep -c 'stream-ordered collective: the message from rank 0 was longer')
+    ce=$(echo "$out" | grep -w ERROR | grep -c 'MPI_Finalize: 1 message(s) of stream-ordered collectives ended with an error')
+    [ "$cw" -eq 1 ] && [ "$ce" -eq 1 ] ||
+        { show "$out"; fail "mismatched Bcast: expected 1 truncation warning and 1 finalize report, got $cw and $ce"; }
+fi
+
+echo "[trunc_report] PASS: $np ranks; statuses given: nothing reported; statuses ignored: $w warnings, finalize reports $per on every rank; a mismatched stream-ordered Bcast reported"
