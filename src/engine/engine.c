@@ -383,20 +383,6 @@ long mxe_stream_backlog(mxa_stream_t *s)
 mxu_status_t mxe_op_submit(mxe_op_t *op)
 {
     mxa_stream_t *s = op->stream;
-    if (op->peer == MXE_PROC_NULL && !op->match_dynamic) {
-        /* nothing to move and nothing to order: complete at the call, with
-         * nothing enqueued on the stream (a stream wait on it then
-         * enqueues nothing either) */
-        op->result.source = MXE_PROC_NULL;
-        op->result.tag = MXE_ANY_TAG;
-        op->result.bytes = 0;
-        op->result.error = MXU_OK;
-        atomic_fetch_add_explicit(&mxe.st_ops_submitted, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&mxe.st_ops_completed, 1, memory_order_relaxed);
-        atomic_store_explicit(&op->state, MXE_STATE_COMPLETE, memory_order_release);
-        mxe_op_release(op); /* the engine's reference */
-        return MXU_OK;
-    }
     int needs_trigger = s->kind != MXA_KIND_NONE && !op->post_early;
     int sx = 0;
     if (op->sx_comm && op->peer >= 0) {
