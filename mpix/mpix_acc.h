@@ -58,6 +58,19 @@ int MPIX_Acc_Alltoall(MPIX_Acc_stream stream, const void *sendbuf, int sendcount
                       MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
                       MPI_Comm comm);
 
+/* partitioned requests whose partitions kernels mark ready and see arrive
+ * (MPIX_Acc_Psend_init(3); device side: mpix_acc_device.cuh) */
+typedef struct mpix_acc_dreq mpix_acc_dreq_t;
+int MPIX_Acc_Psend_init(const void *buf, int partitions, MPI_Count count, MPI_Datatype datatype,
+                        int dest, int tag, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+int MPIX_Acc_Precv_init(void *buf, int partitions, MPI_Count count, MPI_Datatype datatype,
+                        int source, int tag, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+int MPIX_Acc_Start(MPIX_Acc_stream stream, MPI_Request *request);
+int MPIX_Acc_Pready(int partition, MPI_Request request);
+int MPIX_Acc_Pready_range(int partition_low, int partition_high, MPI_Request request);
+int MPIX_Acc_Parrived(MPI_Request request, int partition, int *flag);
+int MPIX_Acc_Prequest_get_device(MPI_Request request, mpix_acc_dreq_t **dreq);
+
 /* host streams (MPIX_Acc_Hoststream_create(3)): in-order host queues executed by a library-owned thread */
 int MPIX_Acc_Hoststream_create(MPIX_Acc_stream *stream);
 int MPIX_Acc_Hoststream_launch(MPIX_Acc_stream stream, void (*fn)(void *arg), void *arg);

@@ -249,6 +249,101 @@ mxu_status_t mxa_stream_host_call(mxa_stream_t *s, void (*fn)(void *), void *arg
     }
 }
 
+/* ------------------------------------------------- partitioned requests */
+
+void *mxa_part_host_alloc(size_t bytes)
+{
+#ifdef MPIXACC_HAVE_CUDA
+    if (atomic_load_explicit(&cuda_on, memory_order_acquire))
+        return mxa_cuda_sx_host_alloc(bytes);
+#endif
+    return calloc(1, bytes ? bytes : 1);
+}
+
+void mxa_part_host_free(void *p)
+{
+#ifdef MPIXACC_HAVE_CUDA
+    if (atomic_load_explicit(&cuda_on, memory_order_acquire)) {
+        mxa_cuda_sx_host_free(p);
+        return;
+    }
+#endif
+    free(p);
+}
+
+mxu_status_t mxa_part_dev_alloc(const void *buf, size_t bytes, void **dptr, void **ctx)
+{
+#ifdef MPIXACC_HAVE_CUDA
+    if (atomic_load_explicit(&cuda_on, memory_order_acquire))
+        return mxa_cuda_part_dev_alloc(buf, bytes, dptr, ctx);
+#endif
+    (void)buf;
+    (void)bytes;
+    *dptr = NULL;
+    *ctx = NULL;
+    return MXU_ERR_UNSUPPORTED;
+}
+
+void mxa_part_dev_free(void *ctx, void *dptr)
+{
+#ifdef MPIXACC_HAVE_CUDA
+    if (dptr && atomic_load_explicit(&cuda_on, memory_order_acquire))
+        mxa_cuda_part_dev_free(ctx, dptr);
+#endif
+    (void)ctx;
+    (void)dptr;
+}
+
+mxu_status_t mxa_part_dev_write(void *ctx, void *dptr, const void *src, size_t bytes)
+{
+#ifdef MPIXACC_HAVE_CUDA
+    if (atomic_load_explicit(&cuda_on, memory_order_acquire))
+        return mxa_cuda_part_dev_write(ctx, dptr, src, bytes);
+#endif
+    (void)ctx;
+    (void)dptr;
+    (void)src;
+    (void)bytes;
+    return MXU_ERR_UNSUPPORTED;
+}
+
+typedef struct {
+    uint64_t *addr;
+    uint64_t v;
+} write64_t;
+
+static void host_write64_fn(void *arg)
+{
+    write64_t *w = arg;
+    atomic_store_explicit((_Atomic uint64_t *)w->addr, w->v, memory_order_release);
+    free(w);
+}
+
+mxu_status_t mxa_stream_write64(mxa_stream_t *s, uint64_t *addr, uint64_t v)
+{
+    switch (s->kind) {
+    case MXA_KIND_NONE:
+        atomic_store_explicit((_Atomic uint64_t *)addr, v, memory_order_release);
+        return MXU_OK;
+    case MXA_KIND_HOST: {
+        write64_t *w = malloc(sizeof(*w));
+        if (!w)
+            return MXU_ERR_NO_MEMORY;
+        *w = (write64_t){addr, v};
+        mxu_status_t st = mxa_host_stream_launch(s->handle, host_write64_fn, w);
+        if (st != MXU_OK)
+            free(w);
+        return st;
+    }
+    case MXA_KIND_CUDA:
+#ifdef MPIXACC_HAVE_CUDA
+        return mxa_cuda_stream_write64(s, addr, v);
+#endif
+    default:
+        MXU_FAIL(MXU_ERR_UNSUPPORTED, "no stream-ordered store for this stream kind");
+    }
+}
+
 void mxa_finalize(void)
 {
     pthread_mutex_lock(&accel_lock);

@@ -149,6 +149,24 @@ mxu_status_t mxa_stream_copy(mxa_stream_t *s, void *dst, const void *src, size_t
  * MXU_ERR_UNSUPPORTED for CUDA streams (not yet). */
 mxu_status_t mxa_stream_host_call(mxa_stream_t *s, void (*fn)(void *), void *arg);
 
+/* ---- partitioned requests (interpose/partitioned.c) ---- */
+/* Zeroed host memory a device can reach at the same address (pinned and
+ * mapped while CUDA is active: kept to the end of the process, as freeing
+ * pinned memory waits for the device; heap memory otherwise). */
+void *mxa_part_host_alloc(size_t bytes);
+void mxa_part_host_free(void *p);
+/* Zeroed device memory in the context of device buffer buf (*ctx: that
+ * context). MXU_ERR_UNSUPPORTED without CUDA. Application threads. */
+mxu_status_t mxa_part_dev_alloc(const void *buf, size_t bytes, void **dptr, void **ctx);
+void mxa_part_dev_free(void *ctx, void *dptr);
+/* Copy bytes from host memory into device memory of ctx, done at return;
+ * through a library stream of ctx, so it waits for nothing of the
+ * application's (any thread, the progress thread too). */
+mxu_status_t mxa_part_dev_write(void *ctx, void *dptr, const void *src, size_t bytes);
+/* In stream order: *addr = v (addr as s's executor addresses it: device
+ * or mapped host memory for CUDA streams, host memory otherwise). */
+mxu_status_t mxa_stream_write64(mxa_stream_t *s, uint64_t *addr, uint64_t v);
+
 /* Call fn(stream) for every stream the layer knows (finalize, reporting). */
 void mxa_foreach_stream(void (*fn)(mxa_stream_t *s, void *arg), void *arg);
 

@@ -43,6 +43,11 @@ void mxa_cuda_thread_relax_capture(void);
 mxu_status_t mxa_cuda_scratch_alloc(mxa_stream_t *s, mxa_memtype_t k, size_t bytes, void **out);
 /* Enqueue on s a copy of bytes from src to dst (cuMemcpyAsync). */
 mxu_status_t mxa_cuda_stream_copy(mxa_stream_t *s, void *dst, const void *src, size_t bytes);
+/* partitioned requests (cuda_part.c; accel.h's mxa_part_* and mxa_stream_write64) */
+mxu_status_t mxa_cuda_part_dev_alloc(const void *buf, size_t bytes, void **dptr, void **ctx);
+void mxa_cuda_part_dev_free(void *ctx, void *dptr);
+mxu_status_t mxa_cuda_part_dev_write(void *ctx, void *dptr, const void *src, size_t bytes);
+mxu_status_t mxa_cuda_stream_write64(mxa_stream_t *s, uint64_t *addr, uint64_t v);
 
 /* cuda_sx.c: the stream-executed path's device side (for sx.c) */
 #include "accel/sx_proto.h"

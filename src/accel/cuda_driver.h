@@ -88,6 +88,10 @@
     X(cuMemsetD8, 0, 3020)                                                                         \
     X(cuMemcpyDtoH, 0, 3020)                                                                       \
     X(cuMemcpyAsync, 0, 4000)                                                                      \
+    X(cuPointerGetAttribute, 0, 4000)                                                              \
+    X(cuMemcpyHtoDAsync, 0, 3020)                                                                  \
+    X(cuDeviceCanAccessPeer, 0, 4000)                                                              \
+    X(cuDeviceGetByPCIBusId, 0, 4010)                                                              \
     X(cuMemAllocManaged, 0, 6000)
 
 #define MXA_CU_FIELD_(name, req, since) __typeof__(&name) f_##name;

@@ -188,4 +188,8 @@ CUresult mxa_cuda_ipc_close(mxa_cu_ipc_close_fn real, CUdeviceptr dptr);
 void mxa_cuda_ipc_describe(char *buf, size_t len);
 void mxa_cuda_ipc_report(void);
 
+/* The library stream of a context the backend set up (cuda_sx.c; created
+ * at the first call with the context current; NULL: unknown context). */
+CUstream mxa_cuda_lib_stream(CUcontext c);
+
 #endif

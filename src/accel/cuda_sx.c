@@ -301,6 +301,12 @@ static CUstream sx_ctx_stream(cuda_ctx_t *cx)
     return st;
 }
 
+CUstream mxa_cuda_lib_stream(CUcontext c)
+{
+    cuda_ctx_t *cx = sx_ctx_record(c);
+    return cx ? sx_ctx_stream(cx) : NULL;
+}
+
 int mxa_cuda_sx_capturing(mxa_stream_t *s)
 {
     cuda_stream_t *cs = (cuda_stream_t *)s;

@@ -360,6 +360,21 @@ mxu_status_t mxe_op_create_recv(mxa_stream_t *s, void *buf, size_t bytes, const 
     return MXU_OK;
 }
 
+mxu_status_t mxe_op_create_local(mxa_stream_t *s, mxe_op_type_t type, int parts, mxe_op_t **op_out)
+{
+    const mxe_comm_t none = {.ctx_id = 0, .rank = 0, .size = 1};
+    MXU_TRY(mxe_op_alloc(s, type, NULL, 0, &none, MXE_PROC_NULL, MXE_ANY_TAG, op_out));
+    (*op_out)->local = 1;
+    (*op_out)->local_parts = parts;
+    return MXU_OK;
+}
+
+void mxe_set_poller(unsigned (*poll)(void), int (*busy)(void))
+{
+    mxe.poller_busy = busy;
+    mxe.poller = poll;
+}
+
 long mxe_stream_points_ahead(const mxa_stream_t *s)
 {
     if (s == NULL || s->kind == MXA_KIND_NONE)

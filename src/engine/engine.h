@@ -34,10 +34,21 @@
 #define MXE_SRC_BITS 20
 #define MXE_TAG_BITS 24
 #define MXE_CTX_MAX ((1u << MXE_CTX_BITS) - 1)
-/* The top context bit marks a communicator's collective context (the
- * library's stream-ordered collectives, interpose/streamcoll.c): the
- * point-to-point context of a communicator is below it. */
-#define MXE_CTX_COLL (1u << (MXE_CTX_BITS - 1))
+/* Context spaces: the top three context bits say what a context is for.
+ * Communicators' point-to-point contexts are below MXE_CTX_COMM_LIMIT;
+ * MXE_CTX_COLL | ctx is a communicator's collective context (the library's
+ * stream-ordered collectives, interpose/streamcoll.c); partitioned
+ * requests (interpose/partitioned.c) exchange their set-up on
+ * MXE_CTX_PART_SEND | ctx (the sender's description) and
+ * MXE_CTX_PART_RECV | ctx (the receiver's), and a host proxy sends their
+ * partitions on MXE_CTX_PART_DATA | q, q the receiver's number of the
+ * pair (partition p as tag p, the peers' world ranks as sources). */
+#define MXE_CTX_SPACE_SHIFT (MXE_CTX_BITS - 3)
+#define MXE_CTX_COMM_LIMIT (1u << MXE_CTX_SPACE_SHIFT)
+#define MXE_CTX_COLL (4u << MXE_CTX_SPACE_SHIFT)
+#define MXE_CTX_PART_SEND (5u << MXE_CTX_SPACE_SHIFT)
+#define MXE_CTX_PART_RECV (6u << MXE_CTX_SPACE_SHIFT)
+#define MXE_CTX_PART_DATA (7u << MXE_CTX_SPACE_SHIFT)
 #define MXE_RANK_MAX ((1 << MXE_SRC_BITS) - 1) /* ranks 0..MXE_RANK_MAX-1 */
 #define MXE_TAG_MAX ((1 << MXE_TAG_BITS) - 1)
 /* With CUDA, jobs up to this size connect all endpoints at MPI_Init. */
@@ -147,6 +158,12 @@ struct mxe_op {
     int user_flags;
     int user_origin;
 
+    /* ---- local ops (mxe_op_create_local) ---- */
+    int local;                              /* no message of its own */
+    int local_parts;                        /* parts not done yet (progress thread) */
+    mxu_status_t local_error;               /* the first part's error */
+    void (*local_start)(struct mxe_op *op); /* progress thread, when its stream reached it */
+
     /* ---- engine private ---- */
     _Atomic int refs;
     _Atomic int cancel_requested;
@@ -249,6 +266,23 @@ mxu_status_t mxe_op_create_send(mxa_stream_t *s, const void *buf, size_t bytes,
                                 mxe_op_t **op_out);
 mxu_status_t mxe_op_create_recv(mxa_stream_t *s, void *buf, size_t bytes, const mxe_comm_t *comm,
                                 int source, int tag, int post_early, mxe_op_t **op_out);
+/* A local operation: no message of its own. It starts when its stream
+ * reaches it (at once on the none stream; local_start, if set, runs on the
+ * progress thread then) and completes once it started and
+ * mxe_op_local_part_done was called `parts` times, with the first part's
+ * error. The caller sets op->result (source, tag, bytes) before submitting;
+ * type says what it stands for. Waits, stream waits and requests treat
+ * it as any op. */
+mxu_status_t mxe_op_create_local(mxa_stream_t *s, mxe_op_type_t type, int parts, mxe_op_t **op_out);
+/* Progress thread only (e.g. from another op's user_complete or a poller). */
+void mxe_op_local_part_done(mxe_op_t *op, mxu_status_t error);
+/* A poller the progress thread calls at every pass (returns the work it
+ * did), and asks whether it has anything to watch (then the thread polls
+ * instead of sleeping in epoll). Set once, before any use. */
+void mxe_set_poller(unsigned (*poll)(void), int (*busy)(void));
+/* Is this world rank a process of this node (mxe_set_node; not self)? */
+int mxe_world_on_node(int world_rank);
+
 /* Stream points (triggers and waits) enqueued on s that the stream has not
  * reached yet (triggers) or that are not released yet (waits): how far the
  * application runs ahead of the GPU (or host stream); 0 without a stream.

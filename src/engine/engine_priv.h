@@ -79,6 +79,9 @@ typedef struct {
     int epoll_fd;
     int placed_near_gpu; /* progress thread bound near a GPU */
 
+    unsigned (*poller)(void); /* mxe_set_poller */
+    int (*poller_busy)(void);
+
     /* failed peers (written by the progress thread, read by any thread:
      * entries [0, nfailed) are valid) */
     int *failed_ranks; /* world_size entries */

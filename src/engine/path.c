@@ -112,6 +112,16 @@ void mxe_set_node(const int *world_ranks, int n, long node_job_id)
     }
 }
 
+int mxe_world_on_node(int world_rank)
+{
+    if (world_rank == mxe.world_rank)
+        return 0;
+    for (int i = 0; i < px.nnode; i++)
+        if (px.node[i] == world_rank)
+            return 1;
+    return 0;
+}
+
 static void link_name(char *buf, size_t len, int dst, int src)
 {
     snprintf(buf, len, "/mpixacc-sx-%ld-%d-from-%d", px.job, dst, src);

@@ -343,6 +343,13 @@ static void mxe_op_start(mxe_op_t *op)
     if (mxe.timing)
         op->t_start_ns = mxu_now_ns();
     op->trace = mxu_trace_start(op->type == MXE_OP_SEND ? &mxe_tn_send : &mxe_tn_recv, op->bytes);
+    if (op->local) {
+        if (op->local_start)
+            op->local_start(op); /* may finish parts */
+        if (op->local_parts == 0)
+            mxe_op_complete(op, op->local_error);
+        return;
+    }
     if (op->peer == MXE_PROC_NULL) {
         op->result.source = MXE_PROC_NULL;
         op->result.tag = MXE_ANY_TAG;
@@ -448,6 +455,15 @@ static void mxe_op_start(mxe_op_t *op)
     /* handle == NULL: the callback already ran (and may have freed op). */
     if (handle)
         op->transport_handle = handle;
+}
+
+void mxe_op_local_part_done(mxe_op_t *op, mxu_status_t error)
+{
+    if (error != MXU_OK && op->local_error == MXU_OK)
+        op->local_error = error;
+    if (--op->local_parts == 0 &&
+        atomic_load_explicit(&op->state, memory_order_relaxed) == MXE_STATE_STARTED)
+        mxe_op_complete(op, op->local_error);
 }
 
 /* A receive that is matched and whose stream reached it: receive its data,
@@ -860,7 +876,8 @@ static void mxe_nap(uint64_t ns)
 static void mxe_sleep(uint64_t *nap_ns)
 {
     atomic_fetch_add_explicit(&mxe.st_sleeps, 1, memory_order_relaxed);
-    int must_poll = mxe.polling_streams > 0 || mxt_event_fd() < 0 || mxe_sx_watching();
+    int must_poll = mxe.polling_streams > 0 || mxt_event_fd() < 0 || mxe_sx_watching() ||
+                    (mxe.poller_busy && mxe.poller_busy());
     if (must_poll) {
         /* Accelerator triggers or UCX without wake-up: nap, growing to the cap. */
         uint64_t cap =
@@ -910,6 +927,8 @@ void *mxe_progress_main(void *arg)
         if (mxe_sx_watching())
             work += mxe_sx_poll();
         work += mxe_sx_serve();
+        if (mxe.poller)
+            work += mxe.poller();
         if (mxe.waits_dirty) {
             mxe.waits_dirty = 0;
             work += mxe_check_waits();

@@ -54,7 +54,7 @@ static int mxi_comm_build(MPI_Comm comm, uint32_t ctx, mxi_comm_t **out)
     PMPI_Comm_rank(comm, &c->ec.rank);
     PMPI_Comm_size(comm, &c->ec.size);
     c->ec.ctx_id = ctx;
-    c->supported = !inter && c->ec.size <= MXE_RANK_MAX && ctx < MXE_CTX_COLL;
+    c->supported = !inter && c->ec.size <= MXE_RANK_MAX && ctx < MXE_CTX_COMM_LIMIT;
     if (c->supported && comm != MPI_COMM_WORLD) {
         MPI_Group g, wg;
         c->world_ranks = malloc(sizeof(int) * (size_t)c->ec.size);
@@ -129,7 +129,7 @@ int mxi_comm_register(MPI_Comm comm)
         while (cur < agreed + 1 &&
                !atomic_compare_exchange_weak(&mxi.next_ctx_id, &cur, agreed + 1))
             ;
-        if (agreed >= MXE_CTX_COLL)
+        if (agreed >= MXE_CTX_COMM_LIMIT)
             MXU_LOG(MXU_LOG_WARN,
                     "matching contexts exhausted (%u communicators made); "
                     "new communicators are not stream-capable",

@@ -226,6 +226,20 @@ int mxi_req_Waitsome(int incount, MPI_Request reqs[], int *outcount, int indices
 typedef struct mxi_pswap mxi_pswap_t;
 mxi_pswap_t *mxi_persist_in(int count, MPI_Request reqs[]);
 void mxi_persist_out(mxi_pswap_t *sw, MPI_Request reqs[]);
+/* Partitioned requests (partitioned.c) are persistent requests whose
+ * operations are their epochs: a shell in persist.c's table (add), the
+ * partitioned request behind a handle and its active epoch's request slot
+ * (NULL: not a partitioned request). */
+typedef struct mxi_part mxi_part_t;
+int mxi_persist_add_part(MPI_Comm comm, mxi_part_t *part, MPI_Request *req);
+mxi_part_t *mxi_persist_part(MPI_Request h, MPI_Request **active);
+/* partitioned.c: start an epoch on s (NULL: as MPI_Start would: the
+ * communicator's stream, else none), its request into *active; and the
+ * request's end (MPI_Request_free: an epoch in flight goes on). */
+int mxi_part_start(mxi_part_t *part, mxa_stream_t *s, MPI_Request *active);
+void mxi_part_free(mxi_part_t *part);
+/* p2p.c: hand op to the engine with a generalized request for it */
+int mxi_submit(mxe_op_t *op, mxi_origin_t origin, MPI_Comm comm, MPI_Request *req);
 /* rc = call, a completion call on (count, reqs), between mxi_persist_in
  * and mxi_persist_out (reqs is evaluated more than once). */
 #define MXI_PERSIST_CALL(rc, count, reqs, call)                                                    \

@@ -170,7 +170,7 @@ static int mxi_throttle_wait(MPI_Comm comm, mxa_stream_t *s, long limit, long de
 }
 
 /* Create the generalized request for op and hand op to the engine. */
-static int mxi_submit(mxe_op_t *op, mxi_origin_t origin, MPI_Comm comm, MPI_Request *req)
+int mxi_submit(mxe_op_t *op, mxi_origin_t origin, MPI_Comm comm, MPI_Request *req)
 {
     MPI_Request greq;
     int trc = mxi_throttle(comm, op->stream, 1);

@@ -43,6 +43,7 @@ typedef struct {
     MPI_Comm comm;
     MPI_Request shell;  /* the handle the application holds */
     MPI_Request active; /* the started operation's request; MPI_REQUEST_NULL: inactive */
+    mxi_part_t *part;   /* a partitioned request (partitioned.c): its epochs are the operations */
 } mxi_preq_t;
 
 struct mxi_pswap {
@@ -138,6 +139,40 @@ int MPI_Recv_init(void *buf, int count, MPI_Datatype dt, int source, int tag, MP
                      PMPI_Recv_init(buf, count, dt, source, tag, comm, req));
 }
 
+int mxi_persist_add_part(MPI_Comm comm, mxi_part_t *part, MPI_Request *req)
+{
+    pthread_once(&pq.once, pq_init);
+    mxi_preq_t *p = calloc(1, sizeof(*p));
+    if (!p)
+        return mxi_raise(comm, MXI_E_NO_MEM, "partitioned request");
+    int rc = PMPI_Recv_init(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, &p->shell);
+    if (rc != MPI_SUCCESS) {
+        free(p);
+        return rc;
+    }
+    p->comm = comm;
+    p->active = MPI_REQUEST_NULL;
+    p->part = part;
+    if (mxu_locked_map_put(&pq.map, MXI_REQ_KEY(p->shell), p) != MXU_OK) {
+        PMPI_Request_free(&p->shell);
+        free(p);
+        return mxi_raise(comm, MXI_E_NO_MEM, "partitioned request");
+    }
+    atomic_fetch_add(&pq.live, 1);
+    *req = p->shell;
+    return MPI_SUCCESS;
+}
+
+mxi_part_t *mxi_persist_part(MPI_Request h, MPI_Request **active)
+{
+    mxi_preq_t *p = preq_of(h);
+    if (!p || !p->part)
+        return NULL;
+    if (active)
+        *active = &p->active;
+    return p->part;
+}
+
 /* -------------------------------------------------------------- start */
 
 /* Start p's operation on stream s. */
@@ -172,6 +207,8 @@ int MPI_Start(MPI_Request *req)
     mxi_preq_t *p = req ? preq_of(*req) : NULL;
     if (!p)
         return PMPI_Start(req);
+    if (p->part)
+        return mxi_part_start(p->part, NULL, &p->active);
     return persist_start(p);
 }
 
@@ -271,6 +308,8 @@ int MPI_Request_free(MPI_Request *req)
     mxu_locked_map_remove(&pq.map, MXI_REQ_KEY(p->shell));
     atomic_fetch_sub(&pq.live, 1);
     PMPI_Request_free(&p->shell);
+    if (p->part)
+        mxi_part_free(p->part);
     if (p->own_dt)
         PMPI_Type_free(&p->dt);
     free(p);

@@ -138,6 +138,15 @@
     X(SX_TIMEOUT, DOUBLE, sx_timeout, "600", "0..1e9",                                           \
       "Seconds a stream-executed receive step waits for its message before it completes the "    \
       "receive with an error (0: no limit; finalize and a failed peer stop it anyway)")          \
+    X(KI, STRING, ki, "auto", "auto|proxy",                                                     \
+      "Partitioned requests (MPIX_Acc_Psend_init): auto (device buffers of two processes of a "  \
+      "node whose GPUs reach each other: the direct path, the kernels write into the peer; "     \
+      "otherwise the host proxy), proxy (always the host proxy: the progress thread sends each " \
+      "partition once it is ready)")                                                             \
+    X(KI_TIMEOUT, DOUBLE, ki_timeout, "60", "0..1e9",                                            \
+      "Seconds a device-side wait of a partitioned request (pready for the receiver's credit, "  \
+      "parrived_wait, the completion of an epoch) spins before it reports "                      \
+      "MPIX_ACC_DERR_TIMEOUT (0: no limit)")                                                     \
     X(CUDA, BOOL, cuda, "1", "",                                                                 \
       "Use the CUDA backend when a CUDA driver and device are present")                          \
     X(MEMOPS, BOOL, memops, "1", "",                                                             \
