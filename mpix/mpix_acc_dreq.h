@@ -59,10 +59,10 @@ typedef struct mpix_acc_dreq {
     uint64_t *ready;   /* send: ready[p] = epoch (host-visible) */
     uint64_t *arrived; /* receive: arrived[p] = epoch once partition p landed */
     /* direct */
-    uint64_t *lines;       /* the receiver's LL slots: partition p at lines + p * line_stride */
-    uint64_t line_stride;  /* lines per partition (even: 16-byte aligned) */
-    uint64_t *consumed;    /* in the receiver's slot memory: the last epoch it completed */
-    uint64_t consumed_seen; /* send: the last value read of *consumed */
+    uint64_t *lines;          /* the receiver's LL slots: partition p at lines + p * line_stride */
+    uint64_t line_stride;     /* lines per partition (even: 16-byte aligned) */
+    uint64_t *consumed;       /* in the receiver's slot memory: the last epoch it completed */
+    uint64_t consumed_seen;   /* send: the last value read of *consumed */
     unsigned long long *done; /* send: partitions delivered, over all epochs */
 } mpix_acc_dreq_t;
 

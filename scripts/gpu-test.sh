@@ -474,6 +474,15 @@ if selected "sx/sx_fault"; then
     sx_mps_stop
 fi
 
+# kernel-initiated partitioned requests (issue 19, test/gpu/partitioned):
+# kernels make partitions ready and see them arrive; the direct protocol
+# (LL lines into the peer's slots) where the GPUs reach each other, and the
+# host proxy forced with MPIX_ACC_KI=proxy
+run_test "ki/partitioned" 240 'protocol: direct' -- env MPIX_ACC_LOG=warn \
+    "$MPIEXEC" $LAUNCH -n 2 "$BIN/partitioned" --expect=direct --timeout=$GUARD
+run_test "ki/partitioned-proxy" 240 'protocol: proxy' -- env MPIX_ACC_LOG=warn MPIX_ACC_KI=proxy \
+    "$MPIEXEC" $LAUNCH -n 2 "$BIN/partitioned" --expect=proxy --timeout=$GUARD
+
 if [ "$SANITIZER" = 1 ]; then
     if [ -z "$SANITIZER_BIN" ]; then
         say "compute-sanitizer not found: sanitizer runs not possible"
@@ -493,6 +502,9 @@ if [ "$SANITIZER" = 1 ]; then
             # (the sanitizer does not run under it), MPIX_ACC_SX=on
             run_test "sanitizer-$tool/sx_path" 300 "$ok" -- env MPIX_ACC_MEMOPS=1 MPIX_ACC_SX=on \
                 "$MPIEXEC" $LAUNCH -n 2 $SAN --tool $tool "$BIN/sx_path" --basic=1 --timeout=280
+            run_test "sanitizer-$tool/partitioned" 300 "$ok" -- env MPIX_ACC_MEMOPS=1 \
+                "$MPIEXEC" $LAUNCH -n 2 $SAN --tool $tool "$BIN/partitioned" --epochs=5 \
+                --timeout=280
             run_test "sanitizer-$tool/stream_comm" 400 "$ok" -- \
                 env MPIX_ACC_MEMOPS=1 "$MPIEXEC" $LAUNCH -n 2 $SAN --tool $tool \
                 "$BIN/stream_comm" --max-size=65536 --scale=$SAN_SCALE --timeout=380
@@ -634,6 +646,13 @@ if [ "$APPS" = 1 ]; then
         "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/bench/mpixacc_bench" --backend cuda \
         --variant acc,acc-sx,acc-sync,acc-sx-sync,staged,nccl --sizes 8,64,512,4K,64K,256K,1M,16M,64M --timeout 200 \
         --csv "$RES/bench-sx.csv"
+    # kernel-initiated (issue 19): one kernel per rank runs every round trip
+    # of a repetition through a partitioned request pair, beside NCCL,
+    # acc-sx and staged MPI in the same launch
+    run_test "apps/bench-ki" 240 'RESULT: OK' -- env MPIX_ACC_LOG=warn MPIX_ACC_SX=on \
+        "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/bench/mpixacc_bench" --backend cuda \
+        --variant ki,nccl,acc-sx,staged --sizes 8,64,512,4K,64K --timeout 200 \
+        --csv "$RES/bench-ki.csv"
     # the same without programmatic dependent launch of the send steps
     run_test "apps/bench-sx-nopdl" 120 'RESULT: OK' -- env MPIX_ACC_LOG=warn MPIX_ACC_SX=on \
         MPIX_ACC_SX_PDL=0 "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/bench/mpixacc_bench" --backend cuda \

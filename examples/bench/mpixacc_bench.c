@@ -17,6 +17,12 @@
  *                  carry the messages between processes of a node
  *   acc-sx-sync    acc-sx with a stream synchronize per latency iteration:
  *                  each send finds its slot free when it is called
+ *   ki             kernel-initiated: a partitioned request pair
+ *                  (MPIX_Acc_Psend_init, mpix_acc_device.cuh); latency: ONE
+ *                  kernel per rank runs every round trip of the repetition
+ *                  inside one epoch (partition i = round trip i), no host
+ *                  call per message; bandwidth: an epoch per window, a
+ *                  block per message (bench_ki.cu; device buffers)
  *   mpich-enqueue  MPICH's MPIX_Send_enqueue & co on its stream communicator
  *                  (MPICH >= 4.1 with CUDA; run with MPIR_CVAR_CH4_RESERVE_VCIS=1)
  *   floor          rank 0 alone: cudaMemcpyPeerAsync between its GPU and the
@@ -67,6 +73,9 @@
 #include "../common/ex_nccl.h"
 #include "../ping_kernel_pong/pkp.h"
 #include "bench.h"
+#ifdef EX_HAVE_CUDA
+#include "bench_ki.h"
+#endif
 
 #include <mpix_acc.h>
 
@@ -453,6 +462,52 @@ static void run_enqueue_bw(bench_t *b, int windows)
 #define run_enqueue_bw NULL
 #endif
 
+/* ki: kernel-initiated partitioned requests (bench_ki.cu) */
+#ifdef EX_HAVE_CUDA
+static int ki_used;
+static int avail_ki(const bench_t *b, char *why, size_t len)
+{
+    if (!b->ac->is_device || b->place[0] != EX_MEM_DEVICE || b->place[1] != EX_MEM_DEVICE) {
+        snprintf(why, len, "needs device buffers on both sides (-d DD)");
+        return 0;
+    }
+    return 1;
+}
+
+static void ki_fail(const char *what, const char *why)
+{
+    fprintf(stderr, "[mpixacc_bench] ki %s failed: %s\n", what, why);
+    MPI_Abort(MPI_COMM_WORLD, 3);
+}
+
+static void run_ki_lat(bench_t *b, int iters)
+{
+    char why[256];
+    ki_used = 1;
+    if (bench_ki_latency(b->comm, b->role, b->S, b->sbuf, b->rbuf, b->n, iters, why, sizeof why) !=
+        0)
+        ki_fail("latency", why);
+}
+
+static void run_ki_bw(bench_t *b, int windows)
+{
+    char why[256];
+    ki_used = 1;
+    if (bench_ki_bandwidth(b->comm, b->role, b->S, b->sbuf, b->rbuf, b->n, b->window, windows, why,
+                           sizeof why) != 0)
+        ki_fail("bandwidth", why);
+}
+#else
+static int avail_ki(const bench_t *b, char *why, size_t len)
+{
+    (void)b;
+    snprintf(why, len, "needs a CUDA build");
+    return 0;
+}
+#define run_ki_lat NULL
+#define run_ki_bw NULL
+#endif
+
 /* floor: run by rank 0 alone (see bench.h); listed so --variant selects it. */
 static char floor_why[256], floor_desc[160];
 static int floor_ok;
@@ -505,6 +560,7 @@ static const variant_t variants[] = {
     {"staged", avail_always, run_staged_lat, run_staged_bw},
     {"cuda-aware", avail_cuda_aware, run_cuda_aware_lat, run_cuda_aware_bw},
     {"nccl", avail_nccl, run_nccl_lat, run_nccl_bw},
+    {"ki", avail_ki, run_ki_lat, run_ki_bw},
     {"mpich-enqueue", avail_enqueue, run_enqueue_lat, run_enqueue_bw},
     {"floor", avail_floor, NULL, NULL},
     {"floor-spin", avail_floor_spin, NULL, NULL},
@@ -591,40 +647,41 @@ static int parse_place(const char *s, opts_t *o)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: mpiexec -n 2 mpixacc_bench [options]\n"
-               "  -b, --min B          smallest message (default 8; suffixes K, M, G)\n"
-               "  -e, --max B          largest message (default 64M)\n"
-               "  -f, --factor F       size step factor (default 4)\n"
-               "      --sizes LIST     explicit sizes instead, e.g. 8,64K,1M,64M\n"
-               "  -v, --variant LIST   acc,acc-sync,staged,cuda-aware,nccl,mpich-enqueue,floor,\n"
-               "                       floor-spin,floor-fused or all (default: all but the\n"
-               "                       floors, not yet run to the end on a GPU; floor brings\n"
-               "                       floor-spin and floor-fused, latency only, with it)\n"
-               "  -t, --test LIST      lat,bw or both (default both)\n"
-               "  -i, --iters N        latency round trips per repetition (default 1000; fewer\n"
-               "                       for large messages, see --budget)\n"
-               "  -r, --repeats R      timed repetitions, median/min/max over them (default 7)\n"
-               "  -w, --warmup N       untimed warm-up repetitions before them (default 1)\n"
-               "  -W, --window W       messages in flight per bandwidth window (default 8)\n"
-               "  -d, --buffers XY     buffer placement of rank 0 (X) and rank 1 (Y), OSU style:\n"
-               "                       D device, M managed, H pageable host (malloc), P pinned\n"
-               "                       host (cudaMallocHost); e.g. -d DD (default), -d HH, -d DM;\n"
-               "                       OSU's form -d cuda D H works too (and selects --backend\n"
-               "                       cuda). CUDA backend only: host streams use host memory\n"
-               "                       (floor: device memory of its own)\n"
-               "      --budget B       bytes moved per repetition at most (default 1G): large\n"
-               "                       messages get fewer iterations (at least 8 / 2 windows)\n"
-               "      --backend B      auto, host or cuda (default auto)\n"
-               "      --csv FILE       also write the results as CSV\n"
-               "      --timeout S      end the program (exit 124) when it runs longer than S\n"
-               "                       seconds, naming what it was doing (default 0: none)\n"
-               "      --check/--no-check   validate received data (default on)\n"
-               "      --inject-fault   testing: in bandwidth runs rank 0 sends a pattern the\n"
-               "                       receiver does not expect (rows must FAIL, exit status 1)\n"
-               "Output: lines starting with '#' describe the run; the others are result rows:\n"
-               "size, variant, half-RTT latency in us (median, min, max), bandwidth in MB/s\n"
-               "(10^6 bytes per second; median, min, max), latency iterations, CPU us per\n"
-               "iteration, data check.\n");
+    fprintf(f,
+            "usage: mpiexec -n 2 mpixacc_bench [options]\n"
+            "  -b, --min B          smallest message (default 8; suffixes K, M, G)\n"
+            "  -e, --max B          largest message (default 64M)\n"
+            "  -f, --factor F       size step factor (default 4)\n"
+            "      --sizes LIST     explicit sizes instead, e.g. 8,64K,1M,64M\n"
+            "  -v, --variant LIST   acc,acc-sync,staged,cuda-aware,nccl,ki,mpich-enqueue,floor,\n"
+            "                       floor-spin,floor-fused or all (default: all but the\n"
+            "                       floors, not yet run to the end on a GPU; floor brings\n"
+            "                       floor-spin and floor-fused, latency only, with it)\n"
+            "  -t, --test LIST      lat,bw or both (default both)\n"
+            "  -i, --iters N        latency round trips per repetition (default 1000; fewer\n"
+            "                       for large messages, see --budget)\n"
+            "  -r, --repeats R      timed repetitions, median/min/max over them (default 7)\n"
+            "  -w, --warmup N       untimed warm-up repetitions before them (default 1)\n"
+            "  -W, --window W       messages in flight per bandwidth window (default 8)\n"
+            "  -d, --buffers XY     buffer placement of rank 0 (X) and rank 1 (Y), OSU style:\n"
+            "                       D device, M managed, H pageable host (malloc), P pinned\n"
+            "                       host (cudaMallocHost); e.g. -d DD (default), -d HH, -d DM;\n"
+            "                       OSU's form -d cuda D H works too (and selects --backend\n"
+            "                       cuda). CUDA backend only: host streams use host memory\n"
+            "                       (floor: device memory of its own)\n"
+            "      --budget B       bytes moved per repetition at most (default 1G): large\n"
+            "                       messages get fewer iterations (at least 8 / 2 windows)\n"
+            "      --backend B      auto, host or cuda (default auto)\n"
+            "      --csv FILE       also write the results as CSV\n"
+            "      --timeout S      end the program (exit 124) when it runs longer than S\n"
+            "                       seconds, naming what it was doing (default 0: none)\n"
+            "      --check/--no-check   validate received data (default on)\n"
+            "      --inject-fault   testing: in bandwidth runs rank 0 sends a pattern the\n"
+            "                       receiver does not expect (rows must FAIL, exit status 1)\n"
+            "Output: lines starting with '#' describe the run; the others are result rows:\n"
+            "size, variant, half-RTT latency in us (median, min, max), bandwidth in MB/s\n"
+            "(10^6 bytes per second; median, min, max), latency iterations, CPU us per\n"
+            "iteration, data check.\n");
 }
 
 static void parse_opts(int argc, char **argv, opts_t *o)
@@ -1127,6 +1184,11 @@ int main(int argc, char **argv)
 #ifdef EX_HAVE_CUDA
     if (floor_tried)
         bench_floor_teardown();
+    if (ki_used) {
+        if (rank == 0)
+            printf("# ki: the library's protocol between the GPUs: %s\n", bench_ki_protocol());
+        bench_ki_teardown();
+    }
 #endif
     ex_enqueue_teardown(&b.ecomm);
     if (nccl_ok)

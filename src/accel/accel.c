@@ -307,6 +307,77 @@ mxu_status_t mxa_part_dev_write(void *ctx, void *dptr, const void *src, size_t b
     return MXU_ERR_UNSUPPORTED;
 }
 
+mxu_status_t mxa_part_ipc_export(void *dptr, unsigned char handle[64])
+{
+#ifdef MPIXACC_HAVE_CUDA
+    if (atomic_load_explicit(&cuda_on, memory_order_acquire))
+        return mxa_cuda_part_ipc_export(dptr, handle);
+#endif
+    (void)dptr;
+    (void)handle;
+    return MXU_ERR_UNSUPPORTED;
+}
+
+mxu_status_t mxa_part_ipc_import(void *ctx, const unsigned char handle[64], void **dptr)
+{
+#ifdef MPIXACC_HAVE_CUDA
+    if (atomic_load_explicit(&cuda_on, memory_order_acquire))
+        return mxa_cuda_part_ipc_import(ctx, handle, dptr);
+#endif
+    (void)ctx;
+    (void)handle;
+    *dptr = NULL;
+    return MXU_ERR_UNSUPPORTED;
+}
+
+void mxa_part_ipc_close(void *ctx, void *dptr)
+{
+#ifdef MPIXACC_HAVE_CUDA
+    if (dptr && atomic_load_explicit(&cuda_on, memory_order_acquire))
+        mxa_cuda_part_ipc_close(ctx, dptr);
+#endif
+    (void)ctx;
+    (void)dptr;
+}
+
+void mxa_part_busid(void *ctx, char *buf, size_t len)
+{
+    if (len)
+        buf[0] = '\0';
+#ifdef MPIXACC_HAVE_CUDA
+    if (ctx && atomic_load_explicit(&cuda_on, memory_order_acquire))
+        mxa_cuda_part_busid(ctx, buf, len);
+#endif
+    (void)ctx;
+}
+
+int mxa_part_reaches(void *ctx, const char *peer_busid)
+{
+#ifdef MPIXACC_HAVE_CUDA
+    if (ctx && atomic_load_explicit(&cuda_on, memory_order_acquire))
+        return mxa_cuda_part_reaches(ctx, peer_busid);
+#endif
+    (void)ctx;
+    (void)peer_busid;
+    return 0;
+}
+
+mxu_status_t mxa_part_complete(mxa_stream_t *s, void *dreq, int is_send, int partitions,
+                               uint64_t part_bytes, uint64_t target)
+{
+#ifdef MPIXACC_HAVE_CUDA
+    if (s->kind == MXA_KIND_CUDA)
+        return mxa_cuda_part_complete(s, dreq, is_send, partitions, part_bytes, target);
+#endif
+    (void)s;
+    (void)dreq;
+    (void)is_send;
+    (void)partitions;
+    (void)part_bytes;
+    (void)target;
+    return MXU_ERR_UNSUPPORTED;
+}
+
 typedef struct {
     uint64_t *addr;
     uint64_t v;

@@ -167,6 +167,23 @@ mxu_status_t mxa_part_dev_write(void *ctx, void *dptr, const void *src, size_t b
  * or mapped host memory for CUDA streams, host memory otherwise). */
 mxu_status_t mxa_stream_write64(mxa_stream_t *s, uint64_t *addr, uint64_t v);
 
+/* The direct protocol's device side (CUDA; MXU_ERR_UNSUPPORTED, 0 or ""
+ * otherwise): export device memory of the library's (cuMemAlloc) as a
+ * 64-byte CUDA IPC handle, map a peer's into ctx, unmap it; the PCI bus id
+ * of ctx's device; can ctx's device map memory of the device with that
+ * bus id (the same device, or peer access)? */
+mxu_status_t mxa_part_ipc_export(void *dptr, unsigned char handle[64]);
+mxu_status_t mxa_part_ipc_import(void *ctx, const unsigned char handle[64], void **dptr);
+void mxa_part_ipc_close(void *ctx, void *dptr);
+void mxa_part_busid(void *ctx, char *buf, size_t len);
+int mxa_part_reaches(void *ctx, const char *peer_busid);
+/* Enqueue on s (a CUDA stream) the completion of an epoch on the direct
+ * path, for the handle dreq (device memory): a receive's kernel (the
+ * partitions' copy-out), or a send's, which waits until the handle's
+ * `done` reaches target. */
+mxu_status_t mxa_part_complete(mxa_stream_t *s, void *dreq, int is_send, int partitions,
+                               uint64_t part_bytes, uint64_t target);
+
 /* Call fn(stream) for every stream the layer knows (finalize, reporting). */
 void mxa_foreach_stream(void (*fn)(mxa_stream_t *s, void *arg), void *arg);
 

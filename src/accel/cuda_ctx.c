@@ -245,6 +245,11 @@ static void ctx_load_kernels(cuda_ctx_t *cx)
                 MXA_CU(cuModuleGetFunction)(&cx->fn_sx_recv, cx->module, MXA_CUDA_KERNEL_SX_RECV) !=
                     CUDA_SUCCESS)
                 cx->fn_sx_send = cx->fn_sx_recv = NULL;
+            if (MXA_CU(cuModuleGetFunction)(&cx->fn_part_recv, cx->module,
+                                            MXA_CUDA_KERNEL_PART_RECV) != CUDA_SUCCESS ||
+                MXA_CU(cuModuleGetFunction)(&cx->fn_part_send, cx->module,
+                                            MXA_CUDA_KERNEL_PART_SEND) != CUDA_SUCCESS)
+                cx->fn_part_recv = cx->fn_part_send = NULL;
             if (MXA_CU(cuFuncLoad) != NULL) {
                 /* Load now even under CUDA_MODULE_LOADING=LAZY. */
                 MXA_CU(cuFuncLoad)(cx->fn_set);
@@ -253,6 +258,10 @@ static void ctx_load_kernels(cuda_ctx_t *cx)
                 if (cx->fn_sx_send) {
                     MXA_CU(cuFuncLoad)(cx->fn_sx_send);
                     MXA_CU(cuFuncLoad)(cx->fn_sx_recv);
+                }
+                if (cx->fn_part_recv) {
+                    MXA_CU(cuFuncLoad)(cx->fn_part_recv);
+                    MXA_CU(cuFuncLoad)(cx->fn_part_send);
                 }
             }
             /* programmatic dependent launch of the send steps: sm_90 and up */

@@ -710,3 +710,53 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
             MXA_SX_TM_RECV(tr0, s_thit, tr2, tr3);
     }
 }
+
+/* ------------------------------------------------- partitioned requests
+ * The completion of an epoch of a partitioned request on the direct path
+ * (interpose/partitioned.c; the protocol is mpix/mpix_acc_device.cuh, the
+ * handle mpix/mpix_acc_dreq.h):
+ *   receive  one block per partition (grid-stride): wait for its LL lines,
+ *            copy them into the receive buffer (unless parrived did),
+ *            mark it; the host enqueues the credit (consumed = epoch)
+ *            after the kernel
+ *   send     one thread: wait until every partition of the epoch was
+ *            delivered (done >= target)
+ * Both bounded by the request's timeout: the error is kept in the handle. */
+#include "mpix_acc_device.cuh"
+
+extern "C" __global__ void mxa_part_recv_done_kernel(mpix_acc_dreq_t *r)
+{
+    namespace d = mpix_acc_detail;
+    __shared__ int skip;
+    const uint64_t e = d::ld_vol(&r->epoch);
+    const uint64_t t0 = d::now_ns();
+    for (int p = blockIdx.x; p < r->partitions; p += gridDim.x) {
+        if (threadIdx.x == 0)
+            skip = d::ld_vol(&r->pstate[p]) >= e;
+        __syncthreads();
+        if (!skip) {
+            const uint64_t *lines = r->lines + (uint64_t)p * r->line_stride;
+            char *dst = r->buf + (uint64_t)p * r->part_bytes;
+            unsigned i = 0;
+            while (!d::ll_take(lines, dst, r->part_bytes, (uint32_t)e, threadIdx.x, blockDim.x,
+                               false)) {
+                if (r->timeout_ns && (++i & 255) == 0 && d::now_ns() - t0 > r->timeout_ns) {
+                    d::fail(r, MPIX_ACC_DERR_TIMEOUT);
+                    break;
+                }
+            }
+            d::ll_take(lines, dst, r->part_bytes, (uint32_t)e, threadIdx.x, blockDim.x, true);
+        }
+        __syncthreads();
+        if (threadIdx.x == 0 && !skip)
+            d::st_vol(&r->pstate[p], e);
+    }
+}
+
+extern "C" __global__ void mxa_part_send_done_kernel(mpix_acc_dreq_t *r, unsigned long long target)
+{
+    namespace d = mpix_acc_detail;
+    if (threadIdx.x == 0 && blockIdx.x == 0 &&
+        !d::wait_geq((const uint64_t *)r->done, target, r->timeout_ns, false))
+        d::fail(r, MPIX_ACC_DERR_TIMEOUT);
+}

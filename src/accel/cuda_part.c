@@ -25,8 +25,8 @@ mxu_status_t mxa_cuda_part_dev_alloc(const void *buf, size_t bytes, void **dptr,
     CUresult r = MXA_CU(cuPointerGetAttribute)(&c, CU_POINTER_ATTRIBUTE_CONTEXT,
                                                (CUdeviceptr)(uintptr_t)buf);
     if (r != CUDA_SUCCESS || c == NULL)
-        MXU_FAIL(MXU_ERR_NO_DEVICE, "partitioned request: no context for device buffer %p: %s",
-                 buf, cu_err(r));
+        MXU_FAIL(MXU_ERR_NO_DEVICE, "partitioned request: no context for device buffer %p: %s", buf,
+                 cu_err(r));
     int entered = ctx_enter(c);
     if (entered < 0)
         MXU_FAIL(MXU_ERR_NO_DEVICE, "partitioned request: cannot enter the buffer's context");
@@ -90,8 +90,7 @@ mxu_status_t mxa_cuda_stream_write64(mxa_stream_t *s, uint64_t *addr, uint64_t v
     cuda_ctx_t *cx = cs->ctx;
     int entered = ctx_enter(cx->ctx);
     if (entered < 0)
-        MXU_FAIL(MXU_ERR_INVALID_STREAM, "cannot make the context of stream %p current",
-                 s->handle);
+        MXU_FAIL(MXU_ERR_INVALID_STREAM, "cannot make the context of stream %p current", s->handle);
     CUdeviceptr d = (CUdeviceptr)(uintptr_t)addr;
     CUresult r = CUDA_SUCCESS;
     int use_memops = cx->memops;
@@ -117,6 +116,122 @@ mxu_status_t mxa_cuda_stream_write64(mxa_stream_t *s, uint64_t *addr, uint64_t v
     if (r != CUDA_SUCCESS)
         MXU_FAIL(cu_err_is_bad_handle(r) ? MXU_ERR_INVALID_STREAM : MXU_ERR_NO_DEVICE,
                  "stream-ordered store on stream %p failed: %s", s->handle, cu_err(r));
+    return MXU_OK;
+}
+
+/* ------------------------------------------------------ direct protocol */
+
+mxu_status_t mxa_cuda_part_ipc_export(void *dptr, unsigned char handle[64])
+{
+    CUipcMemHandle h;
+    if (MXA_CU(cuIpcGetMemHandle) == NULL)
+        return MXU_ERR_UNSUPPORTED;
+    CUresult r = MXA_CU(cuIpcGetMemHandle)(&h, (CUdeviceptr)(uintptr_t)dptr);
+    if (r != CUDA_SUCCESS)
+        MXU_FAIL(MXU_ERR_NO_DEVICE, "partitioned request: cuIpcGetMemHandle: %s", cu_err(r));
+    memcpy(handle, &h, sizeof(h) < 64 ? sizeof(h) : 64);
+    return MXU_OK;
+}
+
+mxu_status_t mxa_cuda_part_ipc_import(void *ctx, const unsigned char handle[64], void **dptr)
+{
+    CUipcMemHandle h;
+    memcpy(&h, handle, sizeof(h) < 64 ? sizeof(h) : 64);
+    if (MXA_CU(cuIpcOpenMemHandle) == NULL)
+        return MXU_ERR_UNSUPPORTED;
+    int entered = ctx_enter((CUcontext)ctx);
+    if (entered < 0)
+        MXU_FAIL(MXU_ERR_NO_DEVICE, "partitioned request: cannot enter the buffer's context");
+    CUdeviceptr d = 0;
+    CUresult r = MXA_CU(cuIpcOpenMemHandle)(&d, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    ctx_leave(entered);
+    if (r != CUDA_SUCCESS)
+        MXU_FAIL(MXU_ERR_NO_DEVICE, "partitioned request: mapping the receiver's slots: %s",
+                 cu_err(r));
+    *dptr = (void *)(uintptr_t)d;
+    return MXU_OK;
+}
+
+void mxa_cuda_part_ipc_close(void *ctx, void *dptr)
+{
+    int entered = ctx_enter((CUcontext)ctx);
+    if (entered < 0)
+        return;
+    (void)MXA_CU(cuIpcCloseMemHandle)((CUdeviceptr)(uintptr_t)dptr);
+    ctx_leave(entered);
+}
+
+static int part_ctx_device(void *ctx, CUdevice *dev)
+{
+    int entered = ctx_enter((CUcontext)ctx);
+    if (entered < 0)
+        return -1;
+    CUresult r = MXA_CU(cuCtxGetDevice)(dev);
+    ctx_leave(entered);
+    return r == CUDA_SUCCESS ? 0 : -1;
+}
+
+void mxa_cuda_part_busid(void *ctx, char *buf, size_t len)
+{
+    CUdevice dev;
+    if (len == 0 || part_ctx_device(ctx, &dev) != 0 ||
+        MXA_CU(cuDeviceGetPCIBusId)(buf, (int)len, dev) != CUDA_SUCCESS) {
+        if (len)
+            buf[0] = '\0';
+        return;
+    }
+    for (char *c = buf; *c; c++)
+        if (*c >= 'A' && *c <= 'Z')
+            *c = (char)(*c - 'A' + 'a');
+}
+
+int mxa_cuda_part_reaches(void *ctx, const char *peer_busid)
+{
+    CUdevice mine, peer;
+    if (!peer_busid || !peer_busid[0] || part_ctx_device(ctx, &mine) != 0 ||
+        MXA_CU(cuDeviceGetByPCIBusId) == NULL ||
+        MXA_CU(cuDeviceGetByPCIBusId)(&peer, peer_busid) != CUDA_SUCCESS)
+        return 0;
+    if (peer == mine)
+        return 1;
+    int can = 0;
+    if (MXA_CU(cuDeviceCanAccessPeer) == NULL ||
+        MXA_CU(cuDeviceCanAccessPeer)(&can, mine, peer) != CUDA_SUCCESS)
+        return 0;
+    return can;
+}
+
+mxu_status_t mxa_cuda_part_complete(mxa_stream_t *s, void *dreq, int is_send, int partitions,
+                                    uint64_t part_bytes, uint64_t target)
+{
+    cuda_stream_t *cs = (cuda_stream_t *)s;
+    cuda_ctx_t *cx = cs->ctx;
+    CUfunction f = is_send ? cx->fn_part_send : cx->fn_part_recv;
+    if (f == NULL)
+        MXU_FAIL(MXU_ERR_UNSUPPORTED, "partitioned request: the completion kernels are not loaded");
+    int entered = ctx_enter(cx->ctx);
+    if (entered < 0)
+        MXU_FAIL(MXU_ERR_INVALID_STREAM, "cannot make the context of stream %p current", s->handle);
+    CUdeviceptr d = (CUdeviceptr)(uintptr_t)dreq;
+    unsigned long long t = target;
+    CUresult r;
+    if (is_send) {
+        void *args[] = {&d, &t};
+        r = MXA_CU(cuLaunchKernel)(f, 1, 1, 1, 1, 1, 1, 0, cs->cu, args, NULL);
+    } else {
+        /* a block per partition, a thread per LL line up to 256 */
+        uint64_t words = (part_bytes + 3) / 4;
+        unsigned threads = words >= 256 ? 256u : (unsigned)((words + 31) / 32 * 32);
+        if (threads == 0)
+            threads = 32;
+        unsigned blocks = partitions > 1024 ? 1024u : (unsigned)partitions;
+        void *args[] = {&d};
+        r = MXA_CU(cuLaunchKernel)(f, blocks, 1, 1, threads, 1, 1, 0, cs->cu, args, NULL);
+    }
+    ctx_leave(entered);
+    if (r != CUDA_SUCCESS)
+        MXU_FAIL(cu_err_is_bad_handle(r) ? MXU_ERR_INVALID_STREAM : MXU_ERR_NO_DEVICE,
+                 "partitioned completion on stream %p: %s", s->handle, cu_err(r));
     return MXU_OK;
 }
 

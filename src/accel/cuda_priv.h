@@ -45,7 +45,8 @@ typedef struct cuda_ctx {
     _Atomic int warm;  /* the engine's context hook has run (or was not needed) */
     CUmodule module;
     CUfunction fn_set, fn_wait, fn_wait_set;
-    CUfunction fn_sx_send, fn_sx_recv; /* SX steps (NULL: not in the module) */
+    CUfunction fn_sx_send, fn_sx_recv;     /* SX steps (NULL: not in the module) */
+    CUfunction fn_part_recv, fn_part_send; /* partitioned epochs' completions (ditto) */
     int sx_pdl;                /* launch send steps with programmatic dependent launch (sm_90+) */
     CUstream sx_stream;        /* library stream for SX steps and ring set-up */
     int kernels_ok;            /* fallback kernels loaded and self-tested */

@@ -237,17 +237,28 @@ mxi_part_t *mxi_persist_part(MPI_Request h, MPI_Request **active);
  * communicator's stream, else none), its request into *active; and the
  * request's end (MPI_Request_free: an epoch in flight goes on). */
 int mxi_part_start(mxi_part_t *part, mxa_stream_t *s, MPI_Request *active);
+/* Before a completion call on reqs: a partitioned request whose epoch
+ * runs on the direct protocol gets its completion enqueued -- on s (a
+ * stream wait; NULL: the host waits, or a stream communicator's request
+ * waits on its stream) -- and, where the host waits, an op in its place. */
+int mxi_part_prepare(int count, MPI_Request reqs[], mxa_stream_t *s);
 void mxi_part_free(mxi_part_t *part);
 /* p2p.c: hand op to the engine with a generalized request for it */
 int mxi_submit(mxe_op_t *op, mxi_origin_t origin, MPI_Comm comm, MPI_Request *req);
 /* rc = call, a completion call on (count, reqs), between mxi_persist_in
- * and mxi_persist_out (reqs is evaluated more than once). */
-#define MXI_PERSIST_CALL(rc, count, reqs, call)                                                    \
+ * and mxi_persist_out (reqs is evaluated more than once), after
+ * mxi_part_prepare for a stream wait on s. */
+#define MXI_PERSIST_CALL_ON(rc, count, reqs, s, call)                                              \
     do {                                                                                           \
-        mxi_pswap_t *mxi_pswap_ = mxi_persist_in((count), (reqs));                                 \
-        (rc) = (call);                                                                             \
-        mxi_persist_out(mxi_pswap_, (reqs));                                                       \
+        (rc) = mxi_part_prepare((count), (reqs), (s));                                             \
+        if ((rc) == MPI_SUCCESS) {                                                                 \
+            mxi_pswap_t *mxi_pswap_ = mxi_persist_in((count), (reqs));                             \
+            (rc) = (call);                                                                         \
+            mxi_persist_out(mxi_pswap_, (reqs));                                                   \
+        }                                                                                          \
     } while (0)
+/* ... a host completion call (s: NULL) */
+#define MXI_PERSIST_CALL(rc, count, reqs, call) MXI_PERSIST_CALL_ON(rc, count, reqs, NULL, call)
 
 /* ---- request.c ---- */
 mxe_op_t *mxi_request_op(MPI_Request req);

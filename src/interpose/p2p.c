@@ -567,10 +567,10 @@ int MPIX_Acc_Wait(MPIX_Acc_stream stream, MPI_Request *request, MPI_Status *stat
     mxa_stream_t *s;
     int rc = mxi_stream_resolve(stream, MPI_COMM_SELF, &s);
     if (rc == MPI_SUCCESS) /* a persistent request's operation in its place */
-        MXI_PERSIST_CALL(rc, 1, request,
-                         mxi_stream_waitall(s, 1, request,
-                                            status == MPI_STATUS_IGNORE ? NULL : status,
-                                            MPI_COMM_SELF));
+        MXI_PERSIST_CALL_ON(rc, 1, request, s,
+                            mxi_stream_waitall(s, 1, request,
+                                               status == MPI_STATUS_IGNORE ? NULL : status,
+                                               MPI_COMM_SELF));
     mxu_ct_end(MXU_CT_STREAM_WAIT, t);
     return rc;
 }
@@ -587,10 +587,10 @@ int MPIX_Acc_Waitall(MPIX_Acc_stream stream, int count, MPI_Request requests[],
     mxa_stream_t *s;
     int rc = mxi_stream_resolve(stream, MPI_COMM_SELF, &s);
     if (rc == MPI_SUCCESS)
-        MXI_PERSIST_CALL(rc, count, requests,
-                         mxi_stream_waitall(s, count, requests,
-                                            statuses == MPI_STATUSES_IGNORE ? NULL : statuses,
-                                            MPI_COMM_SELF));
+        MXI_PERSIST_CALL_ON(rc, count, requests, s,
+                            mxi_stream_waitall(s, count, requests,
+                                               statuses == MPI_STATUSES_IGNORE ? NULL : statuses,
+                                               MPI_COMM_SELF));
     mxu_ct_end(MXU_CT_STREAM_WAIT, t);
     return rc;
 }

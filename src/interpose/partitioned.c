@@ -54,10 +54,12 @@ typedef struct {
     uint64_t magic;
     uint64_t part_bytes;
     int32_t partitions;
-    int32_t memtype; /* mxa_memtype_t of the buffer */
-    int32_t q;       /* receiver: its number of the pair */
-    int32_t direct;  /* this side can take the direct protocol */
-    char busid[32];  /* device of the buffer ("" none) */
+    int32_t memtype;       /* mxa_memtype_t of the buffer */
+    int32_t q;             /* receiver: its number of the pair */
+    int32_t direct;        /* this side can take the direct protocol */
+    char busid[32];        /* device of the buffer ("" none) */
+    uint64_t line_stride;  /* receiver, direct: LL lines per partition */
+    unsigned char ipc[64]; /* receiver, direct: its slots (CUDA IPC handle) */
 } part_desc_t;
 
 /* A started epoch of a proxy send, waiting for its partitions (poller). */
@@ -84,8 +86,8 @@ struct mxi_part {
     int q; /* the receiver's number of the pair (receiver: its own) */
 
     part_desc_t mine, theirs;
-    mxe_op_t *setup;  /* local op: done when both descriptions are */
-    int setup_left;   /* descriptions not done (progress thread) */
+    mxe_op_t *setup; /* local op: done when both descriptions are */
+    int setup_left;  /* descriptions not done (progress thread) */
     mxu_status_t setup_error;
     _Atomic int mode; /* MPIX_ACC_DREQ_* */
 
@@ -93,9 +95,16 @@ struct mxi_part {
      * device buffers, else host memory == hd); hd is the host's copy */
     mpix_acc_dreq_t *dreq;
     mpix_acc_dreq_t hd;
-    void *dev_ctx; /* context of the device handle (NULL: host memory) */
+    void *dev_ctx;   /* context of the device handle (NULL: host memory) */
     uint64_t *flags; /* host-visible: ready/arrived[partitions], pstate[partitions], error */
     uint64_t epoch;  /* epochs started (application thread) */
+    /* direct: the receiver's slots (its own, or mapped here by the sender),
+     * the epoch started and not completed yet (0: none), its stream */
+    void *slots;
+    uint64_t direct_pending;
+    mxa_stream_t *start_stream;
+    mxi_origin_t start_origin;
+    uint32_t reported_error;
 
     /* proxy send: started epochs (lock), and the poller's list link */
     pthread_mutex_t lock;
@@ -111,10 +120,11 @@ typedef struct {
 
 static struct {
     pthread_once_t once;
-    pthread_mutex_t lock;       /* polled list and pair numbers */
-    mxi_part_t *polled;         /* proxy sends with started epochs */
+    pthread_mutex_t lock; /* polled list and pair numbers */
+    mxi_part_t *polled;   /* proxy sends with started epochs */
     _Atomic int npolled;
-    unsigned char *q_used;      /* pair numbers (MXE_CTX_COMM_LIMIT) */
+    _Atomic int ndirect;   /* requests on the direct protocol */
+    unsigned char *q_used; /* pair numbers (MXE_CTX_COMM_LIMIT) */
     int q_next;
 } pt = {.once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -129,6 +139,8 @@ static void part_release(void *arg)
     mxi_part_t *p = arg;
     if (atomic_fetch_sub_explicit(&p->refs, 1, memory_order_acq_rel) != 1)
         return;
+    if (atomic_load(&p->mode) == MPIX_ACC_DREQ_DIRECT)
+        atomic_fetch_sub(&pt.ndirect, 1);
     if (!p->is_send && p->q >= 0) {
         pthread_mutex_lock(&pt.lock);
         pt.q_used[p->q] = 0;
@@ -136,6 +148,10 @@ static void part_release(void *arg)
     }
     if (p->setup)
         mxe_op_release(p->setup);
+    if (p->slots && p->is_send)
+        mxa_part_ipc_close(p->dev_ctx, p->slots);
+    else if (p->slots)
+        mxa_part_dev_free(p->dev_ctx, p->slots);
     if (p->dev_ctx)
         mxa_part_dev_free(p->dev_ctx, p->dreq);
     mxa_part_host_free(p->flags);
@@ -192,14 +208,37 @@ static void part_setup_finish(mxi_part_t *p)
                 mine != theirs ? "the sizes differ"
                                : "different partitionings of one size are not supported");
         p->setup_error = (p->is_send ? mine > theirs : theirs > mine) ? MXU_ERR_TRUNCATED
-                                                                       : MXU_ERR_INVALID_PARAM;
+                                                                      : MXU_ERR_INVALID_PARAM;
     }
     if (p->is_send)
         p->q = t->q;
+    /* direct where both sides offered it and the devices reach each other
+     * (both sides decide alike) */
     int mode = MPIX_ACC_DREQ_PROXY;
-    if (p->setup_error == MXU_OK && p->mine.direct && t->direct)
-        mode = MPIX_ACC_DREQ_DIRECT; /* (direct only where both sides offered it) */
+    if (p->setup_error == MXU_OK && p->mine.direct && t->direct &&
+        mxa_part_reaches(p->dev_ctx, t->busid))
+        mode = MPIX_ACC_DREQ_DIRECT;
+    if (mode == MPIX_ACC_DREQ_DIRECT && p->is_send) {
+        mxu_status_t st = mxa_part_ipc_import(p->dev_ctx, t->ipc, &p->slots);
+        if (st != MXU_OK) {
+            /* the receiver expects the direct protocol: its epochs time out */
+            MXU_LOG(MXU_LOG_ERROR,
+                    "partitioned send (peer %d, tag %d): cannot map the receiver's slots; its "
+                    "epochs fail",
+                    p->peer, p->tag);
+            p->setup_error = st;
+            mode = MPIX_ACC_DREQ_PROXY;
+        } else {
+            p->hd.lines = (uint64_t *)((char *)p->slots + 64);
+            p->hd.consumed = (uint64_t *)p->slots;
+            p->hd.line_stride = t->line_stride;
+        }
+    }
+    MXU_LOG(MXU_LOG_DEBUG, "partitioned %s (peer %d, tag %d): %s protocol", part_what(p), p->peer,
+            p->tag, mode == MPIX_ACC_DREQ_DIRECT ? "direct" : "proxy");
     p->hd.mode = (uint32_t)mode;
+    if (mode == MPIX_ACC_DREQ_DIRECT)
+        atomic_fetch_add(&pt.ndirect, 1);
     if (part_publish(p) != MXU_OK && p->setup_error == MXU_OK)
         p->setup_error = MXU_ERR_NO_DEVICE;
     atomic_store_explicit(&p->mode, mode, memory_order_release);
@@ -230,8 +269,8 @@ static mxu_status_t part_exchange(mxi_part_t *p, const mxe_comm_t *ec)
     mxu_status_t st =
         mxe_op_create_send(none, &p->mine, sizeof(p->mine), &out, p->peer, p->tag, 0, &send);
     if (st == MXU_OK)
-        st = mxe_op_create_recv(none, &p->theirs, sizeof(p->theirs), &in, p->peer, p->tag, 0,
-                                &recv);
+        st =
+            mxe_op_create_recv(none, &p->theirs, sizeof(p->theirs), &in, p->peer, p->tag, 0, &recv);
     if (st != MXU_OK) {
         if (send) {
             mxe_op_release(send);
@@ -259,6 +298,43 @@ static mxu_status_t part_exchange(mxi_part_t *p, const mxe_comm_t *ec)
 }
 
 /* ---------------------------------------------------------------- init */
+
+/* This side can take the direct protocol (a device buffer of a process
+ * whose peer is on the node): its device, and for a receive the slots --
+ * a 64-byte credit word (consumed), then the LL lines, a partition's
+ * rounded to 16 bytes -- exported for the sender. */
+static mxu_status_t part_direct_offer(mxi_part_t *p)
+{
+    mxa_part_busid(p->dev_ctx, p->mine.busid, sizeof(p->mine.busid));
+    if (!p->mine.busid[0])
+        return MXU_ERR_UNSUPPORTED;
+    if (p->is_send)
+        return MXU_OK;
+    uint64_t words = (p->part_bytes + 3) / 4;
+    uint64_t stride = (words + 1) / 2 * 2;
+    if (stride == 0)
+        stride = 2;
+    size_t bytes = 64 + (size_t)stride * 8 * (size_t)p->partitions;
+    void *ctx = NULL;
+    mxu_status_t st = mxa_part_dev_alloc(p->buf, bytes, &p->slots, &ctx);
+    if (st == MXU_OK)
+        st = mxa_part_ipc_export(p->slots, p->mine.ipc);
+    if (st != MXU_OK) {
+        if (p->slots)
+            mxa_part_dev_free(ctx, p->slots);
+        p->slots = NULL;
+        MXU_LOG(MXU_LOG_INFO,
+                "partitioned receive (peer %d, tag %d): no slots for the direct "
+                "protocol: the proxy carries it",
+                p->peer, p->tag);
+        return st;
+    }
+    p->mine.line_stride = stride;
+    p->hd.lines = (uint64_t *)((char *)p->slots + 64);
+    p->hd.consumed = (uint64_t *)p->slots;
+    p->hd.line_stride = stride;
+    return MXU_OK;
+}
 
 static int part_init(int is_send, void *buf, int partitions, MPI_Count count, MPI_Datatype dt,
                      int peer, int tag, MPI_Comm comm, MPI_Info info, MPI_Request *req)
@@ -331,14 +407,15 @@ static int part_init(int is_send, void *buf, int partitions, MPI_Count count, MP
         /* the handle and pstate (the device's atomics) in device memory */
         void *d = NULL;
         size_t off = (sizeof(mpix_acc_dreq_t) + 63) / 64 * 64;
-        mxu_status_t st = mxa_part_dev_alloc(buf, off + sizeof(uint64_t) * (size_t)partitions, &d,
-                                             &p->dev_ctx);
+        mxu_status_t st = mxa_part_dev_alloc(buf, off + sizeof(uint64_t) * ((size_t)partitions + 1),
+                                             &d, &p->dev_ctx);
         if (st != MXU_OK) {
             part_release(p);
             return mxi_raise(comm, MXI_E_NO_MEM, "%s (device handle)", call);
         }
         p->dreq = d;
         p->hd.pstate = (uint64_t *)((char *)d + off);
+        p->hd.done = (unsigned long long *)(p->hd.pstate + partitions);
     }
     p->mine = (part_desc_t){.magic = PART_DESC_MAGIC,
                             .part_bytes = p->part_bytes,
@@ -355,6 +432,9 @@ static int part_init(int is_send, void *buf, int partitions, MPI_Count count, MP
         }
         p->mine.q = p->q;
     }
+    if (p->dev_ctx && peer != MPI_PROC_NULL && strcmp(cfg->ki, "auto") == 0 &&
+        mxe_world_on_node(p->peer_world) && part_direct_offer(p) == MXU_OK)
+        p->mine.direct = 1;
     if (peer == MPI_PROC_NULL) {
         p->hd.mode = MPIX_ACC_DREQ_PROXY;
         atomic_store(&p->mode, MPIX_ACC_DREQ_PROXY);
@@ -408,11 +488,10 @@ static mxu_status_t part_msg(mxi_part_t *p, mxe_op_t *eop, int part)
                        .world_ranks = NULL};
     char *b = p->buf + (size_t)part * p->part_bytes;
     mxe_op_t *op = NULL;
-    mxu_status_t st =
-        p->is_send ? mxe_op_create_send(mxa_none_stream(), b, p->part_bytes, &data, p->peer_world,
-                                        part, p->eager_limit, &op)
-                   : mxe_op_create_recv(mxa_none_stream(), b, p->part_bytes, &data,
-                                        p->peer_world, part, 0, &op);
+    mxu_status_t st = p->is_send ? mxe_op_create_send(mxa_none_stream(), b, p->part_bytes, &data,
+                                                      p->peer_world, part, p->eager_limit, &op)
+                                 : mxe_op_create_recv(mxa_none_stream(), b, p->part_bytes, &data,
+                                                      p->peer_world, part, 0, &op);
     if (st != MXU_OK)
         return st;
     op->user = eop;
@@ -522,6 +601,114 @@ static unsigned part_poll(void)
 
 /* --------------------------------------------------------------- start */
 
+static const char *part_derr_name(uint32_t code)
+{
+    switch (code) {
+    case MPIX_ACC_DERR_FREED:
+        return "a device call used the handle of a freed request";
+    case MPIX_ACC_DERR_PARTITION:
+        return "a device call named a partition out of range";
+    case MPIX_ACC_DERR_TWICE:
+        return "a partition was made ready twice in one epoch";
+    case MPIX_ACC_DERR_TIMEOUT:
+        return "a device wait ran out of time (MPIX_ACC_KI_TIMEOUT)";
+    case MPIX_ACC_DERR_ROLE:
+        return "pready on a receive or parrived on a send";
+    case MPIX_ACC_DERR_NOT_READY:
+        return "a device call before the request's first start";
+    default:
+        return "unknown device error";
+    }
+}
+
+static uint32_t part_error_word(const mxi_part_t *p)
+{
+    return atomic_load_explicit((_Atomic uint32_t *)p->hd.error, memory_order_acquire);
+}
+
+/* An error the device code kept that was not reported yet: raised once. */
+static int part_device_error(mxi_part_t *p, const char *call)
+{
+    uint32_t code = part_error_word(p);
+    if (code == 0 || code == p->reported_error)
+        return MPI_SUCCESS;
+    p->reported_error = code;
+    return mxi_raise(p->comm, code == MPIX_ACC_DERR_TIMEOUT ? MXI_E_PENDING : MXI_E_ARG,
+                     "%s: partitioned %s (peer %d, tag %d), epoch %llu: %s", call, part_what(p),
+                     p->peer, p->tag, (unsigned long long)p->epoch, part_derr_name(code));
+}
+
+/* The host waits for a direct epoch: its completion's op passed the
+ * completion on the stream (progress thread): the device's error, if any. */
+static void part_direct_checked(mxe_op_t *op)
+{
+    part_epoch_ref_t *ref = op->user;
+    uint32_t code = part_error_word(ref->part);
+    if (code != 0)
+        op->local_error = code == MPIX_ACC_DERR_TIMEOUT ? MXU_ERR_TIMED_OUT : MXU_ERR_INVALID_PARAM;
+}
+
+static void part_epoch_free(void *arg);
+
+/* The completion of p's pending direct epoch on stream s. */
+static int part_direct_complete(mxi_part_t *p, mxa_stream_t *s)
+{
+    uint64_t e = p->direct_pending;
+    mxu_status_t st = mxa_part_complete(s, p->dreq, p->is_send, p->partitions, p->part_bytes,
+                                        e * (uint64_t)p->partitions);
+    if (st == MXU_OK && !p->is_send) /* the credit: the sender may overwrite the slots */
+        st = mxa_stream_write64(s, p->hd.consumed, e);
+    if (st != MXU_OK)
+        return mxi_raise_code(p->comm, mxi_status_to_mpi(st));
+    p->direct_pending = 0;
+    return MPI_SUCCESS;
+}
+
+int mxi_part_prepare(int count, MPI_Request reqs[], mxa_stream_t *s)
+{
+    if (atomic_load_explicit(&pt.ndirect, memory_order_relaxed) == 0 || !reqs)
+        return MPI_SUCCESS;
+    for (int i = 0; i < count; i++) {
+        MPI_Request *active = NULL;
+        mxi_part_t *p = mxi_persist_part(reqs[i], &active);
+        if (!p || !p->direct_pending)
+            continue;
+        if (s || p->start_origin == MXI_ORIGIN_STREAMCOMM) {
+            /* a stream wait: the completion is on the stream; the request
+             * is inactive at once (its status is empty) */
+            int rc = part_direct_complete(p, s ? s : p->start_stream);
+            if (rc != MPI_SUCCESS)
+                return rc;
+            continue;
+        }
+        /* the host waits: the completion on the start's stream, then an op
+         * that completes when the stream passed it */
+        uint64_t e = p->direct_pending;
+        int rc = part_direct_complete(p, p->start_stream);
+        if (rc != MPI_SUCCESS)
+            return rc;
+        mxe_op_t *op = NULL;
+        part_epoch_ref_t *ref = malloc(sizeof(*ref));
+        if (!ref || mxe_op_create_local(p->start_stream, p->is_send ? MXE_OP_SEND : MXE_OP_RECV, 0,
+                                        &op) != MXU_OK) {
+            free(ref);
+            return mxi_raise(p->comm, MXI_E_NO_MEM, "partitioned completion");
+        }
+        atomic_fetch_add(&p->refs, 1);
+        *ref = (part_epoch_ref_t){p, e};
+        op->user = ref;
+        op->user_free = part_epoch_free;
+        op->local_start = part_direct_checked;
+        op->result.source = p->peer;
+        op->result.tag = p->tag;
+        op->result.bytes = p->part_bytes * (size_t)p->partitions;
+        rc = mxi_submit(op, MXI_ORIGIN_EXPLICIT, p->comm, active);
+        if (rc != MPI_SUCCESS)
+            return rc;
+    }
+    return MPI_SUCCESS;
+}
+
 static void part_epoch_free(void *arg)
 {
     part_epoch_ref_t *ref = arg;
@@ -546,18 +733,36 @@ int mxi_part_start(mxi_part_t *p, mxa_stream_t *s, MPI_Request *active)
             s = mxa_none_stream();
         }
     }
-    /* the first start waits, in stream order, for the set-up */
+    if (p->direct_pending)
+        return mxi_raise(p->comm, MXI_E_REQUEST,
+                         "start of a partitioned %s (peer %d, tag %d) whose epoch %llu was not "
+                         "completed by a wait or test",
+                         part_what(p), p->peer, p->tag, (unsigned long long)p->epoch);
+    int rc = part_device_error(p, "MPIX_Acc_Start");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    /* the first start needs the protocol: it waits until the peer's init
+     * was seen (bounded by MPIX_ACC_KI_TIMEOUT) */
     if (p->setup && !mxe_op_is_complete(p->setup)) {
-        mxe_op_t *su = p->setup;
-        mxu_status_t st = mxe_stream_wait(s, &su, NULL, 1);
-        if (st != MXU_OK)
-            return mxi_raise_code(p->comm, mxi_status_to_mpi(st));
+        double limit = mxu_config.ki_timeout;
+        if (mxe_op_wait_host(p->setup, limit > 0 ? (int64_t)(limit * 1e9) : -1) != MXU_OK)
+            return mxi_raise(p->comm, MXI_E_PENDING,
+                             "first start of a partitioned %s (peer %d, tag %d): the peer's "
+                             "matching init was not seen within MPIX_ACC_KI_TIMEOUT=%g s",
+                             part_what(p), p->peer, p->tag, limit);
     }
     uint64_t e = p->epoch + 1;
     mxu_status_t st = mxa_stream_write64(s, &p->dreq->epoch, e);
     if (st != MXU_OK)
         return mxi_raise_code(p->comm, mxi_status_to_mpi(st));
     p->epoch = e;
+    if (atomic_load_explicit(&p->mode, memory_order_acquire) == MPIX_ACC_DREQ_DIRECT) {
+        /* no host work: the kernels move it; a wait enqueues the completion */
+        p->direct_pending = e;
+        p->start_stream = s;
+        p->start_origin = origin;
+        return MPI_SUCCESS;
+    }
     /* the epoch's op: a send's starts at once (its partitions leave as they
      * become ready), a receive's when the stream reaches the start */
     int parts = p->peer == MPI_PROC_NULL ? 0 : p->partitions;
@@ -699,8 +904,8 @@ int MPIX_Acc_Parrived(MPI_Request request, int partition, int *flag)
         return mxi_raise(p->comm, MXI_E_ARG, "MPIX_Acc_Parrived: partition %d (valid: 0..%d)",
                          partition, p->partitions - 1);
     *flag = p->peer == MPI_PROC_NULL ||
-            atomic_load_explicit((_Atomic uint64_t *)&p->flags[partition],
-                                 memory_order_acquire) >= p->epoch;
+            atomic_load_explicit((_Atomic uint64_t *)&p->flags[partition], memory_order_acquire) >=
+                p->epoch;
     return MPI_SUCCESS;
 }
 

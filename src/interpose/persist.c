@@ -291,6 +291,9 @@ int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status)
 
 int MPI_Request_get_status(MPI_Request req, int *flag, MPI_Status *status)
 {
+    int rc = mxi_part_prepare(1, &req, NULL);
+    if (rc != MPI_SUCCESS)
+        return rc;
     mxi_preq_t *p = preq_of(req);
     if (p && p->active != MPI_REQUEST_NULL)
         req = p->active; /* not freed by this call */

@@ -78,8 +78,8 @@ static void ring(void)
             wait_arrived(r[0], p, "ring");
             for (int i = 0; i < PC; i++)
                 T_CHECK(rb[p * PC + i] == val(prev, it, p, i),
-                        "epoch %d partition %d word %d: %u, expected %u", it, p, i,
-                        rb[p * PC + i], val(prev, it, p, i));
+                        "epoch %d partition %d word %d: %u, expected %u", it, p, i, rb[p * PC + i],
+                        val(prev, it, p, i));
         }
         MPI_Status st[2];
         if (it % 2 == 0) {
@@ -184,8 +184,7 @@ static void one_by_one(void)
             out[i] = 5 * (uint64_t)i;
             T_MPI(MPIX_Acc_Pready(i, rs));
             wait_arrived(rr, i, "reverse");
-            T_CHECK(in[i] == 5 * (uint64_t)i + 2, "reverse %d: %llu", i,
-                    (unsigned long long)in[i]);
+            T_CHECK(in[i] == 5 * (uint64_t)i + 2, "reverse %d: %llu", i, (unsigned long long)in[i]);
         } else {
             wait_arrived(rr, i, "reverse");
             out[i] = in[i] + 2;
@@ -287,8 +286,8 @@ static void proc_null_and_handle(void)
     T_CHECK(flag, "MPI_PROC_NULL partition not arrived");
     MPI_Status st;
     T_MPI(MPI_Wait(&pr, &st));
-    T_CHECK(st.MPI_SOURCE == MPI_PROC_NULL && st.MPI_TAG == MPI_ANY_TAG,
-            "PROC_NULL status %d/%d", st.MPI_SOURCE, st.MPI_TAG);
+    T_CHECK(st.MPI_SOURCE == MPI_PROC_NULL && st.MPI_TAG == MPI_ANY_TAG, "PROC_NULL status %d/%d",
+            st.MPI_SOURCE, st.MPI_TAG);
     T_MPI(MPI_Wait(&ps, MPI_STATUS_IGNORE));
     T_CHECK(w[0] == 1 && w[2] == 1, "PROC_NULL receive wrote its buffer");
     T_MPI(MPI_Request_free(&ps));

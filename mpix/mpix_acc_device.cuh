@@ -1,0 +1,359 @@
+/*
+ * mpix_acc_device.cuh - device functions of partitioned requests (mpix-acc).
+ *
+ * Header-only CUDA C++17. Include it in a .cu file; it needs only this
+ * directory on the include path (mpix_acc.h, mpix_acc_dreq.h) and the MPI
+ * compiler flags. A kernel gets a request's handle from
+ * MPIX_Acc_Prequest_get_device(3) (host) and calls:
+ *
+ *   mpix_acc_pready<L>(r, p)              partition p of a send is ready
+ *   mpix_acc_pready_range<L>(r, lo, hi)   partitions lo..hi are
+ *   mpix_acc_parrived(r, p)               has partition p of a receive arrived
+ *                                         (and is it in the receive buffer)?
+ *   mpix_acc_parrived_wait(r, p, ns)      wait for it, at most ns (0: the
+ *                                         request's MPIX_ACC_KI_TIMEOUT)
+ *
+ * L says who calls: MPIX_ACC_THREAD (one thread), MPIX_ACC_WARP (all 32
+ * threads of a warp together, converged), MPIX_ACC_BLOCK (every thread of
+ * the block together). The group shares the copy of a partition; one of
+ * its threads does the bookkeeping. Each returns MPIX_ACC_DSUCCESS or an
+ * MPIX_ACC_DERR_* code (mpix_acc_dreq.h), also kept in the request, whose
+ * completion then fails naming it. Every wait is bounded.
+ *
+ * The request's epoch is the one its last MPIX_Acc_Start wrote in stream
+ * order: launch the kernel on that stream after the start (or order it
+ * after with events). A send's buffer may be written again once its epoch
+ * completed (MPIX_Acc_Wait(3)); a receive's partition is in the buffer
+ * once parrived said so, all of them once the epoch completed.
+ */
+#ifndef MPIX_ACC_DEVICE_CUH
+#define MPIX_ACC_DEVICE_CUH
+
+#include <stdint.h>
+
+#include "mpix_acc_dreq.h"
+
+enum mpix_acc_level { MPIX_ACC_THREAD = 0, MPIX_ACC_WARP = 1, MPIX_ACC_BLOCK = 2 };
+
+namespace mpix_acc_detail {
+
+__device__ __forceinline__ uint64_t now_ns()
+{
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+__device__ __forceinline__ uint64_t ld_vol(const uint64_t *p)
+{
+    uint64_t v;
+    asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ uint64_t ld_acquire_sys(const uint64_t *p)
+{
+    uint64_t v;
+    asm volatile("ld.acquire.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ void st_vol(uint64_t *p, uint64_t v)
+{
+    asm volatile("st.volatile.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+__device__ __forceinline__ void st_release_sys(uint64_t *p, uint64_t v)
+{
+    asm volatile("st.release.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+/* Keep the request's first error (a host-visible word: plain stores, as
+ * system-scope atomics on host memory need host support), return it. */
+__device__ __forceinline__ int fail(const mpix_acc_dreq_t *r, int code)
+{
+    volatile uint32_t *w = r->error;
+    if (w && *w == 0) {
+        *w = (uint32_t)code;
+        __threadfence_system();
+    }
+    return code;
+}
+
+/* The checks every call makes (the same outcome in every thread). */
+__device__ __forceinline__ int check(const mpix_acc_dreq_t *r, int lo, int hi, int want_send)
+{
+    if (r == nullptr || r->magic != MPIX_ACC_DREQ_MAGIC)
+        return MPIX_ACC_DERR_FREED;
+    if ((int)r->is_send != want_send)
+        return fail(r, MPIX_ACC_DERR_ROLE);
+    if (lo < 0 || hi >= r->partitions || lo > hi)
+        return fail(r, MPIX_ACC_DERR_PARTITION);
+    if (ld_vol(&r->epoch) == 0 || r->mode == MPIX_ACC_DREQ_PENDING)
+        return fail(r, MPIX_ACC_DERR_NOT_READY);
+    return MPIX_ACC_DSUCCESS;
+}
+
+/* A 4-byte word of data: word w of n bytes at src (the tail zero-padded). */
+__device__ __forceinline__ uint32_t word_at(const char *src, uint64_t n, uint64_t w)
+{
+    uint64_t off = w * 4;
+    if (off + 4 <= n && ((uintptr_t)(src + off) & 3) == 0)
+        return *(const uint32_t *)(src + off);
+    uint32_t v = 0;
+    for (int b = 0; b < 4 && off + (uint64_t)b < n; b++)
+        v |= (uint32_t)(unsigned char)src[off + (uint64_t)b] << (8 * b);
+    return v;
+}
+
+__device__ __forceinline__ void word_to(char *dst, uint64_t n, uint64_t w, uint32_t v)
+{
+    uint64_t off = w * 4;
+    if (off + 4 <= n && ((uintptr_t)(dst + off) & 3) == 0) {
+        *(uint32_t *)(dst + off) = v;
+        return;
+    }
+    for (int b = 0; b < 4 && off + (uint64_t)b < n; b++)
+        dst[off + (uint64_t)b] = (char)(v >> (8 * b));
+}
+
+/* LL lines of partition p of n bytes: word w at lines[w], flag in the
+ * upper half. Written by threads tid, tid + nthr, ... */
+__device__ __forceinline__ void ll_put(uint64_t *lines, const char *src, uint64_t n, uint32_t flag,
+                                       unsigned tid, unsigned nthr)
+{
+    uint64_t words = (n + 3) / 4;
+    for (uint64_t w = tid; w < words; w += nthr)
+        st_vol(lines + w, ((uint64_t)flag << 32) | word_at(src, n, w));
+}
+
+/* Have lines tid, tid + nthr, ... of partition p arrived (flag >= the
+ * epoch's)? With copy: copy their data to dst. */
+__device__ __forceinline__ bool ll_take(const uint64_t *lines, char *dst, uint64_t n, uint32_t flag,
+                                        unsigned tid, unsigned nthr, bool copy)
+{
+    uint64_t words = (n + 3) / 4;
+    for (uint64_t w = tid; w < words; w += nthr) {
+        uint64_t v = ld_vol(lines + w);
+        if ((int32_t)((uint32_t)(v >> 32) - flag) < 0)
+            return false;
+        if (copy)
+            word_to(dst, n, w, (uint32_t)v);
+    }
+    return true;
+}
+
+/* Spin until *word >= v, at most timeout_ns (0: no bound). */
+__device__ __forceinline__ bool wait_geq(const uint64_t *word, uint64_t v, uint64_t timeout_ns,
+                                         bool sys)
+{
+    uint64_t t0 = 0;
+    for (unsigned i = 0;; i++) {
+        uint64_t x = sys ? ld_acquire_sys(word) : ld_vol(word);
+        if (x >= v)
+            return true;
+        if (timeout_ns && (i & 255) == 255) {
+            uint64_t t = now_ns();
+            if (t0 == 0)
+                t0 = t;
+            else if (t - t0 > timeout_ns)
+                return false;
+        }
+    }
+}
+
+/* Group helpers: the group's thread index and size, a barrier, and a value
+ * of the leader's handed to all. */
+template <mpix_acc_level L> __device__ __forceinline__ unsigned g_tid()
+{
+    if (L == MPIX_ACC_WARP)
+        return threadIdx.x & 31u;
+    if (L == MPIX_ACC_BLOCK)
+        return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    return 0;
+}
+template <mpix_acc_level L> __device__ __forceinline__ unsigned g_size()
+{
+    if (L == MPIX_ACC_WARP)
+        return 32u;
+    if (L == MPIX_ACC_BLOCK)
+        return blockDim.x * blockDim.y * blockDim.z;
+    return 1u;
+}
+template <mpix_acc_level L> __device__ __forceinline__ void g_sync()
+{
+    if (L == MPIX_ACC_WARP)
+        __syncwarp();
+    else if (L == MPIX_ACC_BLOCK)
+        __syncthreads();
+}
+template <mpix_acc_level L> __device__ __forceinline__ int g_bcast(int v)
+{
+    if (L == MPIX_ACC_WARP)
+        return __shfl_sync(0xffffffffu, v, 0);
+    if (L == MPIX_ACC_BLOCK) {
+        __shared__ int mpix_acc_bcast_slot;
+        __syncthreads();
+        if (g_tid<L>() == 0)
+            mpix_acc_bcast_slot = v;
+        __syncthreads();
+        int out = mpix_acc_bcast_slot;
+        __syncthreads();
+        return out;
+    }
+    return v;
+}
+
+} // namespace mpix_acc_detail
+
+/* Partitions lo..hi of a send are ready (their data is in the buffer). */
+template <mpix_acc_level L>
+__device__ int mpix_acc_pready_range(mpix_acc_dreq_t *r, int lo, int hi)
+{
+    namespace d = mpix_acc_detail;
+    int rc = d::check(r, lo, hi, 1);
+    if (rc != MPIX_ACC_DSUCCESS)
+        return rc;
+    const unsigned tid = d::g_tid<L>(), n = d::g_size<L>();
+    const uint64_t e = d::ld_vol(&r->epoch);
+    /* the leader claims the partitions for this epoch (twice is an error)
+     * and, on the direct path, waits for the receiver's credit: it
+     * completed the epoch before (its slots are free) */
+    if (tid == 0) {
+        for (int p = lo; p <= hi && rc == MPIX_ACC_DSUCCESS; p++)
+            if (atomicExch((unsigned long long *)&r->pstate[p], (unsigned long long)e) == e)
+                rc = d::fail(r, MPIX_ACC_DERR_TWICE);
+        if (rc == MPIX_ACC_DSUCCESS && r->mode == MPIX_ACC_DREQ_DIRECT &&
+            d::ld_vol(&r->consumed_seen) + 1 < e) {
+            if (!d::wait_geq(r->consumed, e - 1, r->timeout_ns, false))
+                rc = d::fail(r, MPIX_ACC_DERR_TIMEOUT);
+            else
+                d::st_vol(&r->consumed_seen, e - 1);
+        }
+    }
+    rc = d::g_bcast<L>(rc);
+    if (rc != MPIX_ACC_DSUCCESS)
+        return rc;
+    if (r->mode == MPIX_ACC_DREQ_DIRECT) {
+        for (int p = lo; p <= hi; p++)
+            d::ll_put(r->lines + (uint64_t)p * r->line_stride, r->buf + (uint64_t)p * r->part_bytes,
+                      r->part_bytes, (uint32_t)e, tid, n);
+        d::g_sync<L>();
+        if (tid == 0)
+            atomicAdd(r->done, (unsigned long long)(hi - lo + 1));
+    } else {
+        /* proxy: the data (written before, by this group or earlier
+         * kernels) is visible to the host before the flag */
+        d::g_sync<L>();
+        if (tid == 0) {
+            __threadfence_system();
+            for (int p = lo; p <= hi; p++)
+                d::st_release_sys(&r->ready[p], e);
+        }
+    }
+    return MPIX_ACC_DSUCCESS;
+}
+
+template <mpix_acc_level L> __device__ int mpix_acc_pready(mpix_acc_dreq_t *r, int p)
+{
+    return mpix_acc_pready_range<L>(r, p, p);
+}
+
+/* Has partition p of a receive arrived? On the direct path the calling
+ * thread copies it into the receive buffer first (once per epoch). */
+__device__ inline bool mpix_acc_parrived(const mpix_acc_dreq_t *r, int p)
+{
+    namespace d = mpix_acc_detail;
+    if (d::check(r, p, p, 0) != MPIX_ACC_DSUCCESS)
+        return false;
+    const uint64_t e = d::ld_vol(&r->epoch);
+    if (d::ld_vol(&r->pstate[p]) >= e)
+        return true;
+    if (r->mode == MPIX_ACC_DREQ_DIRECT) {
+        const uint64_t *lines = r->lines + (uint64_t)p * r->line_stride;
+        char *dst = r->buf + (uint64_t)p * r->part_bytes;
+        if (!d::ll_take(lines, dst, r->part_bytes, (uint32_t)e, 0, 1, false))
+            return false;
+        d::ll_take(lines, dst, r->part_bytes, (uint32_t)e, 0, 1, true);
+        __threadfence();
+        d::st_vol(&r->pstate[p], e);
+        return true;
+    }
+    if (d::ld_acquire_sys(&r->arrived[p]) < e)
+        return false;
+    __threadfence_system();
+    return true;
+}
+
+/* Wait until partition p arrived, at most timeout_ns (0: the request's
+ * bound). MPIX_ACC_DSUCCESS or an MPIX_ACC_DERR_* code. */
+__device__ inline int mpix_acc_parrived_wait(const mpix_acc_dreq_t *r, int p, uint64_t timeout_ns)
+{
+    namespace d = mpix_acc_detail;
+    int rc = d::check(r, p, p, 0);
+    if (rc != MPIX_ACC_DSUCCESS)
+        return rc;
+    if (timeout_ns == 0)
+        timeout_ns = r->timeout_ns;
+    uint64_t t0 = d::now_ns();
+    for (unsigned i = 0;; i++) {
+        if (mpix_acc_parrived(r, p))
+            return MPIX_ACC_DSUCCESS;
+        if (timeout_ns && (i & 63) == 63 && d::now_ns() - t0 > timeout_ns)
+            return d::fail(r, MPIX_ACC_DERR_TIMEOUT);
+    }
+}
+
+/* The same for a group (L as for pready): the group's threads share the
+ * copy of the partition into the receive buffer. */
+template <mpix_acc_level L>
+__device__ int mpix_acc_parrived_wait(const mpix_acc_dreq_t *r, int p, uint64_t timeout_ns)
+{
+    namespace d = mpix_acc_detail;
+    int rc = d::check(r, p, p, 0);
+    if (rc != MPIX_ACC_DSUCCESS)
+        return rc;
+    const unsigned tid = d::g_tid<L>(), n = d::g_size<L>();
+    const uint64_t e = d::ld_vol(&r->epoch);
+    if (timeout_ns == 0)
+        timeout_ns = r->timeout_ns;
+    int done = d::g_bcast<L>(d::ld_vol(&r->pstate[p]) >= e);
+    if (done)
+        return MPIX_ACC_DSUCCESS;
+    uint64_t t0 = d::now_ns();
+    if (r->mode == MPIX_ACC_DREQ_DIRECT) {
+        const uint64_t *lines = r->lines + (uint64_t)p * r->line_stride;
+        char *dst = r->buf + (uint64_t)p * r->part_bytes;
+        int ok = 1;
+        for (unsigned i = 0; !d::ll_take(lines, dst, r->part_bytes, (uint32_t)e, tid, n, false);
+             i++)
+            if (timeout_ns && (i & 63) == 63 && d::now_ns() - t0 > timeout_ns) {
+                ok = 0;
+                break;
+            }
+        /* every thread's lines are here (or one gave up) */
+        if (L == MPIX_ACC_WARP)
+            ok = __all_sync(0xffffffffu, ok);
+        else if (L == MPIX_ACC_BLOCK)
+            ok = __syncthreads_and(ok);
+        if (!ok)
+            return d::fail(r, MPIX_ACC_DERR_TIMEOUT);
+        d::ll_take(lines, dst, r->part_bytes, (uint32_t)e, tid, n, true);
+        d::g_sync<L>();
+        if (tid == 0) {
+            __threadfence();
+            d::st_vol(&r->pstate[p], e);
+        }
+        return MPIX_ACC_DSUCCESS;
+    }
+    int ok = 1;
+    if (tid == 0)
+        ok = d::wait_geq(&r->arrived[p], e, timeout_ns, true);
+    ok = d::g_bcast<L>(ok);
+    if (!ok)
+        return d::fail(r, MPIX_ACC_DERR_TIMEOUT);
+    __threadfence_system();
+    return MPIX_ACC_DSUCCESS;
+}
+
+#endif /* MPIX_ACC_DEVICE_CUH */
