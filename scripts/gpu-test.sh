@@ -478,10 +478,11 @@ fi
 # kernels make partitions ready and see them arrive; the direct protocol
 # (LL lines into the peer's slots) where the GPUs reach each other, and the
 # host proxy forced with MPIX_ACC_KI=proxy
-run_test "ki/partitioned" 240 'protocol: direct' -- env MPIX_ACC_LOG=warn \
-    "$MPIEXEC" $LAUNCH -n 2 "$BIN/partitioned" --expect=direct --timeout=$GUARD
-run_test "ki/partitioned-proxy" 240 'protocol: proxy' -- env MPIX_ACC_LOG=warn MPIX_ACC_KI=proxy \
-    "$MPIEXEC" $LAUNCH -n 2 "$BIN/partitioned" --expect=proxy --timeout=$GUARD
+# (the program's own guard first: it names the phase and dumps the stacks)
+run_test "ki/partitioned" 150 'protocol: direct' -- env MPIX_ACC_LOG=warn MPIX_ACC_KI_TIMEOUT=20 \
+    "$MPIEXEC" $LAUNCH -n 2 "$BIN/partitioned" --expect=direct --timeout=100
+run_test "ki/partitioned-proxy" 150 'protocol: proxy' -- env MPIX_ACC_LOG=warn MPIX_ACC_KI=proxy \
+    MPIX_ACC_KI_TIMEOUT=20 "$MPIEXEC" $LAUNCH -n 2 "$BIN/partitioned" --expect=proxy --timeout=100
 
 if [ "$SANITIZER" = 1 ]; then
     if [ -z "$SANITIZER_BIN" ]; then

@@ -172,8 +172,8 @@ static int ki_check_err(char *why, size_t len)
     return 0;
 }
 
-extern "C" int bench_ki_latency(MPI_Comm comm, int role, void *stream, const void *sbuf,
-                                void *rbuf, size_t n, int iters, char *why, size_t len)
+extern "C" int bench_ki_latency(MPI_Comm comm, int role, void *stream, const void *sbuf, void *rbuf,
+                                size_t n, int iters, char *why, size_t len)
 {
     cudaStream_t s = (cudaStream_t)stream;
     if (ki_setup(comm, role, 1, n, iters, NULL, why, len) != 0)
@@ -181,19 +181,17 @@ extern "C" int bench_ki_latency(MPI_Comm comm, int role, void *stream, const voi
     KI_MPI(MPIX_Acc_Start(s, &ki.r));
     KI_MPI(MPIX_Acc_Start(s, &ki.s));
     if (n <= KI_WARP_MAX)
-        ki_lat_kernel<MPIX_ACC_WARP><<<1, 32, 0, s>>>(ki.ds, ki.dr, ki.ks, ki.kr,
-                                                      (const unsigned char *)sbuf, n, iters, role,
-                                                      ki.err);
+        ki_lat_kernel<MPIX_ACC_WARP><<<1, 32, 0, s>>>(
+            ki.ds, ki.dr, ki.ks, ki.kr, (const unsigned char *)sbuf, n, iters, role, ki.err);
     else
-        ki_lat_kernel<MPIX_ACC_BLOCK><<<1, 512, 0, s>>>(ki.ds, ki.dr, ki.ks, ki.kr,
-                                                        (const unsigned char *)sbuf, n, iters, role,
-                                                        ki.err);
+        ki_lat_kernel<MPIX_ACC_BLOCK><<<1, 512, 0, s>>>(
+            ki.ds, ki.dr, ki.ks, ki.kr, (const unsigned char *)sbuf, n, iters, role, ki.err);
     KI_CUDA(cudaGetLastError());
     KI_MPI(MPIX_Acc_Wait(s, &ki.s, MPI_STATUS_IGNORE));
     KI_MPI(MPIX_Acc_Wait(s, &ki.r, MPI_STATUS_IGNORE));
     if (role == 0) /* the last answer, for the harness's check */
-        KI_CUDA(cudaMemcpyAsync(rbuf, ki.kr + (size_t)(iters - 1) * n, n, cudaMemcpyDeviceToDevice,
-                                s));
+        KI_CUDA(
+            cudaMemcpyAsync(rbuf, ki.kr + (size_t)(iters - 1) * n, n, cudaMemcpyDeviceToDevice, s));
     KI_CUDA(cudaStreamSynchronize(s));
     return ki_check_err(why, len);
 }
@@ -228,8 +226,9 @@ extern "C" const char *bench_ki_protocol(void)
     mpix_acc_dreq_t h;
     if (cudaMemcpy(&h, ki.dr, sizeof h, cudaMemcpyDeviceToHost) != cudaSuccess)
         return "unknown";
-    return h.mode == MPIX_ACC_DREQ_DIRECT ? "direct" : h.mode == MPIX_ACC_DREQ_PROXY ? "proxy"
-                                                                                     : "pending";
+    return h.mode == MPIX_ACC_DREQ_DIRECT  ? "direct"
+           : h.mode == MPIX_ACC_DREQ_PROXY ? "proxy"
+                                           : "pending";
 }
 
 extern "C" void bench_ki_teardown(void) { ki_free(); }

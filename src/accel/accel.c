@@ -307,37 +307,49 @@ mxu_status_t mxa_part_dev_write(void *ctx, void *dptr, const void *src, size_t b
     return MXU_ERR_UNSUPPORTED;
 }
 
-mxu_status_t mxa_part_ipc_export(void *dptr, unsigned char handle[64])
+mxu_status_t mxa_part_slots_alloc(void *ctx, size_t *bytes, void **dptr, int *fd)
 {
 #ifdef MPIXACC_HAVE_CUDA
-    if (atomic_load_explicit(&cuda_on, memory_order_acquire))
-        return mxa_cuda_part_ipc_export(dptr, handle);
-#endif
-    (void)dptr;
-    (void)handle;
-    return MXU_ERR_UNSUPPORTED;
-}
-
-mxu_status_t mxa_part_ipc_import(void *ctx, const unsigned char handle[64], void **dptr)
-{
-#ifdef MPIXACC_HAVE_CUDA
-    if (atomic_load_explicit(&cuda_on, memory_order_acquire))
-        return mxa_cuda_part_ipc_import(ctx, handle, dptr);
+    if (atomic_load_explicit(&cuda_on, memory_order_acquire)) {
+        uint64_t base = 0;
+        mxu_status_t st = mxa_cuda_sx_dring_alloc(ctx, bytes, &base, fd);
+        *dptr = (void *)(uintptr_t)base;
+        return st;
+    }
 #endif
     (void)ctx;
-    (void)handle;
+    (void)bytes;
+    (void)fd;
     *dptr = NULL;
     return MXU_ERR_UNSUPPORTED;
 }
 
-void mxa_part_ipc_close(void *ctx, void *dptr)
+mxu_status_t mxa_part_slots_import(void *ctx, int fd, size_t bytes, void **dptr)
+{
+#ifdef MPIXACC_HAVE_CUDA
+    if (atomic_load_explicit(&cuda_on, memory_order_acquire)) {
+        uint64_t base = 0;
+        mxu_status_t st = mxa_cuda_sx_dring_import(ctx, fd, bytes, &base);
+        *dptr = (void *)(uintptr_t)base;
+        return st;
+    }
+#endif
+    (void)ctx;
+    (void)fd;
+    (void)bytes;
+    *dptr = NULL;
+    return MXU_ERR_UNSUPPORTED;
+}
+
+void mxa_part_slots_free(void *ctx, void *dptr, size_t bytes)
 {
 #ifdef MPIXACC_HAVE_CUDA
     if (dptr && atomic_load_explicit(&cuda_on, memory_order_acquire))
-        mxa_cuda_part_ipc_close(ctx, dptr);
+        mxa_cuda_part_vmm_free(ctx, dptr, bytes);
 #endif
     (void)ctx;
     (void)dptr;
+    (void)bytes;
 }
 
 void mxa_part_busid(void *ctx, char *buf, size_t len)

@@ -168,13 +168,16 @@ mxu_status_t mxa_part_dev_write(void *ctx, void *dptr, const void *src, size_t b
 mxu_status_t mxa_stream_write64(mxa_stream_t *s, uint64_t *addr, uint64_t v);
 
 /* The direct protocol's device side (CUDA; MXU_ERR_UNSUPPORTED, 0 or ""
- * otherwise): export device memory of the library's (cuMemAlloc) as a
- * 64-byte CUDA IPC handle, map a peer's into ctx, unmap it; the PCI bus id
- * of ctx's device; can ctx's device map memory of the device with that
- * bus id (the same device, or peer access)? */
-mxu_status_t mxa_part_ipc_export(void *dptr, unsigned char handle[64]);
-mxu_status_t mxa_part_ipc_import(void *ctx, const unsigned char handle[64], void **dptr);
-void mxa_part_ipc_close(void *ctx, void *dptr);
+ * otherwise): slots in device memory of ctx's device exportable as a POSIX
+ * fd (cuMemCreate; *bytes rounded up to the allocation granularity), a
+ * peer's mapped into ctx from its fd, either unmapped; the PCI bus id of
+ * ctx's device; can ctx's device map memory of the device with that bus id
+ * (the same device, or peer access)? (CUDA IPC handles of cuMemAlloc
+ * memory failed to open here with CUDA_ERROR_INVALID_HANDLE on 2 x H200,
+ * as the SX path's did on the H100: sx.h.) */
+mxu_status_t mxa_part_slots_alloc(void *ctx, size_t *bytes, void **dptr, int *fd);
+mxu_status_t mxa_part_slots_import(void *ctx, int fd, size_t bytes, void **dptr);
+void mxa_part_slots_free(void *ctx, void *dptr, size_t bytes);
 void mxa_part_busid(void *ctx, char *buf, size_t len);
 int mxa_part_reaches(void *ctx, const char *peer_busid);
 /* Enqueue on s (a CUDA stream) the completion of an epoch on the direct

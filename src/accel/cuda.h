@@ -48,9 +48,7 @@ mxu_status_t mxa_cuda_part_dev_alloc(const void *buf, size_t bytes, void **dptr,
 void mxa_cuda_part_dev_free(void *ctx, void *dptr);
 mxu_status_t mxa_cuda_part_dev_write(void *ctx, void *dptr, const void *src, size_t bytes);
 mxu_status_t mxa_cuda_stream_write64(mxa_stream_t *s, uint64_t *addr, uint64_t v);
-mxu_status_t mxa_cuda_part_ipc_export(void *dptr, unsigned char handle[64]);
-mxu_status_t mxa_cuda_part_ipc_import(void *ctx, const unsigned char handle[64], void **dptr);
-void mxa_cuda_part_ipc_close(void *ctx, void *dptr);
+void mxa_cuda_part_vmm_free(void *ctx, void *dptr, size_t bytes);
 void mxa_cuda_part_busid(void *ctx, char *buf, size_t len);
 int mxa_cuda_part_reaches(void *ctx, const char *peer_busid);
 mxu_status_t mxa_cuda_part_complete(mxa_stream_t *s, void *dreq, int is_send, int partitions,

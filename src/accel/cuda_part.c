@@ -121,43 +121,16 @@ mxu_status_t mxa_cuda_stream_write64(mxa_stream_t *s, uint64_t *addr, uint64_t v
 
 /* ------------------------------------------------------ direct protocol */
 
-mxu_status_t mxa_cuda_part_ipc_export(void *dptr, unsigned char handle[64])
-{
-    CUipcMemHandle h;
-    if (MXA_CU(cuIpcGetMemHandle) == NULL)
-        return MXU_ERR_UNSUPPORTED;
-    CUresult r = MXA_CU(cuIpcGetMemHandle)(&h, (CUdeviceptr)(uintptr_t)dptr);
-    if (r != CUDA_SUCCESS)
-        MXU_FAIL(MXU_ERR_NO_DEVICE, "partitioned request: cuIpcGetMemHandle: %s", cu_err(r));
-    memcpy(handle, &h, sizeof(h) < 64 ? sizeof(h) : 64);
-    return MXU_OK;
-}
-
-mxu_status_t mxa_cuda_part_ipc_import(void *ctx, const unsigned char handle[64], void **dptr)
-{
-    CUipcMemHandle h;
-    memcpy(&h, handle, sizeof(h) < 64 ? sizeof(h) : 64);
-    if (MXA_CU(cuIpcOpenMemHandle) == NULL)
-        return MXU_ERR_UNSUPPORTED;
-    int entered = ctx_enter((CUcontext)ctx);
-    if (entered < 0)
-        MXU_FAIL(MXU_ERR_NO_DEVICE, "partitioned request: cannot enter the buffer's context");
-    CUdeviceptr d = 0;
-    CUresult r = MXA_CU(cuIpcOpenMemHandle)(&d, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
-    ctx_leave(entered);
-    if (r != CUDA_SUCCESS)
-        MXU_FAIL(MXU_ERR_NO_DEVICE, "partitioned request: mapping the receiver's slots: %s",
-                 cu_err(r));
-    *dptr = (void *)(uintptr_t)d;
-    return MXU_OK;
-}
-
-void mxa_cuda_part_ipc_close(void *ctx, void *dptr)
+void mxa_cuda_part_vmm_free(void *ctx, void *dptr, size_t bytes)
 {
     int entered = ctx_enter((CUcontext)ctx);
     if (entered < 0)
         return;
-    (void)MXA_CU(cuIpcCloseMemHandle)((CUdeviceptr)(uintptr_t)dptr);
+    CUdeviceptr va = (CUdeviceptr)(uintptr_t)dptr;
+    if (MXA_CU(cuMemUnmap))
+        (void)MXA_CU(cuMemUnmap)(va, bytes);
+    if (MXA_CU(cuMemAddressFree))
+        (void)MXA_CU(cuMemAddressFree)(va, bytes);
     ctx_leave(entered);
 }
 

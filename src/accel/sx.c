@@ -85,6 +85,13 @@ static struct {
     char sock_name[64];
     mxa_sx_link_t *exports[256];
     int nexports;
+    /* named fds handed out the same way (mxa_sx_export_fd) */
+    struct {
+        char name[48];
+        int fd;
+        uint64_t bytes;
+    } named[256];
+    int nnamed;
     uint64_t last_accept_ns;
     _Atomic uint64_t drings_made, drings_mapped;
 } sx = {.lock = PTHREAD_MUTEX_INITIALIZER, .listen_fd = -1};
@@ -725,6 +732,16 @@ static int sx_serve_one(int c)
             l = sx.exports[i];
     pthread_mutex_unlock(&sx.lock);
     uint64_t bytes = l ? l->dr_bytes : 0;
+    int xfd = l ? l->dr_fd : -1;
+    if (!l) {
+        pthread_mutex_lock(&sx.lock);
+        for (int i = 0; i < sx.nnamed; i++)
+            if (!strcmp(sx.named[i].name, name)) {
+                bytes = sx.named[i].bytes;
+                xfd = sx.named[i].fd;
+            }
+        pthread_mutex_unlock(&sx.lock);
+    }
     struct iovec iov = {&bytes, sizeof(bytes)};
     union {
         struct cmsghdr h;
@@ -735,18 +752,98 @@ static int sx_serve_one(int c)
     memset(&msg, 0, sizeof(msg));
     msg.msg_iov = &iov;
     msg.msg_iovlen = 1;
-    if (l) {
+    if (xfd >= 0) {
         msg.msg_control = cm.buf;
         msg.msg_controllen = sizeof(cm.buf);
         struct cmsghdr *h = CMSG_FIRSTHDR(&msg);
         h->cmsg_level = SOL_SOCKET;
         h->cmsg_type = SCM_RIGHTS;
         h->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(h), &l->dr_fd, sizeof(int));
+        memcpy(CMSG_DATA(h), &xfd, sizeof(int));
     }
     if (sendmsg(c, &msg, MSG_NOSIGNAL) != (ssize_t)sizeof(bytes))
         MXU_LOG(MXU_LOG_WARN, "SX: answering for the device ring of %s: %s", name, strerror(errno));
-    return l != NULL;
+    return xfd >= 0;
+}
+
+mxu_status_t mxa_sx_export_fd(const char *name, int fd, uint64_t bytes, char *sock, size_t len)
+{
+    pthread_mutex_lock(&sx.lock);
+    mxu_status_t st = sx_listen();
+    if (st == MXU_OK && sx.nnamed >= (int)(sizeof(sx.named) / sizeof(sx.named[0])))
+        st = MXU_ERR_NO_MEMORY;
+    if (st == MXU_OK) {
+        snprintf(sx.named[sx.nnamed].name, sizeof(sx.named[0].name), "%s", name);
+        sx.named[sx.nnamed].fd = fd;
+        sx.named[sx.nnamed].bytes = bytes;
+        sx.nnamed++;
+        snprintf(sock, len, "%s", sx.sock_name);
+    }
+    pthread_mutex_unlock(&sx.lock);
+    return st;
+}
+
+void mxa_sx_unexport_fd(const char *name)
+{
+    pthread_mutex_lock(&sx.lock);
+    for (int i = 0; i < sx.nnamed; i++)
+        if (!strcmp(sx.named[i].name, name)) {
+            close(sx.named[i].fd);
+            sx.named[i] = sx.named[--sx.nnamed];
+            break;
+        }
+    pthread_mutex_unlock(&sx.lock);
+}
+
+int mxa_sx_fd_ask(const char *sock, const char *name)
+{
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_un a;
+    memset(&a, 0, sizeof(a));
+    a.sun_family = AF_UNIX;
+    size_t nl = strnlen(sock, sizeof(a.sun_path) - 2);
+    memcpy(a.sun_path + 1, sock, nl);
+    socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + nl);
+    if (connect(fd, (struct sockaddr *)&a, len) != 0 ||
+        send(fd, name, strlen(name), MSG_NOSIGNAL) != (ssize_t)strlen(name)) {
+        MXU_LOG(MXU_LOG_WARN, "SX: asking %s for %s: %s", sock, name, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int mxa_sx_fd_answer(int sock, int *fd, uint64_t *bytes)
+{
+    *fd = -1;
+    *bytes = 0;
+    struct iovec iov = {bytes, sizeof(*bytes)};
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } cm;
+    struct msghdr msg;
+    memset(&msg, 0, sizeof(msg));
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cm.buf;
+    msg.msg_controllen = sizeof(cm.buf);
+    ssize_t got = recvmsg(sock, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        return 0;
+    close(sock);
+    struct cmsghdr *h = got == (ssize_t)sizeof(*bytes) ? CMSG_FIRSTHDR(&msg) : NULL;
+    if (h && h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS)
+        memcpy(fd, CMSG_DATA(h), sizeof(int));
+    if (*fd < 0 || *bytes == 0) {
+        if (*fd >= 0)
+            close(*fd);
+        *fd = -1;
+        return -1;
+    }
+    return 1;
 }
 
 int mxa_sx_serve(void)

@@ -131,6 +131,15 @@ void mxa_sx_link_want_dring(mxa_sx_link_t *l, mxa_stream_t *s);
  * asked (returns how many); the socket to watch for them (-1: none). */
 int mxa_sx_serve(void);
 int mxa_sx_listen_fd(void);
+/* Named fds handed out by this socket too (partitioned requests' slots):
+ * export (the fd is owned by the registry from then on; *sock: the
+ * socket's name for the peer), unexport (closes it). A peer asks without
+ * waiting: mxa_sx_fd_ask connects and asks (the socket, -1: failed), then
+ * mxa_sx_fd_answer until it is not 0 (1: *fd and *bytes; -1: refused). */
+mxu_status_t mxa_sx_export_fd(const char *name, int fd, uint64_t bytes, char *sock, size_t len);
+void mxa_sx_unexport_fd(const char *name);
+int mxa_sx_fd_ask(const char *sock, const char *name);
+int mxa_sx_fd_answer(int sock, int *fd, uint64_t *bytes);
 /* Device rings made here (receiver) and peers' mapped here (sender). */
 void mxa_sx_dring_counts(uint64_t *made, uint64_t *mapped);
 

@@ -45,7 +45,11 @@
 #include <string.h>
 
 #include "mpix_acc_dreq.h"
+#include "accel/sx.h"
 #include "util/log.h"
+#include "util/waiter.h"
+
+#include <unistd.h>
 
 #define PART_DESC_MAGIC 0x4d58504453433031ull /* "MXPDSC01" */
 
@@ -54,12 +58,14 @@ typedef struct {
     uint64_t magic;
     uint64_t part_bytes;
     int32_t partitions;
-    int32_t memtype;       /* mxa_memtype_t of the buffer */
-    int32_t q;             /* receiver: its number of the pair */
-    int32_t direct;        /* this side can take the direct protocol */
-    char busid[32];        /* device of the buffer ("" none) */
-    uint64_t line_stride;  /* receiver, direct: LL lines per partition */
-    unsigned char ipc[64]; /* receiver, direct: its slots (CUDA IPC handle) */
+    int32_t memtype;      /* mxa_memtype_t of the buffer */
+    int32_t q;            /* receiver: its number of the pair */
+    int32_t direct;       /* this side can take the direct protocol */
+    char busid[32];       /* device of the buffer ("" none) */
+    uint64_t line_stride; /* receiver, direct: LL lines per partition */
+    uint64_t slots_bytes; /* receiver, direct: its slots, handed out as a fd ... */
+    char sock[64];        /* ... by its progress thread at this socket */
+    char slots_name[32];  /* ... under this name */
 } part_desc_t;
 
 /* A started epoch of a proxy send, waiting for its partitions (poller). */
@@ -101,6 +107,10 @@ struct mxi_part {
     /* direct: the receiver's slots (its own, or mapped here by the sender),
      * the epoch started and not completed yet (0: none), its stream */
     void *slots;
+    size_t slots_bytes;
+    int ask_fd;         /* sender: the socket the receiver's fd comes by (-1: none) */
+    uint64_t ask_until; /* ... and when the sender gives up */
+    struct mxi_part *next_asking;
     uint64_t direct_pending;
     mxa_stream_t *start_stream;
     mxi_origin_t start_origin;
@@ -123,13 +133,19 @@ static struct {
     pthread_mutex_t lock; /* polled list and pair numbers */
     mxi_part_t *polled;   /* proxy sends with started epochs */
     _Atomic int npolled;
-    _Atomic int ndirect;   /* requests on the direct protocol */
+    _Atomic int ndirect; /* requests on the direct protocol */
+    mxi_part_t *asking;  /* senders waiting for their receiver's slots (progress thread) */
+    _Atomic int nasking;
     unsigned char *q_used; /* pair numbers (MXE_CTX_COMM_LIMIT) */
     int q_next;
 } pt = {.once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER};
 
 static unsigned part_poll(void);
-static int part_busy(void) { return atomic_load_explicit(&pt.npolled, memory_order_relaxed) > 0; }
+static int part_busy(void)
+{
+    return atomic_load_explicit(&pt.npolled, memory_order_relaxed) > 0 ||
+           atomic_load_explicit(&pt.nasking, memory_order_relaxed) > 0;
+}
 static void part_once(void) { mxe_set_poller(part_poll, part_busy); }
 
 /* ------------------------------------------------------------ lifetime */
@@ -148,10 +164,10 @@ static void part_release(void *arg)
     }
     if (p->setup)
         mxe_op_release(p->setup);
-    if (p->slots && p->is_send)
-        mxa_part_ipc_close(p->dev_ctx, p->slots);
-    else if (p->slots)
-        mxa_part_dev_free(p->dev_ctx, p->slots);
+    if (p->slots)
+        mxa_part_slots_free(p->dev_ctx, p->slots, p->slots_bytes);
+    if (!p->is_send && p->mine.slots_name[0])
+        mxa_sx_unexport_fd(p->mine.slots_name);
     if (p->dev_ctx)
         mxa_part_dev_free(p->dev_ctx, p->dreq);
     mxa_part_host_free(p->flags);
@@ -190,6 +206,9 @@ static mxu_status_t part_publish(mxi_part_t *p)
 
 static const char *part_what(const mxi_part_t *p) { return p->is_send ? "send" : "receive"; }
 
+static void part_direct_failed(mxi_part_t *p, mxu_status_t st);
+static void part_set_mode(mxi_part_t *p, int mode);
+
 /* Both descriptions are here (progress thread): agree on the protocol. */
 static void part_setup_finish(mxi_part_t *p)
 {
@@ -215,25 +234,41 @@ static void part_setup_finish(mxi_part_t *p)
     /* direct where both sides offered it and the devices reach each other
      * (both sides decide alike) */
     int mode = MPIX_ACC_DREQ_PROXY;
-    if (p->setup_error == MXU_OK && p->mine.direct && t->direct &&
+    if (p->setup_error == MXU_OK && p->mine.direct && t->direct && t->partitions == p->partitions &&
         mxa_part_reaches(p->dev_ctx, t->busid))
         mode = MPIX_ACC_DREQ_DIRECT;
     if (mode == MPIX_ACC_DREQ_DIRECT && p->is_send) {
-        mxu_status_t st = mxa_part_ipc_import(p->dev_ctx, t->ipc, &p->slots);
-        if (st != MXU_OK) {
-            /* the receiver expects the direct protocol: its epochs time out */
-            MXU_LOG(MXU_LOG_ERROR,
-                    "partitioned send (peer %d, tag %d): cannot map the receiver's slots; its "
-                    "epochs fail",
-                    p->peer, p->tag);
-            p->setup_error = st;
-            mode = MPIX_ACC_DREQ_PROXY;
-        } else {
-            p->hd.lines = (uint64_t *)((char *)p->slots + 64);
-            p->hd.consumed = (uint64_t *)p->slots;
-            p->hd.line_stride = t->line_stride;
+        /* the receiver's slots come as a fd from its progress thread: ask
+         * now, map when the answer is there (part_poll; the set-up's third
+         * part) */
+        p->ask_fd = mxa_sx_fd_ask(t->sock, t->slots_name);
+        if (p->ask_fd >= 0) {
+            p->ask_until = mxu_now_ns() + 30ull * 1000000000ull;
+            p->next_asking = pt.asking;
+            pt.asking = p;
+            atomic_fetch_add(&pt.nasking, 1);
+            return;
         }
+        part_direct_failed(p, MXU_ERR_SYSTEM);
+        mode = MPIX_ACC_DREQ_PROXY;
     }
+    part_set_mode(p, mode);
+}
+
+/* The sender could not map the receiver's slots: the receiver expects the
+ * direct protocol, so the pair's epochs fail (theirs by time-out). */
+static void part_direct_failed(mxi_part_t *p, mxu_status_t st)
+{
+    MXU_LOG(MXU_LOG_ERROR,
+            "partitioned send (peer %d, tag %d): cannot map the receiver's slots; the pair's "
+            "epochs fail",
+            p->peer, p->tag);
+    p->setup_error = st;
+}
+
+/* The pair's protocol is decided: published to the device handle. */
+static void part_set_mode(mxi_part_t *p, int mode)
+{
     MXU_LOG(MXU_LOG_DEBUG, "partitioned %s (peer %d, tag %d): %s protocol", part_what(p), p->peer,
             p->tag, mode == MPIX_ACC_DREQ_DIRECT ? "direct" : "proxy");
     p->hd.mode = (uint32_t)mode;
@@ -242,6 +277,48 @@ static void part_setup_finish(mxi_part_t *p)
     if (part_publish(p) != MXU_OK && p->setup_error == MXU_OK)
         p->setup_error = MXU_ERR_NO_DEVICE;
     atomic_store_explicit(&p->mode, mode, memory_order_release);
+    mxe_op_local_part_done(p->setup, p->setup_error); /* the set-up's third part */
+}
+
+/* Senders waiting for the receiver's slots (progress thread): map them
+ * when their fd came. */
+static unsigned part_poll_asking(void)
+{
+    unsigned work = 0;
+    mxi_part_t **pp = &pt.asking;
+    while (*pp) {
+        mxi_part_t *p = *pp;
+        int fd = -1;
+        uint64_t bytes = 0;
+        int r = mxa_sx_fd_answer(p->ask_fd, &fd, &bytes);
+        if (r == 0 && mxu_now_ns() < p->ask_until) {
+            pp = &p->next_asking;
+            continue;
+        }
+        if (r == 0)
+            close(p->ask_fd);
+        p->ask_fd = -1;
+        *pp = p->next_asking;
+        atomic_fetch_sub(&pt.nasking, 1);
+        work++;
+        int mode = MPIX_ACC_DREQ_PROXY;
+        mxu_status_t st =
+            r == 1 ? mxa_part_slots_import(p->dev_ctx, fd, (size_t)bytes, &p->slots) : MXU_ERR_PEER;
+        if (fd >= 0)
+            close(fd);
+        if (st == MXU_OK) {
+            p->slots_bytes = (size_t)bytes;
+            p->hd.lines = (uint64_t *)((char *)p->slots + 64);
+            p->hd.consumed = (uint64_t *)p->slots;
+            p->hd.line_stride = p->theirs.line_stride;
+            mode = MPIX_ACC_DREQ_DIRECT;
+        } else {
+            p->slots = NULL;
+            part_direct_failed(p, st);
+        }
+        part_set_mode(p, mode);
+    }
+    return work;
 }
 
 static void part_desc_done(mxe_op_t *op)
@@ -263,7 +340,7 @@ static mxu_status_t part_exchange(mxi_part_t *p, const mxe_comm_t *ec)
     out.match_dynamic = in.match_dynamic = 0;
     out.sx = in.sx = 0;
     mxa_stream_t *none = mxa_none_stream();
-    MXU_TRY(mxe_op_create_local(none, MXE_OP_RECV, 2, &p->setup));
+    MXU_TRY(mxe_op_create_local(none, MXE_OP_RECV, 3, &p->setup));
     p->setup_left = 2;
     mxe_op_t *send = NULL, *recv = NULL;
     mxu_status_t st =
@@ -315,13 +392,20 @@ static mxu_status_t part_direct_offer(mxi_part_t *p)
     if (stride == 0)
         stride = 2;
     size_t bytes = 64 + (size_t)stride * 8 * (size_t)p->partitions;
-    void *ctx = NULL;
-    mxu_status_t st = mxa_part_dev_alloc(p->buf, bytes, &p->slots, &ctx);
-    if (st == MXU_OK)
-        st = mxa_part_ipc_export(p->slots, p->mine.ipc);
+    int fd = -1;
+    mxu_status_t st = mxa_part_slots_alloc(p->dev_ctx, &bytes, &p->slots, &fd);
+    if (st == MXU_OK) {
+        p->slots_bytes = bytes;
+        snprintf(p->mine.slots_name, sizeof(p->mine.slots_name), "mxpart-%d", p->q);
+        st = mxa_sx_export_fd(p->mine.slots_name, fd, bytes, p->mine.sock, sizeof(p->mine.sock));
+        if (st != MXU_OK) {
+            close(fd);
+            p->mine.slots_name[0] = '\0';
+        }
+    }
     if (st != MXU_OK) {
         if (p->slots)
-            mxa_part_dev_free(ctx, p->slots);
+            mxa_part_slots_free(p->dev_ctx, p->slots, p->slots_bytes);
         p->slots = NULL;
         MXU_LOG(MXU_LOG_INFO,
                 "partitioned receive (peer %d, tag %d): no slots for the direct "
@@ -330,6 +414,7 @@ static mxu_status_t part_direct_offer(mxi_part_t *p)
         return st;
     }
     p->mine.line_stride = stride;
+    p->mine.slots_bytes = bytes;
     p->hd.lines = (uint64_t *)((char *)p->slots + 64);
     p->hd.consumed = (uint64_t *)p->slots;
     p->hd.line_stride = stride;
@@ -378,6 +463,7 @@ static int part_init(int is_send, void *buf, int partitions, MPI_Count count, MP
     p->peer_world = peer >= 0 ? (c->ec.world_ranks ? c->ec.world_ranks[peer] : peer) : -1;
     p->eager_limit = c->eager_limit;
     p->q = -1;
+    p->ask_fd = -1;
     size_t total = p->part_bytes * (size_t)partitions;
     p->memtype = total > 0 ? (int)mxa_memtype(buf, total) : MXA_MEM_HOST;
 
@@ -569,11 +655,13 @@ static unsigned part_poll_one(mxi_part_t *p, int *drained)
     }
 }
 
+static unsigned part_poll_asking(void);
+
 static unsigned part_poll(void)
 {
+    unsigned work = pt.asking ? part_poll_asking() : 0;
     if (atomic_load_explicit(&pt.npolled, memory_order_acquire) == 0)
-        return 0;
-    unsigned work = 0;
+        return work;
     /* the whole pass under the list's lock: a start may add to the list
      * meanwhile (lock order: pt.lock, then a request's lock) */
     pthread_mutex_lock(&pt.lock);

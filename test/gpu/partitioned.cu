@@ -33,8 +33,7 @@ __device__ unsigned char pat(int src, int ep, int p, size_t i)
     return (unsigned char)(src * 31 + ep * 7 + p * 13 + (int)(i * 5 % 251));
 }
 
-__global__ void send_kernel(mpix_acc_dreq_t *r, unsigned char *buf, int src, int ep,
-                            int *errors)
+__global__ void send_kernel(mpix_acc_dreq_t *r, unsigned char *buf, int src, int ep, int *errors)
 {
     int p = blockIdx.x;
     for (size_t i = threadIdx.x; i < PB; i += blockDim.x)
@@ -191,6 +190,8 @@ int main(int argc, char **argv)
     T_CHECK(!expect[0] || strcmp(expect, mode) == 0, "protocol %s, expected %s", mode, expect);
     T_CHECK(h.epoch == (uint64_t)epochs, "receive handle's epoch %llu after %d starts",
             (unsigned long long)h.epoch, epochs);
+    if (t_rank == 0)
+        printf("[partitioned] A ok\n"), fflush(stdout);
 
     t_phase("C. host completion (MPI_Wait, MPI_Test)");
     for (int ep = epochs; ep < epochs + 20; ep++) {
@@ -213,6 +214,8 @@ int main(int argc, char **argv)
     GT_CUDA(cudaStreamSynchronize(s));
     e = host_errors(derr);
     T_CHECK(e == 0, "host completion: %d errors", e);
+    if (t_rank == 0)
+        printf("[partitioned] C ok\n"), fflush(stdout);
 
     t_phase("D. thread-level readiness, single-thread polling");
     for (int ep = 0; ep < 5; ep++) {
@@ -225,6 +228,8 @@ int main(int argc, char **argv)
     GT_CUDA(cudaStreamSynchronize(s));
     e = host_errors(derr);
     T_CHECK(e == 0, "thread level: %d errors", e);
+    if (t_rank == 0)
+        printf("[partitioned] D ok\n"), fflush(stdout);
 
     t_phase("E. misuse: pready twice, partition out of range");
     T_MPI(MPIX_Acc_Start(s, &rq[0]));
@@ -248,6 +253,8 @@ int main(int argc, char **argv)
             cls);
     T_MPI(MPI_Request_free(&rq[0]));
     T_MPI(MPI_Request_free(&rq[1]));
+    if (t_rank == 0)
+        printf("[partitioned] E ok\n"), fflush(stdout);
 
     t_phase("B. ping-pong inside one epoch");
     const int N = 1000;
