@@ -505,7 +505,7 @@ if [ "$SANITIZER" = 1 ]; then
                 "$MPIEXEC" $LAUNCH -n 2 $SAN --tool $tool "$BIN/sx_path" --basic=1 --timeout=280
             run_test "sanitizer-$tool/partitioned" 300 "$ok" -- env MPIX_ACC_MEMOPS=1 \
                 "$MPIEXEC" $LAUNCH -n 2 $SAN --tool $tool "$BIN/partitioned" --epochs=5 \
-                --timeout=280
+                --pp=50 --timeout=280
             run_test "sanitizer-$tool/stream_comm" 400 "$ok" -- \
                 env MPIX_ACC_MEMOPS=1 "$MPIEXEC" $LAUNCH -n 2 $SAN --tool $tool \
                 "$BIN/stream_comm" --max-size=65536 --scale=$SAN_SCALE --timeout=380

@@ -284,14 +284,15 @@ mxu_status_t mxa_part_dev_alloc(const void *buf, size_t bytes, void **dptr, void
     return MXU_ERR_UNSUPPORTED;
 }
 
-void mxa_part_dev_free(void *ctx, void *dptr)
+void mxa_part_dev_free(void *ctx, void *dptr, size_t bytes)
 {
 #ifdef MPIXACC_HAVE_CUDA
     if (dptr && atomic_load_explicit(&cuda_on, memory_order_acquire))
-        mxa_cuda_part_dev_free(ctx, dptr);
+        mxa_cuda_part_dev_free(ctx, dptr, bytes);
 #endif
     (void)ctx;
     (void)dptr;
+    (void)bytes;
 }
 
 mxu_status_t mxa_part_dev_write(void *ctx, void *dptr, const void *src, size_t bytes)

@@ -158,7 +158,7 @@ void mxa_part_host_free(void *p);
 /* Zeroed device memory in the context of device buffer buf (*ctx: that
  * context). MXU_ERR_UNSUPPORTED without CUDA. Application threads. */
 mxu_status_t mxa_part_dev_alloc(const void *buf, size_t bytes, void **dptr, void **ctx);
-void mxa_part_dev_free(void *ctx, void *dptr);
+void mxa_part_dev_free(void *ctx, void *dptr, size_t bytes);
 /* Copy bytes from host memory into device memory of ctx, done at return;
  * through a library stream of ctx, so it waits for nothing of the
  * application's (any thread, the progress thread too). */

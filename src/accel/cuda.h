@@ -45,7 +45,7 @@ mxu_status_t mxa_cuda_scratch_alloc(mxa_stream_t *s, mxa_memtype_t k, size_t byt
 mxu_status_t mxa_cuda_stream_copy(mxa_stream_t *s, void *dst, const void *src, size_t bytes);
 /* partitioned requests (cuda_part.c; accel.h's mxa_part_* and mxa_stream_write64) */
 mxu_status_t mxa_cuda_part_dev_alloc(const void *buf, size_t bytes, void **dptr, void **ctx);
-void mxa_cuda_part_dev_free(void *ctx, void *dptr);
+void mxa_cuda_part_dev_free(void *ctx, void *dptr, size_t bytes);
 mxu_status_t mxa_cuda_part_dev_write(void *ctx, void *dptr, const void *src, size_t bytes);
 mxu_status_t mxa_cuda_stream_write64(mxa_stream_t *s, uint64_t *addr, uint64_t v);
 void mxa_cuda_part_vmm_free(void *ctx, void *dptr, size_t bytes);

@@ -728,7 +728,7 @@ extern "C" __global__ void mxa_part_recv_done_kernel(mpix_acc_dreq_t *r)
 {
     namespace d = mpix_acc_detail;
     __shared__ int skip;
-    const uint64_t e = d::ld_vol(&r->epoch);
+    const uint64_t e = r->epoch;
     const uint64_t t0 = d::now_ns();
     for (int p = blockIdx.x; p < r->partitions; p += gridDim.x) {
         if (threadIdx.x == 0)
@@ -738,14 +738,14 @@ extern "C" __global__ void mxa_part_recv_done_kernel(mpix_acc_dreq_t *r)
             const uint64_t *lines = r->lines + (uint64_t)p * r->line_stride;
             char *dst = r->buf + (uint64_t)p * r->part_bytes;
             unsigned i = 0;
+            /* copies each word as its flag shows the epoch */
             while (!d::ll_take(lines, dst, r->part_bytes, (uint32_t)e, threadIdx.x, blockDim.x,
-                               false)) {
+                               true)) {
                 if (r->timeout_ns && (++i & 255) == 0 && d::now_ns() - t0 > r->timeout_ns) {
                     d::fail(r, MPIX_ACC_DERR_TIMEOUT);
                     break;
                 }
             }
-            d::ll_take(lines, dst, r->part_bytes, (uint32_t)e, threadIdx.x, blockDim.x, true);
         }
         __syncthreads();
         if (threadIdx.x == 0 && !skip)

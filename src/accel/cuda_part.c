@@ -13,9 +13,26 @@
 
 #include "accel/cuda_priv.h"
 
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util/log.h"
+
+/* Freed handles are kept for later requests of the same context and size:
+ * cuMemFree waits for the device, and a request's last reference may go
+ * while a kernel spins for a partition that the progress thread must move
+ * -- the progress thread then waits for the driver lock cuMemFree holds
+ * (2 x H200, test/gpu/partitioned with MPIX_ACC_KI=proxy at 9a998c1). */
+typedef struct part_block {
+    struct part_block *next;
+    CUcontext ctx;
+    size_t bytes;
+    CUdeviceptr p;
+} part_block_t;
+
+static pthread_mutex_t part_pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static part_block_t *part_pool;
 
 mxu_status_t mxa_cuda_part_dev_alloc(const void *buf, size_t bytes, void **dptr, void **ctx)
 {
@@ -27,13 +44,40 @@ mxu_status_t mxa_cuda_part_dev_alloc(const void *buf, size_t bytes, void **dptr,
     if (r != CUDA_SUCCESS || c == NULL)
         MXU_FAIL(MXU_ERR_NO_DEVICE, "partitioned request: no context for device buffer %p: %s", buf,
                  cu_err(r));
+    if (bytes == 0)
+        bytes = 8;
+    pthread_mutex_lock(&part_pool_lock);
+    part_block_t **pp = &part_pool, *b = NULL;
+    for (; *pp; pp = &(*pp)->next)
+        if ((*pp)->ctx == c && (*pp)->bytes == bytes) {
+            b = *pp;
+            *pp = b->next;
+            break;
+        }
+    pthread_mutex_unlock(&part_pool_lock);
+    if (b) { /* zeroed through the library stream: waits for nothing of the application's */
+        void *zero = calloc(1, bytes);
+        mxu_status_t st = zero ? mxa_cuda_part_dev_write(c, (void *)(uintptr_t)b->p, zero, bytes)
+                               : MXU_ERR_NO_MEMORY;
+        free(zero);
+        if (st == MXU_OK) {
+            *dptr = (void *)(uintptr_t)b->p;
+            *ctx = c;
+            free(b);
+            return MXU_OK;
+        }
+        pthread_mutex_lock(&part_pool_lock); /* kept; a new one instead */
+        b->next = part_pool;
+        part_pool = b;
+        pthread_mutex_unlock(&part_pool_lock);
+    }
     int entered = ctx_enter(c);
     if (entered < 0)
         MXU_FAIL(MXU_ERR_NO_DEVICE, "partitioned request: cannot enter the buffer's context");
     CUdeviceptr p = 0;
-    r = MXA_CU(cuMemAlloc)(&p, bytes ? bytes : 8);
+    r = MXA_CU(cuMemAlloc)(&p, bytes);
     if (r == CUDA_SUCCESS) {
-        r = MXA_CU(cuMemsetD8)(p, 0, bytes ? bytes : 8);
+        r = MXA_CU(cuMemsetD8)(p, 0, bytes);
         if (r != CUDA_SUCCESS)
             MXA_CU(cuMemFree)(p);
     }
@@ -46,17 +90,17 @@ mxu_status_t mxa_cuda_part_dev_alloc(const void *buf, size_t bytes, void **dptr,
     return MXU_OK;
 }
 
-void mxa_cuda_part_dev_free(void *ctx, void *dptr)
+void mxa_cuda_part_dev_free(void *ctx, void *dptr, size_t bytes)
 {
-    /* cuMemFree waits for the device: only where nothing of the library's
-     * runs on it any more is that harmless; kept like the SX memory
-     * (cuda_sx.c) would be -- except that a request freed by the
-     * application is freed at once: its epochs are complete. */
-    int entered = ctx_enter((CUcontext)ctx);
-    if (entered < 0)
-        return;
-    (void)MXA_CU(cuMemFree)((CUdeviceptr)(uintptr_t)dptr);
-    ctx_leave(entered);
+    part_block_t *b = malloc(sizeof(*b));
+    if (!b)
+        return; /* lost, never freed under a running kernel */
+    *b = (part_block_t){
+        .ctx = (CUcontext)ctx, .bytes = bytes ? bytes : 8, .p = (CUdeviceptr)(uintptr_t)dptr};
+    pthread_mutex_lock(&part_pool_lock);
+    b->next = part_pool;
+    part_pool = b;
+    pthread_mutex_unlock(&part_pool_lock);
 }
 
 mxu_status_t mxa_cuda_part_dev_write(void *ctx, void *dptr, const void *src, size_t bytes)
@@ -123,15 +167,12 @@ mxu_status_t mxa_cuda_stream_write64(mxa_stream_t *s, uint64_t *addr, uint64_t v
 
 void mxa_cuda_part_vmm_free(void *ctx, void *dptr, size_t bytes)
 {
-    int entered = ctx_enter((CUcontext)ctx);
-    if (entered < 0)
-        return;
-    CUdeviceptr va = (CUdeviceptr)(uintptr_t)dptr;
-    if (MXA_CU(cuMemUnmap))
-        (void)MXA_CU(cuMemUnmap)(va, bytes);
-    if (MXA_CU(cuMemAddressFree))
-        (void)MXA_CU(cuMemAddressFree)(va, bytes);
-    ctx_leave(entered);
+    /* Kept mapped to the end of the process: unmapping may wait for the
+     * device like cuMemFree (above). One mapping per partitioned request
+     * pair made; a pool by size is the next step. */
+    (void)ctx;
+    (void)dptr;
+    (void)bytes;
 }
 
 static int part_ctx_device(void *ctx, CUdevice *dev)

@@ -101,7 +101,8 @@ struct mxi_part {
      * device buffers, else host memory == hd); hd is the host's copy */
     mpix_acc_dreq_t *dreq;
     mpix_acc_dreq_t hd;
-    void *dev_ctx;   /* context of the device handle (NULL: host memory) */
+    void *dev_ctx; /* context of the device handle (NULL: host memory) */
+    size_t dreq_bytes;
     uint64_t *flags; /* host-visible: ready/arrived[partitions], pstate[partitions], error */
     uint64_t epoch;  /* epochs started (application thread) */
     /* direct: the receiver's slots (its own, or mapped here by the sender),
@@ -169,7 +170,7 @@ static void part_release(void *arg)
     if (!p->is_send && p->mine.slots_name[0])
         mxa_sx_unexport_fd(p->mine.slots_name);
     if (p->dev_ctx)
-        mxa_part_dev_free(p->dev_ctx, p->dreq);
+        mxa_part_dev_free(p->dev_ctx, p->dreq, p->dreq_bytes);
     mxa_part_host_free(p->flags);
     pthread_mutex_destroy(&p->lock);
     free(p);
@@ -493,8 +494,8 @@ static int part_init(int is_send, void *buf, int partitions, MPI_Count count, MP
         /* the handle and pstate (the device's atomics) in device memory */
         void *d = NULL;
         size_t off = (sizeof(mpix_acc_dreq_t) + 63) / 64 * 64;
-        mxu_status_t st = mxa_part_dev_alloc(buf, off + sizeof(uint64_t) * ((size_t)partitions + 1),
-                                             &d, &p->dev_ctx);
+        p->dreq_bytes = off + sizeof(uint64_t) * ((size_t)partitions + 1);
+        mxu_status_t st = mxa_part_dev_alloc(buf, p->dreq_bytes, &d, &p->dev_ctx);
         if (st != MXU_OK) {
             part_release(p);
             return mxi_raise(comm, MXI_E_NO_MEM, "%s (device handle)", call);

@@ -19,7 +19,7 @@
  *      where the GPUs reach each other, proxy with MPIX_ACC_KI=proxy):
  *      --expect=direct|proxy
  *
- * Options: --timeout=S, --expect=direct|proxy, --epochs=N
+ * Options: --timeout=S, --expect=direct|proxy, --epochs=N, --pp=N (round trips of B)
  */
 #include "gpu_common.h"
 
@@ -257,7 +257,7 @@ int main(int argc, char **argv)
         printf("[partitioned] E ok\n"), fflush(stdout);
 
     t_phase("B. ping-pong inside one epoch");
-    const int N = 1000;
+    const int N = (int)gt_opt_long("--pp", 1000);
     uint64_t *out = (uint64_t *)gt_alloc(GT_DEVICE, sizeof(uint64_t) * N);
     uint64_t *in = (uint64_t *)gt_alloc(GT_DEVICE, sizeof(uint64_t) * N);
     MPI_Request ps, pr;
