@@ -245,6 +245,7 @@ static void mxi_bring_up(void)
                 ok = 0;
     }
     mxi_allreduce_int(&ok, &all_ok, MPI_MIN, MPI_COMM_WORLD, "of MPI_Init (outcome)");
+    mxi_part_init(); /* (the engine's poller: before its thread starts) */
     /* node_peers: set on every rank of a node or on none of them */
     if (all_ok &&
         mxe_start(blob, offsets, n, node_peers, node_peers ? args.local_size : 0) != MXU_OK)

@@ -237,6 +237,9 @@ mxi_part_t *mxi_persist_part(MPI_Request h, MPI_Request **active);
  * communicator's stream, else none), its request into *active; and the
  * request's end (MPI_Request_free: an epoch in flight goes on). */
 int mxi_part_start(mxi_part_t *part, mxa_stream_t *s, MPI_Request *active);
+/* Register the partitioned requests' poller with the engine (before the
+ * progress thread starts). */
+void mxi_part_init(void);
 /* Before a completion call on reqs: a partitioned request whose epoch
  * runs on the direct protocol gets its completion enqueued -- on s (a
  * stream wait; NULL: the host waits, or a stream communicator's request

@@ -130,7 +130,6 @@ typedef struct {
 } part_epoch_ref_t;
 
 static struct {
-    pthread_once_t once;
     pthread_mutex_t lock; /* polled list and pair numbers */
     mxi_part_t *polled;   /* proxy sends with started epochs */
     _Atomic int npolled;
@@ -139,7 +138,7 @@ static struct {
     _Atomic int nasking;
     unsigned char *q_used; /* pair numbers (MXE_CTX_COMM_LIMIT) */
     int q_next;
-} pt = {.once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER};
+} pt = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static unsigned part_poll(void);
 static int part_busy(void)
@@ -147,7 +146,7 @@ static int part_busy(void)
     return atomic_load_explicit(&pt.npolled, memory_order_relaxed) > 0 ||
            atomic_load_explicit(&pt.nasking, memory_order_relaxed) > 0;
 }
-static void part_once(void) { mxe_set_poller(part_poll, part_busy); }
+void mxi_part_init(void) { mxe_set_poller(part_poll, part_busy); }
 
 /* ------------------------------------------------------------ lifetime */
 
@@ -445,7 +444,6 @@ static int part_init(int is_send, void *buf, int partitions, MPI_Count count, MP
     mxi_comm_t *c = mxi_comm_find(comm);
     int tsize = 0;
     PMPI_Type_size(dt, &tsize);
-    pthread_once(&pt.once, part_once);
 
     mxi_part_t *p = calloc(1, sizeof(*p));
     if (!p)
@@ -852,12 +850,13 @@ int mxi_part_start(mxi_part_t *p, mxa_stream_t *s, MPI_Request *active)
         p->start_origin = origin;
         return MPI_SUCCESS;
     }
-    /* the epoch's op: a send's starts at once (its partitions leave as they
-     * become ready), a receive's when the stream reaches the start */
+    /* the epoch's op, started when the stream reaches the start (after its
+     * store of the epoch: the request lives until then): a receive's posts
+     * its partitions' receives then; a send's partitions leave as they
+     * become ready (the poller) */
     int parts = p->peer == MPI_PROC_NULL ? 0 : p->partitions;
     mxe_op_t *eop = NULL;
-    mxa_stream_t *eos = p->is_send ? mxa_none_stream() : s;
-    st = mxe_op_create_local(eos, p->is_send ? MXE_OP_SEND : MXE_OP_RECV, parts, &eop);
+    st = mxe_op_create_local(s, p->is_send ? MXE_OP_SEND : MXE_OP_RECV, parts, &eop);
     part_epoch_ref_t *ref = st == MXU_OK ? malloc(sizeof(*ref)) : NULL;
     part_epoch_t *ep = NULL;
     if (st == MXU_OK && p->is_send && parts > 0) {

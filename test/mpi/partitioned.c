@@ -381,7 +381,10 @@ static void errors(void)
 static void free_active(void)
 {
     t_phase("8. MPI_Request_free of an active send");
-    uint64_t x = 77 + (uint64_t)t_rank, y = 0;
+    /* (static: the send goes on after the free, past this function's end) */
+    static uint64_t x;
+    uint64_t y = 0;
+    x = 77 + (uint64_t)t_rank;
     MPI_Request s, r;
     T_MPI(MPIX_Acc_Precv_init(&y, 1, 1, MPI_UINT64_T, prev, 50, C, MPI_INFO_NULL, &r));
     T_MPI(MPIX_Acc_Psend_init(&x, 1, 1, MPI_UINT64_T, next, 50, C, MPI_INFO_NULL, &s));
