@@ -654,6 +654,12 @@ if [ "$APPS" = 1 ]; then
         "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/bench/mpixacc_bench" --backend cuda \
         --variant ki,nccl,acc-sx,staged --sizes 8,64,512,4K,64K --timeout 200 \
         --csv "$RES/bench-ki.csv"
+    # the stencil's kernel-initiated variant (issue 19): one cooperative kernel
+    # per run, partition k = step k, beside mpi, acc and acc-sx
+    run_test "apps/stencil2d-ki" 240 'RESULT: OK' -- env MPIX_ACC_LOG=warn MPIX_ACC_SX=on \
+        "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/stencil2d/stencil2d" --backend cuda \
+        --variant mpi,acc,acc-sx,ki --sizes 64,256,1024,4096 --steps 100 --repeats 5 \
+        --csv "$RES/stencil-ki.csv"
     # the same without programmatic dependent launch of the send steps
     run_test "apps/bench-sx-nopdl" 120 'RESULT: OK' -- env MPIX_ACC_LOG=warn MPIX_ACC_SX=on \
         MPIX_ACC_SX_PDL=0 "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/bench/mpixacc_bench" --backend cuda \

@@ -95,6 +95,26 @@ ST_HD static inline double st_update(double w, double e, double s, double n)
     return 0.25 * ((w + e) + (s + n));
 }
 
+/* The `ki` variant (stencil_cuda.cu): every step of a run in ONE
+ * cooperative kernel. Per step: blocks 0..3 pack side s's boundary into
+ * partition k of sbuf[s] and mark it ready (mpix_acc_pready, a partitioned
+ * send request per neighbour, partition k = step k), every block updates
+ * the interior, blocks 4..7 wait for partition k of rbuf[s]
+ * (mpix_acc_parrived_wait) and unpack it into the halo; a grid-wide
+ * barrier; the boundary band; a grid-wide barrier. sbuf/rbuf hold `steps`
+ * partitions of st_side_count doubles (NULL: no neighbour); ds/dr are the
+ * requests' device handles (mpix_acc_dreq_t *). *err (device memory)
+ * counts failed device calls. Returns 0, or -1 with the reason. */
+typedef struct {
+    st_dims_t d;
+    double *g[2];
+    double *sbuf[ST_NSIDES], *rbuf[ST_NSIDES];
+    void *ds[ST_NSIDES], *dr[ST_NSIDES];
+    int steps;
+    int *err;
+} st_ki_t;
+int st_ki_launch(const st_ki_t *k, void *cudastream, char *why, size_t len);
+
 /* Host implementation of one operation (stencil_host.c). */
 void st_host_run(const st_op_t *op);
 /* Host-stream entry point: st_host_run((st_op_t *)arg). */

@@ -21,6 +21,14 @@
  *   acc-sx      acc on a duplicate with the MPI-4 assertions
  *               mpi_assert_no_any_source/_tag: the library's stream-executed
  *               path may carry the halos between processes of a node.
+ *   ki          kernel-initiated (CUDA): a partitioned request pair per
+ *               neighbour (MPIX_Acc_Psend_init, partition k = step k) and
+ *               ONE cooperative kernel per run doing every step: it packs
+ *               and readies each halo, updates the interior, waits for the
+ *               neighbours' halos and unpacks them, then the band, with a
+ *               grid-wide barrier after each half (stencil.h, st_ki_t). One
+ *               MPIX_Acc_Start per request and one stream wait per run, not
+ *               per step.
  *
  * Every run is checked against a serial reference of the same global grid
  * computed on rank 0 (one domain, same number of steps): the final grids must
@@ -40,9 +48,9 @@
 #include <inttypes.h>
 #include <math.h>
 
-enum { V_MPI = 0, V_MPICA, V_ACC, V_ACC2, V_STREAMCOMM, V_ACCSX, V_COUNT };
-static const char *const vname[V_COUNT] = {"mpi",  "mpi-cuda-aware", "acc",
-                                           "acc2", "streamcomm",     "acc-sx"};
+enum { V_MPI = 0, V_MPICA, V_ACC, V_ACC2, V_STREAMCOMM, V_ACCSX, V_KI, V_COUNT };
+static const char *const vname[V_COUNT] = {"mpi",        "mpi-cuda-aware", "acc", "acc2",
+                                           "streamcomm", "acc-sx",         "ki"};
 
 #define MAX_SIZES 32
 
@@ -66,7 +74,7 @@ static void usage(FILE *f)
     fprintf(
         f,
         "usage: mpiexec -n P stencil2d [options]\n"
-        "  --variant LIST     mpi,mpi-cuda-aware,acc,acc2,streamcomm,acc-sx or all (default\n"
+        "  --variant LIST     mpi,mpi-cuda-aware,acc,acc2,streamcomm,acc-sx,ki or all (default\n"
         "                     all; mpi-cuda-aware only where MPI reports CUDA support)\n"
         "  --sizes LIST       points per rank along each axis, e.g. 64,256 (default 64,256,1024)\n"
         "  --nmin N --nmax N  sweep N = nmin, 2*nmin, ... nmax (e.g. --nmin 8 --nmax 8192)\n"
@@ -201,7 +209,12 @@ typedef struct {
     MPI_Comm comm;         /* the communicator the loop uses */
     int sync_before_send;  /* mpi loop: needed unless comm is stream-ordered */
     int fault_step;        /* testing: step whose unpack is skipped, -1: none */
-    double t_blocked;      /* host time inside synchronizing calls, this run */
+    /* ki: partitioned requests per side (MPI_REQUEST_NULL: no neighbour),
+     * their buffers (steps partitions each) and the kernel's arguments */
+    int steps;
+    MPI_Request kreq[2 * ST_NSIDES]; /* receives, then sends */
+    st_ki_t ki;
+    double t_blocked; /* host time inside synchronizing calls, this run */
 } run_t;
 
 #define BLOCKED(r, call)                                                                           \
@@ -350,6 +363,21 @@ typedef struct {
     double run, loop, blocked; /* seconds: whole run incl. final drain; host in loop; blocked */
 } run_times_t;
 
+#ifdef EX_HAVE_CUDA
+static void ki_run(run_t *r)
+{
+    char why[256];
+    if (st_ki_launch(&r->ki, r->S, why, sizeof why) != 0)
+        ex_die("ki: %s", why);
+}
+#else
+static void ki_run(run_t *r)
+{
+    (void)r;
+    ex_die("ki: needs the CUDA backend");
+}
+#endif
+
 static run_times_t run_once(run_t *r, int v, int steps)
 {
     const ex_accel_t *ac = r->ac;
@@ -365,6 +393,21 @@ static run_times_t run_once(run_t *r, int v, int steps)
 
     r->t_blocked = 0;
     double t0 = ex_now();
+    if (v == V_KI) {
+        /* one epoch per run: start, one kernel for every step, one stream wait */
+        for (int q = 0; q < 2 * ST_NSIDES; q++)
+            if (r->kreq[q] != MPI_REQUEST_NULL)
+                EX_MPI(MPIX_Acc_Start(r->S, &r->kreq[q]));
+        r->ki.steps = steps;
+        ki_run(r);
+        MPI_Request rq[2 * ST_NSIDES];
+        int nr = 0;
+        for (int q = 0; q < 2 * ST_NSIDES; q++)
+            if (r->kreq[q] != MPI_REQUEST_NULL)
+                rq[nr++] = r->kreq[q];
+        EX_MPI(MPIX_Acc_Waitall(r->S, nr, rq, MPI_STATUSES_IGNORE));
+        steps = 0;
+    }
     for (int k = 0; k < steps; k++) {
         switch (v) {
         case V_MPI:
@@ -392,6 +435,51 @@ static run_times_t run_once(run_t *r, int v, int steps)
     return t;
 }
 
+/* ki: a partitioned request pair per neighbour; partition k = step k */
+static void ki_setup(run_t *r)
+{
+    const ex_accel_t *ac = r->ac;
+    r->ki = (st_ki_t){.d = r->d, .g = {r->g[0], r->g[1]}, .steps = r->steps};
+    r->ki.err = ac->alloc(sizeof(int), EX_MEM_DEVICE);
+    int zero = 0;
+    ac->copy(r->ki.err, &zero, sizeof zero);
+    for (int s = 0; s < ST_NSIDES; s++) {
+        r->kreq[s] = r->kreq[ST_NSIDES + s] = MPI_REQUEST_NULL;
+        if (r->nbr[s] == MPI_PROC_NULL)
+            continue;
+        size_t bytes = (size_t)r->cnt[s] * sizeof(double) * (size_t)r->steps;
+        r->ki.sbuf[s] = ac->alloc(bytes, EX_MEM_DEVICE);
+        r->ki.rbuf[s] = ac->alloc(bytes, EX_MEM_DEVICE);
+        /* the tags of the mpi loop: sent toward side s with tag s, received
+         * from side s with the opposite side's tag */
+        EX_MPI(MPIX_Acc_Precv_init(r->ki.rbuf[s], r->steps, r->cnt[s], MPI_DOUBLE, r->nbr[s], s ^ 1,
+                                   r->comm, MPI_INFO_NULL, &r->kreq[s]));
+        EX_MPI(MPIX_Acc_Psend_init(r->ki.sbuf[s], r->steps, r->cnt[s], MPI_DOUBLE, r->nbr[s], s,
+                                   r->comm, MPI_INFO_NULL, &r->kreq[ST_NSIDES + s]));
+        mpix_acc_dreq_t *dr, *ds;
+        EX_MPI(MPIX_Acc_Prequest_get_device(r->kreq[s], &dr));
+        EX_MPI(MPIX_Acc_Prequest_get_device(r->kreq[ST_NSIDES + s], &ds));
+        r->ki.dr[s] = dr;
+        r->ki.ds[s] = ds;
+    }
+}
+
+static void ki_teardown(run_t *r)
+{
+    for (int q = 0; q < 2 * ST_NSIDES; q++)
+        if (r->kreq[q] != MPI_REQUEST_NULL)
+            EX_MPI(MPI_Request_free(&r->kreq[q]));
+    for (int s = 0; s < ST_NSIDES; s++) {
+        if (r->ki.sbuf[s])
+            r->ac->free(r->ki.sbuf[s], EX_MEM_DEVICE);
+        if (r->ki.rbuf[s])
+            r->ac->free(r->ki.rbuf[s], EX_MEM_DEVICE);
+    }
+    if (r->ki.err)
+        r->ac->free(r->ki.err, EX_MEM_DEVICE);
+    memset(&r->ki, 0, sizeof r->ki);
+}
+
 static void variant_setup(run_t *r, int v, MPI_Comm cart)
 {
     const ex_accel_t *ac = r->ac;
@@ -415,6 +503,8 @@ static void variant_setup(run_t *r, int v, MPI_Comm cart)
     }
     if (v == V_ACCSX)
         ex_comm_dup_no_wildcards(cart, &r->comm);
+    if (v == V_KI)
+        ki_setup(r);
     r->sync_before_send = !comm_is_stream_ordered(r->comm);
     if (v == V_STREAMCOMM && r->sync_before_send)
         ex_die("streamcomm: MPI_Comm_get_info does not report key %s after MPI_Comm_set_info",
@@ -599,6 +689,20 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
 
+    /* ki needs the CUDA backend (its kernel) */
+    if (!ac->is_device) {
+        int kept = 0;
+        for (int vi = 0; vi < o.nvariants; vi++) {
+            if (o.variants[vi] == V_KI) {
+                if (rank == 0)
+                    printf("variant %s skipped: needs the CUDA backend (a cooperative kernel)\n",
+                           vname[V_KI]);
+                continue;
+            }
+            o.variants[kept++] = o.variants[vi];
+        }
+        o.nvariants = kept;
+    }
     /* mpi-cuda-aware needs an MPI that takes device pointers */
     if (ac->is_device) {
         int cs = ex_mpi_cuda_support(), kept = 0;
@@ -621,6 +725,7 @@ int main(int argc, char **argv)
     r->evA = ac->event_create();
     r->evB = ac->event_create();
     r->fault_step = o.fault_step;
+    r->steps = o.steps;
     if (rank == 0 && o.fault_step >= 0)
         printf("FAULT INJECTION: the halo unpack of step %d is skipped (results must FAIL)\n",
                o.fault_step);
@@ -780,6 +885,13 @@ int main(int argc, char **argv)
             free(tstep);
             free(tloop);
             free(tblk);
+            if (v == V_KI) {
+                int kerr = 0;
+                ac->copy(&kerr, r->ki.err, sizeof kerr);
+                if (kerr)
+                    ex_die("ki: %d device calls failed (partitioned requests)", kerr);
+                ki_teardown(r);
+            }
             if (v == V_STREAMCOMM || v == V_ACCSX)
                 EX_MPI(MPI_Comm_free(&r->comm));
             variant_teardown(r);

@@ -5,7 +5,11 @@
 #include "stencil.h"
 #include "../common/ex_accel.h"
 
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
+#include <mpix_acc_device.cuh>
+
+#include <stdio.h>
 
 #define ST_BX 32
 #define ST_BY 8
@@ -159,4 +163,138 @@ extern "C" void st_cuda_fn(void *arg, void *cudastream)
         st_rect_launch(op, 1, 1, d->nx, d->ny, s);
         break;
     }
+}
+
+/* ------------------------------------------------------------------ */
+/* the `ki` variant: all steps in one cooperative kernel (stencil.h)    */
+
+__device__ __forceinline__ long st_pack_index(const st_dims_t &d, int side, int t)
+{
+    switch (side) {
+    case ST_W:
+        return (long)(t + 1) * d.ld + 1;
+    case ST_E:
+        return (long)(t + 1) * d.ld + d.nx;
+    case ST_S:
+        return 1 * d.ld + t + 1;
+    default:
+        return (long)d.ny * d.ld + t + 1;
+    }
+}
+
+__device__ __forceinline__ long st_halo_index(const st_dims_t &d, int side, int t)
+{
+    switch (side) {
+    case ST_W:
+        return (long)(t + 1) * d.ld + 0;
+    case ST_E:
+        return (long)(t + 1) * d.ld + d.nx + 1;
+    case ST_S:
+        return 0 * d.ld + t + 1;
+    default:
+        return (long)(d.ny + 1) * d.ld + t + 1;
+    }
+}
+
+__global__ void st_k_ki(st_ki_t a)
+{
+    namespace cg = cooperative_groups;
+    cg::grid_group grid = cg::this_grid();
+    const st_dims_t d = a.d;
+    const long nth = (long)gridDim.x * blockDim.x;
+    const long tid = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long iw = d.nx > 2 ? d.nx - 2 : 0, ih = d.ny > 2 ? d.ny - 2 : 0;
+    const long band =
+        (long)d.nx + (d.ny > 1 ? d.nx : 0) + (d.ny > 2 ? (long)(d.ny - 2) * (d.nx > 1 ? 2 : 1) : 0);
+    for (int k = 0; k < a.steps; k++) {
+        const double *u = a.g[k & 1];
+        double *uh = a.g[k & 1]; /* its halo, written by the unpack */
+        double *v = a.g[(k & 1) ^ 1];
+        /* 1. pack side s into partition k, make it ready */
+        if (blockIdx.x < ST_NSIDES && a.ds[blockIdx.x]) {
+            int side = blockIdx.x, cnt = side == ST_W || side == ST_E ? d.ny : d.nx;
+            double *b = a.sbuf[side] + (long)k * cnt;
+            for (int t = threadIdx.x; t < cnt; t += blockDim.x)
+                b[t] = u[st_pack_index(d, side, t)];
+            __syncthreads();
+            if (mpix_acc_pready<MPIX_ACC_BLOCK>((mpix_acc_dreq_t *)a.ds[side], k) !=
+                    MPIX_ACC_DSUCCESS &&
+                threadIdx.x == 0)
+                atomicAdd(a.err, 1);
+        }
+        /* 2. the interior */
+        for (long x = tid; x < iw * ih; x += nth) {
+            int i = 2 + (int)(x % iw), j = 2 + (int)(x / iw);
+            st_d_point(u, v, d.ld, i, j);
+        }
+        /* 3. wait for partition k of side s, unpack it into u's halo */
+        if (blockIdx.x >= ST_NSIDES && blockIdx.x < 2 * ST_NSIDES && a.dr[blockIdx.x - ST_NSIDES]) {
+            int side = blockIdx.x - ST_NSIDES, cnt = side == ST_W || side == ST_E ? d.ny : d.nx;
+            if (mpix_acc_parrived_wait<MPIX_ACC_BLOCK>((mpix_acc_dreq_t *)a.dr[side], k, 0) !=
+                MPIX_ACC_DSUCCESS) {
+                if (threadIdx.x == 0)
+                    atomicAdd(a.err, 1);
+            } else {
+                const double *b = a.rbuf[side] + (long)k * cnt;
+                for (int t = threadIdx.x; t < cnt; t += blockDim.x)
+                    uh[st_halo_index(d, side, t)] = b[t];
+            }
+        }
+        grid.sync();
+        /* 4. the band (as st_k_boundary) */
+        for (long t = tid; t < band; t += nth) {
+            int i, j;
+            if (t < d.nx) {
+                i = (int)t + 1;
+                j = 1;
+            } else if (d.ny > 1 && t < 2L * d.nx) {
+                i = (int)(t - d.nx) + 1;
+                j = d.ny;
+            } else {
+                long r = t - (d.ny > 1 ? 2L * d.nx : (long)d.nx);
+                int ncol = d.nx > 1 ? 2 : 1;
+                j = 2 + (int)(r / ncol);
+                i = (r % ncol) ? d.nx : 1;
+            }
+            st_d_point(u, v, d.ld, i, j);
+        }
+        grid.sync();
+    }
+}
+
+extern "C" int st_ki_launch(const st_ki_t *k, void *cudastream, char *why, size_t len)
+{
+    int dev = 0, sms = 0, per = 0, coop = 0;
+    const int threads = 256;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, st_k_ki, threads, 0) != cudaSuccess) {
+        snprintf(why, len, "device attributes: %s", cudaGetErrorString(cudaGetLastError()));
+        return -1;
+    }
+    if (!coop || per < 1) {
+        snprintf(why, len, "no cooperative launch on this device");
+        return -1;
+    }
+    long pts = (long)k->d.nx * k->d.ny;
+    long want = (pts + threads - 1) / threads;
+    long blocks = (long)sms * per;
+    if (blocks > want)
+        blocks = want;
+    if (blocks < 2 * ST_NSIDES)
+        blocks = 2 * ST_NSIDES; /* the pack and unpack blocks */
+    if (blocks > (long)sms * per) {
+        snprintf(why, len, "%ld blocks do not fit at once (%d x %d)", blocks, sms, per);
+        return -1;
+    }
+    st_ki_t arg = *k;
+    void *args[] = {&arg};
+    cudaError_t e = cudaLaunchCooperativeKernel((void *)st_k_ki, dim3((unsigned)blocks),
+                                                dim3(threads), args, 0, (cudaStream_t)cudastream);
+    if (e != cudaSuccess) {
+        snprintf(why, len, "cudaLaunchCooperativeKernel: %s", cudaGetErrorString(e));
+        return -1;
+    }
+    return 0;
 }
