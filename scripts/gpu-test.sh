@@ -654,6 +654,33 @@ if [ "$APPS" = 1 ]; then
         "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/bench/mpixacc_bench" --backend cuda \
         --variant ki,nccl,acc-sx,staged --sizes 8,64,512,4K,64K --timeout 200 \
         --csv "$RES/bench-ki.csv"
+    # NVSHMEM, the other anchor of issue 19 (examples/bench/nvshmem_pingpong.cu):
+    # built here against the NVSHMEM wheel found on the machine (relocatable
+    # device code), its remote transport off (no second libucp), bootstrapped
+    # by a unique id over MPI; device put-with-signal and on-stream variants
+    if selected "apps/bench-nvshmem"; then
+        NVS=$(python3 -c 'import nvidia.nvshmem as m; print(list(m.__path__)[0])' 2>/dev/null || true)
+        if [ -n "$NVS" ] && [ -f "$NVS/lib/libnvshmem_device.a" ]; then
+            mkdir -p "$TMP/nvs"
+            ln -sf "$NVS/lib/libnvshmem_host.so.3" "$TMP/nvs/libnvshmem_host.so"
+            NVS_MPI=$("$RT/bin/mpicc" -show)
+            NVS_INC=$(echo "$NVS_MPI" | tr ' ' '\n' | grep '^-I' | tr '\n' ' ')
+            NVS_LIB=$(echo "$NVS_MPI" | tr ' ' '\n' | grep -E '^-(L|l)' | tr '\n' ' ')
+            if "$CUDA_HOME/bin/nvcc" -std=c++17 -rdc=true -arch=sm_90 -I"$NVS/include" $NVS_INC \
+                "$ROOT/examples/bench/nvshmem_pingpong.cu" -o "$TMP/nvshmem_pp" -L"$TMP/nvs" \
+                -L"$NVS/lib" -lnvshmem_host -lnvshmem_device -Xlinker -rpath,"$NVS/lib" $NVS_LIB \
+                -lcuda >>"$BUILDLOG" 2>&1; then
+                run_test "apps/bench-nvshmem" 150 'RESULT: OK' -- env LD_LIBRARY_PATH="$NVS/lib:$LD_LIBRARY_PATH" \
+                    NVSHMEM_REMOTE_TRANSPORT=none NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME=lo \
+                    "$MPIEXEC" $LAUNCH -n 2 "$TMP/nvshmem_pp"
+                grep -E '^(device|on-stream|# )' "$TMP/out" >"$RES/bench-nvshmem.txt" 2>/dev/null || true
+            else
+                record "apps/bench-nvshmem" FAIL "-" "could not build against $NVS (build.log)"
+            fi
+        else
+            say "NVSHMEM not found (python3 nvidia.nvshmem): apps/bench-nvshmem not run"
+        fi
+    fi
     # the stencil's kernel-initiated variant (issue 19): one cooperative kernel
     # per run, partition k = step k, beside mpi, acc and acc-sx
     run_test "apps/stencil2d-ki" 240 'RESULT: OK' -- env MPIX_ACC_LOG=warn MPIX_ACC_SX=on \

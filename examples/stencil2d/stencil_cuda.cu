@@ -222,11 +222,11 @@ __global__ void st_k_ki(st_ki_t a)
                 threadIdx.x == 0)
                 atomicAdd(a.err, 1);
         }
-        /* 2. the interior */
-        for (long x = tid; x < iw * ih; x += nth) {
-            int i = 2 + (int)(x % iw), j = 2 + (int)(x / iw);
-            st_d_point(u, v, d.ld, i, j);
-        }
+        /* 2. the interior: rows over the blocks, points of a row over the
+         * threads (coalesced, no division per point) */
+        for (long row = blockIdx.x; row < ih; row += gridDim.x)
+            for (long x = threadIdx.x; x < iw; x += blockDim.x)
+                st_d_point(u, v, d.ld, 2 + (int)x, 2 + (int)row);
         /* 3. wait for partition k of side s, unpack it into u's halo */
         if (blockIdx.x >= ST_NSIDES && blockIdx.x < 2 * ST_NSIDES && a.dr[blockIdx.x - ST_NSIDES]) {
             int side = blockIdx.x - ST_NSIDES, cnt = side == ST_W || side == ST_E ? d.ny : d.nx;
