@@ -673,7 +673,7 @@ if [ "$APPS" = 1 ]; then
                 run_test "apps/bench-nvshmem" 150 'RESULT: OK' -- env LD_LIBRARY_PATH="$NVS/lib:$LD_LIBRARY_PATH" \
                     NVSHMEM_REMOTE_TRANSPORT=none NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME=lo \
                     "$MPIEXEC" $LAUNCH -n 2 "$TMP/nvshmem_pp"
-                grep -E '^(device|on-stream|# )' "$TMP/out" >"$RES/bench-nvshmem.txt" 2>/dev/null || true
+                grep -E '^(device|device-group|on-stream|# )' "$TMP/out" >"$RES/bench-nvshmem.txt" 2>/dev/null || true
             else
                 record "apps/bench-nvshmem" FAIL "-" "could not build against $NVS (build.log)"
             fi

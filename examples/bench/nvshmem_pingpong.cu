@@ -9,7 +9,11 @@
  *   device     ONE kernel per rank runs every round trip: rank 0
  *              nvshmem_putmem_signal_nbi(n bytes + signal) to rank 1 and
  *              nvshmem_signal_wait_until for the answer; rank 1 waits, then
- *              puts the message back (what `ki` does with partitions)
+ *              puts the message back (what `ki` does with partitions); one
+ *              thread
+ *   device-group  the same with the warp (up to 1 KiB) or block (512
+ *              threads) forms nvshmemx_putmem_signal_nbi_warp/_block, the
+ *              groups `ki` uses
  *   on-stream  the same from the host, per message:
  *              nvshmemx_putmem_signal_on_stream / nvshmemx_signal_wait_until_on_stream
  *
@@ -33,25 +37,45 @@
     do {                                                                                           \
         cudaError_t e_ = (call);                                                                   \
         if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "nvshmem_pingpong: %s: %s\n", #call, cudaGetErrorString(e_));        \
+            fprintf(stderr, "nvshmem_pingpong: %s: %s\n", #call, cudaGetErrorString(e_));          \
             MPI_Abort(MPI_COMM_WORLD, 2);                                                          \
         }                                                                                          \
     } while (0)
 
+/* group: 0 one thread, 1 a warp (32 threads), 2 a block -- as the ki
+ * variant uses a warp up to 1 KiB and a block of 512 threads above */
+template <int G>
 __global__ void pp_device(char *rbuf, const char *sbuf, size_t n, uint64_t *sig, int me, int peer,
                           int iters, uint64_t base)
 {
     for (int i = 0; i < iters; i++) {
         uint64_t v = base + (uint64_t)i + 1;
+        if (me == 1) {
+            if (threadIdx.x == 0)
+                nvshmem_signal_wait_until(sig, NVSHMEM_CMP_GE, v);
+            if (G == 2)
+                __syncthreads();
+            else if (G == 1)
+                __syncwarp();
+        }
+        const char *src = me == 0 ? sbuf : rbuf;
+        if (G == 2)
+            nvshmemx_putmem_signal_nbi_block(rbuf, src, n, sig, v, NVSHMEM_SIGNAL_SET, peer);
+        else if (G == 1)
+            nvshmemx_putmem_signal_nbi_warp(rbuf, src, n, sig, v, NVSHMEM_SIGNAL_SET, peer);
+        else
+            nvshmem_putmem_signal_nbi(rbuf, src, n, sig, v, NVSHMEM_SIGNAL_SET, peer);
         if (me == 0) {
-            nvshmem_putmem_signal_nbi(rbuf, sbuf, n, sig, v, NVSHMEM_SIGNAL_SET, peer);
-            nvshmem_signal_wait_until(sig, NVSHMEM_CMP_GE, v);
-        } else {
-            nvshmem_signal_wait_until(sig, NVSHMEM_CMP_GE, v);
-            nvshmem_putmem_signal_nbi(rbuf, rbuf, n, sig, v, NVSHMEM_SIGNAL_SET, peer);
+            if (threadIdx.x == 0)
+                nvshmem_signal_wait_until(sig, NVSHMEM_CMP_GE, v);
+            if (G == 2)
+                __syncthreads();
+            else if (G == 1)
+                __syncwarp();
         }
     }
-    nvshmem_quiet();
+    if (threadIdx.x == 0)
+        nvshmem_quiet();
 }
 
 int main(int argc, char **argv)
@@ -103,10 +127,10 @@ int main(int argc, char **argv)
     if (rank == 0)
         printf("# nvshmem_pingpong: NVSHMEM %d.%d, 2 PEs; half-RTT us (GPU time), median of 7 x "
                "iterations\n# variant      size        us     min     max   iters  check\n",
-               NVSHMEM_MAJOR_VERSION, NVSHMEM_MINOR_VERSION);
-    for (int variant = 0; variant < 2; variant++) {
+               NVSHMEM_VENDOR_MAJOR_VERSION, NVSHMEM_VENDOR_MINOR_VERSION);
+    for (int variant = 0; variant < 3; variant++) {
         for (size_t n : sizes) {
-            const int iters = variant == 0 ? 1000 : 200;
+            const int iters = variant < 2 ? 1000 : 200;
             std::vector<double> t;
             for (int rep = 0; rep < 8; rep++) {
                 CK(cudaMemset(rbuf, 0, n));
@@ -114,7 +138,12 @@ int main(int argc, char **argv)
                 nvshmem_barrier_all();
                 CK(cudaEventRecord(e0, s));
                 if (variant == 0) {
-                    pp_device<<<1, 1, 0, s>>>(rbuf, sbuf, n, sig, me, peer, iters, base);
+                    pp_device<0><<<1, 1, 0, s>>>(rbuf, sbuf, n, sig, me, peer, iters, base);
+                } else if (variant == 1) {
+                    if (n <= 1024)
+                        pp_device<1><<<1, 32, 0, s>>>(rbuf, sbuf, n, sig, me, peer, iters, base);
+                    else
+                        pp_device<2><<<1, 512, 0, s>>>(rbuf, sbuf, n, sig, me, peer, iters, base);
                 } else {
                     for (int i = 0; i < iters; i++) {
                         uint64_t v = base + (uint64_t)i + 1;
@@ -148,8 +177,10 @@ int main(int argc, char **argv)
             std::sort(t.begin(), t.end());
             if (rank == 0)
                 printf("%-12s %6zu  %8.2f %7.2f %7.2f %7d  %s\n",
-                       variant == 0 ? "device" : "on-stream", n, t[t.size() / 2], t.front(),
-                       t.back(), iters, bad ? "FAIL" : "ok");
+                       variant == 0   ? "device"
+                       : variant == 1 ? "device-group"
+                                      : "on-stream",
+                       n, t[t.size() / 2], t.front(), t.back(), iters, bad ? "FAIL" : "ok");
             fflush(stdout);
         }
     }
