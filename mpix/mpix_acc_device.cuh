@@ -147,6 +147,22 @@ __device__ __forceinline__ bool ll_take(const uint64_t *lines, char *dst, uint64
     return true;
 }
 
+/* Copy n bytes with threads tid, tid + nthr, ...: 16-byte words where
+ * both sides allow, bytes for the rest. */
+__device__ __forceinline__ void grp_copy(char *dst, const char *src, uint64_t n, unsigned tid,
+                                         unsigned nthr)
+{
+    uint64_t head = 0;
+    if ((((uintptr_t)dst | (uintptr_t)src) & 15) == 0) {
+        uint64_t n16 = n / 16;
+        for (uint64_t w = tid; w < n16; w += nthr)
+            ((uint4 *)dst)[w] = ((const uint4 *)src)[w];
+        head = n16 * 16;
+    }
+    for (uint64_t b = head + tid; b < n; b += nthr)
+        dst[b] = src[b];
+}
+
 /* Spin until *word >= v, at most timeout_ns (0: no bound). */
 __device__ __forceinline__ bool wait_geq(const uint64_t *word, uint64_t v, uint64_t timeout_ns,
                                          bool sys)
@@ -243,9 +259,14 @@ __device__ int mpix_acc_pready_range(mpix_acc_dreq_t *r, int lo, int hi)
         for (int k = 0; k < nclaim && k < 4; k++)
             prev[k] = atomicExch((unsigned long long *)&r->pstate[lo + k], (unsigned long long)e);
     if (direct) {
-        for (int p = lo; p <= hi; p++)
-            d::ll_put(r->lines + (uint64_t)p * r->line_stride, r->buf + (uint64_t)p * r->part_bytes,
-                      r->part_bytes, (uint32_t)e, tid, n);
+        for (int p = lo; p <= hi; p++) {
+            uint64_t *slot = r->lines + (uint64_t)p * r->line_stride;
+            const char *src = r->buf + (uint64_t)p * r->part_bytes;
+            if (r->bulk)
+                d::grp_copy((char *)slot, src, r->part_bytes, tid, n);
+            else
+                d::ll_put(slot, src, r->part_bytes, (uint32_t)e, tid, n);
+        }
     }
     d::g_sync<L>();
     if (tid == 0) {
@@ -258,6 +279,13 @@ __device__ int mpix_acc_pready_range(mpix_acc_dreq_t *r, int lo, int hi)
         if (rc != MPIX_ACC_DSUCCESS) {
             d::fail(r, rc);
         } else if (direct) {
+            if (r->bulk) {
+                /* the group's bytes (ordered before this thread by the
+                 * barrier above) reach the peer before the flags */
+                __threadfence_system();
+                for (int p = lo; p <= hi; p++)
+                    d::st_release_sys(&r->pflags[p], e);
+            }
             atomicAdd(r->done, (unsigned long long)nclaim);
         } else {
             /* proxy: the data (written before, by this group or earlier
@@ -288,8 +316,13 @@ __device__ inline bool mpix_acc_parrived(const mpix_acc_dreq_t *r, int p)
     if (r->mode == MPIX_ACC_DREQ_DIRECT) {
         const uint64_t *lines = r->lines + (uint64_t)p * r->line_stride;
         char *dst = r->buf + (uint64_t)p * r->part_bytes;
-        if (!d::ll_take(lines, dst, r->part_bytes, (uint32_t)e, 0, 1, true))
+        if (r->bulk) {
+            if (d::ld_acquire_sys(&r->pflags[p]) < e)
+                return false;
+            d::grp_copy(dst, (const char *)lines, r->part_bytes, 0, 1);
+        } else if (!d::ll_take(lines, dst, r->part_bytes, (uint32_t)e, 0, 1, true)) {
             return false;
+        }
         __threadfence();
         d::st_vol(&r->pstate[p], e);
         return true;
@@ -335,7 +368,16 @@ __device__ int mpix_acc_parrived_wait(const mpix_acc_dreq_t *r, int p, uint64_t 
     if (timeout_ns == 0)
         timeout_ns = r->timeout_ns;
     int ok = 1;
-    if (r->mode == MPIX_ACC_DREQ_DIRECT) {
+    if (r->mode == MPIX_ACC_DREQ_DIRECT && r->bulk) {
+        /* the leader waits for the flag, the group copies the bytes */
+        if (tid == 0)
+            ok = d::wait_geq(&r->pflags[p], e, timeout_ns, true);
+        ok = d::g_bcast<L>(ok);
+        if (ok)
+            d::grp_copy(r->buf + (uint64_t)p * r->part_bytes,
+                        (const char *)(r->lines + (uint64_t)p * r->line_stride), r->part_bytes, tid,
+                        n);
+    } else if (r->mode == MPIX_ACC_DREQ_DIRECT) {
         const uint64_t *lines = r->lines + (uint64_t)p * r->line_stride;
         char *dst = r->buf + (uint64_t)p * r->part_bytes;
         /* each thread copies its lines as they arrive (a word is copied

@@ -13,11 +13,13 @@
  *           once it landed in the receive buffer. Works between any two
  *           processes, for any memory.
  *   direct  (processes of one node whose GPUs reach each other, device
- *           buffers) pready writes the partition as LL lines -- 8 bytes
- *           each, 4 bytes of data and the epoch as flag -- into the
- *           receiver's slots, mapped into the sender's address space;
- *           parrived (or the receive's completion) sees every line's flag
- *           and copies the data out. No host thread in between.
+ *           buffers) pready writes the partition into the receiver's
+ *           slots, mapped into the sender's address space: as LL lines --
+ *           8 bytes each, 4 bytes of data and the epoch as flag -- up to
+ *           MPIX_ACC_KI_LL_BYTES, above as plain bytes followed by a fence
+ *           and the partition's flag (bulk); parrived (or the receive's
+ *           completion) sees the flags and copies the data out. No host
+ *           thread in between.
  * Epochs count the starts of a request (1, 2, ...) and only grow, so no
  * flag is ever reset.
  */
@@ -59,8 +61,11 @@ typedef struct mpix_acc_dreq {
     uint64_t *ready;   /* send: ready[p] = epoch (host-visible) */
     uint64_t *arrived; /* receive: arrived[p] = epoch once partition p landed */
     /* direct */
-    uint64_t *lines;          /* the receiver's LL slots: partition p at lines + p * line_stride */
-    uint64_t line_stride;     /* lines per partition (even: 16-byte aligned) */
+    uint64_t *lines;      /* the receiver's slots: partition p at lines + p * line_stride */
+    uint64_t line_stride; /* 8-byte words per partition's slot (even: 16-byte aligned) */
+    uint32_t bulk;        /* 0: LL lines; 1: plain bytes, flag in pflags[p] */
+    uint32_t pad0;
+    uint64_t *pflags;         /* bulk: the receiver's flag per partition (its epoch) */
     uint64_t *consumed;       /* in the receiver's slot memory: the last epoch it completed */
     uint64_t consumed_seen;   /* send: the last value read of *consumed */
     unsigned long long *done; /* send: partitions delivered, over all epochs */

@@ -481,6 +481,9 @@ fi
 # (the program's own guard first: it names the phase and dumps the stacks)
 run_test "ki/partitioned" 150 'protocol: direct' -- env MPIX_ACC_LOG=warn MPIX_ACC_KI_TIMEOUT=20 \
     "$MPIEXEC" $LAUNCH -n 2 "$BIN/partitioned" --expect=direct --timeout=100
+# (its 4108-byte partitions are bulk by default: here as LL lines too)
+run_test "ki/partitioned-ll" 150 'protocol: direct' -- env MPIX_ACC_LOG=warn MPIX_ACC_KI_TIMEOUT=20 \
+    MPIX_ACC_KI_LL_BYTES=1m "$MPIEXEC" $LAUNCH -n 2 "$BIN/partitioned" --expect=direct --timeout=100
 run_test "ki/partitioned-proxy" 150 'protocol: proxy' -- env MPIX_ACC_LOG=warn MPIX_ACC_KI=proxy \
     MPIX_ACC_KI_TIMEOUT=20 "$MPIEXEC" $LAUNCH -n 2 "$BIN/partitioned" --expect=proxy --timeout=100
 
@@ -652,7 +655,7 @@ if [ "$APPS" = 1 ]; then
     # acc-sx and staged MPI in the same launch
     run_test "apps/bench-ki" 240 'RESULT: OK' -- env MPIX_ACC_LOG=warn MPIX_ACC_SX=on \
         "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/bench/mpixacc_bench" --backend cuda \
-        --variant ki,nccl,acc-sx,staged --sizes 8,64,512,4K,64K --timeout 200 \
+        --variant ki,nccl,acc-sx,staged --sizes 8,64,512,4K,16K,64K --timeout 200 \
         --csv "$RES/bench-ki.csv"
     # NVSHMEM, the other anchor of issue 19 (examples/bench/nvshmem_pingpong.cu):
     # built here against the NVSHMEM wheel found on the machine (relocatable

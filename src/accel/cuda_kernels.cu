@@ -734,7 +734,19 @@ extern "C" __global__ void mxa_part_recv_done_kernel(mpix_acc_dreq_t *r)
         if (threadIdx.x == 0)
             skip = d::ld_vol(&r->pstate[p]) >= e;
         __syncthreads();
-        if (!skip) {
+        if (!skip && r->bulk) {
+            __shared__ int ok;
+            if (threadIdx.x == 0) {
+                ok = d::wait_geq(&r->pflags[p], e, r->timeout_ns, true);
+                if (!ok)
+                    d::fail(r, MPIX_ACC_DERR_TIMEOUT);
+            }
+            __syncthreads();
+            if (ok)
+                d::grp_copy(r->buf + (uint64_t)p * r->part_bytes,
+                            (const char *)(r->lines + (uint64_t)p * r->line_stride), r->part_bytes,
+                            threadIdx.x, blockDim.x);
+        } else if (!skip) {
             const uint64_t *lines = r->lines + (uint64_t)p * r->line_stride;
             char *dst = r->buf + (uint64_t)p * r->part_bytes;
             unsigned i = 0;

@@ -62,7 +62,10 @@ typedef struct {
     int32_t q;            /* receiver: its number of the pair */
     int32_t direct;       /* this side can take the direct protocol */
     char busid[32];       /* device of the buffer ("" none) */
-    uint64_t line_stride; /* receiver, direct: LL lines per partition */
+    uint64_t line_stride; /* receiver, direct: 8-byte words per partition's slot */
+    uint64_t data_off;    /* receiver, direct: where the partitions' slots start */
+    int32_t bulk;         /* receiver, direct: plain bytes + a flag per partition */
+    int32_t pad;
     uint64_t slots_bytes; /* receiver, direct: its slots, handed out as a fd ... */
     char sock[64];        /* ... by its progress thread at this socket */
     char slots_name[32];  /* ... under this name */
@@ -308,9 +311,11 @@ static unsigned part_poll_asking(void)
             close(fd);
         if (st == MXU_OK) {
             p->slots_bytes = (size_t)bytes;
-            p->hd.lines = (uint64_t *)((char *)p->slots + 64);
+            p->hd.lines = (uint64_t *)((char *)p->slots + p->theirs.data_off);
             p->hd.consumed = (uint64_t *)p->slots;
+            p->hd.pflags = (uint64_t *)((char *)p->slots + 64);
             p->hd.line_stride = p->theirs.line_stride;
+            p->hd.bulk = (uint32_t)p->theirs.bulk;
             mode = MPIX_ACC_DREQ_DIRECT;
         } else {
             p->slots = NULL;
@@ -378,7 +383,8 @@ static mxu_status_t part_exchange(mxi_part_t *p, const mxe_comm_t *ec)
 
 /* This side can take the direct protocol (a device buffer of a process
  * whose peer is on the node): its device, and for a receive the slots --
- * a 64-byte credit word (consumed), then the LL lines, a partition's
+ * a 64-byte credit word (consumed), a flag per partition (bulk), then per
+ * partition its LL lines or (above MPIX_ACC_KI_LL_BYTES) its bytes, each
  * rounded to 16 bytes -- exported for the sender. */
 static mxu_status_t part_direct_offer(mxi_part_t *p)
 {
@@ -387,11 +393,14 @@ static mxu_status_t part_direct_offer(mxi_part_t *p)
         return MXU_ERR_UNSUPPORTED;
     if (p->is_send)
         return MXU_OK;
-    uint64_t words = (p->part_bytes + 3) / 4;
-    uint64_t stride = (words + 1) / 2 * 2;
+    /* LL: a line per 4 bytes; bulk: the bytes, rounded to 16 (a flag per
+     * partition after the credit word) */
+    int bulk = p->part_bytes > mxu_config.ki_ll_bytes;
+    uint64_t stride = bulk ? (p->part_bytes + 15) / 16 * 2 : ((p->part_bytes + 3) / 4 + 1) / 2 * 2;
     if (stride == 0)
         stride = 2;
-    size_t bytes = 64 + (size_t)stride * 8 * (size_t)p->partitions;
+    uint64_t data_off = 64 + ((uint64_t)p->partitions * 8 + 63) / 64 * 64;
+    size_t bytes = (size_t)data_off + (size_t)stride * 8 * (size_t)p->partitions;
     int fd = -1;
     mxu_status_t st = mxa_part_slots_alloc(p->dev_ctx, &bytes, &p->slots, &fd);
     if (st == MXU_OK) {
@@ -415,9 +424,13 @@ static mxu_status_t part_direct_offer(mxi_part_t *p)
     }
     p->mine.line_stride = stride;
     p->mine.slots_bytes = bytes;
-    p->hd.lines = (uint64_t *)((char *)p->slots + 64);
+    p->mine.data_off = data_off;
+    p->mine.bulk = bulk;
+    p->hd.lines = (uint64_t *)((char *)p->slots + data_off);
     p->hd.consumed = (uint64_t *)p->slots;
+    p->hd.pflags = (uint64_t *)((char *)p->slots + 64);
     p->hd.line_stride = stride;
+    p->hd.bulk = (uint32_t)bulk;
     return MXU_OK;
 }
 

@@ -143,6 +143,10 @@
       "node whose GPUs reach each other: the direct path, the kernels write into the peer; "     \
       "otherwise the host proxy), proxy (always the host proxy: the progress thread sends each " \
       "partition once it is ready)")                                                             \
+    X(KI_LL_BYTES, SIZE, ki_ll_bytes, "4k", "0..1g",                                             \
+      "Partitions of a partitioned request on the direct path up to this size travel as LL "      \
+      "lines (4 data bytes and a flag per 8 bytes: no fence, twice the bytes); larger ones as "   \
+      "plain bytes, a fence and one flag per partition")                                         \
     X(KI_TIMEOUT, DOUBLE, ki_timeout, "60", "0..1e9",                                            \
       "Seconds a device-side wait of a partitioned request (pready for the receiver's credit, "  \
       "parrived_wait, the completion of an epoch) spins before it reports "                      \
