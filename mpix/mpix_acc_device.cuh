@@ -163,6 +163,30 @@ __device__ __forceinline__ void grp_copy(char *dst, const char *src, uint64_t n,
         dst[b] = src[b];
 }
 
+/* The same from memory another GPU wrote (the receiver's slots): volatile
+ * loads, which bypass the L1 cache -- a line of an earlier epoch's copy
+ * may still be there (data errors under compute-sanitizer racecheck's
+ * timing at 22ebfaa before this). */
+__device__ __forceinline__ void grp_copy_in(char *dst, const char *src, uint64_t n, unsigned tid,
+                                            unsigned nthr)
+{
+    uint64_t head = 0;
+    if ((((uintptr_t)dst | (uintptr_t)src) & 15) == 0) {
+        uint64_t n16 = n / 16;
+        for (uint64_t w = tid; w < n16; w += nthr) {
+            uint4 v;
+            asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                         : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                         : "l"(src + w * 16)
+                         : "memory");
+            ((uint4 *)dst)[w] = v;
+        }
+        head = n16 * 16;
+    }
+    for (uint64_t b = head + tid; b < n; b += nthr)
+        dst[b] = *(const volatile char *)(src + b);
+}
+
 /* Spin until *word >= v, at most timeout_ns (0: no bound). */
 __device__ __forceinline__ bool wait_geq(const uint64_t *word, uint64_t v, uint64_t timeout_ns,
                                          bool sys)
@@ -262,9 +286,12 @@ __device__ int mpix_acc_pready_range(mpix_acc_dreq_t *r, int lo, int hi)
         for (int p = lo; p <= hi; p++) {
             uint64_t *slot = r->lines + (uint64_t)p * r->line_stride;
             const char *src = r->buf + (uint64_t)p * r->part_bytes;
-            if (r->bulk)
+            if (r->bulk) {
                 d::grp_copy((char *)slot, src, r->part_bytes, tid, n);
-            else
+                /* every thread's bytes reach the peer before the leader's
+                 * flag (a fence per storing thread, not only the leader's) */
+                __threadfence_system();
+            } else
                 d::ll_put(slot, src, r->part_bytes, (uint32_t)e, tid, n);
         }
     }
@@ -280,9 +307,8 @@ __device__ int mpix_acc_pready_range(mpix_acc_dreq_t *r, int lo, int hi)
             d::fail(r, rc);
         } else if (direct) {
             if (r->bulk) {
-                /* the group's bytes (ordered before this thread by the
-                 * barrier above) reach the peer before the flags */
-                __threadfence_system();
+                /* (the group's bytes were fenced by each thread before the
+                 * barrier above) */
                 for (int p = lo; p <= hi; p++)
                     d::st_release_sys(&r->pflags[p], e);
             }
@@ -319,7 +345,7 @@ __device__ inline bool mpix_acc_parrived(const mpix_acc_dreq_t *r, int p)
         if (r->bulk) {
             if (d::ld_acquire_sys(&r->pflags[p]) < e)
                 return false;
-            d::grp_copy(dst, (const char *)lines, r->part_bytes, 0, 1);
+            d::grp_copy_in(dst, (const char *)lines, r->part_bytes, 0, 1);
         } else if (!d::ll_take(lines, dst, r->part_bytes, (uint32_t)e, 0, 1, true)) {
             return false;
         }
@@ -374,9 +400,9 @@ __device__ int mpix_acc_parrived_wait(const mpix_acc_dreq_t *r, int p, uint64_t 
             ok = d::wait_geq(&r->pflags[p], e, timeout_ns, true);
         ok = d::g_bcast<L>(ok);
         if (ok)
-            d::grp_copy(r->buf + (uint64_t)p * r->part_bytes,
-                        (const char *)(r->lines + (uint64_t)p * r->line_stride), r->part_bytes, tid,
-                        n);
+            d::grp_copy_in(r->buf + (uint64_t)p * r->part_bytes,
+                           (const char *)(r->lines + (uint64_t)p * r->line_stride), r->part_bytes,
+                           tid, n);
     } else if (r->mode == MPIX_ACC_DREQ_DIRECT) {
         const uint64_t *lines = r->lines + (uint64_t)p * r->line_stride;
         char *dst = r->buf + (uint64_t)p * r->part_bytes;

@@ -743,9 +743,9 @@ extern "C" __global__ void mxa_part_recv_done_kernel(mpix_acc_dreq_t *r)
             }
             __syncthreads();
             if (ok)
-                d::grp_copy(r->buf + (uint64_t)p * r->part_bytes,
-                            (const char *)(r->lines + (uint64_t)p * r->line_stride), r->part_bytes,
-                            threadIdx.x, blockDim.x);
+                d::grp_copy_in(r->buf + (uint64_t)p * r->part_bytes,
+                               (const char *)(r->lines + (uint64_t)p * r->line_stride),
+                               r->part_bytes, threadIdx.x, blockDim.x);
         } else if (!skip) {
             const uint64_t *lines = r->lines + (uint64_t)p * r->line_stride;
             char *dst = r->buf + (uint64_t)p * r->part_bytes;
