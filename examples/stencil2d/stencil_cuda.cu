@@ -98,27 +98,32 @@ __global__ void st_k_rect(st_op_t op, int i0, int j0, int w, int h)
         st_d_point(op.src, op.dst, op.d.ld, i0 + x, j0 + y);
 }
 
-/* The band: row 1, row ny (ny > 1), columns 1 and nx (nx > 1) for rows 2..ny-1. */
+/* Point t of the band: row 1, row ny (ny > 1), columns 1 and nx (nx > 1)
+ * for rows 2..ny-1. */
+__device__ __forceinline__ void st_band_point(const st_dims_t &d, long t, int *i, int *j)
+{
+    if (t < d.nx) {
+        *i = (int)t + 1;
+        *j = 1;
+    } else if (d.ny > 1 && t < 2L * d.nx) {
+        *i = (int)(t - d.nx) + 1;
+        *j = d.ny;
+    } else {
+        long r = t - (d.ny > 1 ? 2L * d.nx : (long)d.nx);
+        int ncol = d.nx > 1 ? 2 : 1;
+        *j = 2 + (int)(r / ncol);
+        *i = (r % ncol) ? d.nx : 1;
+    }
+}
+
 __global__ void st_k_boundary(st_op_t op, long total)
 {
     long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= total)
         return;
-    const st_dims_t d = op.d;
     int i, j;
-    if (t < d.nx) {
-        i = (int)t + 1;
-        j = 1;
-    } else if (d.ny > 1 && t < 2L * d.nx) {
-        i = (int)(t - d.nx) + 1;
-        j = d.ny;
-    } else {
-        long r = t - (d.ny > 1 ? 2L * d.nx : (long)d.nx);
-        int ncol = d.nx > 1 ? 2 : 1;
-        j = 2 + (int)(r / ncol);
-        i = (r % ncol) ? d.nx : 1;
-    }
-    st_d_point(op.src, op.dst, d.ld, i, j);
+    st_band_point(op.d, t, &i, &j);
+    st_d_point(op.src, op.dst, op.d.ld, i, j);
 }
 
 static void st_rect_launch(const st_op_t *op, int i0, int j0, int w, int h, cudaStream_t s)
@@ -244,18 +249,7 @@ __global__ void st_k_ki(st_ki_t a)
         /* 4. the band (as st_k_boundary) */
         for (long t = tid; t < band; t += nth) {
             int i, j;
-            if (t < d.nx) {
-                i = (int)t + 1;
-                j = 1;
-            } else if (d.ny > 1 && t < 2L * d.nx) {
-                i = (int)(t - d.nx) + 1;
-                j = d.ny;
-            } else {
-                long r = t - (d.ny > 1 ? 2L * d.nx : (long)d.nx);
-                int ncol = d.nx > 1 ? 2 : 1;
-                j = 2 + (int)(r / ncol);
-                i = (r % ncol) ? d.nx : 1;
-            }
+            st_band_point(d, t, &i, &j);
             st_d_point(u, v, d.ld, i, j);
         }
         grid.sync();

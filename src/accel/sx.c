@@ -808,7 +808,7 @@ int mxa_sx_fd_ask(const char *sock, const char *name)
     socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + nl);
     if (connect(fd, (struct sockaddr *)&a, len) != 0 ||
         send(fd, name, strlen(name), MSG_NOSIGNAL) != (ssize_t)strlen(name)) {
-        MXU_LOG(MXU_LOG_WARN, "SX: asking %s for %s: %s", sock, name, strerror(errno));
+        MXU_LOG(MXU_LOG_DEBUG, "SX: asking %s for %s: %s", sock, name, strerror(errno));
         close(fd);
         return -1;
     }
@@ -894,50 +894,22 @@ static void sx_dring_advance(mxa_sx_link_t *l, mxa_stream_t *s)
                     l->name);
             return;
         }
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-            return;
-        struct sockaddr_un a;
-        memset(&a, 0, sizeof(a));
-        a.sun_family = AF_UNIX;
-        size_t nl = strnlen(l->ctrl->sock_name, sizeof(l->ctrl->sock_name) - 1);
-        memcpy(a.sun_path + 1, l->ctrl->sock_name, nl);
-        socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + nl);
         __atomic_fetch_add(&l->ctrl->dr_req, 1, __ATOMIC_RELEASE);
-        if (connect(fd, (struct sockaddr *)&a, len) != 0 ||
-            send(fd, l->name, strlen(l->name), MSG_NOSIGNAL) != (ssize_t)strlen(l->name)) {
-            close(fd); /* tried again at a later send */
-            return;
-        }
+        int fd = mxa_sx_fd_ask(l->ctrl->sock_name, l->name);
+        if (fd < 0)
+            return; /* tried again at a later send */
         l->dr_fd = fd;
         l->dr_state = SX_DR_ASKING;
         return;
     }
     /* SX_DR_ASKING: the answer, when there */
-    uint64_t bytes = 0;
-    struct iovec iov = {&bytes, sizeof(bytes)};
-    union {
-        struct cmsghdr h;
-        char buf[CMSG_SPACE(sizeof(int))];
-    } cm;
-    struct msghdr msg;
-    memset(&msg, 0, sizeof(msg));
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = cm.buf;
-    msg.msg_controllen = sizeof(cm.buf);
-    ssize_t got = recvmsg(l->dr_fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-        return;
-    close(l->dr_fd);
-    l->dr_fd = -1;
     int rfd = -1;
-    struct cmsghdr *h = got == (ssize_t)sizeof(bytes) ? CMSG_FIRSTHDR(&msg) : NULL;
-    if (h && h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS)
-        memcpy(&rfd, CMSG_DATA(h), sizeof(int));
-    if (rfd < 0 || bytes == 0) {
-        if (rfd >= 0)
-            close(rfd);
+    uint64_t bytes = 0;
+    int answer = mxa_sx_fd_answer(l->dr_fd, &rfd, &bytes);
+    if (answer == 0)
+        return;
+    l->dr_fd = -1; /* (closed by mxa_sx_fd_answer) */
+    if (answer < 0) {
         l->dr_state = SX_DR_NONE; /* ask again later (dr_tries bounds it) */
         return;
     }
