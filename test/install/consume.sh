@@ -14,6 +14,8 @@
 #              is bypassed and each rank logs the link-order WARN
 #   info       PREFIX/bin/mpixacc_info runs; env script and module file
 #   ucxhdr     the UCX headers the device API needs compile from the prefix
+#   devhdr     a .cu file using mpix_acc_device.cuh compiles with nvcc and
+#              only -I<prefix>/include and the MPI compiler flags (issue 19)
 # The two apps run with 2 ranks (mpiexec) and MPIX_ACC_LOG=info; a run
 # passes when every rank exchanged data through MPIX_Acc_* calls, the log
 # says the library is active on 2 ranks, and the libucp it loaded is the
@@ -225,6 +227,38 @@ elif ! printf '#include <ucp/api/device/ucp_host.h>\n#include <ucp/api/device/uc
     fail ucxhdr "ucp/api/device headers do not compile from $ucx_inc" "$tmp/hdr.log"
 else
     pass ucxhdr
+fi
+
+# ---- the device header of partitioned requests, from the prefix alone
+nvcc_bin=$(command -v nvcc 2>/dev/null || true)
+[ -z "$nvcc_bin" ] && [ -x /usr/local/cuda/bin/nvcc ] && nvcc_bin=/usr/local/cuda/bin/nvcc
+if [ ! -f "$prefix/include/mpix_acc_device.cuh" ] || [ ! -f "$prefix/include/mpix_acc_dreq.h" ]; then
+    fail devhdr "mpix_acc_device.cuh or mpix_acc_dreq.h not installed in $prefix/include"
+elif [ -z "$nvcc_bin" ]; then
+    pass "devhdr (installed; no nvcc here to compile it)"
+else
+    mpi_inc=$(mpicc -show 2>/dev/null | tr ' ' '\n' | grep '^-I' | tr '\n' ' ')
+    cat >"$tmp/dev.cu" <<'CU'
+#include <mpix_acc.h>
+#include <mpix_acc_device.cuh>
+__global__ void step(mpix_acc_dreq_t *s, mpix_acc_dreq_t *r, int *rc)
+{
+    int a = mpix_acc_pready<MPIX_ACC_BLOCK>(s, blockIdx.x);
+    int b = mpix_acc_parrived_wait<MPIX_ACC_WARP>(r, blockIdx.x, 0);
+    int c = mpix_acc_pready_range<MPIX_ACC_THREAD>(s, 0, 1);
+    if (threadIdx.x == 0)
+        rc[blockIdx.x] = a + b + c + (mpix_acc_parrived(r, 0) ? 1 : 0) +
+                         mpix_acc_parrived_wait(r, 1, 1000);
+}
+int main(void) { return 0; }
+CU
+    if ! (cd "$tmp" && "${clean_env[@]}" "$nvcc_bin" -std=c++17 -arch=sm_90 -I"$prefix/include" \
+        $mpi_inc -c dev.cu -o dev.o) >"$tmp/dev.log" 2>&1; then
+        fail devhdr "a .cu file using mpix_acc_device.cuh does not compile from $prefix/include" \
+            "$tmp/dev.log"
+    else
+        pass devhdr
+    fi
 fi
 
 echo "$npass passed, $nfail failed"
