@@ -1031,3 +1031,75 @@ void mxi_part_free(mxi_part_t *p)
     (void)part_publish(p);
     part_release(p);
 }
+
+/* ------------------------------------------------ MPI-4 partitioned calls
+ * On a stream communicator MPI_Psend_init / MPI_Precv_init make the
+ * library's partitioned requests (MPI_Start: an epoch on the
+ * communicator's stream; MPI_Wait: a stream wait), and MPI_Pready(_range,
+ * _list) / MPI_Parrived act on them as the MPIX_Acc_ host calls do. On
+ * other communicators, and on the MPI library's own partitioned requests,
+ * every call is the MPI library's. (MPI libraries before MPI-4 have none of
+ * them: nothing to interpose.) */
+#if MPI_VERSION >= 4
+static int part_on_stream_comm(MPI_Comm comm)
+{
+    if (!mxi_on() || comm == MPI_COMM_NULL)
+        return 0;
+    mxi_comm_t *c = mxi_comm_find(comm);
+    return c && c->supported && c->stream;
+}
+
+int MPI_Psend_init(const void *buf, int partitions, MPI_Count count, MPI_Datatype datatype,
+                   int dest, int tag, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    if (!part_on_stream_comm(comm))
+        return PMPI_Psend_init(buf, partitions, count, datatype, dest, tag, comm, info, request);
+    return part_init(1, (void *)(uintptr_t)buf, partitions, count, datatype, dest, tag, comm, info,
+                     request);
+}
+
+int MPI_Precv_init(void *buf, int partitions, MPI_Count count, MPI_Datatype datatype, int source,
+                   int tag, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    if (!part_on_stream_comm(comm))
+        return PMPI_Precv_init(buf, partitions, count, datatype, source, tag, comm, info, request);
+    return part_init(0, buf, partitions, count, datatype, source, tag, comm, info, request);
+}
+
+int MPI_Pready(int partition, MPI_Request request)
+{
+    if (!mxi_persist_part(request, NULL))
+        return PMPI_Pready(partition, request);
+    return MPIX_Acc_Pready_range(partition, partition, request);
+}
+
+int MPI_Pready_range(int partition_low, int partition_high, MPI_Request request)
+{
+    if (!mxi_persist_part(request, NULL))
+        return PMPI_Pready_range(partition_low, partition_high, request);
+    return MPIX_Acc_Pready_range(partition_low, partition_high, request);
+}
+
+int MPI_Pready_list(int length, int array_of_partitions[], MPI_Request request)
+{
+    mxi_part_t *p = mxi_persist_part(request, NULL);
+    if (!p)
+        return PMPI_Pready_list(length, array_of_partitions, request);
+    if (length < 0 || (length > 0 && !array_of_partitions))
+        return mxi_raise(p->comm, MXI_E_ARG, "MPI_Pready_list: length %d, partitions %p", length,
+                         (void *)array_of_partitions);
+    for (int i = 0; i < length; i++) {
+        int rc = MPIX_Acc_Pready_range(array_of_partitions[i], array_of_partitions[i], request);
+        if (rc != MPI_SUCCESS)
+            return rc;
+    }
+    return MPI_SUCCESS;
+}
+
+int MPI_Parrived(MPI_Request request, int partition, int *flag)
+{
+    if (!mxi_persist_part(request, NULL))
+        return PMPI_Parrived(request, partition, flag);
+    return MPIX_Acc_Parrived(request, partition, flag);
+}
+#endif

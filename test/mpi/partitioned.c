@@ -17,12 +17,15 @@
  *   4. pairing by init order: two pairs of one tag started in the other
  *      order on the sender; two tags whose inits the receiver makes in
  *      the other order;
- *   5. MPI_Start on a stream communicator (MPI_Wait: a stream wait);
+ *   5. MPI_Start on a stream communicator (MPI_Wait: a stream wait), and
+ *      MPI-4's MPI_Psend_init/Precv_init/Pready_list/Parrived there;
  *   6. MPI_PROC_NULL peers; the device handle of a host buffer;
  *   7. errors: arguments at init, a start of an active request, pready
  *      twice or out of range, parrived on a send, sizes that differ
  *      (MPI_ERR_TRUNCATE at the receive's completion);
- *   8. MPI_Request_free of an active send: its partitions still arrive.
+ *   8. MPI_Request_free of an active send: its partitions still arrive;
+ *   9. MPI_Psend_init & co. on a plain communicator are the MPI library's
+ *      (phase 5 uses them on a stream communicator: the library's).
  */
 #include "common.h"
 
@@ -242,6 +245,8 @@ static void init_order(void)
     }
 }
 
+static void expect_class(int rc, int want, const char *what);
+
 static void mpi_start(void)
 {
     t_phase("5. MPI_Start on a stream communicator");
@@ -261,7 +266,59 @@ static void mpi_start(void)
     }
     T_MPI(MPI_Request_free(&r[0]));
     T_MPI(MPI_Request_free(&r[1]));
+
+    /* MPI-4's own calls on the stream communicator are the library's */
+    int a[6] = {0}, b[6] = {0}, list[3] = {2, 0, 1};
+    T_MPI(MPI_Precv_init(b, 3, 2, MPI_INT, prev, 2, sc, MPI_INFO_NULL, &r[0]));
+    T_MPI(MPI_Psend_init(a, 3, 2, MPI_INT, next, 2, sc, MPI_INFO_NULL, &r[1]));
+    mpix_acc_dreq_t *d = NULL;
+    T_MPI(MPIX_Acc_Prequest_get_device(r[1], &d)); /* (the library's: it has a handle) */
+    T_CHECK(d != NULL, "no device handle for MPI_Psend_init on a stream communicator");
+    for (int it = 0; it < 3; it++) {
+        for (int i = 0; i < 6; i++)
+            a[i] = 100 * t_rank + 10 * it + i;
+        T_MPI(MPI_Startall(2, r));
+        T_MPI(MPI_Pready_list(3, list, r[1]));
+        for (int q = 0; q < 3; q++) {
+            double t0 = t_now();
+            int flag = 0;
+            while (!flag) {
+                T_MPI(MPI_Parrived(r[0], q, &flag));
+                T_CHECK(t_now() - t0 < T_SLOW(30), "MPI_Parrived: partition %d never arrived", q);
+            }
+        }
+        T_MPI(MPI_Waitall(2, r, MPI_STATUSES_IGNORE)); /* a stream wait */
+        T_MPI(MPIX_Acc_Hoststream_synchronize(s2));
+        for (int i = 0; i < 6; i++)
+            T_CHECK(b[i] == 100 * prev + 10 * it + i, "MPI_Psend_init epoch %d: b[%d] = %d", it, i,
+                    b[i]);
+    }
+    T_MPI(MPI_Request_free(&r[0]));
+    T_MPI(MPI_Request_free(&r[1]));
     t_stream_comm_free(&sc, &s2);
+}
+
+static void mpi_library_partitioned(void)
+{
+    t_phase("9. MPI_Psend_init on a plain communicator: the MPI library's");
+    int a[4], b[4] = {0};
+    for (int i = 0; i < 4; i++)
+        a[i] = 7 * t_rank + i;
+    MPI_Request r[2];
+    T_MPI(MPI_Precv_init(b, 2, 2, MPI_INT, prev, 6, C, MPI_INFO_NULL, &r[0]));
+    T_MPI(MPI_Psend_init(a, 2, 2, MPI_INT, next, 6, C, MPI_INFO_NULL, &r[1]));
+    mpix_acc_dreq_t *d = NULL;
+    T_MPI(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
+    expect_class(MPIX_Acc_Prequest_get_device(r[1], &d), MPI_ERR_REQUEST,
+                 "the device handle of the MPI library's partitioned request");
+    T_MPI(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_ARE_FATAL));
+    T_MPI(MPI_Startall(2, r));
+    T_MPI(MPI_Pready_range(0, 1, r[1]));
+    T_MPI(MPI_Waitall(2, r, MPI_STATUSES_IGNORE));
+    for (int i = 0; i < 4; i++)
+        T_CHECK(b[i] == 7 * prev + i, "the MPI library's partitioned receive: b[%d] = %d", i, b[i]);
+    T_MPI(MPI_Request_free(&r[0]));
+    T_MPI(MPI_Request_free(&r[1]));
 }
 
 static void proc_null_and_handle(void)
@@ -413,6 +470,7 @@ int main(int argc, char **argv)
     proc_null_and_handle();
     errors();
     free_active();
+    mpi_library_partitioned();
     T_MPI(MPI_Comm_free(&C));
     T_MPI(MPIX_Acc_Hoststream_free(&S));
     return t_finish();
