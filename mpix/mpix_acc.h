@@ -57,6 +57,22 @@ int MPIX_Acc_Allgather(MPIX_Acc_stream stream, const void *sendbuf, int sendcoun
 int MPIX_Acc_Alltoall(MPIX_Acc_stream stream, const void *sendbuf, int sendcount,
                       MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
                       MPI_Comm comm);
+/* ... and their nonblocking forms: the request completes when the stream
+ * passed the collective (MPIX_Acc_Wait orders a stream after it) */
+int MPIX_Acc_Ibarrier(MPIX_Acc_stream stream, MPI_Comm comm, MPI_Request *request);
+int MPIX_Acc_Ibcast(MPIX_Acc_stream stream, void *buf, int count, MPI_Datatype datatype, int root,
+                    MPI_Comm comm, MPI_Request *request);
+int MPIX_Acc_Ireduce(MPIX_Acc_stream stream, const void *sendbuf, void *recvbuf, int count,
+                     MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm,
+                     MPI_Request *request);
+int MPIX_Acc_Iallreduce(MPIX_Acc_stream stream, const void *sendbuf, void *recvbuf, int count,
+                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
+int MPIX_Acc_Iallgather(MPIX_Acc_stream stream, const void *sendbuf, int sendcount,
+                        MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                        MPI_Comm comm, MPI_Request *request);
+int MPIX_Acc_Ialltoall(MPIX_Acc_stream stream, const void *sendbuf, int sendcount,
+                       MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                       MPI_Comm comm, MPI_Request *request);
 
 /* partitioned requests whose partitions kernels mark ready and see arrive
  * (MPIX_Acc_Psend_init(3); device side: mpix_acc_device.cuh) */

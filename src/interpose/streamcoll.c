@@ -653,6 +653,90 @@ int MPIX_Acc_Alltoall(MPIX_Acc_stream stream, const void *sendbuf, int sendcount
                             recvcount, recvtype, comm);
 }
 
+/* --------------------------------------------------- nonblocking forms
+ * The collective is enqueued as by the blocking form; its request is a
+ * local engine op behind it on the same stream, complete when the stream
+ * passed the collective: MPIX_Acc_Wait on a stream orders later work after
+ * it, MPI_Wait/MPI_Test see it from the host (for a stream communicator's
+ * request MPI_Wait is a stream wait, as for its point-to-point requests). */
+static int sc_request(MPIX_Acc_stream stream, MPI_Comm comm, mxi_origin_t origin, int rc,
+                      MPI_Request *request)
+{
+    if (rc != MPI_SUCCESS)
+        return rc;
+    mxa_stream_t *s;
+    rc = mxi_stream_resolve(stream, comm, &s);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    mxe_op_t *op = NULL;
+    if (mxe_op_create_local(s, MXE_OP_RECV, 0, &op) != MXU_OK)
+        return mxi_raise(comm, MXI_E_NO_MEM, "the request of a nonblocking collective");
+    op->result.source = MXE_PROC_NULL;
+    op->result.tag = MXE_ANY_TAG;
+    return mxi_submit(op, origin, comm, request);
+}
+
+#define SC_NEED_REQUEST(comm, call, request)                                                       \
+    do {                                                                                           \
+        if (!(request))                                                                            \
+            return mxi_raise((comm), MXI_E_REQUEST, "%s: request argument is NULL", (call));       \
+    } while (0)
+
+int MPIX_Acc_Ibarrier(MPIX_Acc_stream stream, MPI_Comm comm, MPI_Request *request)
+{
+    SC_NEED_REQUEST(comm, "MPIX_Acc_Ibarrier", request);
+    return sc_request(stream, comm, MXI_ORIGIN_EXPLICIT, MPIX_Acc_Barrier(stream, comm), request);
+}
+
+int MPIX_Acc_Ibcast(MPIX_Acc_stream stream, void *buf, int count, MPI_Datatype datatype, int root,
+                    MPI_Comm comm, MPI_Request *request)
+{
+    SC_NEED_REQUEST(comm, "MPIX_Acc_Ibcast", request);
+    return sc_request(stream, comm, MXI_ORIGIN_EXPLICIT,
+                      MPIX_Acc_Bcast(stream, buf, count, datatype, root, comm), request);
+}
+
+int MPIX_Acc_Ireduce(MPIX_Acc_stream stream, const void *sendbuf, void *recvbuf, int count,
+                     MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm,
+                     MPI_Request *request)
+{
+    SC_NEED_REQUEST(comm, "MPIX_Acc_Ireduce", request);
+    return sc_request(stream, comm, MXI_ORIGIN_EXPLICIT,
+                      MPIX_Acc_Reduce(stream, sendbuf, recvbuf, count, datatype, op, root, comm),
+                      request);
+}
+
+int MPIX_Acc_Iallreduce(MPIX_Acc_stream stream, const void *sendbuf, void *recvbuf, int count,
+                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    SC_NEED_REQUEST(comm, "MPIX_Acc_Iallreduce", request);
+    return sc_request(stream, comm, MXI_ORIGIN_EXPLICIT,
+                      MPIX_Acc_Allreduce(stream, sendbuf, recvbuf, count, datatype, op, comm),
+                      request);
+}
+
+int MPIX_Acc_Iallgather(MPIX_Acc_stream stream, const void *sendbuf, int sendcount,
+                        MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                        MPI_Comm comm, MPI_Request *request)
+{
+    SC_NEED_REQUEST(comm, "MPIX_Acc_Iallgather", request);
+    return sc_request(stream, comm, MXI_ORIGIN_EXPLICIT,
+                      MPIX_Acc_Allgather(stream, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                         recvtype, comm),
+                      request);
+}
+
+int MPIX_Acc_Ialltoall(MPIX_Acc_stream stream, const void *sendbuf, int sendcount,
+                       MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                       MPI_Comm comm, MPI_Request *request)
+{
+    SC_NEED_REQUEST(comm, "MPIX_Acc_Ialltoall", request);
+    return sc_request(
+        stream, comm, MXI_ORIGIN_EXPLICIT,
+        MPIX_Acc_Alltoall(stream, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm),
+        request);
+}
+
 /* ------------------------------------------ MPI_* on stream communicators */
 
 /*
@@ -785,4 +869,80 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
         return MPIX_Acc_Alltoall(h, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
                                  comm);
     SC_HOST(h, PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm));
+}
+
+/* The nonblocking collectives on a stream communicator of a host stream:
+ * the forms above with the communicator's stream (their requests are
+ * stream requests: MPI_Wait is a stream wait); what they do not take: the
+ * MPI library's call after the stream drained. */
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
+{
+    void *h = sc_host_stream_of(comm);
+    if (h && request)
+        return sc_request(h, comm, MXI_ORIGIN_STREAMCOMM, MPIX_Acc_Barrier(h, comm), request);
+    SC_HOST(h, PMPI_Ibarrier(comm, request));
+}
+
+int MPI_Ibcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
+               MPI_Request *request)
+{
+    void *h = sc_host_stream_of(comm);
+    if (h && request && sc_root_ok(comm, root) && sc_can_move(buf, count, datatype))
+        return sc_request(h, comm, MXI_ORIGIN_STREAMCOMM,
+                          MPIX_Acc_Bcast(h, buf, count, datatype, root, comm), request);
+    SC_HOST(h, PMPI_Ibcast(buf, count, datatype, root, comm, request));
+}
+
+int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                   MPI_Comm comm, MPI_Request *request)
+{
+    void *h = sc_host_stream_of(comm);
+    if (h && request && sc_can_reduce(sendbuf, recvbuf, count, datatype, op, 1))
+        return sc_request(h, comm, MXI_ORIGIN_STREAMCOMM,
+                          MPIX_Acc_Allreduce(h, sendbuf, recvbuf, count, datatype, op, comm),
+                          request);
+    SC_HOST(h, PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request));
+}
+
+int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                int root, MPI_Comm comm, MPI_Request *request)
+{
+    void *h = sc_host_stream_of(comm);
+    if (h && request && sc_root_ok(comm, root)) {
+        int rank = 0;
+        PMPI_Comm_rank(comm, &rank);
+        if (sc_can_reduce(sendbuf, recvbuf, count, datatype, op, rank == root))
+            return sc_request(h, comm, MXI_ORIGIN_STREAMCOMM,
+                              MPIX_Acc_Reduce(h, sendbuf, recvbuf, count, datatype, op, root, comm),
+                              request);
+    }
+    SC_HOST(h, PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request));
+}
+
+int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    void *h = sc_host_stream_of(comm);
+    if (h && request &&
+        sc_can_exchange(comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype))
+        return sc_request(
+            h, comm, MXI_ORIGIN_STREAMCOMM,
+            MPIX_Acc_Allgather(h, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm),
+            request);
+    SC_HOST(h, PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                               request));
+}
+
+int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    void *h = sc_host_stream_of(comm);
+    if (h && request &&
+        sc_can_exchange(comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype))
+        return sc_request(
+            h, comm, MXI_ORIGIN_STREAMCOMM,
+            MPIX_Acc_Alltoall(h, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm),
+            request);
+    SC_HOST(h, PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                              request));
 }

@@ -19,7 +19,13 @@
  *   5. 40 collectives and point-to-point messages on the same communicator
  *      and stream, back to back: collective messages never match
  *      point-to-point ones;
- *   6. argument errors are MPI errors of the right class, nothing enqueued.
+ *   6. argument errors are MPI errors of the right class, nothing enqueued;
+ *   7. nonblocking forms: MPIX_Acc_Iallreduce behind a gate -- MPI_Test
+ *      says not done until the stream passed it, MPI_Wait (host) then has
+ *      the result; MPIX_Acc_Ibarrier/_Ibcast/_Ireduce/_Iallgather/
+ *      _Ialltoall completed by MPIX_Acc_Waitall on the stream; MPI_I* on a
+ *      stream communicator (MPI_Waitall: a stream wait), and one it does
+ *      not take (MPI_LAND: the MPI library's request).
  */
 #include "common.h"
 
@@ -390,6 +396,68 @@ static void errors(void)
     T_CHECK(sum == t_size, "Allreduce after the errors: %d, expected %d", sum, t_size);
 }
 
+static void nonblocking(void)
+{
+    t_phase("7. nonblocking forms");
+    int in[8], out[8], want[8];
+    for (int i = 0; i < 8; i++)
+        in[i] = t_rank * 10 + i, out[i] = -7;
+    T_MPI(MPI_Allreduce(in, want, 8, MPI_INT, MPI_SUM, P));
+    t_gate_t g;
+    t_gate_init(&g);
+    T_MPI(MPIX_Acc_Hoststream_launch(S, t_gate_fn, &g));
+    MPI_Request rq[6];
+    T_MPI(MPIX_Acc_Iallreduce(S, in, out, 8, MPI_INT, MPI_SUM, C, &rq[0]));
+    int flag = 1;
+    T_MPI(MPI_Test(&rq[0], &flag, MPI_STATUS_IGNORE));
+    T_CHECK(!flag, "MPI_Test: an Iallreduce behind a closed gate is complete");
+    atomic_store(&g.open, 1);
+    T_MPI(MPI_Wait(&rq[0], MPI_STATUS_IGNORE));
+    T_CHECK(rq[0] == MPI_REQUEST_NULL, "MPI_Wait left the request");
+    T_CHECK(memcmp(out, want, sizeof out) == 0, "Iallreduce's result at MPI_Wait differs");
+
+    /* the others, completed on the stream */
+    int p = t_size, b[4], red[8], ag[8 * 16], at[8 * 16], sb[8 * 16];
+    for (int i = 0; i < 4; i++)
+        b[i] = t_rank == 0 ? 40 + i : -1;
+    for (int i = 0; i < 8 * p; i++)
+        sb[i] = t_rank * 1000 + i;
+    T_MPI(MPIX_Acc_Ibarrier(S, C, &rq[0]));
+    T_MPI(MPIX_Acc_Ibcast(S, b, 4, MPI_INT, 0, C, &rq[1]));
+    T_MPI(MPIX_Acc_Ireduce(S, in, red, 8, MPI_INT, MPI_SUM, p - 1, C, &rq[2]));
+    T_MPI(MPIX_Acc_Iallgather(S, sb, 8, MPI_INT, ag, 8, MPI_INT, C, &rq[3]));
+    T_MPI(MPIX_Acc_Ialltoall(S, sb, 8, MPI_INT, at, 8, MPI_INT, C, &rq[4]));
+    T_MPI(MPIX_Acc_Waitall(S, 5, rq, MPI_STATUSES_IGNORE));
+    T_MPI(MPIX_Acc_Hoststream_synchronize(S));
+    for (int i = 0; i < 4; i++)
+        T_CHECK(b[i] == 40 + i, "Ibcast: b[%d] = %d", i, b[i]);
+    if (t_rank == p - 1)
+        T_CHECK(memcmp(red, want, sizeof red) == 0, "Ireduce's result at the root differs");
+    for (int q = 0; q < p; q++)
+        for (int i = 0; i < 8; i++) {
+            T_CHECK(ag[q * 8 + i] == q * 1000 + i, "Iallgather block %d [%d] = %d", q, i,
+                    ag[q * 8 + i]);
+            T_CHECK(at[q * 8 + i] == q * 1000 + t_rank * 8 + i, "Ialltoall block %d [%d] = %d", q,
+                    i, at[q * 8 + i]);
+        }
+
+    /* MPI_I* on a stream communicator: stream-ordered, MPI_Waitall a stream wait */
+    MPIX_Acc_stream s2;
+    MPI_Comm sc = t_stream_comm(&s2);
+    int x[8], lx = 1, lr = 0;
+    for (int i = 0; i < 8; i++)
+        x[i] = -7;
+    T_MPI(MPI_Iallreduce(in, x, 8, MPI_INT, MPI_SUM, sc, &rq[0]));
+    T_MPI(MPI_Ibarrier(sc, &rq[1]));
+    T_MPI(MPI_Ibcast(b, 4, MPI_INT, p - 1, sc, &rq[2]));
+    T_MPI(MPI_Iallreduce(&lx, &lr, 1, MPI_INT, MPI_LAND, sc, &rq[3])); /* the MPI library's */
+    T_MPI(MPI_Waitall(4, rq, MPI_STATUSES_IGNORE));
+    T_MPI(MPIX_Acc_Hoststream_synchronize(s2));
+    T_CHECK(memcmp(x, want, sizeof x) == 0, "MPI_Iallreduce on a stream communicator differs");
+    T_CHECK(lr == 1, "MPI_Iallreduce(MPI_LAND) through the MPI library: %d", lr);
+    t_stream_comm_free(&sc, &s2);
+}
+
 int main(int argc, char **argv)
 {
     t_init(&argc, &argv, "stream_collectives", 240);
@@ -403,6 +471,7 @@ int main(int argc, char **argv)
     barrier_order();
     mixed_with_p2p();
     errors();
+    nonblocking();
     T_MPI(MPIX_Acc_Hoststream_synchronize(S));
     T_MPI(MPI_Comm_free(&C));
     T_MPI(MPI_Comm_free(&P));
