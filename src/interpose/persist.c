@@ -69,6 +69,24 @@ static mxi_preq_t *preq_of(MPI_Request h)
 
 /* ------------------------------------------------------------- create */
 
+/* Give p its shell (the handle the application holds) and enter it in the
+ * table; on failure nothing is entered and the caller frees p. */
+static int preq_publish(mxi_preq_t *p, MPI_Comm comm, MPI_Request *req, const char *what)
+{
+    pthread_once(&pq.once, pq_init);
+    p->active = MPI_REQUEST_NULL;
+    int rc = PMPI_Recv_init(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, &p->shell);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (mxu_locked_map_put(&pq.map, MXI_REQ_KEY(p->shell), p) != MXU_OK) {
+        PMPI_Request_free(&p->shell);
+        return mxi_raise(comm, MXI_E_NO_MEM, "%s", what);
+    }
+    atomic_fetch_add(&pq.live, 1);
+    *req = p->shell;
+    return MPI_SUCCESS;
+}
+
 static int persist_init(int is_send, int sync, const void *buf, int count, MPI_Datatype dt,
                         int peer, int tag, MPI_Comm comm, MPI_Request *req)
 {
@@ -76,7 +94,6 @@ static int persist_init(int is_send, int sync, const void *buf, int count, MPI_D
     int rc = mxi_p2p_check(is_send, buf, count, dt, peer, tag, comm, req);
     if (rc != MPI_SUCCESS)
         return rc;
-    pthread_once(&pq.once, pq_init);
     mxi_preq_t *p = calloc(1, sizeof(*p));
     if (!p)
         return mxi_raise(comm, MXI_E_NO_MEM, "persistent request");
@@ -87,13 +104,6 @@ static int persist_init(int is_send, int sync, const void *buf, int count, MPI_D
         free(p);
         return mxi_raise(comm, MXI_E_NO_MEM, "persistent request (datatype)");
     }
-    rc = PMPI_Recv_init(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, &p->shell);
-    if (rc != MPI_SUCCESS) {
-        if (own)
-            PMPI_Type_free(&dt);
-        free(p);
-        return rc;
-    }
     *p = (mxi_preq_t){.is_send = is_send,
                       .sync = sync,
                       .buf = buf,
@@ -102,19 +112,14 @@ static int persist_init(int is_send, int sync, const void *buf, int count, MPI_D
                       .own_dt = own,
                       .peer = peer,
                       .tag = tag,
-                      .comm = comm,
-                      .shell = p->shell,
-                      .active = MPI_REQUEST_NULL};
-    if (mxu_locked_map_put(&pq.map, MXI_REQ_KEY(p->shell), p) != MXU_OK) {
-        PMPI_Request_free(&p->shell);
+                      .comm = comm};
+    rc = preq_publish(p, comm, req, "persistent request");
+    if (rc != MPI_SUCCESS) {
         if (own)
             PMPI_Type_free(&p->dt);
         free(p);
-        return mxi_raise(comm, MXI_E_NO_MEM, "persistent request");
     }
-    atomic_fetch_add(&pq.live, 1);
-    *req = p->shell;
-    return MPI_SUCCESS;
+    return rc;
 }
 
 #define MXI_WRAP_SEND_INIT(name, sync)                                                             \
@@ -141,26 +146,15 @@ int MPI_Recv_init(void *buf, int count, MPI_Datatype dt, int source, int tag, MP
 
 int mxi_persist_add_part(MPI_Comm comm, mxi_part_t *part, MPI_Request *req)
 {
-    pthread_once(&pq.once, pq_init);
     mxi_preq_t *p = calloc(1, sizeof(*p));
     if (!p)
         return mxi_raise(comm, MXI_E_NO_MEM, "partitioned request");
-    int rc = PMPI_Recv_init(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, &p->shell);
-    if (rc != MPI_SUCCESS) {
-        free(p);
-        return rc;
-    }
     p->comm = comm;
-    p->active = MPI_REQUEST_NULL;
     p->part = part;
-    if (mxu_locked_map_put(&pq.map, MXI_REQ_KEY(p->shell), p) != MXU_OK) {
-        PMPI_Request_free(&p->shell);
+    int rc = preq_publish(p, comm, req, "partitioned request");
+    if (rc != MPI_SUCCESS)
         free(p);
-        return mxi_raise(comm, MXI_E_NO_MEM, "partitioned request");
-    }
-    atomic_fetch_add(&pq.live, 1);
-    *req = p->shell;
-    return MPI_SUCCESS;
+    return rc;
 }
 
 mxi_part_t *mxi_persist_part(MPI_Request h, MPI_Request **active)
