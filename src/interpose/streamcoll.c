@@ -919,30 +919,35 @@ int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype data
     SC_HOST(h, PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request));
 }
 
-int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+/* MPI_Iallgather (all = 0) and MPI_Ialltoall (all = 1) */
+static int sc_iexchange(int all, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                        void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                        MPI_Request *request)
 {
     void *h = sc_host_stream_of(comm);
     if (h && request &&
         sc_can_exchange(comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype))
-        return sc_request(
-            h, comm, MXI_ORIGIN_STREAMCOMM,
-            MPIX_Acc_Allgather(h, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm),
-            request);
-    SC_HOST(h, PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
-                               request));
+        return sc_request(h, comm, MXI_ORIGIN_STREAMCOMM,
+                          sc_exchange_call(all ? "MPI_Ialltoall" : "MPI_Iallgather", all, h,
+                                           sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                           recvtype, comm),
+                          request);
+    SC_HOST(h, all ? PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                    comm, request)
+                   : PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                     comm, request));
+}
+
+int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    return sc_iexchange(0, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                        request);
 }
 
 int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
-    void *h = sc_host_stream_of(comm);
-    if (h && request &&
-        sc_can_exchange(comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype))
-        return sc_request(
-            h, comm, MXI_ORIGIN_STREAMCOMM,
-            MPIX_Acc_Alltoall(h, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm),
-            request);
-    SC_HOST(h, PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
-                              request));
+    return sc_iexchange(1, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                        request);
 }
