@@ -37,7 +37,7 @@ static part_block_t *part_pool;
 mxu_status_t mxa_cuda_part_dev_alloc(const void *buf, size_t bytes, void **dptr, void **ctx)
 {
     CUcontext c = NULL;
-    if (MXA_CU(cuPointerGetAttribute) == NULL || MXA_CU(cuMemAlloc) == NULL)
+    if (MXA_CU(cuPointerGetAttribute) == NULL)
         return MXU_ERR_UNSUPPORTED;
     CUresult r = MXA_CU(cuPointerGetAttribute)(&c, CU_POINTER_ATTRIBUTE_CONTEXT,
                                                (CUdeviceptr)(uintptr_t)buf);
@@ -71,20 +71,8 @@ mxu_status_t mxa_cuda_part_dev_alloc(const void *buf, size_t bytes, void **dptr,
         part_pool = b;
         pthread_mutex_unlock(&part_pool_lock);
     }
-    int entered = ctx_enter(c);
-    if (entered < 0)
-        MXU_FAIL(MXU_ERR_NO_DEVICE, "partitioned request: cannot enter the buffer's context");
-    CUdeviceptr p = 0;
-    r = MXA_CU(cuMemAlloc)(&p, bytes);
-    if (r == CUDA_SUCCESS) {
-        r = MXA_CU(cuMemsetD8)(p, 0, bytes);
-        if (r != CUDA_SUCCESS)
-            MXA_CU(cuMemFree)(p);
-    }
-    ctx_leave(entered);
-    if (r != CUDA_SUCCESS)
-        MXU_FAIL(MXU_ERR_NO_MEMORY, "partitioned request: %zu bytes of device memory: %s", bytes,
-                 cu_err(r));
+    uint64_t p = 0; /* zeroed device memory of c, as the SX path's scratch */
+    MXU_TRY(mxa_cuda_sx_scratch_alloc(c, bytes, &p));
     *dptr = (void *)(uintptr_t)p;
     *ctx = c;
     return MXU_OK;
