@@ -487,6 +487,18 @@ run_test "ki/partitioned-ll" 150 'protocol: direct' -- env MPIX_ACC_LOG=warn MPI
 run_test "ki/partitioned-proxy" 150 'protocol: proxy' -- env MPIX_ACC_LOG=warn MPIX_ACC_KI=proxy \
     MPIX_ACC_KI_TIMEOUT=20 "$MPIEXEC" $LAUNCH -n 2 "$BIN/partitioned" --expect=proxy --timeout=100
 
+# stream-ordered collectives on CUDA streams (issue 20, test/gpu/collectives):
+# reduction kernels, device scratch, bits against the documented order
+run_test "coll/collectives" 200 'PASS' -- env MPIX_ACC_LOG=warn \
+    "$MPIEXEC" $LAUNCH -n 2 "$BIN/collectives" --timeout=180
+run_test "coll/collectives-sx" 200 'PASS' -- env MPIX_ACC_LOG=warn \
+    "$MPIEXEC" $LAUNCH -n 2 "$BIN/collectives" --sx --timeout=180
+run_test "coll/collectives-rsag" 200 'PASS' -- env MPIX_ACC_LOG=warn MPIX_ACC_ALLREDUCE_RSAG=64 \
+    "$MPIEXEC" $LAUNCH -n 2 "$BIN/collectives" --sx --timeout=180
+# three processes on two GPUs: the fold of the non-power-of-two count
+run_test "coll/collectives-3" 300 'PASS' -- env MPIX_ACC_LOG=warn \
+    "$MPIEXEC" $LAUNCH -n 3 "$BIN/collectives" --quick --timeout=280
+
 if [ "$SANITIZER" = 1 ]; then
     if [ -z "$SANITIZER_BIN" ]; then
         say "compute-sanitizer not found: sanitizer runs not possible"
@@ -509,6 +521,9 @@ if [ "$SANITIZER" = 1 ]; then
             run_test "sanitizer-$tool/partitioned" 300 "$ok" -- env MPIX_ACC_MEMOPS=1 \
                 "$MPIEXEC" $LAUNCH -n 2 $SAN --tool $tool "$BIN/partitioned" --epochs=5 \
                 --pp=50 --timeout=280
+            run_test "sanitizer-$tool/collectives" 400 "$ok" -- env MPIX_ACC_MEMOPS=1 \
+                "$MPIEXEC" $LAUNCH -n 2 $SAN --tool $tool "$BIN/collectives" --quick \
+                --timeout=380
             run_test "sanitizer-$tool/stream_comm" 400 "$ok" -- \
                 env MPIX_ACC_MEMOPS=1 "$MPIEXEC" $LAUNCH -n 2 $SAN --tool $tool \
                 "$BIN/stream_comm" --max-size=65536 --scale=$SAN_SCALE --timeout=380
@@ -594,6 +609,10 @@ cuda_aware_apps() {
         "$CAEXEC" $CALAUNCH -n 2 $(wd) "$CEX/bench/mpixacc_bench" --backend cuda \
         --variant acc,staged,cuda-aware,nccl --sizes 8,64,512,4K,64K,1M,16M,64M --timeout 240 \
         --csv "$RES/bench-ca.csv"
+    run_test "apps-ca/bench-allreduce" 240 'RESULT: OK' -- "${CAENV[@]}" \
+        "$CAEXEC" $CALAUNCH -n 2 $(wd) "$CEX/bench/mpixacc_bench" --backend cuda -t allreduce \
+        --variant acc-sx,staged,cuda-aware,nccl --sizes 8,1K,256K,64M --timeout 200 \
+        --csv "$RES/bench-allreduce-ca.csv"
     run_test "apps-ca/ping_kernel_pong" 240 'RESULT: OK' -- "${CAENV[@]}" \
         "$CAEXEC" $CALAUNCH -n 2 $(wd) "$CEX/ping_kernel_pong/ping_kernel_pong" --backend cuda \
         --variant staged,cuda-aware,acc,nccl --csv "$RES/pkp-ca.csv"
@@ -634,6 +653,11 @@ if [ "$APPS" = 1 ]; then
     run_test "apps/bench-floor" 200 'RESULT: OK' -- env MPIX_ACC_LOG=warn \
         "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/bench/mpixacc_bench" --backend cuda \
         --variant floor,acc --sizes 8,64K,64M --timeout 120 --csv "$RES/bench-floor.csv"
+    # stream-ordered Allreduce (issue 20) beside staged MPI and NCCL's
+    run_test "apps/bench-allreduce" 300 'RESULT: OK' -- env MPIX_ACC_LOG=warn \
+        "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/bench/mpixacc_bench" --backend cuda -t allreduce \
+        --variant acc,acc-sx,staged,nccl --sizes 8,64,1K,16K,256K,1M,16M,64M --timeout 240 \
+        --csv "$RES/bench-allreduce.csv"
     # the stream-executed path (acc-sx) beside acc, staged, NCCL: its receive
     # steps poll, so where the two ranks share a GPU they run under MPS
     # (started here, stopped after) with MPIX_ACC_SX=on; MPIX_ACC_STATS=1

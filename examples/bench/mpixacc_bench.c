@@ -50,6 +50,17 @@
  * the one synchronize that drains the stream at the end of a repetition
  * (a spinning cudaStreamSynchronize would count the GPU's time as CPU).
  *
+ * Allreduce (-t allreduce, or -t all): ranks 0 and 1 sum size/4 MPI_INT
+ * elements from a send into a receive buffer, the latency test's
+ * iteration count back to back: acc / acc-sx MPIX_Acc_Allreduce on the
+ * stream (enqueued, one synchronize at the end), staged (copy out,
+ * synchronize, host MPI_Allreduce, copy back: every iteration),
+ * cuda-aware (MPI_Allreduce on device pointers), nccl (ncclAllReduce on
+ * the stream). Rows "allreduce-<variant>": us per Allreduce (wall /
+ * iterations) and bus bandwidth (for two processes the algorithm
+ * bandwidth, size / time); every element of the last result checked on
+ * the host.
+ *
  * Check (on unless --no-check): every repetition sends a new pattern; after
  * it, the receiver validates the last message (echo on rank 0, every
  * buffer of the last window on rank 1) with a kernel on the stream. A wrong
@@ -95,10 +106,12 @@
 
 typedef struct {
     const ex_accel_t *ac;
-    int rank, role; /* role 0/1: ranks 0 and 1; -1: idle */
-    MPI_Comm comm;  /* plain duplicate of MPI_COMM_WORLD */
-    MPI_Comm scomm; /* duplicate with mpi_assert_no_any_source/_tag (acc-sx) */
-    MPI_Comm ecomm; /* MPICH stream communicator (mpich-enqueue), or NULL */
+    int rank, role;  /* role 0/1: ranks 0 and 1; -1: idle */
+    MPI_Comm comm;   /* plain duplicate of MPI_COMM_WORLD */
+    MPI_Comm scomm;  /* duplicate with mpi_assert_no_any_source/_tag (acc-sx) */
+    MPI_Comm ecomm;  /* MPICH stream communicator (mpich-enqueue), or NULL */
+    MPI_Comm pcomm;  /* ranks 0 and 1 (allreduce), MPI_COMM_NULL elsewhere */
+    MPI_Comm pscomm; /* the same with the no-wildcard assertions (acc-sx) */
     ex_stream_t S;
     size_t n;
     int window;
@@ -111,7 +124,7 @@ typedef struct {
     MPI_Request *req;
 } bench_t;
 
-typedef enum { T_LAT = 0, T_BW = 1 } test_t;
+typedef enum { T_LAT = 0, T_BW = 1, T_AR = 2 } test_t;
 
 /* ------------------------------------------------------------------ */
 /* watchdog: --timeout S ends a stuck run naming what it was doing      */
@@ -122,7 +135,10 @@ static int bench_timeout_s;
 static void bench_phase_set(const char *variant, int test, size_t n)
 {
     snprintf(bench_phase, sizeof bench_phase, "%s %s %zu B", variant,
-             test == 0 ? "latency" : "bandwidth", n);
+             test == 0   ? "latency"
+             : test == 1 ? "bandwidth"
+                         : "allreduce",
+             n);
 }
 
 static void bench_alarm(int sig)
@@ -170,6 +186,7 @@ typedef struct variant {
     int (*available)(const bench_t *b, char *why, size_t len);
     void (*lat)(bench_t *b, int iters);
     void (*bw)(bench_t *b, int windows);
+    void (*ar)(bench_t *b, int iters); /* allreduce (-t allreduce), NULL: none */
 } variant_t;
 
 static int avail_always(const bench_t *b, char *why, size_t len)
@@ -552,19 +569,63 @@ static int avail_floor_fused(const bench_t *b, char *why, size_t len)
     return avail_kfloor(1, why, len);
 }
 
+/* allreduce (-t allreduce): ranks 0 and 1, n / 4 MPI_INT elements summed
+ * from sbuf into rbuf, iterations back to back like the latency test (all
+ * enqueued where the variant enqueues; one synchronize at the end). */
+static int ar_count(const bench_t *b) { return (int)(b->n / 4); }
+
+static void ar_acc(bench_t *b, int iters, MPI_Comm c)
+{
+    for (int i = 0; i < iters; i++)
+        EX_MPI(MPIX_Acc_Allreduce(b->S, b->sbuf, b->rbuf, ar_count(b), MPI_INT, MPI_SUM, c));
+}
+static void run_acc_ar(bench_t *b, int iters) { ar_acc(b, iters, b->pcomm); }
+static void run_accsx_ar(bench_t *b, int iters) { ar_acc(b, iters, b->pscomm); }
+
+/* staged: copy out, synchronize, host MPI_Allreduce, copy back -- each
+ * iteration waits for the stream */
+static void run_staged_ar(bench_t *b, int iters)
+{
+    const ex_accel_t *ac = b->ac;
+    int dev = ac->is_device;
+    size_t bytes = (size_t)ar_count(b) * 4;
+    for (int i = 0; i < iters; i++) {
+        if (dev)
+            ac->copy_async(b->S, b->hs, b->sbuf, bytes);
+        ac->stream_sync(b->S);
+        EX_MPI(MPI_Allreduce(dev ? b->hs : b->sbuf, dev ? b->hr : b->rbuf, ar_count(b), MPI_INT,
+                             MPI_SUM, b->pcomm));
+        if (dev)
+            ac->copy_async(b->S, b->rbuf, b->hr, bytes);
+    }
+}
+
+static void run_cuda_aware_ar(bench_t *b, int iters)
+{
+    b->ac->stream_sync(b->S);
+    for (int i = 0; i < iters; i++)
+        EX_MPI(MPI_Allreduce(b->sbuf, b->rbuf, ar_count(b), MPI_INT, MPI_SUM, b->pcomm));
+}
+
+static void run_nccl_ar(bench_t *b, int iters)
+{
+    for (int i = 0; i < iters; i++)
+        ex_nccl_allreduce_i32(b->sbuf, b->rbuf, (size_t)ar_count(b), b->S);
+}
+
 static const variant_t variants[] = {
-    {"acc", avail_always, run_acc_lat, run_acc_bw},
-    {"acc-sync", avail_always, run_accsync_lat, run_accsync_bw},
-    {"acc-sx", avail_always, run_accsx_lat, run_accsx_bw},
-    {"acc-sx-sync", avail_always, run_accsxsync_lat, run_accsx_bw},
-    {"staged", avail_always, run_staged_lat, run_staged_bw},
-    {"cuda-aware", avail_cuda_aware, run_cuda_aware_lat, run_cuda_aware_bw},
-    {"nccl", avail_nccl, run_nccl_lat, run_nccl_bw},
-    {"ki", avail_ki, run_ki_lat, run_ki_bw},
-    {"mpich-enqueue", avail_enqueue, run_enqueue_lat, run_enqueue_bw},
-    {"floor", avail_floor, NULL, NULL},
-    {"floor-spin", avail_floor_spin, NULL, NULL},
-    {"floor-fused", avail_floor_fused, NULL, NULL},
+    {"acc", avail_always, run_acc_lat, run_acc_bw, run_acc_ar},
+    {"acc-sync", avail_always, run_accsync_lat, run_accsync_bw, NULL},
+    {"acc-sx", avail_always, run_accsx_lat, run_accsx_bw, run_accsx_ar},
+    {"acc-sx-sync", avail_always, run_accsxsync_lat, run_accsx_bw, NULL},
+    {"staged", avail_always, run_staged_lat, run_staged_bw, run_staged_ar},
+    {"cuda-aware", avail_cuda_aware, run_cuda_aware_lat, run_cuda_aware_bw, run_cuda_aware_ar},
+    {"nccl", avail_nccl, run_nccl_lat, run_nccl_bw, run_nccl_ar},
+    {"ki", avail_ki, run_ki_lat, run_ki_bw, NULL},
+    {"mpich-enqueue", avail_enqueue, run_enqueue_lat, run_enqueue_bw, NULL},
+    {"floor", avail_floor, NULL, NULL, NULL},
+    {"floor-spin", avail_floor_spin, NULL, NULL, NULL},
+    {"floor-fused", avail_floor_fused, NULL, NULL, NULL},
 };
 #define NVARIANTS ((int)(sizeof variants / sizeof variants[0]))
 #define FLOOR_INDEX (NVARIANTS - 3)
@@ -577,7 +638,7 @@ static const variant_t variants[] = {
 
 typedef struct {
     int use[NVARIANTS];
-    int tests[2];
+    int tests[3];
     long long sizes[MAX_SIZES];
     int nsizes;
     int iters, repeats, warmup, window, check, fault, timeout;
@@ -657,7 +718,10 @@ static void usage(FILE *f)
             "                       floor-spin,floor-fused or all (default: all but the\n"
             "                       floors, not yet run to the end on a GPU; floor brings\n"
             "                       floor-spin and floor-fused, latency only, with it)\n"
-            "  -t, --test LIST      lat,bw or both (default both)\n"
+            "  -t, --test LIST      lat,bw,allreduce or all (default lat,bw); allreduce:\n"
+            "                       MPI_INT sum of size/4 elements between ranks 0 and 1\n"
+            "                       (acc, acc-sx, staged, cuda-aware, nccl), rows\n"
+            "                       'allreduce-<variant>': us per Allreduce, bus MB/s\n"
             "  -i, --iters N        latency round trips per repetition (default 1000; fewer\n"
             "                       for large messages, see --budget)\n"
             "  -r, --repeats R      timed repetitions, median/min/max over them (default 7)\n"
@@ -697,7 +761,7 @@ static void parse_opts(int argc, char **argv, opts_t *o)
         {"check", no_argument, 0, 'C'},         {"no-check", no_argument, 0, 'N'},
         {"inject-fault", no_argument, 0, 'F'},  {"timeout", required_argument, 0, 'T'},
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
-    const char *vnames[NVARIANTS], *tnames[2] = {"lat", "bw"};
+    const char *vnames[NVARIANTS], *tnames[3] = {"lat", "bw", "allreduce"};
     for (int v = 0; v < NVARIANTS; v++)
         vnames[v] = variants[v].name;
     long long bmin = 8, bmax = 64LL << 20, factor = 4;
@@ -736,7 +800,7 @@ static void parse_opts(int argc, char **argv, opts_t *o)
             ex_parse_name_list(optarg, vnames, NVARIANTS, o->use, "variant");
             break;
         case 't':
-            ex_parse_name_list(optarg, tnames, 2, o->tests, "test");
+            ex_parse_name_list(optarg, tnames, 3, o->tests, "test");
             break;
         case 'i':
             o->iters = (int)ex_parse_long("--iters", optarg, 1, 100000000);
@@ -817,9 +881,62 @@ static uint32_t seed_of(int si, int vi, test_t t, int rep)
 /* One repetition of an MPI variant: fill, barrier, run, validate. Returns
  * rank 0's wall and CPU seconds (on every rank) and the global count of
  * wrong bytes. */
+/* An element of rank `role`'s Allreduce input (the sum of two fits an int). */
+static int ar_value(uint32_t seed, size_t i, int role)
+{
+    return (int)((seed + (uint32_t)i * 2654435761u + (uint32_t)role * 40503u) & 0x3fffffffu);
+}
+
+/* One repetition of a variant's Allreduce (ranks 0 and 1): inputs and a
+ * poisoned result buffer copied in, barrier, run, check every element on
+ * the host. */
+static unsigned long long ar_rep(bench_t *b, const variant_t *v, int iters, uint32_t seed,
+                                 const opts_t *o, double *wall, double *cpu)
+{
+    const ex_accel_t *ac = b->ac;
+    size_t cnt = (size_t)ar_count(b), bytes = cnt * 4;
+    int *h = NULL;
+    if (b->role >= 0) {
+        h = malloc(bytes ? bytes : 4);
+        if (!h)
+            ex_die("out of memory");
+        for (size_t i = 0; i < cnt; i++)
+            h[i] = ar_value(seed, i, b->role);
+        ac->copy(b->sbuf, h, bytes);
+        memset(h, 0xff, bytes);
+        ac->copy(b->rbuf, h, bytes);
+        ac->stream_sync(b->S);
+    }
+    EX_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    bench_phase_set(v->name, T_AR, b->n);
+    double t0 = ex_now(), c0 = ex_thread_cpu_s();
+    if (b->role >= 0)
+        v->ar(b, iters);
+    double c1 = ex_thread_cpu_s();
+    if (b->role >= 0)
+        ac->stream_sync(b->S);
+    double t1 = ex_now();
+    *wall = t1 - t0;
+    *cpu = c1 - c0;
+    EX_MPI(MPI_Bcast(wall, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+    EX_MPI(MPI_Bcast(cpu, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+    unsigned long long e = 0, tot = 0;
+    if (b->role >= 0 && o->check) {
+        ac->copy(h, b->rbuf, bytes);
+        for (size_t i = 0; i < cnt; i++)
+            if (h[i] != ar_value(seed, i, 0) + ar_value(seed, i, 1))
+                e++;
+    }
+    free(h);
+    EX_MPI(MPI_Allreduce(&e, &tot, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
+    return tot;
+}
+
 static unsigned long long one_rep(bench_t *b, const variant_t *v, test_t t, int count,
                                   uint32_t seed, const opts_t *o, double *wall, double *cpu)
 {
+    if (t == T_AR)
+        return ar_rep(b, v, count, seed, o, wall, cpu);
     int check = o->check;
     const ex_accel_t *ac = b->ac;
     unsigned int zero = 0, errs = 0;
@@ -916,6 +1033,10 @@ int main(int argc, char **argv)
     b.ecomm = MPI_COMM_NULL;
     EX_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &b.comm));
     ex_comm_dup_no_wildcards(MPI_COMM_WORLD, &b.scomm);
+    EX_MPI(MPI_Comm_split(MPI_COMM_WORLD, b.role >= 0 ? 0 : MPI_UNDEFINED, rank, &b.pcomm));
+    b.pscomm = MPI_COMM_NULL;
+    if (b.pcomm != MPI_COMM_NULL)
+        ex_comm_dup_no_wildcards(b.pcomm, &b.pscomm);
     b.S = b.ac->stream_create();
     /* pinned: written by the check kernels and by the host check of
      * pageable buffers alike */
@@ -1010,7 +1131,7 @@ int main(int argc, char **argv)
                        "gate (no host launch time), hops alternate two patterns, the last reply "
                        "of each segment checked in full\n",
                        variants[FLOOR_SPIN_INDEX + m].name, kfloor_text[m]);
-        printf("#\n# %-7s %-14s %9s %9s %9s %10s %10s %10s %8s %9s  %s\n", "size", "variant",
+        printf("#\n# %-7s %-20s %9s %9s %9s %10s %10s %10s %8s %9s  %s\n", "size", "variant",
                "lat us", "min", "max", "MB/s", "min", "max", "lat it", "cpu us/it", "check");
         if (o.csv) {
             csv = fopen(o.csv, "w");
@@ -1050,6 +1171,46 @@ int main(int argc, char **argv)
             const variant_t *v = &variants[vi];
             char why[400];
             if (!o.use[vi] || !v->available(&b, why, sizeof why))
+                continue;
+            if (o.tests[T_AR] && v->ar) {
+                /* allreduce row: us per Allreduce, bus MB/s (2 processes:
+                 * the algorithm bandwidth) */
+                unsigned long long aerr = 0;
+                double w, cp;
+                for (int r = -o.warmup; r < o.repeats; r++) {
+                    aerr +=
+                        one_rep(&b, v, T_AR, li, seed_of(si, vi, T_AR, r + o.warmup), &o, &w, &cp);
+                    if (r < 0)
+                        continue;
+                    tl[r] = w / li * 1e6;
+                    cl[r] = cp / li * 1e6;
+                    tb[r] = (double)(b.n / 4 * 4) * li / w / 1e6;
+                }
+                stat3_t AL = stats_of(tl, o.repeats), AW = stats_of(tb, o.repeats),
+                        AC = stats_of(cl, o.repeats);
+                if (rank == 0) {
+                    char lab[32], name[48];
+                    ex_size_label((long long)b.n, lab, sizeof lab);
+                    snprintf(name, sizeof name, "allreduce-%s", v->name);
+                    const char *chk = o.check && aerr ? "FAIL" : !o.check ? "unchecked" : "ok";
+                    printf("%-9s %-20s %9.2f %9.2f %9.2f %10.2f %10.2f %10.2f %8d %9.2f  %s", lab,
+                           name, AL.med, AL.mn, AL.mx, AW.med, AW.mn, AW.mx, li, AC.med, chk);
+                    if (aerr)
+                        printf(" (%llu wrong elements)", aerr);
+                    printf("\n");
+                    fflush(stdout);
+                    if (csv)
+                        fprintf(csv,
+                                "%zu,%s,%s,%d,%d,%d,%d,%d,%s,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,"
+                                "%llu,%s\n",
+                                b.n, name, b.ac->name, li, 0, 1, o.repeats, o.warmup,
+                                b.ac->is_device ? o.place_label : "host", AL.med, AL.mn, AL.mx,
+                                AW.med, AW.mn, AW.mx, AC.med, aerr, chk);
+                }
+                if (aerr)
+                    failures++;
+            }
+            if (!o.tests[T_LAT] && !o.tests[T_BW])
                 continue;
             stat3_t L = {0, 0, 0}, W = {0, 0, 0}, C = {0, 0, 0};
             unsigned long long errors = 0;
@@ -1113,7 +1274,7 @@ int main(int argc, char **argv)
                 EX_MPI(MPI_Barrier(MPI_COMM_WORLD));
 #endif
             } else {
-                for (int t = 0; t < 2; t++) {
+                for (int t = T_LAT; t <= T_BW; t++) {
                     if (!o.tests[t])
                         continue;
                     int count = t == T_LAT ? li : bk;
@@ -1146,7 +1307,7 @@ int main(int argc, char **argv)
                 const char *chk = failed || (o.check && errors) ? "FAIL"
                                   : !o.check                    ? "unchecked"
                                                                 : "ok";
-                printf("%-9s %-14s %9.2f %9.2f %9.2f %10.2f %10.2f %10.2f %8d %9.2f  %s", lab,
+                printf("%-9s %-20s %9.2f %9.2f %9.2f %10.2f %10.2f %10.2f %8d %9.2f  %s", lab,
                        v->name, L.med, L.mn, L.mx, W.med, W.mn, W.mx, li, C.med, chk);
                 if (errors)
                     printf(" (%llu wrong bytes received)", errors);
@@ -1202,6 +1363,10 @@ int main(int argc, char **argv)
     b.ac->finalize();
     MPI_Comm_free(&b.comm);
     MPI_Comm_free(&b.scomm);
+    if (b.pcomm != MPI_COMM_NULL) {
+        MPI_Comm_free(&b.pcomm);
+        MPI_Comm_free(&b.pscomm);
+    }
     MPI_Finalize();
     return failures ? 1 : 0;
 }

@@ -25,6 +25,8 @@ static struct {
     ncclResult_t (*GroupStart)(void);
     ncclResult_t (*GroupEnd)(void);
     const char *(*GetErrorString)(ncclResult_t);
+    ncclResult_t (*AllReduce)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
+                              cudaStream_t);
 } nc;
 
 #define EX_NCCL(call)                                                                              \
@@ -56,9 +58,10 @@ int ex_nccl_setup(int is_device, int role, char *why, size_t whylen)
         *(void **)&nc.GroupStart = dlsym(h, "ncclGroupStart");
         *(void **)&nc.GroupEnd = dlsym(h, "ncclGroupEnd");
         *(void **)&nc.GetErrorString = dlsym(h, "ncclGetErrorString");
-        if (!nc.GetUniqueId || !nc.CommInitRank || !nc.CommDestroy || !nc.Send || !nc.Recv ||
-            !nc.GroupStart || !nc.GroupEnd || !nc.GetErrorString) {
-            snprintf(why, whylen, "libnccl lacks ncclSend/ncclRecv (NCCL < 2.7?)");
+        *(void **)&nc.AllReduce = dlsym(h, "ncclAllReduce");
+        if (!nc.AllReduce || !nc.GetUniqueId || !nc.CommInitRank || !nc.CommDestroy || !nc.Send ||
+            !nc.Recv || !nc.GroupStart || !nc.GroupEnd || !nc.GetErrorString) {
+            snprintf(why, whylen, "libnccl lacks ncclSend/ncclRecv/ncclAllReduce (NCCL < 2.7?)");
             ok = 0;
         }
     }
@@ -100,6 +103,11 @@ void ex_nccl_recv(void *buf, size_t n, void *stream)
     EX_NCCL(nc.Recv(buf, n, ncclUint8, 1 - nc.role, nc.comm, (cudaStream_t)stream));
 }
 
+void ex_nccl_allreduce_i32(const void *sbuf, void *rbuf, size_t count, void *stream)
+{
+    EX_NCCL(nc.AllReduce(sbuf, rbuf, count, ncclInt32, ncclSum, nc.comm, (cudaStream_t)stream));
+}
+
 void ex_nccl_group_start(void) { EX_NCCL(nc.GroupStart()); }
 void ex_nccl_group_end(void) { EX_NCCL(nc.GroupEnd()); }
 
@@ -132,6 +140,11 @@ void ex_nccl_send(const void *buf, size_t n, void *stream)
 void ex_nccl_recv(void *buf, size_t n, void *stream)
 {
     (void)buf, (void)n, (void)stream;
+    ex_nccl_absent();
+}
+void ex_nccl_allreduce_i32(const void *sbuf, void *rbuf, size_t count, void *stream)
+{
+    (void)sbuf, (void)rbuf, (void)count, (void)stream;
     ex_nccl_absent();
 }
 void ex_nccl_group_start(void) { ex_nccl_absent(); }

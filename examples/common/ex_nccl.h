@@ -1,5 +1,6 @@
 /*
- * ex_nccl.h - NCCL point-to-point between ranks 0 and 1, for the examples'
+ * ex_nccl.h - NCCL point-to-point (and Allreduce) between ranks 0 and 1, for
+ * the examples'
  * and benchmarks' "nccl" variants.
  *
  * Built when the CUDA build finds nccl.h; libnccl.so.2 is loaded at run
@@ -23,6 +24,10 @@ int ex_nccl_setup(int is_device, int role, char *why, size_t whylen);
  * the cudaStream_t `stream`. Die on an NCCL error. */
 void ex_nccl_send(const void *buf, size_t n, void *stream);
 void ex_nccl_recv(void *buf, size_t n, void *stream);
+
+/* Stream-ordered ncclAllReduce of count MPI_INT32-like elements (sum)
+ * over the two roles' communicator. */
+void ex_nccl_allreduce_i32(const void *sbuf, void *rbuf, size_t count, void *stream);
 
 /* Group a send and a receive (ncclGroupStart / ncclGroupEnd) so that both
  * can be posted before either completes (bandwidth windows). */

@@ -244,6 +244,26 @@ mxu_status_t mxa_stream_host_call(mxa_stream_t *s, void (*fn)(void *), void *arg
         return MXU_OK;
     case MXA_KIND_HOST:
         return mxa_host_stream_launch(s->handle, fn, arg);
+    case MXA_KIND_CUDA:
+#ifdef MPIXACC_HAVE_CUDA
+        return mxa_cuda_stream_host_call(s, fn, arg);
+#endif
+    default:
+        return MXU_ERR_UNSUPPORTED;
+    }
+}
+
+mxu_status_t mxa_stream_synchronize(mxa_stream_t *s)
+{
+    switch (s->kind) {
+    case MXA_KIND_NONE:
+        return MXU_OK;
+    case MXA_KIND_HOST:
+        return mxa_host_stream_synchronize(s->handle);
+    case MXA_KIND_CUDA:
+#ifdef MPIXACC_HAVE_CUDA
+        return mxa_cuda_stream_synchronize(s);
+#endif
     default:
         return MXU_ERR_UNSUPPORTED;
     }

@@ -145,9 +145,41 @@ void *mxa_stream_scratch(mxa_stream_t *s, mxa_memtype_t k, size_t bytes);
  * reaches), in stream order; on the "none" stream it copies at once. */
 mxu_status_t mxa_stream_copy(mxa_stream_t *s, void *dst, const void *src, size_t bytes);
 /* Enqueue fn(arg) on s, in stream order, run on a host thread (host
- * streams: the stream's thread; the "none" stream: at once, here).
- * MXU_ERR_UNSUPPORTED for CUDA streams (not yet). */
+ * streams: the stream's thread; the "none" stream: at once, here; CUDA
+ * streams: the driver's callback thread, cuLaunchHostFunc -- fn must not
+ * call CUDA or block on the stream's later work). */
 mxu_status_t mxa_stream_host_call(mxa_stream_t *s, void (*fn)(void *), void *arg);
+/* Block the calling thread until everything enqueued on s so far ran
+ * (host streams: their queue; CUDA: cuStreamSynchronize). */
+mxu_status_t mxa_stream_synchronize(mxa_stream_t *s);
+
+/* ---- element-wise reductions (reduce.c; stream-ordered collectives) ---- */
+typedef enum {
+    MXA_RED_I8,
+    MXA_RED_U8,
+    MXA_RED_I16,
+    MXA_RED_U16,
+    MXA_RED_I32,
+    MXA_RED_U32,
+    MXA_RED_I64,
+    MXA_RED_U64,
+    MXA_RED_F32,
+    MXA_RED_F64
+} mxa_red_kind_t;
+typedef enum { MXA_RED_SUM, MXA_RED_PROD, MXA_RED_MIN, MXA_RED_MAX } mxa_red_op_t;
+/* Bytes of one element of kind k (0: not a kind). */
+size_t mxa_red_esize(mxa_red_kind_t k);
+/* out[i] = a[i] op b[i], i < n (a: the lower rank's operand; out may be a
+ * or b). Integer sums and products wrap; floating point: one IEEE
+ * operation per element, the same bits on the host and on a GPU. */
+void mxa_reduce_host(mxa_red_kind_t k, mxa_red_op_t op, void *out, const void *a, const void *b,
+                     size_t n);
+/* The same in s's order: a kernel on a CUDA stream when out, a and b are
+ * device or managed memory, the host arithmetic in stream order when they
+ * are host memory (MXU_ERR_INVALID_PARAM when device and host memory
+ * mix: the caller stages), at once on the "none" stream. */
+mxu_status_t mxa_stream_reduce(mxa_stream_t *s, mxa_red_kind_t k, mxa_red_op_t op, void *out,
+                               const void *a, const void *b, size_t n);
 
 /* ---- partitioned requests (interpose/partitioned.c) ---- */
 /* Zeroed host memory a device can reach at the same address (pinned and

@@ -43,6 +43,15 @@ void mxa_cuda_thread_relax_capture(void);
 mxu_status_t mxa_cuda_scratch_alloc(mxa_stream_t *s, mxa_memtype_t k, size_t bytes, void **out);
 /* Enqueue on s a copy of bytes from src to dst (cuMemcpyAsync). */
 mxu_status_t mxa_cuda_stream_copy(mxa_stream_t *s, void *dst, const void *src, size_t bytes);
+/* Enqueue on s fn(arg) on the driver's callback thread (cuLaunchHostFunc). */
+mxu_status_t mxa_cuda_stream_host_call(mxa_stream_t *s, void (*fn)(void *), void *arg);
+/* cuStreamSynchronize in s's context. */
+mxu_status_t mxa_cuda_stream_synchronize(mxa_stream_t *s);
+/* Enqueue on s the reduction kernel (reduce.c's mxa_stream_reduce: kind
+ * and op are mxa_red_kind_t / mxa_red_op_t; pointers in device or managed
+ * memory of s's context). */
+mxu_status_t mxa_cuda_stream_reduce(mxa_stream_t *s, int kind, int op, void *out, const void *a,
+                                    const void *b, size_t n);
 /* partitioned requests (cuda_part.c; accel.h's mxa_part_* and mxa_stream_write64) */
 mxu_status_t mxa_cuda_part_dev_alloc(const void *buf, size_t bytes, void **dptr, void **ctx);
 void mxa_cuda_part_dev_free(void *ctx, void *dptr, size_t bytes);

@@ -250,6 +250,9 @@ static void ctx_load_kernels(cuda_ctx_t *cx)
                 MXA_CU(cuModuleGetFunction)(&cx->fn_part_send, cx->module,
                                             MXA_CUDA_KERNEL_PART_SEND) != CUDA_SUCCESS)
                 cx->fn_part_recv = cx->fn_part_send = NULL;
+            if (MXA_CU(cuModuleGetFunction)(&cx->fn_reduce, cx->module, MXA_CUDA_KERNEL_REDUCE) !=
+                CUDA_SUCCESS)
+                cx->fn_reduce = NULL;
             if (MXA_CU(cuFuncLoad) != NULL) {
                 /* Load now even under CUDA_MODULE_LOADING=LAZY. */
                 MXA_CU(cuFuncLoad)(cx->fn_set);
@@ -263,6 +266,8 @@ static void ctx_load_kernels(cuda_ctx_t *cx)
                     MXA_CU(cuFuncLoad)(cx->fn_part_recv);
                     MXA_CU(cuFuncLoad)(cx->fn_part_send);
                 }
+                if (cx->fn_reduce)
+                    MXA_CU(cuFuncLoad)(cx->fn_reduce);
             }
             /* programmatic dependent launch of the send steps: sm_90 and up */
             int major = 0;

@@ -92,7 +92,8 @@
     X(cuMemcpyHtoDAsync, 0, 3020)                                                                  \
     X(cuDeviceCanAccessPeer, 0, 4000)                                                              \
     X(cuDeviceGetByPCIBusId, 0, 4010)                                                              \
-    X(cuMemAllocManaged, 0, 6000)
+    X(cuMemAllocManaged, 0, 6000)                                                                  \
+    X(cuLaunchHostFunc, 0, 10000)
 
 #define MXA_CU_FIELD_(name, req, since) __typeof__(&name) f_##name;
 typedef struct {
@@ -119,5 +120,6 @@ extern const size_t mxa_cuda_fatbin_size;
 #define MXA_CUDA_KERNEL_SX_RECV "mxa_sx_recv_kernel"
 #define MXA_CUDA_KERNEL_PART_RECV "mxa_part_recv_done_kernel"
 #define MXA_CUDA_KERNEL_PART_SEND "mxa_part_send_done_kernel"
+#define MXA_CUDA_KERNEL_REDUCE "mxa_reduce_kernel"
 
 #endif

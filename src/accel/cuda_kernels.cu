@@ -772,3 +772,89 @@ extern "C" __global__ void mxa_part_send_done_kernel(mpix_acc_dreq_t *r, unsigne
         !d::wait_geq((const uint64_t *)r->done, target, r->timeout_ns, false))
         d::fail(r, MPIX_ACC_DERR_TIMEOUT);
 }
+
+/* ------------------------------------------------- collectives' reductions
+ * out[i] = a[i] op b[i] (reduce.c's arithmetic, bit for bit: integer sums
+ * and products in unsigned arithmetic of at least int's width, one IEEE
+ * round-to-nearest operation per floating-point element -- no contraction,
+ * MIN/MAX as (y < x ? y : x) / (y > x ? y : x)). kind and op are
+ * mxa_red_kind_t / mxa_red_op_t (accel.h). Grid-stride loop. */
+template <typename T, typename W> struct mxa_red_arith {
+    static __device__ __forceinline__ T sum(T x, T y) { return (T)((W)x + (W)y); }
+    static __device__ __forceinline__ T prod(T x, T y) { return (T)((W)x * (W)y); }
+};
+template <> struct mxa_red_arith<float, float> {
+    static __device__ __forceinline__ float sum(float x, float y) { return __fadd_rn(x, y); }
+    static __device__ __forceinline__ float prod(float x, float y) { return __fmul_rn(x, y); }
+};
+template <> struct mxa_red_arith<double, double> {
+    static __device__ __forceinline__ double sum(double x, double y) { return __dadd_rn(x, y); }
+    static __device__ __forceinline__ double prod(double x, double y) { return __dmul_rn(x, y); }
+};
+
+template <typename T, typename W>
+static __device__ void mxa_red_run(int op, T *out, const T *a, const T *b, mxa_u64 n)
+{
+    const mxa_u64 stride = (mxa_u64)gridDim.x * blockDim.x;
+    for (mxa_u64 i = (mxa_u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        T x = a[i], y = b[i], r;
+        switch (op) {
+        case 0:
+            r = mxa_red_arith<T, W>::sum(x, y);
+            break;
+        case 1:
+            r = mxa_red_arith<T, W>::prod(x, y);
+            break;
+        case 2:
+            r = y < x ? y : x;
+            break;
+        default:
+            r = y > x ? y : x;
+            break;
+        }
+        out[i] = r;
+    }
+}
+
+extern "C" __global__ void mxa_reduce_kernel(int kind, int op, void *out, const void *a,
+                                             const void *b, mxa_u64 n)
+{
+    typedef unsigned int u32;
+    switch (kind) {
+    case 0:
+        mxa_red_run<signed char, u32>(op, (signed char *)out, (const signed char *)a,
+                                      (const signed char *)b, n);
+        break;
+    case 1:
+        mxa_red_run<unsigned char, u32>(op, (unsigned char *)out, (const unsigned char *)a,
+                                        (const unsigned char *)b, n);
+        break;
+    case 2:
+        mxa_red_run<short, u32>(op, (short *)out, (const short *)a, (const short *)b, n);
+        break;
+    case 3:
+        mxa_red_run<unsigned short, u32>(op, (unsigned short *)out, (const unsigned short *)a,
+                                         (const unsigned short *)b, n);
+        break;
+    case 4:
+        mxa_red_run<int, u32>(op, (int *)out, (const int *)a, (const int *)b, n);
+        break;
+    case 5:
+        mxa_red_run<u32, u32>(op, (u32 *)out, (const u32 *)a, (const u32 *)b, n);
+        break;
+    case 6:
+        mxa_red_run<long long, mxa_u64>(op, (long long *)out, (const long long *)a,
+                                        (const long long *)b, n);
+        break;
+    case 7:
+        mxa_red_run<mxa_u64, mxa_u64>(op, (mxa_u64 *)out, (const mxa_u64 *)a, (const mxa_u64 *)b,
+                                      n);
+        break;
+    case 8:
+        mxa_red_run<float, float>(op, (float *)out, (const float *)a, (const float *)b, n);
+        break;
+    default:
+        mxa_red_run<double, double>(op, (double *)out, (const double *)a, (const double *)b, n);
+        break;
+    }
+}

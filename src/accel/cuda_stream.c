@@ -524,6 +524,68 @@ mxu_status_t mxa_cuda_stream_copy(mxa_stream_t *s, void *dst, const void *src, s
     return MXU_OK;
 }
 
+mxu_status_t mxa_cuda_stream_host_call(mxa_stream_t *s, void (*fn)(void *), void *arg)
+{
+    cuda_stream_t *cs = (cuda_stream_t *)s;
+    if (MXA_CU(cuLaunchHostFunc) == NULL)
+        MXU_FAIL(MXU_ERR_UNSUPPORTED, "cuLaunchHostFunc is not available in this driver");
+    int entered = ctx_enter(cs->ctx->ctx);
+    if (entered < 0)
+        MXU_FAIL(MXU_ERR_INVALID_STREAM, "cannot make the context of stream %p current",
+                 cs->pub.handle);
+    CUresult r = MXA_CU(cuLaunchHostFunc)(cs->cu, (CUhostFn)fn, arg);
+    ctx_leave(entered);
+    if (r != CUDA_SUCCESS)
+        MXU_FAIL(cu_err_is_bad_handle(r) ? MXU_ERR_INVALID_STREAM : MXU_ERR_NO_DEVICE,
+                 "host function on stream %p: %s", cs->pub.handle, cu_err(r));
+    return MXU_OK;
+}
+
+mxu_status_t mxa_cuda_stream_synchronize(mxa_stream_t *s)
+{
+    cuda_stream_t *cs = (cuda_stream_t *)s;
+    int entered = ctx_enter(cs->ctx->ctx);
+    if (entered < 0)
+        MXU_FAIL(MXU_ERR_INVALID_STREAM, "cannot make the context of stream %p current",
+                 cs->pub.handle);
+    CUresult r = MXA_CU(cuStreamSynchronize)(cs->cu);
+    ctx_leave(entered);
+    if (r != CUDA_SUCCESS)
+        MXU_FAIL(cu_err_is_bad_handle(r) ? MXU_ERR_INVALID_STREAM : MXU_ERR_NO_DEVICE,
+                 "synchronizing stream %p: %s", cs->pub.handle, cu_err(r));
+    return MXU_OK;
+}
+
+mxu_status_t mxa_cuda_stream_reduce(mxa_stream_t *s, int kind, int op, void *out, const void *a,
+                                    const void *b, size_t n)
+{
+    cuda_stream_t *cs = (cuda_stream_t *)s;
+    cuda_ctx_t *cx = cs->ctx;
+    if (cx->fn_reduce == NULL)
+        MXU_FAIL(MXU_ERR_UNSUPPORTED, "the reduction kernel is not loaded in stream %p's context",
+                 cs->pub.handle);
+    int entered = ctx_enter(cx->ctx);
+    if (entered < 0)
+        MXU_FAIL(MXU_ERR_INVALID_STREAM, "cannot make the context of stream %p current",
+                 cs->pub.handle);
+    /* a thread per element, 256 a block, at most 1024 blocks (grid-stride
+     * beyond) */
+    unsigned long long nn = n;
+    unsigned threads = 256;
+    unsigned long long want = (nn + threads - 1) / threads;
+    unsigned blocks = want > 1024 ? 1024u : (unsigned)want;
+    CUdeviceptr o = (CUdeviceptr)(uintptr_t)out, x = (CUdeviceptr)(uintptr_t)a,
+                y = (CUdeviceptr)(uintptr_t)b;
+    void *args[] = {&kind, &op, &o, &x, &y, &nn};
+    CUresult r =
+        MXA_CU(cuLaunchKernel)(cx->fn_reduce, blocks, 1, 1, threads, 1, 1, 0, cs->cu, args, NULL);
+    ctx_leave(entered);
+    if (r != CUDA_SUCCESS)
+        MXU_FAIL(cu_err_is_bad_handle(r) ? MXU_ERR_INVALID_STREAM : MXU_ERR_NO_DEVICE,
+                 "reduction of %zu elements on stream %p: %s", n, cs->pub.handle, cu_err(r));
+    return MXU_OK;
+}
+
 #else /* !MPIXACC_HAVE_CUDA */
 
 /* ISO C forbids an empty translation unit. */

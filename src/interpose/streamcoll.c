@@ -17,7 +17,12 @@
  *   Allreduce  recursive doubling; with p not a power of two, the first
  *              2(p - p') ranks fold pairwise into p' = 2^floor(log2 p)
  *              first and get the result back at the end. Both partners of
- *              a round combine (lower rank's partial) op (higher's).
+ *              a round combine (lower rank's partial) op (higher's). From
+ *              MPIX_ACC_ALLREDUCE_RSAG bytes the p' core ranks reduce-
+ *              scatter by recursive halving and allgather by recursive
+ *              doubling instead: the same combination order, so the same
+ *              bits, and 2(p'-1)/p' of the data sent instead of log2 p'
+ *              times all of it.
  *   Reduce     the Allreduce on a scratch buffer, the root keeps it (so a
  *              Reduce gives the Allreduce's bits)
  *   Bcast      binomial tree from the root
@@ -26,9 +31,14 @@
  *              every pair exchanges its block in one round
  * Reductions: MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX on the basic integer
  * and floating types, computed by the library (integer sums and products
- * wrap like the MPI library's). Host streams (and the none stream, where
- * everything happens at the call); CUDA streams answer
- * MPI_ERR_UNSUPPORTED_OPERATION so far. Datatypes: contiguous ones.
+ * wrap like the MPI library's), in stream order by accel's
+ * mxa_stream_reduce: a kernel on a CUDA stream whose working buffers are
+ * device (or managed) memory, the host arithmetic in stream order
+ * otherwise (host streams; cuLaunchHostFunc on a CUDA stream with host
+ * buffers); a send buffer on the other side of the device/host divide is
+ * first copied on the stream. Host streams, CUDA streams and the none
+ * stream (where everything happens at the call). Datatypes: contiguous
+ * ones.
  */
 #include "interpose/interpose.h"
 
@@ -39,24 +49,9 @@
 
 /* ------------------------------------------------------------ reductions */
 
-typedef enum {
-    SC_I8,
-    SC_U8,
-    SC_I16,
-    SC_U16,
-    SC_I32,
-    SC_U32,
-    SC_I64,
-    SC_U64,
-    SC_F32,
-    SC_F64
-} sc_kind_t;
-
-typedef enum { SC_SUM, SC_PROD, SC_MIN, SC_MAX } sc_op_t;
-
 /* The element kind of a predefined type a reduction may use (MPI_ERR_TYPE
  * otherwise). */
-static int sc_kind_of(MPI_Datatype dt, sc_kind_t *k, size_t *esize)
+static int sc_kind_of(MPI_Datatype dt, mxa_red_kind_t *k, size_t *esize)
 {
     const MPI_Datatype sgn[] = {MPI_SIGNED_CHAR, MPI_SHORT,     MPI_INT,
                                 MPI_LONG,        MPI_LONG_LONG, MPI_INT8_T,
@@ -79,129 +74,38 @@ static int sc_kind_of(MPI_Datatype dt, sc_kind_t *k, size_t *esize)
     *esize = (size_t)sz;
     switch (sz) {
     case 1:
-        *k = cls == 0 ? SC_I8 : SC_U8;
+        *k = cls == 0 ? MXA_RED_I8 : MXA_RED_U8;
         return cls < 2;
     case 2:
-        *k = cls == 0 ? SC_I16 : SC_U16;
+        *k = cls == 0 ? MXA_RED_I16 : MXA_RED_U16;
         return cls < 2;
     case 4:
-        *k = cls == 0 ? SC_I32 : cls == 1 ? SC_U32 : SC_F32;
+        *k = cls == 0 ? MXA_RED_I32 : cls == 1 ? MXA_RED_U32 : MXA_RED_F32;
         return 1;
     case 8:
-        *k = cls == 0 ? SC_I64 : cls == 1 ? SC_U64 : SC_F64;
+        *k = cls == 0 ? MXA_RED_I64 : cls == 1 ? MXA_RED_U64 : MXA_RED_F64;
         return 1;
     default:
         return 0;
     }
 }
 
-static int sc_op_of(MPI_Op op, sc_op_t *o)
+static int sc_op_of(MPI_Op op, mxa_red_op_t *o)
 {
     if (op == MPI_SUM)
-        *o = SC_SUM;
+        *o = MXA_RED_SUM;
     else if (op == MPI_PROD)
-        *o = SC_PROD;
+        *o = MXA_RED_PROD;
     else if (op == MPI_MIN)
-        *o = SC_MIN;
+        *o = MXA_RED_MIN;
     else if (op == MPI_MAX)
-        *o = SC_MAX;
+        *o = MXA_RED_MAX;
     else
         return 0;
     return 1;
 }
 
-/* d[i] = a op b with a = (lower ? s[i] : d[i]) and b the other: the lower
- * rank's operand first. Integer sums and products in unsigned arithmetic
- * of at least int's width (wrap-around, no undefined overflow). */
-#define SC_REDUCE(T, W)                                                                            \
-    do {                                                                                           \
-        T *d_ = inout;                                                                             \
-        const T *s_ = in;                                                                          \
-        for (size_t i = 0; i < n; i++) {                                                           \
-            T a = lower ? s_[i] : d_[i], b = lower ? d_[i] : s_[i];                                \
-            switch (o) {                                                                           \
-            case SC_SUM:                                                                           \
-                d_[i] = (T)((W)a + (W)b);                                                          \
-                break;                                                                             \
-            case SC_PROD:                                                                          \
-                d_[i] = (T)((W)a * (W)b);                                                          \
-                break;                                                                             \
-            case SC_MIN:                                                                           \
-                d_[i] = b < a ? b : a;                                                             \
-                break;                                                                             \
-            case SC_MAX:                                                                           \
-                d_[i] = b > a ? b : a;                                                             \
-                break;                                                                             \
-            }                                                                                      \
-        }                                                                                          \
-    } while (0)
-
-static void sc_reduce(sc_kind_t k, sc_op_t o, void *inout, const void *in, size_t n, int lower)
-{
-    switch (k) {
-    case SC_I8:
-        SC_REDUCE(int8_t, uint32_t);
-        break;
-    case SC_U8:
-        SC_REDUCE(uint8_t, uint32_t);
-        break;
-    case SC_I16:
-        SC_REDUCE(int16_t, uint32_t);
-        break;
-    case SC_U16:
-        SC_REDUCE(uint16_t, uint32_t);
-        break;
-    case SC_I32:
-        SC_REDUCE(int32_t, uint32_t);
-        break;
-    case SC_U32:
-        SC_REDUCE(uint32_t, uint32_t);
-        break;
-    case SC_I64:
-        SC_REDUCE(int64_t, uint64_t);
-        break;
-    case SC_U64:
-        SC_REDUCE(uint64_t, uint64_t);
-        break;
-    case SC_F32:
-        SC_REDUCE(float, float);
-        break;
-    case SC_F64:
-        SC_REDUCE(double, double);
-        break;
-    }
-}
-
 /* ------------------------------------------------------- steps on streams */
-
-typedef struct {
-    sc_kind_t kind;
-    sc_op_t op;
-    void *inout;
-    const void *in;
-    size_t n;
-    int lower;
-} sc_reduce_step_t;
-
-static void sc_reduce_step(void *arg)
-{
-    sc_reduce_step_t *r = arg;
-    sc_reduce(r->kind, r->op, r->inout, r->in, r->n, r->lower);
-    free(r);
-}
-
-typedef struct {
-    void *dst;
-    const void *src;
-    size_t bytes;
-} sc_copy_step_t;
-
-static void sc_copy_step(void *arg)
-{
-    sc_copy_step_t *c = arg;
-    memmove(c->dst, c->src, c->bytes);
-    free(c);
-}
 
 static void sc_free_step(void *arg) { free(arg); }
 
@@ -240,8 +144,12 @@ typedef struct {
     size_t eager_limit;
     mxe_op_t **ops; /* the current round's operations */
     int n, cap;
-    int rc;       /* the first error: nothing more is enqueued */
-    int enqueued; /* something of the call is on the stream or with the engine */
+    int rc;              /* the first error: nothing more is enqueued */
+    int enqueued;        /* something of the call is on the stream or with the engine */
+    int dev;             /* CUDA stream, working buffers in device (or managed) memory */
+    mxa_red_kind_t kind; /* a reduction's element kind and operation */
+    mxa_red_op_t op;
+    void *heap; /* heap scratch (host streams), freed in stream order */
 } sc_t;
 
 static void sc_begin(sc_t *x, mxa_stream_t *s, MPI_Comm comm, const mxi_comm_t *c)
@@ -307,52 +215,71 @@ static void sc_wait(sc_t *x)
     x->n = 0;
 }
 
-/* fn(arg) on the stream; arg is fn's to free (freed here if not enqueued). */
-static void sc_step(sc_t *x, void (*fn)(void *), void *arg)
+/* An accel status of an enqueue: the call's error (nothing more is
+ * enqueued after it), or the call has something on the stream. */
+static void sc_enqueued(sc_t *x, mxu_status_t st)
 {
-    if (!arg && x->rc == MPI_SUCCESS)
-        x->rc = mxi_raise(x->comm, MXI_E_NO_MEM, "a step of a stream-ordered collective");
-    if (x->rc != MPI_SUCCESS) {
-        free(arg);
-        return;
-    }
-    mxu_status_t st = mxa_stream_host_call(x->s, fn, arg);
-    if (st != MXU_OK) {
-        free(arg);
+    if (st != MXU_OK)
         x->rc = mxi_raise_code(x->comm, mxi_status_to_mpi(st));
-        return;
-    }
-    x->enqueued = 1;
+    else
+        x->enqueued = 1;
 }
 
 static void sc_copy(sc_t *x, void *dst, const void *src, size_t bytes)
 {
-    if (dst == src || bytes == 0)
+    if (dst == src || bytes == 0 || x->rc != MPI_SUCCESS)
         return;
-    sc_copy_step_t *c = malloc(sizeof(*c));
-    if (c)
-        *c = (sc_copy_step_t){dst, src, bytes};
-    sc_step(x, sc_copy_step, c);
+    sc_enqueued(x, mxa_stream_copy(x->s, dst, src, bytes));
 }
 
-static void sc_reduce_into(sc_t *x, sc_kind_t k, sc_op_t o, void *inout, const void *in, size_t n,
-                           int lower)
+/* out = a op b over n elements, in stream order */
+static void sc_reduce(sc_t *x, void *out, const void *a, const void *b, size_t n)
 {
-    sc_reduce_step_t *r = malloc(sizeof(*r));
-    if (r)
-        *r = (sc_reduce_step_t){k, o, inout, in, n, lower};
-    sc_step(x, sc_reduce_step, r);
+    if (n == 0 || x->rc != MPI_SUCCESS)
+        return;
+    sc_enqueued(x, mxa_stream_reduce(x->s, x->kind, x->op, out, a, b, n));
 }
 
-/* The call's scratch is freed by a last step on the stream; after an error
- * too, since what was enqueued may still use it (if even that step cannot
- * be enqueued, it is left allocated, and logged). */
-static int sc_end(sc_t *x, void *scratch)
+/*
+ * The call's scratch: heap memory for host streams, freed by a last step
+ * on the stream (sc_end); on a CUDA stream the stream's own scratch
+ * (mxa_stream_scratch: device memory when the call's working buffers are
+ * device or managed memory, pinned host memory otherwise), kept for the
+ * stream's later calls -- every use of it is ordered by the stream.
+ */
+static void *sc_scratch(sc_t *x, size_t bytes)
 {
-    if (scratch) {
+    if (x->s->kind == MXA_KIND_CUDA) {
+        void *p = mxa_stream_scratch(x->s, x->dev ? MXA_MEM_DEVICE : MXA_MEM_HOST, bytes);
+        if (!p)
+            x->rc = mxi_raise(x->comm, MXI_E_NO_MEM,
+                              "%zu bytes of stream scratch for a stream-ordered collective", bytes);
+        return p;
+    }
+    x->heap = malloc(bytes ? bytes : 1);
+    if (!x->heap)
+        x->rc = mxi_raise(x->comm, MXI_E_NO_MEM, "%zu bytes of scratch for a collective", bytes);
+    return x->heap;
+}
+
+/* Does memory at p belong with the call's working memory (the same side
+ * of the device/host divide on a CUDA stream; always on host streams)? */
+static int sc_same_side(const sc_t *x, const void *p, size_t bytes)
+{
+    if (x->s->kind != MXA_KIND_CUDA || bytes == 0)
+        return 1;
+    return (mxa_memtype(p, bytes) != MXA_MEM_HOST) == x->dev;
+}
+
+/* Heap scratch is freed by a last step on the stream; after an error too,
+ * since what was enqueued may still use it (if even that step cannot be
+ * enqueued, it is left allocated, and logged). */
+static int sc_end(sc_t *x)
+{
+    if (x->heap) {
         if (!x->enqueued)
-            free(scratch);
-        else if (mxa_stream_host_call(x->s, sc_free_step, scratch) != MXU_OK)
+            free(x->heap);
+        else if (mxa_stream_host_call(x->s, sc_free_step, x->heap) != MXU_OK)
             MXU_LOG(MXU_LOG_WARN, "a stream-ordered collective's scratch could not be freed in "
                                   "stream order; it is left allocated");
     }
@@ -360,9 +287,68 @@ static int sc_end(sc_t *x, void *scratch)
     return x->rc;
 }
 
-/* Recursive doubling of buf (n elements) with tmp as the receive buffer. */
-static void sc_allreduce_rounds(sc_t *x, void *buf, void *tmp, size_t n, size_t esize, sc_kind_t k,
-                                sc_op_t o)
+/* The rank of new rank nr in the power-of-two core of an Allreduce (the
+ * first 2 rem ranks folded pairwise onto their even members). */
+static int sc_core_rank(int nr, int rem) { return nr < rem ? nr * 2 : nr + rem; }
+
+/*
+ * Reduce-scatter by recursive halving, then allgather by recursive
+ * doubling, among the pof2 core ranks (new rank nr): the data is split
+ * into pof2 blocks; in round `mask` (1, 2, 4, ...) a rank keeps the half
+ * of its current range given by its bit `mask` and sends the other half
+ * to nr ^ mask, which sends it this half; the lower rank's partial is the
+ * left operand. So every element is combined in recursive doubling's
+ * order (the same bits); each rank sends 2 (pof2 - 1) / pof2 of the data
+ * instead of log2(pof2) times all of it. cur: this rank's partial (the
+ * send buffer, or work); the result ends in work.
+ */
+static void sc_allreduce_rsag(sc_t *x, const void *cur, unsigned char *work, unsigned char *tmp,
+                              size_t n, size_t esize, int nr, int pof2, int rem)
+{
+    size_t lo = 0, hi = (size_t)pof2; /* the current range, in blocks */
+    size_t los[32], his[32];
+    int depth = 0;
+#define SC_BLK(j) ((size_t)(j)*n / (size_t)pof2 * esize) /* byte offset of block j */
+    for (int mask = 1; mask < pof2; mask <<= 1, depth++) {
+        int nd = nr ^ mask, dst = sc_core_rank(nd, rem);
+        size_t mid = (lo + hi) / 2;
+        size_t klo = (nr & mask) ? mid : lo, khi = (nr & mask) ? hi : mid;
+        size_t glo = (nr & mask) ? lo : mid, ghi = (nr & mask) ? mid : hi;
+        sc_post(x, 1, (unsigned char *)(uintptr_t)cur + SC_BLK(glo), SC_BLK(ghi) - SC_BLK(glo),
+                dst);
+        sc_post(x, 0, tmp + SC_BLK(klo), SC_BLK(khi) - SC_BLK(klo), dst);
+        sc_wait(x);
+        const unsigned char *mine = (const unsigned char *)cur + SC_BLK(klo);
+        const unsigned char *theirs = tmp + SC_BLK(klo);
+        sc_reduce(x, work + SC_BLK(klo), nd < nr ? theirs : mine, nd < nr ? mine : theirs,
+                  (SC_BLK(khi) - SC_BLK(klo)) / esize);
+        los[depth] = lo;
+        his[depth] = hi;
+        lo = klo;
+        hi = khi;
+        cur = work;
+    }
+    while (depth-- > 0) {
+        int dst = sc_core_rank(nr ^ (1 << depth), rem);
+        size_t olo = lo == los[depth] ? hi : los[depth], ohi = lo == los[depth] ? his[depth] : lo;
+        sc_post(x, 1, work + SC_BLK(lo), SC_BLK(hi) - SC_BLK(lo), dst);
+        sc_post(x, 0, work + SC_BLK(olo), SC_BLK(ohi) - SC_BLK(olo), dst);
+        sc_wait(x);
+        lo = los[depth];
+        hi = his[depth];
+    }
+#undef SC_BLK
+}
+
+/*
+ * Allreduce of n elements: src is this rank's contribution (the send
+ * buffer, or work itself), the result ends in work; tmp (n elements) is
+ * the receive buffer. Recursive doubling, or (at least
+ * MPIX_ACC_ALLREDUCE_RSAG bytes, n >= pof2) reduce-scatter + allgather,
+ * which give the same bits.
+ */
+static void sc_allreduce_rounds(sc_t *x, const void *src, void *work, void *tmp, size_t n,
+                                size_t esize)
 {
     int p = x->ec->size, r = x->ec->rank;
     size_t bytes = n * esize;
@@ -370,33 +356,41 @@ static void sc_allreduce_rounds(sc_t *x, void *buf, void *tmp, size_t n, size_t 
     while (pof2 * 2 <= p)
         pof2 *= 2;
     int rem = p - pof2, newrank;
+    const void *cur = src;
     if (r < 2 * rem) {
         if (r % 2) { /* gives its data to r - 1, gets the result at the end */
-            sc_post(x, 1, buf, bytes, r - 1);
+            sc_post(x, 1, (void *)(uintptr_t)cur, bytes, r - 1);
             sc_wait(x);
             newrank = -1;
         } else {
             sc_post(x, 0, tmp, bytes, r + 1);
             sc_wait(x);
-            sc_reduce_into(x, k, o, buf, tmp, n, 0);
+            sc_reduce(x, work, cur, tmp, n);
+            cur = work;
             newrank = r / 2;
         }
     } else {
         newrank = r - rem;
     }
-    if (newrank >= 0) {
+    if (newrank >= 0 && pof2 > 1 && bytes >= mxu_config.allreduce_rsag && n >= (size_t)pof2) {
+        sc_allreduce_rsag(x, cur, work, tmp, n, esize, newrank, pof2, rem);
+        cur = work;
+    } else if (newrank >= 0) {
         for (int mask = 1; mask < pof2; mask <<= 1) {
             int newdst = newrank ^ mask;
-            int dst = newdst < rem ? newdst * 2 : newdst + rem;
-            sc_post(x, 1, buf, bytes, dst);
+            int dst = sc_core_rank(newdst, rem);
+            sc_post(x, 1, (void *)(uintptr_t)cur, bytes, dst);
             sc_post(x, 0, tmp, bytes, dst);
             sc_wait(x);
-            sc_reduce_into(x, k, o, buf, tmp, n, newdst < newrank);
+            sc_reduce(x, work, newdst < newrank ? tmp : cur, newdst < newrank ? cur : tmp, n);
+            cur = work;
         }
     }
     if (r < 2 * rem) {
-        sc_post(x, r % 2 ? 0 : 1, buf, bytes, r % 2 ? r - 1 : r + 1);
+        sc_post(x, r % 2 ? 0 : 1, work, bytes, r % 2 ? r - 1 : r + 1);
         sc_wait(x);
+    } else if (cur != work) {
+        sc_copy(x, work, cur, bytes); /* one process */
     }
 }
 
@@ -417,11 +411,6 @@ static int sc_args(MPIX_Acc_stream stream, MPI_Comm comm, const char *call, mxi_
                          "%s: communicator not known to the library (freed?)", call);
     if (!(*c)->supported)
         return mxi_raise(comm, MXI_E_COMM_UNSUPPORTED, "%s", call);
-    if ((*s)->kind != MXA_KIND_HOST && (*s)->kind != MXA_KIND_NONE)
-        return mxi_raise(comm, MXI_E_UNSUPPORTED,
-                         "%s on a CUDA stream: collectives are stream-ordered on host streams so "
-                         "far",
-                         call);
     return MPI_SUCCESS;
 }
 
@@ -463,8 +452,8 @@ static int sc_root(MPI_Comm comm, const char *call, int root, int size)
 }
 
 /* A reduction's type and operation (MPI_ERR_TYPE, MPI_ERR_OP). */
-static int sc_reduction(MPI_Comm comm, const char *call, MPI_Datatype dt, MPI_Op op, sc_kind_t *k,
-                        sc_op_t *o, size_t *esize)
+static int sc_reduction(MPI_Comm comm, const char *call, MPI_Datatype dt, MPI_Op op,
+                        mxa_red_kind_t *k, mxa_red_op_t *o, size_t *esize)
 {
     if (!sc_kind_of(dt, k, esize))
         return mxi_raise(comm, MXI_E_TYPE,
@@ -501,7 +490,7 @@ int MPIX_Acc_Barrier(MPIX_Acc_stream stream, MPI_Comm comm)
         sc_post(&x, 0, NULL, 0, (r - k + p) % p);
         sc_wait(&x);
     }
-    return sc_end(&x, NULL);
+    return sc_end(&x);
 }
 
 int MPIX_Acc_Bcast(MPIX_Acc_stream stream, void *buf, int count, MPI_Datatype datatype, int root,
@@ -530,7 +519,7 @@ int MPIX_Acc_Bcast(MPIX_Acc_stream stream, void *buf, int count, MPI_Datatype da
         if (vr + mask < p)
             sc_post(&x, 1, buf, bytes, (vr + mask + root) % p);
     sc_wait(&x);
-    return sc_end(&x, NULL);
+    return sc_end(&x);
 }
 
 /* Allreduce and Reduce: root < 0 for Allreduce. */
@@ -541,8 +530,8 @@ static int sc_allreduce_call(const char *call, MPIX_Acc_stream stream, const voi
     mxi_comm_t *c;
     mxa_stream_t *s;
     size_t bytes, esize = 0;
-    sc_kind_t k = SC_U8;
-    sc_op_t o = SC_SUM;
+    mxa_red_kind_t k = MXA_RED_U8;
+    mxa_red_op_t o = MXA_RED_SUM;
     SC_TRY(sc_args(stream, comm, call, &c, &s));
     if (root >= 0)
         SC_TRY(sc_root(comm, call, root, c->coll_ec.size));
@@ -556,17 +545,30 @@ static int sc_allreduce_call(const char *call, MPIX_Acc_stream stream, const voi
         SC_TRY(sc_buffer(comm, call, "send", sendbuf, bytes));
     if (keeps)
         SC_TRY(sc_buffer(comm, call, "receive", recvbuf, bytes));
-    /* the working buffer: the result's place, or scratch off the root */
-    void *scratch = malloc(keeps ? (bytes ? bytes : 1) : 2 * (bytes ? bytes : 1));
-    if (!scratch)
-        return mxi_raise(comm, MXI_E_NO_MEM, "%s: %zu bytes of scratch", call, bytes);
-    void *work = keeps ? recvbuf : (unsigned char *)scratch + bytes;
     sc_t x;
     sc_begin(&x, s, comm, c);
-    if (sendbuf != MPI_IN_PLACE)
-        sc_copy(&x, work, sendbuf, bytes);
-    sc_allreduce_rounds(&x, work, scratch, (size_t)count, esize, k, o);
-    return sc_end(&x, scratch);
+    x.kind = k;
+    x.op = o;
+    /* the working buffer: the result's place, or scratch off the root; on
+     * a CUDA stream device memory when that (or, off the root, the send
+     * buffer) is, else host memory */
+    const void *side = keeps ? recvbuf : sendbuf;
+    x.dev = s->kind == MXA_KIND_CUDA && bytes > 0 && mxa_memtype(side, bytes) != MXA_MEM_HOST;
+    unsigned char *scratch = sc_scratch(&x, keeps ? bytes : 2 * bytes);
+    if (!scratch)
+        return sc_end(&x);
+    void *work = keeps ? recvbuf : scratch + bytes;
+    /* this rank's contribution: the send buffer itself where the working
+     * memory's side reaches it, else a copy in the working buffer */
+    const void *src = work;
+    if (sendbuf != MPI_IN_PLACE) {
+        if (sc_same_side(&x, sendbuf, bytes))
+            src = sendbuf;
+        else
+            sc_copy(&x, work, sendbuf, bytes);
+    }
+    sc_allreduce_rounds(&x, src, work, scratch, (size_t)count, esize);
+    return sc_end(&x);
 }
 
 int MPIX_Acc_Allreduce(MPIX_Acc_stream stream, const void *sendbuf, void *recvbuf, int count,
@@ -609,17 +611,17 @@ static int sc_exchange_call(const char *call, int all, MPIX_Acc_stream stream, c
     unsigned char *rb = recvbuf;
     const unsigned char *sb = sendbuf;
     void *scratch = NULL;
+    sc_t x;
+    sc_begin(&x, s, comm, c);
     if (all && sendbuf == MPI_IN_PLACE) {
         /* send from a copy of the receive buffer, made on the stream */
         size_t total = rbytes * (size_t)p;
-        scratch = malloc(total ? total : 1);
+        x.dev = s->kind == MXA_KIND_CUDA && total > 0 && mxa_memtype(rb, total) != MXA_MEM_HOST;
+        scratch = sc_scratch(&x, total);
         if (!scratch)
-            return mxi_raise(comm, MXI_E_NO_MEM, "%s: %zu bytes of scratch", call,
-                             rbytes * (size_t)p);
+            return sc_end(&x);
         sb = scratch;
     }
-    sc_t x;
-    sc_begin(&x, s, comm, c);
     if (scratch)
         sc_copy(&x, scratch, rb, rbytes * (size_t)p);
     else if (sendbuf != MPI_IN_PLACE)
@@ -634,7 +636,7 @@ static int sc_exchange_call(const char *call, int all, MPIX_Acc_stream stream, c
         sc_post(&x, 1, (void *)(uintptr_t)own, rbytes, q);
     }
     sc_wait(&x);
-    return sc_end(&x, scratch);
+    return sc_end(&x);
 }
 
 int MPIX_Acc_Allgather(MPIX_Acc_stream stream, const void *sendbuf, int sendcount,
@@ -740,30 +742,31 @@ int MPIX_Acc_Ialltoall(MPIX_Acc_stream stream, const void *sendbuf, int sendcoun
 /* ------------------------------------------ MPI_* on stream communicators */
 
 /*
- * MPI's collectives on a stream communicator of a host stream are the
- * calls above on its stream: enqueued, returning at once, their results
- * there when the stream reaches them (api.md §5). What the stream-ordered
- * code does not take (other operations or types, non-contiguous types,
+ * MPI's collectives on a stream communicator are the calls above on its
+ * stream (host or CUDA): enqueued, returning at once, their results there
+ * when the stream reaches them (api.md §5). What the stream-ordered code
+ * does not take (other operations or types, non-contiguous types,
  * arguments it would refuse) runs as the MPI library's call after the
  * stream drained: it reads what the stream wrote, its results exist at
  * return (so before the stream's later work), and its errors are the MPI
- * library's. On CUDA streams they run on the host as before, unordered.
+ * library's.
  */
-static void *sc_host_stream_of(MPI_Comm comm)
+static mxa_stream_t *sc_stream_of(MPI_Comm comm)
 {
     if (!mxi_on() || atomic_load_explicit(&mxi.stream_comms, memory_order_relaxed) <= 0)
         return NULL;
     mxi_comm_t *c = mxi_comm_find(comm);
-    if (!c || !c->stream || !c->supported || c->stream->kind != MXA_KIND_HOST)
+    if (!c || !c->stream || !c->supported ||
+        (c->stream->kind != MXA_KIND_HOST && c->stream->kind != MXA_KIND_CUDA))
         return NULL;
-    return c->stream->handle;
+    return c->stream;
 }
 
-/* The MPI library's call, after stream h drained (NULL: no stream). */
-#define SC_HOST(h, call)                                                                           \
+/* The MPI library's call, after stream s drained (NULL: no stream). */
+#define SC_HOST(s, call)                                                                           \
     do {                                                                                           \
-        if (h)                                                                                     \
-            (void)mxa_host_stream_synchronize(h);                                                  \
+        if (s)                                                                                     \
+            (void)mxa_stream_synchronize(s);                                                       \
         return (call);                                                                             \
     } while (0)
 
@@ -780,8 +783,8 @@ static int sc_can_move(const void *buf, int count, MPI_Datatype dt)
 static int sc_can_reduce(const void *sendbuf, const void *recvbuf, int count, MPI_Datatype dt,
                          MPI_Op op, int keeps)
 {
-    sc_kind_t k;
-    sc_op_t o;
+    mxa_red_kind_t k;
+    mxa_red_op_t o;
     size_t esize;
     if (!sc_kind_of(dt, &k, &esize) || !sc_op_of(op, &o) || count < 0)
         return 0;
@@ -799,37 +802,37 @@ static int sc_root_ok(MPI_Comm comm, int root)
 
 int MPI_Barrier(MPI_Comm comm)
 {
-    void *h = sc_host_stream_of(comm);
-    return h ? MPIX_Acc_Barrier(h, comm) : PMPI_Barrier(comm);
+    mxa_stream_t *h = sc_stream_of(comm);
+    return h ? MPIX_Acc_Barrier(h->handle, comm) : PMPI_Barrier(comm);
 }
 
 int MPI_Bcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
-    void *h = sc_host_stream_of(comm);
+    mxa_stream_t *h = sc_stream_of(comm);
     if (h && sc_root_ok(comm, root) && sc_can_move(buf, count, datatype))
-        return MPIX_Acc_Bcast(h, buf, count, datatype, root, comm);
+        return MPIX_Acc_Bcast(h->handle, buf, count, datatype, root, comm);
     SC_HOST(h, PMPI_Bcast(buf, count, datatype, root, comm));
 }
 
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                   MPI_Comm comm)
 {
-    void *h = sc_host_stream_of(comm);
+    mxa_stream_t *h = sc_stream_of(comm);
     if (h && sc_can_reduce(sendbuf, recvbuf, count, datatype, op, 1))
-        return MPIX_Acc_Allreduce(h, sendbuf, recvbuf, count, datatype, op, comm);
+        return MPIX_Acc_Allreduce(h->handle, sendbuf, recvbuf, count, datatype, op, comm);
     SC_HOST(h, PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm));
 }
 
 int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                int root, MPI_Comm comm)
 {
-    void *h = sc_host_stream_of(comm);
+    mxa_stream_t *h = sc_stream_of(comm);
     int rank = -1;
     if (h)
         PMPI_Comm_rank(comm, &rank);
     if (h && sc_root_ok(comm, root) &&
         sc_can_reduce(sendbuf, recvbuf, count, datatype, op, rank == root))
-        return MPIX_Acc_Reduce(h, sendbuf, recvbuf, count, datatype, op, root, comm);
+        return MPIX_Acc_Reduce(h->handle, sendbuf, recvbuf, count, datatype, op, root, comm);
     SC_HOST(h, PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm));
 }
 
@@ -854,20 +857,20 @@ static int sc_can_exchange(MPI_Comm comm, const void *sendbuf, int sendcount, MP
 int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    void *h = sc_host_stream_of(comm);
+    mxa_stream_t *h = sc_stream_of(comm);
     if (h && sc_can_exchange(comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype))
-        return MPIX_Acc_Allgather(h, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
-                                  comm);
+        return MPIX_Acc_Allgather(h->handle, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                  recvtype, comm);
     SC_HOST(h, PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm));
 }
 
 int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    void *h = sc_host_stream_of(comm);
+    mxa_stream_t *h = sc_stream_of(comm);
     if (h && sc_can_exchange(comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype))
-        return MPIX_Acc_Alltoall(h, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
-                                 comm);
+        return MPIX_Acc_Alltoall(h->handle, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                 recvtype, comm);
     SC_HOST(h, PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm));
 }
 
@@ -877,44 +880,46 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
  * MPI library's call after the stream drained. */
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
 {
-    void *h = sc_host_stream_of(comm);
+    mxa_stream_t *h = sc_stream_of(comm);
     if (h && request)
-        return sc_request(h, comm, MXI_ORIGIN_STREAMCOMM, MPIX_Acc_Barrier(h, comm), request);
+        return sc_request(h->handle, comm, MXI_ORIGIN_STREAMCOMM, MPIX_Acc_Barrier(h->handle, comm),
+                          request);
     SC_HOST(h, PMPI_Ibarrier(comm, request));
 }
 
 int MPI_Ibcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
                MPI_Request *request)
 {
-    void *h = sc_host_stream_of(comm);
+    mxa_stream_t *h = sc_stream_of(comm);
     if (h && request && sc_root_ok(comm, root) && sc_can_move(buf, count, datatype))
-        return sc_request(h, comm, MXI_ORIGIN_STREAMCOMM,
-                          MPIX_Acc_Bcast(h, buf, count, datatype, root, comm), request);
+        return sc_request(h->handle, comm, MXI_ORIGIN_STREAMCOMM,
+                          MPIX_Acc_Bcast(h->handle, buf, count, datatype, root, comm), request);
     SC_HOST(h, PMPI_Ibcast(buf, count, datatype, root, comm, request));
 }
 
 int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                    MPI_Comm comm, MPI_Request *request)
 {
-    void *h = sc_host_stream_of(comm);
+    mxa_stream_t *h = sc_stream_of(comm);
     if (h && request && sc_can_reduce(sendbuf, recvbuf, count, datatype, op, 1))
-        return sc_request(h, comm, MXI_ORIGIN_STREAMCOMM,
-                          MPIX_Acc_Allreduce(h, sendbuf, recvbuf, count, datatype, op, comm),
-                          request);
+        return sc_request(
+            h->handle, comm, MXI_ORIGIN_STREAMCOMM,
+            MPIX_Acc_Allreduce(h->handle, sendbuf, recvbuf, count, datatype, op, comm), request);
     SC_HOST(h, PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request));
 }
 
 int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                 int root, MPI_Comm comm, MPI_Request *request)
 {
-    void *h = sc_host_stream_of(comm);
+    mxa_stream_t *h = sc_stream_of(comm);
     if (h && request && sc_root_ok(comm, root)) {
         int rank = 0;
         PMPI_Comm_rank(comm, &rank);
         if (sc_can_reduce(sendbuf, recvbuf, count, datatype, op, rank == root))
-            return sc_request(h, comm, MXI_ORIGIN_STREAMCOMM,
-                              MPIX_Acc_Reduce(h, sendbuf, recvbuf, count, datatype, op, root, comm),
-                              request);
+            return sc_request(
+                h->handle, comm, MXI_ORIGIN_STREAMCOMM,
+                MPIX_Acc_Reduce(h->handle, sendbuf, recvbuf, count, datatype, op, root, comm),
+                request);
     }
     SC_HOST(h, PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request));
 }
@@ -924,11 +929,11 @@ static int sc_iexchange(int all, const void *sendbuf, int sendcount, MPI_Datatyp
                         void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
                         MPI_Request *request)
 {
-    void *h = sc_host_stream_of(comm);
+    mxa_stream_t *h = sc_stream_of(comm);
     if (h && request &&
         sc_can_exchange(comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype))
-        return sc_request(h, comm, MXI_ORIGIN_STREAMCOMM,
-                          sc_exchange_call(all ? "MPI_Ialltoall" : "MPI_Iallgather", all, h,
+        return sc_request(h->handle, comm, MXI_ORIGIN_STREAMCOMM,
+                          sc_exchange_call(all ? "MPI_Ialltoall" : "MPI_Iallgather", all, h->handle,
                                            sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                            recvtype, comm),
                           request);

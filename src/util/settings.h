@@ -151,6 +151,11 @@
       "Seconds a device-side wait of a partitioned request (pready for the receiver's credit, "  \
       "parrived_wait, the completion of an epoch) spins before it reports "                      \
       "MPIX_ACC_DERR_TIMEOUT (0: no limit)")                                                     \
+    X(ALLREDUCE_RSAG, SIZE, allreduce_rsag, "256k", "0..1g" ,                                     \
+      "Stream-ordered Allreduce and Reduce of at least this many bytes: reduce-scatter by "       \
+      "recursive halving, then allgather by recursive doubling (each process sends "              \
+      "2(p-1)/p of the data); smaller ones by recursive doubling (log2 p times all of it). "      \
+      "Both combine the processes' data in the same order: the same bits")                       \
     X(CUDA, BOOL, cuda, "1", "",                                                                 \
       "Use the CUDA backend when a CUDA driver and device are present")                          \
     X(MEMOPS, BOOL, memops, "1", "",                                                             \

@@ -13,6 +13,10 @@
  *      signed: min(51, 153) = 153 there), floating types within 1e-12 of
  *      MPI's, bitwise the same on every rank and in a second run (a fixed
  *      algorithm);
+ *  2b. double sums and products of 1..40003 elements bitwise equal to the
+ *      documented combination order (fold, then a balanced tree): recursive
+ *      doubling below MPIX_ACC_ALLREDUCE_RSAG, reduce-scatter + allgather
+ *      above (TESTS runs it with the threshold at 64 bytes too);
  *   3. Bcast from every root; Allgather and Alltoall, in place and not;
  *   4. Barrier: the stream of a rank whose peer holds its stream does not
  *      pass the barrier before the peer's gate opens;
@@ -219,6 +223,69 @@ static void reductions(void)
                 free(out2);
                 free(want);
             }
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- 2b. */
+
+/* The library's combination order (streamcoll.c): the first 2 rem ranks
+ * fold pairwise (even op odd), then the pof2 partials combine as a
+ * balanced tree left to right -- recursive doubling and reduce-scatter +
+ * allgather alike. tree(lo, hi) over the partials of new ranks lo..hi-1. */
+static double tree_d(const double *part, int lo, int hi, int prod)
+{
+    if (hi - lo == 1)
+        return part[lo];
+    int mid = (lo + hi) / 2;
+    double a = tree_d(part, lo, mid, prod), b = tree_d(part, mid, hi, prod);
+    return prod ? a * b : a + b;
+}
+
+static void tree_order(void)
+{
+    t_phase("2b. Allreduce bits = the documented combination order, both algorithms");
+    /* sizes around the reduce-scatter threshold (MPIX_ACC_ALLREDUCE_RSAG,
+     * 256k by default; TESTS runs this with 64 too) and counts below,
+     * at and off a multiple of the process count */
+    const int counts[] = {1, 3, 4, 5, 17, 1000, 40000, 40003};
+    int p = t_size, pof2 = 1;
+    while (pof2 * 2 <= p)
+        pof2 *= 2;
+    int rem = p - pof2;
+    for (int ci = 0; ci < (int)(sizeof(counts) / sizeof(counts[0])); ci++) {
+        int n = counts[ci];
+        for (int prod = 0; prod < 2; prod++) {
+            double *in = malloc(sizeof(double) * (size_t)n),
+                   *out = malloc(sizeof(double) * (size_t)n);
+            double *all = malloc(sizeof(double) * (size_t)n * (size_t)p);
+            for (int i = 0; i < n; i++)
+                in[i] = 1.0 + (double)((t_rank * 131 + i * 17) % 97) / 89.0 + (double)i * 1e-7;
+            T_MPI(MPI_Allgather(in, n, MPI_DOUBLE, all, n, MPI_DOUBLE, P));
+            T_MPI(MPIX_Acc_Allreduce(S, in, out, n, MPI_DOUBLE, prod ? MPI_PROD : MPI_SUM, C));
+            T_MPI(MPIX_Acc_Hoststream_synchronize(S));
+            double part[64];
+            int bad = -1;
+            for (int i = 0; i < n && bad < 0; i++) {
+                for (int nr = 0; nr < pof2; nr++) {
+                    int r = nr < rem ? 2 * nr : nr + rem;
+                    double v = all[(size_t)r * (size_t)n + (size_t)i];
+                    if (nr < rem) {
+                        double w = all[(size_t)(r + 1) * (size_t)n + (size_t)i];
+                        v = prod ? v * w : v + w;
+                    }
+                    part[nr] = v;
+                }
+                double want = tree_d(part, 0, pof2, prod);
+                if (memcmp(&want, &out[i], sizeof want) != 0)
+                    bad = i;
+            }
+            T_CHECK(bad < 0,
+                    "Allreduce %s n=%d: element %d = %.17g, the tree order gives other bits",
+                    prod ? "prod" : "sum", n, bad, bad >= 0 ? out[bad] : 0.0);
+            free(in);
+            free(out);
+            free(all);
         }
     }
 }
@@ -467,6 +534,7 @@ int main(int argc, char **argv)
     T_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &P));
     behind_gate();
     reductions();
+    tree_order();
     data_movement();
     barrier_order();
     mixed_with_p2p();
