@@ -373,6 +373,20 @@ int main(int argc, char **argv)
 {
     gt_init(&argc, &argv, "collectives", 300);
     gt_warmup();
+    {
+        /* this file's kernels too: a lazily loaded module behind a blocked
+         * stream deadlocks with the progress thread's CUDA calls (seen:
+         * UCX's cuCtxSetFlags waiting for the context lock held by the
+         * launch; doc/gpu-testing.md) */
+        double *w;
+        GT_CUDA(cudaMalloc(&w, 2 * sizeof(double)));
+        produce_kernel<<<1, 32>>>(w, 1, 0);
+        accumulate_kernel<<<1, 32>>>(w + 1, w, 1);
+        sleep_kernel<<<1, 1>>>(1000);
+        GT_CUDA(cudaGetLastError());
+        GT_CUDA(cudaDeviceSynchronize());
+        GT_CUDA(cudaFree(w));
+    }
     int quick = (int)gt_opt_long("--quick", 0);
     /* --sx: the communicator asserts no wildcards, so messages between
      * processes of a node take the stream-executed path */
