@@ -489,7 +489,10 @@ run_test "ki/partitioned-proxy" 150 'protocol: proxy' -- env MPIX_ACC_LOG=warn M
 
 # stream-ordered collectives on CUDA streams (issue 20, test/gpu/collectives):
 # reduction kernels, device scratch, bits against the documented order
-run_test "coll/collectives" 200 'PASS' -- env MPIX_ACC_LOG=warn \
+# (messages up to 16 KiB: the one-kernel Allreduce, its set-up logged at info)
+run_test "coll/collectives" 200 'one-kernel Allreduce on communicator context [0-9]+ .2 processes.: on' -- \
+    env MPIX_ACC_LOG=info "$MPIEXEC" $LAUNCH -n 2 "$BIN/collectives" --timeout=180
+run_test "coll/collectives-ll0" 200 'PASS' -- env MPIX_ACC_LOG=warn MPIX_ACC_COLL_LL_BYTES=0 \
     "$MPIEXEC" $LAUNCH -n 2 "$BIN/collectives" --timeout=180
 run_test "coll/collectives-sx" 200 'PASS' -- env MPIX_ACC_LOG=warn \
     "$MPIEXEC" $LAUNCH -n 2 "$BIN/collectives" --sx --timeout=180

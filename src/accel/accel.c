@@ -269,6 +269,34 @@ mxu_status_t mxa_stream_synchronize(mxa_stream_t *s)
     }
 }
 
+/* ------------------------------------------------- one-kernel Allreduce */
+
+mxu_status_t mxa_stream_llreduce(mxa_stream_t *s, const mxa_llred_plan_t *plan)
+{
+    if (plan->n == 0)
+        return MXU_OK;
+    size_t esize = mxa_red_esize((mxa_red_kind_t)plan->kind);
+    size_t bytes = (size_t)plan->n * esize;
+    if (esize == 0 || bytes > MXA_LLRED_MAX_BYTES || plan->nrounds > MXA_LLRED_MAX_ROUNDS)
+        MXU_FAIL(MXU_ERR_INVALID_PARAM, "one-kernel Allreduce: %zu bytes, %d rounds", bytes,
+                 plan->nrounds);
+#ifdef MPIXACC_HAVE_CUDA
+    if (s->kind == MXA_KIND_CUDA)
+        return mxa_cuda_stream_llreduce(s, plan, (bytes + 3) / 4);
+#endif
+    return MXU_ERR_UNSUPPORTED;
+}
+
+void *mxa_stream_device_ctx(mxa_stream_t *s)
+{
+#ifdef MPIXACC_HAVE_CUDA
+    if (s->kind == MXA_KIND_CUDA)
+        return mxa_cuda_stream_ctx(s);
+#endif
+    (void)s;
+    return NULL;
+}
+
 /* ------------------------------------------------- partitioned requests */
 
 void *mxa_part_host_alloc(size_t bytes)

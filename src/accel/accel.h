@@ -181,6 +181,17 @@ void mxa_reduce_host(mxa_red_kind_t k, mxa_red_op_t op, void *out, const void *a
 mxu_status_t mxa_stream_reduce(mxa_stream_t *s, mxa_red_kind_t k, mxa_red_op_t op, void *out,
                                const void *a, const void *b, size_t n);
 
+/* ---- the one-kernel Allreduce between processes of a node (coll_ll.c) ---- */
+#include "accel/llred_proto.h"
+/* Enqueue plan's kernel on s (a CUDA stream; MXU_ERR_UNSUPPORTED else). */
+mxu_status_t mxa_stream_llreduce(mxa_stream_t *s, const mxa_llred_plan_t *plan);
+/* The device context of stream s (a CUcontext for CUDA streams; NULL for
+ * other kinds), as the mxa_part_* functions below take it. */
+void *mxa_stream_device_ctx(mxa_stream_t *s);
+/* The SX path's process-wide abort word (host-visible, device-mapped with
+ * CUDA; 0 before the path's set-up). */
+uint64_t mxa_sx_abort_word_addr(void);
+
 /* ---- partitioned requests (interpose/partitioned.c) ---- */
 /* Zeroed host memory a device can reach at the same address (pinned and
  * mapped while CUDA is active: kept to the end of the process, as freeing

@@ -52,6 +52,10 @@ mxu_status_t mxa_cuda_stream_synchronize(mxa_stream_t *s);
  * memory of s's context). */
 mxu_status_t mxa_cuda_stream_reduce(mxa_stream_t *s, int kind, int op, void *out, const void *a,
                                     const void *b, size_t n);
+/* Enqueue on s the one-kernel Allreduce of plan (words: 4-byte words of
+ * its message); the CUcontext of s. */
+mxu_status_t mxa_cuda_stream_llreduce(mxa_stream_t *s, const mxa_llred_plan_t *plan, size_t words);
+void *mxa_cuda_stream_ctx(mxa_stream_t *s);
 /* partitioned requests (cuda_part.c; accel.h's mxa_part_* and mxa_stream_write64) */
 mxu_status_t mxa_cuda_part_dev_alloc(const void *buf, size_t bytes, void **dptr, void **ctx);
 void mxa_cuda_part_dev_free(void *ctx, void *dptr, size_t bytes);

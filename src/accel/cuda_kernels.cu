@@ -22,6 +22,8 @@
  * extern "C" so cuModuleGetFunction finds them by these names.
  */
 
+#include "accel/llred_proto.h"
+
 typedef unsigned long long mxa_u64;
 
 static __device__ __forceinline__ mxa_u64 mxa_load_acquire_sys(const mxa_u64 *p)
@@ -792,28 +794,26 @@ template <> struct mxa_red_arith<double, double> {
     static __device__ __forceinline__ double prod(double x, double y) { return __dmul_rn(x, y); }
 };
 
+template <typename T, typename W> static __device__ __forceinline__ T mxa_red1(int op, T x, T y)
+{
+    switch (op) {
+    case 0:
+        return mxa_red_arith<T, W>::sum(x, y);
+    case 1:
+        return mxa_red_arith<T, W>::prod(x, y);
+    case 2:
+        return y < x ? y : x;
+    default:
+        return y > x ? y : x;
+    }
+}
+
 template <typename T, typename W>
 static __device__ void mxa_red_run(int op, T *out, const T *a, const T *b, mxa_u64 n)
 {
     const mxa_u64 stride = (mxa_u64)gridDim.x * blockDim.x;
-    for (mxa_u64 i = (mxa_u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        T x = a[i], y = b[i], r;
-        switch (op) {
-        case 0:
-            r = mxa_red_arith<T, W>::sum(x, y);
-            break;
-        case 1:
-            r = mxa_red_arith<T, W>::prod(x, y);
-            break;
-        case 2:
-            r = y < x ? y : x;
-            break;
-        default:
-            r = y > x ? y : x;
-            break;
-        }
-        out[i] = r;
-    }
+    for (mxa_u64 i = (mxa_u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+        out[i] = mxa_red1<T, W>(op, a[i], b[i]);
 }
 
 extern "C" __global__ void mxa_reduce_kernel(int kind, int op, void *out, const void *a,
@@ -856,5 +856,162 @@ extern "C" __global__ void mxa_reduce_kernel(int kind, int op, void *out, const 
     default:
         mxa_red_run<double, double>(op, (double *)out, (const double *)a, (const double *)b, n);
         break;
+    }
+}
+
+/* ------------------------------------- one-kernel Allreduce (llred_proto.h)
+ * One block. Per round: every thread writes its 4-byte words of the partial
+ * as LL lines into the partner's region, reads its words of the partner's
+ * lines (spinning until the line carries this call's flag) into shared
+ * memory, then the block combines element-wise into dst (mxa_red1: the
+ * reduction kernel's bits). Waits are bounded (timeout_ns, abort word); a
+ * time-out sets *err = 1 and the kernel ends (the host reports it). */
+
+template <typename T, typename W>
+static __device__ void mxa_llred_combine(int op, T *dst, const T *cur, const T *theirs, mxa_u64 n,
+                                         int theirs_first)
+{
+    for (mxa_u64 i = threadIdx.x; i < n; i += blockDim.x) {
+        T a = cur[i], b = theirs[i];
+        dst[i] = theirs_first ? mxa_red1<T, W>(op, b, a) : mxa_red1<T, W>(op, a, b);
+    }
+}
+
+static __device__ void mxa_llred_combine_any(int kind, int op, void *dst, const void *cur,
+                                             const void *theirs, mxa_u64 n, int tf)
+{
+    typedef unsigned int u32;
+    switch (kind) {
+    case 0:
+        mxa_llred_combine<signed char, u32>(op, (signed char *)dst, (const signed char *)cur,
+                                            (const signed char *)theirs, n, tf);
+        break;
+    case 1:
+        mxa_llred_combine<unsigned char, u32>(op, (unsigned char *)dst, (const unsigned char *)cur,
+                                              (const unsigned char *)theirs, n, tf);
+        break;
+    case 2:
+        mxa_llred_combine<short, u32>(op, (short *)dst, (const short *)cur, (const short *)theirs,
+                                      n, tf);
+        break;
+    case 3:
+        mxa_llred_combine<unsigned short, u32>(op, (unsigned short *)dst,
+                                               (const unsigned short *)cur,
+                                               (const unsigned short *)theirs, n, tf);
+        break;
+    case 4:
+        mxa_llred_combine<int, u32>(op, (int *)dst, (const int *)cur, (const int *)theirs, n, tf);
+        break;
+    case 5:
+        mxa_llred_combine<u32, u32>(op, (u32 *)dst, (const u32 *)cur, (const u32 *)theirs, n, tf);
+        break;
+    case 6:
+        mxa_llred_combine<long long, mxa_u64>(op, (long long *)dst, (const long long *)cur,
+                                              (const long long *)theirs, n, tf);
+        break;
+    case 7:
+        mxa_llred_combine<mxa_u64, mxa_u64>(op, (mxa_u64 *)dst, (const mxa_u64 *)cur,
+                                            (const mxa_u64 *)theirs, n, tf);
+        break;
+    case 8:
+        mxa_llred_combine<float, float>(op, (float *)dst, (const float *)cur, (const float *)theirs,
+                                        n, tf);
+        break;
+    default:
+        mxa_llred_combine<double, double>(op, (double *)dst, (const double *)cur,
+                                          (const double *)theirs, n, tf);
+        break;
+    }
+}
+
+static __device__ __forceinline__ mxa_u64 mxa_ld_volatile_u64(const mxa_u64 *p)
+{
+    mxa_u64 v;
+    asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
+static __device__ __forceinline__ void mxa_st_volatile_u64(mxa_u64 *p, mxa_u64 v)
+{
+    asm volatile("st.volatile.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+static __device__ __forceinline__ mxa_u64 mxa_globaltimer(void)
+{
+    mxa_u64 t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+/* 4-byte word w of the nbytes at p (zero past the end; byte-wise where p
+ * is not 4-byte aligned or the word is the last, partial one) */
+static __device__ __forceinline__ unsigned mxa_llred_word(const unsigned char *p, mxa_u64 nbytes,
+                                                          mxa_u64 w)
+{
+    mxa_u64 o = w * 4;
+    if (((uintptr_t)p & 3) == 0 && o + 4 <= nbytes)
+        return *(const unsigned *)(p + o);
+    unsigned v = 0;
+    for (int k = 0; k < 4 && o + k < nbytes; k++)
+        v |= (unsigned)p[o + k] << (8 * k);
+    return v;
+}
+
+extern "C" __global__ void mxa_llred_kernel(mxa_llred_plan_t pl)
+{
+    __shared__ mxa_u64 theirs_buf[MXA_LLRED_MAX_BYTES / 8];
+    __shared__ int failed;
+    unsigned *theirs = (unsigned *)theirs_buf;
+    static const unsigned char esz[10] = {1, 1, 2, 2, 4, 4, 8, 8, 4, 8};
+    const mxa_u64 nbytes = pl.n * esz[pl.kind], words = (nbytes + 3) / 4;
+    const unsigned char *cur = (const unsigned char *)pl.src;
+    unsigned char *dst = (unsigned char *)pl.dst;
+    const mxa_u64 hi = (mxa_u64)pl.flag << 32;
+    if (threadIdx.x == 0)
+        failed = 0;
+    __syncthreads();
+    for (int k = 0; k < pl.nrounds; k++) {
+        const mxa_llred_round_t rd = pl.r[k];
+        if (rd.mode == MXA_LLR_EXCH || rd.mode == MXA_LLR_SEND || rd.mode == MXA_LLR_GIVE) {
+            const unsigned char *from = rd.mode == MXA_LLR_GIVE ? dst : cur;
+            mxa_u64 *to = (mxa_u64 *)rd.to;
+            for (mxa_u64 w = threadIdx.x; w < words; w += blockDim.x)
+                mxa_st_volatile_u64(to + w, hi | mxa_llred_word(from, nbytes, w));
+        }
+        if (rd.mode == MXA_LLR_SEND || rd.mode == MXA_LLR_GIVE)
+            continue;
+        const mxa_u64 *lines = (const mxa_u64 *)rd.from;
+        mxa_u64 t0 = 0;
+        for (mxa_u64 w = threadIdx.x; w < words; w += blockDim.x) {
+            mxa_u64 line;
+            unsigned spins = 0;
+            while (((line = mxa_ld_volatile_u64(lines + w)) & 0xffffffff00000000ull) != hi) {
+                if ((++spins & 1023) != 0)
+                    continue;
+                if (t0 == 0)
+                    t0 = mxa_globaltimer();
+                if (*(volatile int *)&failed ||
+                    (pl.abort_word && *(volatile mxa_u64 *)pl.abort_word) ||
+                    (pl.timeout_ns && mxa_globaltimer() - t0 > pl.timeout_ns)) {
+                    failed = 1;
+                    break;
+                }
+            }
+            theirs[w] = (unsigned)line;
+        }
+        __syncthreads();
+        if (failed)
+            break;
+        if (rd.mode == MXA_LLR_RESULT) {
+            for (mxa_u64 b = threadIdx.x; b < nbytes; b += blockDim.x)
+                dst[b] = ((const unsigned char *)theirs)[b];
+        } else {
+            mxa_llred_combine_any(pl.kind, pl.op, dst, cur, theirs, pl.n, rd.theirs_first);
+        }
+        __syncthreads();
+        cur = dst;
+    }
+    if (failed && threadIdx.x == 0) {
+        asm volatile("st.release.sys.u64 [%0], %1;" ::"l"((mxa_u64 *)pl.err), "l"(1ull) : "memory");
     }
 }

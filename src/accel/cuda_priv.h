@@ -48,6 +48,7 @@ typedef struct cuda_ctx {
     CUfunction fn_sx_send, fn_sx_recv;     /* SX steps (NULL: not in the module) */
     CUfunction fn_part_recv, fn_part_send; /* partitioned epochs' completions (ditto) */
     CUfunction fn_reduce;                  /* collectives' element-wise reduction (ditto) */
+    CUfunction fn_llred;                   /* the one-kernel Allreduce (ditto) */
     int sx_pdl;                /* launch send steps with programmatic dependent launch (sm_90+) */
     CUstream sx_stream;        /* library stream for SX steps and ring set-up */
     int kernels_ok;            /* fallback kernels loaded and self-tested */

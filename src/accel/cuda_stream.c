@@ -586,6 +586,34 @@ mxu_status_t mxa_cuda_stream_reduce(mxa_stream_t *s, int kind, int op, void *out
     return MXU_OK;
 }
 
+mxu_status_t mxa_cuda_stream_llreduce(mxa_stream_t *s, const mxa_llred_plan_t *plan, size_t words)
+{
+    cuda_stream_t *cs = (cuda_stream_t *)s;
+    cuda_ctx_t *cx = cs->ctx;
+    if (cx->fn_llred == NULL)
+        MXU_FAIL(MXU_ERR_UNSUPPORTED,
+                 "the one-kernel Allreduce is not loaded in stream %p's context", cs->pub.handle);
+    int entered = ctx_enter(cx->ctx);
+    if (entered < 0)
+        MXU_FAIL(MXU_ERR_INVALID_STREAM, "cannot make the context of stream %p current",
+                 cs->pub.handle);
+    /* one block, a thread per 4-byte word up to 1024 */
+    unsigned threads = words >= 1024 ? 1024u : (unsigned)((words + 31) / 32 * 32);
+    if (threads == 0)
+        threads = 32;
+    mxa_llred_plan_t pl = *plan;
+    void *args[] = {&pl};
+    CUresult r =
+        MXA_CU(cuLaunchKernel)(cx->fn_llred, 1, 1, 1, threads, 1, 1, 0, cs->cu, args, NULL);
+    ctx_leave(entered);
+    if (r != CUDA_SUCCESS)
+        MXU_FAIL(cu_err_is_bad_handle(r) ? MXU_ERR_INVALID_STREAM : MXU_ERR_NO_DEVICE,
+                 "one-kernel Allreduce on stream %p: %s", cs->pub.handle, cu_err(r));
+    return MXU_OK;
+}
+
+void *mxa_cuda_stream_ctx(mxa_stream_t *s) { return ((cuda_stream_t *)s)->ctx->ctx; }
+
 #else /* !MPIXACC_HAVE_CUDA */
 
 /* ISO C forbids an empty translation unit. */

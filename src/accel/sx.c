@@ -207,6 +207,8 @@ mxu_status_t mxa_sx_setup(double timeout_s)
     return MXU_OK;
 }
 
+uint64_t mxa_sx_abort_word_addr(void) { return sx.limits.abort_word; }
+
 void mxa_sx_abort_all(void)
 {
     if (sx.abort_word)

@@ -36,6 +36,7 @@ static void mxi_comm_destroy(mxi_comm_t *c)
         return;
     if (c->stream)
         atomic_fetch_sub(&mxi.stream_comms, 1);
+    mxi_coll_ll_free(c->coll_ll);
     free(c->world_ranks);
     free(c);
 }

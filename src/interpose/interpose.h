@@ -54,7 +54,8 @@ typedef struct {
     int no_any_tag;
     mxi_hint_t hints[MXI_MAX_HINTS];
     int nhints;
-    _Atomic int probe_warned; /* a nonblocking probe's warning was logged */
+    _Atomic int probe_warned;    /* a nonblocking probe's warning was logged */
+    struct mxi_coll_ll *coll_ll; /* the one-kernel Allreduce's set-up (coll_ll.c), or NULL */
 } mxi_comm_t;
 
 typedef struct {
@@ -288,5 +289,14 @@ int mxi_greq_free(void *extra_state);
 int mxi_greq_cancel(void *extra_state, int complete);
 
 static inline int mxi_on(void) { return mxi.active; }
+
+/* coll_ll.c: the one-kernel Allreduce of small messages on CUDA streams
+ * between processes of a node. Takes the call (returns 1, its MPI code in
+ * *rc) or leaves it to the round-based path (0). src: this member's data;
+ * dst: the result's place (NULL: not wanted, a Reduce off the root).
+ * Collective at its first use on a communicator (set-up). */
+int mxi_coll_ll_allreduce(mxi_comm_t *c, MPI_Comm comm, mxa_stream_t *s, const void *src, void *dst,
+                          size_t n, size_t esize, mxa_red_kind_t kind, mxa_red_op_t op, int *rc);
+void mxi_coll_ll_free(struct mxi_coll_ll *ll);
 
 #endif

@@ -545,6 +545,11 @@ static int sc_allreduce_call(const char *call, MPIX_Acc_stream stream, const voi
         SC_TRY(sc_buffer(comm, call, "send", sendbuf, bytes));
     if (keeps)
         SC_TRY(sc_buffer(comm, call, "receive", recvbuf, bytes));
+    /* small messages between the GPUs of a node: one kernel (coll_ll.c) */
+    int llrc;
+    if (mxi_coll_ll_allreduce(c, comm, s, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf,
+                              keeps ? recvbuf : NULL, (size_t)count, esize, k, o, &llrc))
+        return llrc;
     sc_t x;
     sc_begin(&x, s, comm, c);
     x.kind = k;

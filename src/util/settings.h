@@ -156,6 +156,12 @@
       "recursive halving, then allgather by recursive doubling (each process sends "              \
       "2(p-1)/p of the data); smaller ones by recursive doubling (log2 p times all of it). "      \
       "Both combine the processes' data in the same order: the same bits")                       \
+    X(COLL_LL_BYTES, SIZE, coll_ll_bytes, "16k", "0..16k",                                      \
+      "Stream-ordered Allreduce and Reduce on CUDA streams of up to this many bytes between "     \
+      "processes of one node whose GPUs reach each other run as one kernel per call: each "      \
+      "round writes LL lines (4 data bytes and a flag per 8 bytes) straight into the partner's " \
+      "GPU memory and spins on the partner's (set up at the first such call on a "              \
+      "communicator; 0: off, every call takes the round-based path)")                           \
     X(CUDA, BOOL, cuda, "1", "",                                                                 \
       "Use the CUDA backend when a CUDA driver and device are present")                          \
     X(MEMOPS, BOOL, memops, "1", "",                                                             \

@@ -150,8 +150,8 @@ static void expected(int ti, int oi, const void *in, size_t n, void *want)
 static void same_everywhere(const void *buf, size_t bytes, const char *what)
 {
     std::vector<unsigned char> all(bytes * (size_t)t_size + 1);
-    T_MPI(MPI_Allgather(buf, (int)bytes, MPI_BYTE, all.data(), (int)bytes, MPI_BYTE,
-                        MPI_COMM_WORLD));
+    T_MPI(
+        MPI_Allgather(buf, (int)bytes, MPI_BYTE, all.data(), (int)bytes, MPI_BYTE, MPI_COMM_WORLD));
     for (int r = 0; r < t_size; r++)
         T_CHECK(memcmp(all.data() + bytes * (size_t)r, buf, bytes) == 0,
                 "%s: rank %d's result differs from rank %d's in its bits", what, r, t_rank);
@@ -189,8 +189,8 @@ static void allreduce_case(cudaStream_t s, int ti, int oi, size_t n, gt_mem_t sk
     GT_CUDA(cudaMemcpy(in_place ? rb : sb, in.data(), b, cudaMemcpyDefault));
     if (!in_place)
         GT_CUDA(cudaMemset(rb, 0x5a, b));
-    T_MPI(MPIX_Acc_Allreduce(s, in_place ? MPI_IN_PLACE : sb, rb, (int)n, types[ti].dt, ops[oi],
-                             C));
+    T_MPI(
+        MPIX_Acc_Allreduce(s, in_place ? MPI_IN_PLACE : sb, rb, (int)n, types[ti].dt, ops[oi], C));
     GT_CUDA(cudaStreamSynchronize(s));
     GT_CUDA(cudaMemcpy(got.data(), rb, b, cudaMemcpyDefault));
     first_diff(got.data(), want.data(), ti, n, what);
@@ -407,9 +407,9 @@ int main(int argc, char **argv)
     for (int ti = 0; ti < 5; ti++)
         for (int oi = 0; oi < 4; oi++)
             if (!quick || ti == 0 || ti == 4)
-            for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++)
-                for (int ip = 0; ip < 2; ip++)
-                    allreduce_case(s, ti, oi, counts[ci], GT_DEVICE, GT_DEVICE, ip);
+                for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++)
+                    for (int ip = 0; ip < 2; ip++)
+                        allreduce_case(s, ti, oi, counts[ci], GT_DEVICE, GT_DEVICE, ip);
 
     t_phase("B: pinned, managed, pageable -> device");
     for (int oi = 0; oi < 4; oi++)
