@@ -24,11 +24,11 @@
 #define MXA_LLRED_MAX_BYTES (16u * 1024u) /* per message: the kernel's shared buffer */
 
 /* a round's work */
-#define MXA_LLR_EXCH 0    /* send the partial, receive the partner's, combine */
-#define MXA_LLR_SEND 1    /* send the partial only (a folded rank gives its data) */
-#define MXA_LLR_FOLDIN 2  /* receive the partner's and combine, send nothing */
-#define MXA_LLR_RESULT 3  /* receive the result into dst (a folded rank at the end) */
-#define MXA_LLR_GIVE 4    /* send the result (dst) to the folded partner */
+#define MXA_LLR_EXCH 0   /* send the partial, receive the partner's, combine */
+#define MXA_LLR_SEND 1   /* send the partial only (a folded rank gives its data) */
+#define MXA_LLR_FOLDIN 2 /* receive the partner's and combine, send nothing */
+#define MXA_LLR_RESULT 3 /* receive the result into dst (a folded rank at the end) */
+#define MXA_LLR_GIVE 4   /* send the result (dst) to the folded partner */
 
 typedef struct {
     uint64_t to;          /* the partner's region for this process (mapped here) */
@@ -38,13 +38,13 @@ typedef struct {
 } mxa_llred_round_t;
 
 typedef struct {
-    uint64_t src, dst;    /* this process's contribution, the result (device) */
-    uint64_t n;           /* elements */
-    uint64_t err;         /* host-visible word: the kernel sets 1 on a time-out */
-    uint64_t abort_word;  /* host-visible word, non-zero: stop waiting (0: none) */
-    uint64_t timeout_ns;  /* a round's wait, 0: none */
-    int32_t kind, op;     /* accel.h's mxa_red_kind_t, mxa_red_op_t */
-    uint32_t flag;        /* this call's LL flag, never 0 */
+    uint64_t src, dst;   /* this process's contribution, the result (device) */
+    uint64_t n;          /* elements */
+    uint64_t err;        /* host-visible word: the kernel sets 1 on a time-out */
+    uint64_t abort_word; /* host-visible word, non-zero: stop waiting (0: none) */
+    uint64_t timeout_ns; /* a round's wait, 0: none */
+    int32_t kind, op;    /* accel.h's mxa_red_kind_t, mxa_red_op_t */
+    uint32_t flag;       /* this call's LL flag, never 0 */
     int32_t nrounds;
     mxa_llred_round_t r[MXA_LLRED_MAX_ROUNDS];
 } mxa_llred_plan_t;

@@ -51,16 +51,16 @@ typedef struct {
 } ll_desc_t;
 
 struct mxi_coll_ll {
-    int state;        /* 1: ready; -1: not available (the round-based path) */
-    void *ctx;        /* the CUDA context it was made in */
-    void *area;       /* my receive area */
+    int state;  /* 1: ready; -1: not available (the round-based path) */
+    void *ctx;  /* the CUDA context it was made in */
+    void *area; /* my receive area */
     size_t area_bytes;
-    char name[48];    /* exported under this name ("" once unexported) */
-    void **peer;      /* each member's area mapped here (NULL: me) */
-    size_t lines;     /* LL lines per (sender, parity) region */
-    uint64_t *err;    /* host-visible: the kernels' time-out word */
-    uint64_t epoch;   /* calls made on the path */
-    int reported;     /* the error word's time-out was raised */
+    char name[48];  /* exported under this name ("" once unexported) */
+    void **peer;    /* each member's area mapped here (NULL: me) */
+    size_t lines;   /* LL lines per (sender, parity) region */
+    uint64_t *err;  /* host-visible: the kernels' time-out word */
+    uint64_t epoch; /* calls made on the path */
+    int reported;   /* the error word's time-out was raised */
 };
 
 /* region of sender q, parity par, in an area of `lines` lines per region */
@@ -87,8 +87,9 @@ static int ll_map_peers(struct mxi_coll_ll *ll, const ll_desc_t *d, int p, int m
         if (q == me)
             continue;
         if (!mxa_part_reaches(ll->ctx, d[q].busid)) {
-            MXU_LOG(MXU_LOG_INFO, "one-kernel Allreduce: the GPU of member %d (%s) is not "
-                                  "reachable from this one",
+            MXU_LOG(MXU_LOG_INFO,
+                    "one-kernel Allreduce: the GPU of member %d (%s) is not "
+                    "reachable from this one",
                     q, d[q].busid);
             return 0;
         }
@@ -129,8 +130,8 @@ static void ll_setup(mxi_comm_t *c, MPI_Comm comm, mxa_stream_t *s)
         ll->err = mxa_part_host_alloc(64);
     }
     mine.ok = ll && all && ll->ctx && ll->peer && ll->err;
-    for (int q = 0; q < p && mine.ok; q++)
-        mine.ok = mxe_world_on_node(c->ec.world_ranks ? c->ec.world_ranks[q] : q);
+    for (int q = 0; q < p && mine.ok; q++) /* (mxe_world_on_node says 0 for this process) */
+        mine.ok = q == me || mxe_world_on_node(c->ec.world_ranks ? c->ec.world_ranks[q] : q);
     if (mine.ok) {
         mxa_part_busid(ll->ctx, mine.busid, sizeof(mine.busid));
         size_t bytes = (size_t)p * 2 * ll->lines * 8;
@@ -159,8 +160,8 @@ static void ll_setup(mxi_comm_t *c, MPI_Comm comm, mxa_stream_t *s)
         for (int o = q + 1; o < p && ok; o++)
             if (strcmp(all[q].busid, all[o].busid) == 0) {
                 ok = 0;
-                MXU_LOG(MXU_LOG_INFO, "one-kernel Allreduce: members %d and %d share GPU %s", q,
-                        o, all[q].busid);
+                MXU_LOG(MXU_LOG_INFO, "one-kernel Allreduce: members %d and %d share GPU %s", q, o,
+                        all[q].busid);
             }
     if (ok)
         ok = ll_map_peers(ll, all, p, me);
@@ -176,9 +177,8 @@ static void ll_setup(mxi_comm_t *c, MPI_Comm comm, mxa_stream_t *s)
     c->coll_ll = ll;
 }
 
-int mxi_coll_ll_allreduce(mxi_comm_t *c, MPI_Comm comm, mxa_stream_t *s, const void *src,
-                          void *dst, size_t n, size_t esize, mxa_red_kind_t kind, mxa_red_op_t op,
-                          int *rc)
+int mxi_coll_ll_allreduce(mxi_comm_t *c, MPI_Comm comm, mxa_stream_t *s, const void *src, void *dst,
+                          size_t n, size_t esize, mxa_red_kind_t kind, mxa_red_op_t op, int *rc)
 {
     size_t bytes = n * esize;
     int p = c->ec.size, r = c->ec.rank;
