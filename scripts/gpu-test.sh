@@ -502,6 +502,13 @@ run_test "coll/collectives-rsag" 200 'PASS' -- env MPIX_ACC_LOG=warn MPIX_ACC_AL
 run_test "coll/collectives-3" 300 'PASS' -- env MPIX_ACC_LOG=warn \
     "$MPIEXEC" $LAUNCH -n 3 "$BIN/collectives" --quick --timeout=280
 
+# non-contiguous datatypes on CUDA streams (issue 20, test/gpu/derived):
+# the pack kernel on the stream, unpack behind the stream wait or on the host
+run_test "dt/derived" 200 'PASS' -- env MPIX_ACC_LOG=warn \
+    "$MPIEXEC" $LAUNCH -n 2 "$BIN/derived" --timeout=180
+run_test "dt/derived-sx" 200 'PASS' -- env MPIX_ACC_LOG=warn \
+    "$MPIEXEC" $LAUNCH -n 2 "$BIN/derived" --sx --timeout=180
+
 if [ "$SANITIZER" = 1 ]; then
     if [ -z "$SANITIZER_BIN" ]; then
         say "compute-sanitizer not found: sanitizer runs not possible"
@@ -527,6 +534,8 @@ if [ "$SANITIZER" = 1 ]; then
             run_test "sanitizer-$tool/collectives" 400 "$ok" -- env MPIX_ACC_MEMOPS=1 \
                 "$MPIEXEC" $LAUNCH -n 2 $SAN --tool $tool "$BIN/collectives" --quick \
                 --timeout=380
+            run_test "sanitizer-$tool/derived" 300 "$ok" -- env MPIX_ACC_MEMOPS=1 \
+                "$MPIEXEC" $LAUNCH -n 2 $SAN --tool $tool "$BIN/derived" --timeout=280
             run_test "sanitizer-$tool/stream_comm" 400 "$ok" -- \
                 env MPIX_ACC_MEMOPS=1 "$MPIEXEC" $LAUNCH -n 2 $SAN --tool $tool \
                 "$BIN/stream_comm" --max-size=65536 --scale=$SAN_SCALE --timeout=380

@@ -297,6 +297,96 @@ void *mxa_stream_device_ctx(mxa_stream_t *s)
     return NULL;
 }
 
+/* ------------------------------------------------- pack/unpack */
+
+mxu_status_t mxa_dev_temp_get(void *ctx, const mxa_stream_t *stream, size_t bytes, void **p,
+                              size_t *got, uint64_t **word)
+{
+#ifdef MPIXACC_HAVE_CUDA
+    if (atomic_load_explicit(&cuda_on, memory_order_acquire))
+        return mxa_cuda_temp_get(ctx, stream, bytes, p, got, word);
+#endif
+    (void)ctx, (void)stream, (void)bytes, (void)p, (void)got, (void)word;
+    return MXU_ERR_UNSUPPORTED;
+}
+
+void mxa_dev_temp_put(void *ctx, void *p, size_t got, uint64_t *word, const mxa_stream_t *stream)
+{
+#ifdef MPIXACC_HAVE_CUDA
+    if (atomic_load_explicit(&cuda_on, memory_order_acquire))
+        mxa_cuda_temp_put(ctx, p, got, word, stream);
+#endif
+    (void)ctx, (void)p, (void)got, (void)word, (void)stream;
+}
+
+mxu_status_t mxa_dev_upload(void *ctx, const void *host, size_t bytes, void **dptr)
+{
+#ifdef MPIXACC_HAVE_CUDA
+    if (atomic_load_explicit(&cuda_on, memory_order_acquire))
+        return mxa_cuda_dev_upload(ctx, host, bytes, dptr);
+#endif
+    (void)ctx, (void)host, (void)bytes, (void)dptr;
+    return MXU_ERR_UNSUPPORTED;
+}
+
+mxu_status_t mxa_stream_pack(mxa_stream_t *s, const mxa_pack_args_t *args)
+{
+    if (args->count == 0 || args->nchunks == 0)
+        return MXU_OK;
+#ifdef MPIXACC_HAVE_CUDA
+    if (s->kind == MXA_KIND_CUDA)
+        return mxa_cuda_stream_pack(s, args);
+#endif
+    (void)s;
+    return MXU_ERR_UNSUPPORTED;
+}
+
+mxu_status_t mxa_dev_pack_sync(void *ctx, const mxa_pack_args_t *args)
+{
+    if (args->count == 0 || args->nchunks == 0)
+        return MXU_OK;
+#ifdef MPIXACC_HAVE_CUDA
+    if (atomic_load_explicit(&cuda_on, memory_order_acquire))
+        return mxa_cuda_pack_sync(ctx, args);
+#endif
+    (void)ctx;
+    return MXU_ERR_UNSUPPORTED;
+}
+
+/* host-visible words: slabs of 512, a free list through the words */
+static pthread_mutex_t word_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t *word_free;
+
+uint64_t *mxa_host_word_get(void)
+{
+    pthread_mutex_lock(&word_lock);
+    if (!word_free) {
+        uint64_t *slab = mxa_part_host_alloc(512 * 64); /* a word per 64-byte line */
+        for (int i = 0; slab && i < 512; i++) {
+            uint64_t *w = slab + (size_t)i * 8;
+            *(uint64_t **)w = word_free;
+            word_free = w;
+        }
+    }
+    uint64_t *w = word_free;
+    if (w)
+        word_free = *(uint64_t **)w;
+    pthread_mutex_unlock(&word_lock);
+    if (w)
+        __atomic_store_n(w, 0, __ATOMIC_RELAXED);
+    return w;
+}
+
+void mxa_host_word_put(uint64_t *w)
+{
+    if (!w)
+        return;
+    pthread_mutex_lock(&word_lock);
+    *(uint64_t **)w = word_free;
+    word_free = w;
+    pthread_mutex_unlock(&word_lock);
+}
+
 /* ------------------------------------------------- partitioned requests */
 
 void *mxa_part_host_alloc(size_t bytes)

@@ -56,6 +56,14 @@ mxu_status_t mxa_cuda_stream_reduce(mxa_stream_t *s, int kind, int op, void *out
  * its message); the CUcontext of s. */
 mxu_status_t mxa_cuda_stream_llreduce(mxa_stream_t *s, const mxa_llred_plan_t *plan, size_t words);
 void *mxa_cuda_stream_ctx(mxa_stream_t *s);
+/* cuda_pack.c: device pack/unpack of non-contiguous datatypes and the
+ * device memory of packed messages (accel.h's mxa_dev_temp_*, _pack_*) */
+mxu_status_t mxa_cuda_temp_get(void *ctx, const void *stream, size_t bytes, void **p, size_t *got,
+                               uint64_t **word);
+void mxa_cuda_temp_put(void *ctx, void *p, size_t got, uint64_t *word, const void *stream);
+mxu_status_t mxa_cuda_stream_pack(mxa_stream_t *s, const mxa_pack_args_t *args);
+mxu_status_t mxa_cuda_pack_sync(void *ctx, const mxa_pack_args_t *args);
+mxu_status_t mxa_cuda_dev_upload(void *ctx, const void *host, size_t bytes, void **dptr);
 /* partitioned requests (cuda_part.c; accel.h's mxa_part_* and mxa_stream_write64) */
 mxu_status_t mxa_cuda_part_dev_alloc(const void *buf, size_t bytes, void **dptr, void **ctx);
 void mxa_cuda_part_dev_free(void *ctx, void *dptr, size_t bytes);

@@ -256,6 +256,9 @@ static void ctx_load_kernels(cuda_ctx_t *cx)
             if (MXA_CU(cuModuleGetFunction)(&cx->fn_llred, cx->module, MXA_CUDA_KERNEL_LLRED) !=
                 CUDA_SUCCESS)
                 cx->fn_llred = NULL;
+            if (MXA_CU(cuModuleGetFunction)(&cx->fn_pack, cx->module, MXA_CUDA_KERNEL_PACK) !=
+                CUDA_SUCCESS)
+                cx->fn_pack = NULL;
             if (MXA_CU(cuFuncLoad) != NULL) {
                 /* Load now even under CUDA_MODULE_LOADING=LAZY. */
                 MXA_CU(cuFuncLoad)(cx->fn_set);
@@ -273,6 +276,8 @@ static void ctx_load_kernels(cuda_ctx_t *cx)
                     MXA_CU(cuFuncLoad)(cx->fn_reduce);
                 if (cx->fn_llred)
                     MXA_CU(cuFuncLoad)(cx->fn_llred);
+                if (cx->fn_pack)
+                    MXA_CU(cuFuncLoad)(cx->fn_pack);
             }
             /* programmatic dependent launch of the send steps: sm_90 and up */
             int major = 0;

@@ -122,5 +122,6 @@ extern const size_t mxa_cuda_fatbin_size;
 #define MXA_CUDA_KERNEL_PART_SEND "mxa_part_send_done_kernel"
 #define MXA_CUDA_KERNEL_REDUCE "mxa_reduce_kernel"
 #define MXA_CUDA_KERNEL_LLRED "mxa_llred_kernel"
+#define MXA_CUDA_KERNEL_PACK "mxa_pack_kernel"
 
 #endif

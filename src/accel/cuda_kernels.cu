@@ -23,6 +23,7 @@
  */
 
 #include "accel/llred_proto.h"
+#include "accel/pack_proto.h"
 
 typedef unsigned long long mxa_u64;
 
@@ -1013,5 +1014,45 @@ extern "C" __global__ void mxa_llred_kernel(mxa_llred_plan_t pl)
     }
     if (failed && threadIdx.x == 0) {
         asm volatile("st.release.sys.u64 [%0], %1;" ::"l"((mxa_u64 *)pl.err), "l"(1ull) : "memory");
+    }
+}
+
+/* ------------------------------------- non-contiguous datatypes (pack_proto.h)
+ * A warp per chunk instance (element e, chunk k): gather copies it from
+ * the user's buffer into the packed bytes, scatter back (only the first
+ * `limit` packed bytes: a short message fills the first chunks only; the
+ * limit is read from a host-visible word when limit_at is set -- the
+ * receive's length, written before the stream passes its wait). 8-byte
+ * copies where both sides are aligned, else bytes. */
+extern "C" __global__ void mxa_pack_kernel(mxa_pack_args_t a)
+{
+    const mxa_u64 lane = threadIdx.x & 31;
+    const mxa_u64 warp = ((mxa_u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const mxa_u64 warps = ((mxa_u64)gridDim.x * blockDim.x) >> 5;
+    const mxa_u64 total = a.count * a.nchunks;
+    const mxa_chunk_t *ch = (const mxa_chunk_t *)a.chunks;
+    mxa_u64 limit = a.limit;
+    if (a.unpack && a.limit_at)
+        limit = *(volatile const mxa_u64 *)a.limit_at;
+    for (mxa_u64 ci = warp; ci < total; ci += warps) {
+        const mxa_u64 e = ci / a.nchunks, k = ci % a.nchunks;
+        unsigned char *user = (unsigned char *)a.buf + (long long)e * a.extent + ch[k].off;
+        unsigned char *pk = (unsigned char *)a.packed + e * a.size + ch[k].pos;
+        mxa_u64 len = ch[k].len, at = e * a.size + ch[k].pos;
+        if (a.unpack) {
+            if (at >= limit)
+                continue;
+            if (len > limit - at)
+                len = limit - at;
+        }
+        unsigned char *dst = a.unpack ? user : pk;
+        const unsigned char *src = a.unpack ? pk : user;
+        if ((((uintptr_t)dst | (uintptr_t)src | len) & 7) == 0) {
+            for (mxa_u64 i = lane; i < len / 8; i += 32)
+                ((mxa_u64 *)dst)[i] = ((const mxa_u64 *)src)[i];
+        } else {
+            for (mxa_u64 i = lane; i < len; i += 32)
+                dst[i] = src[i];
+        }
     }
 }

@@ -49,6 +49,7 @@ typedef struct cuda_ctx {
     CUfunction fn_part_recv, fn_part_send; /* partitioned epochs' completions (ditto) */
     CUfunction fn_reduce;                  /* collectives' element-wise reduction (ditto) */
     CUfunction fn_llred;                   /* the one-kernel Allreduce (ditto) */
+    CUfunction fn_pack;                    /* non-contiguous datatypes' pack/unpack (ditto) */
     int sx_pdl;                /* launch send steps with programmatic dependent launch (sm_90+) */
     CUstream sx_stream;        /* library stream for SX steps and ring set-up */
     int kernels_ok;            /* fallback kernels loaded and self-tested */
@@ -194,5 +195,7 @@ void mxa_cuda_ipc_report(void);
 /* The library stream of a context the backend set up (cuda_sx.c; created
  * at the first call with the context current; NULL: unknown context). */
 CUstream mxa_cuda_lib_stream(CUcontext c);
+/* The backend's record of context c (NULL: unknown or stale). */
+cuda_ctx_t *mxa_cuda_ctx_record(CUcontext c);
 
 #endif

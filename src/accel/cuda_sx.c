@@ -301,6 +301,8 @@ static CUstream sx_ctx_stream(cuda_ctx_t *cx)
     return st;
 }
 
+cuda_ctx_t *mxa_cuda_ctx_record(CUcontext c) { return sx_ctx_record(c); }
+
 CUstream mxa_cuda_lib_stream(CUcontext c)
 {
     cuda_ctx_t *cx = sx_ctx_record(c);

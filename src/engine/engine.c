@@ -540,7 +540,34 @@ void mxe_op_cancel(mxe_op_t *op)
 
 void mxe_set_result_writer(mxe_result_writer_t fn) { mxe.result_writer = fn; }
 
+static mxu_status_t mxe_stream_wait_(mxa_stream_t *s, mxe_op_t *const *ops, void *const *targets,
+                                     int n);
+
+/* the ops' user_stream_wait hooks, after their wait is enqueued */
 mxu_status_t mxe_stream_wait(mxa_stream_t *s, mxe_op_t *const *ops, void *const *targets, int n)
+{
+    int hooks = 0;
+    for (int i = 0; i < n && !hooks; i++)
+        hooks = ops[i] && ops[i]->user_stream_wait;
+    if (!hooks)
+        return mxe_stream_wait_(s, ops, targets, n);
+    /* the hooks may run after the ops completed and were released by
+     * others: keep them */
+    for (int i = 0; i < n; i++)
+        if (ops[i] && ops[i]->user_stream_wait)
+            mxe_op_retain(ops[i]);
+    mxu_status_t st = mxe_stream_wait_(s, ops, targets, n);
+    for (int i = 0; i < n; i++)
+        if (ops[i] && ops[i]->user_stream_wait) {
+            if (st == MXU_OK)
+                ops[i]->user_stream_wait(ops[i], s);
+            mxe_op_release(ops[i]);
+        }
+    return st;
+}
+
+static mxu_status_t mxe_stream_wait_(mxa_stream_t *s, mxe_op_t *const *ops, void *const *targets,
+                                     int n)
 {
     if (s->kind == MXA_KIND_NONE || (s->kind == MXA_KIND_CUDA && mxe.one_hw_queue)) {
         /* No stream (or one hardware queue): the wait happens now, on the host. */

@@ -153,6 +153,11 @@ struct mxe_op {
      * then wait for the host); and when the op is freed, with `user` */
     void (*user_complete)(struct mxe_op *op); /* at completion, result (error too) set */
     void (*user_free)(void *user);
+    /* called by mxe_stream_wait on the waiting thread, after the wait (point
+     * or step) for the op is enqueued on s, for every op of the wait (ones
+     * already complete too): e.g. enqueue a device unpack behind it */
+    void (*user_stream_wait)(struct mxe_op *op, mxa_stream_t *s);
+    int recv_fence;       /* recv: a stream-executed step fences before its record */
     uint64_t user_handle; /* e.g. the MPI_Request handle */
     uint64_t user_aux;    /* e.g. the MPI_Comm the op was made on */
     int user_flags;

@@ -567,7 +567,7 @@ void mxe_sx_stream_wait(mxa_stream_t *s, mxe_op_t **ops, void **targets, int n, 
                                  .record = rec,
                                  .after = op->stream != s ? op->stream : NULL,
                                  .after_seq = op->trigger_seq,
-                                 .fence = op->memtype != MXA_MEM_DEVICE};
+                                 .fence = op->memtype != MXA_MEM_DEVICE || op->recv_fence};
         rops[nr++] = op;
         /* the stream finishes it alone unless a status is wanted or the
          * host has work at its completion (a derived type's unpack) */

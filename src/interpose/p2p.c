@@ -320,20 +320,44 @@ int mxi_p2p_check(int is_send, const void *buf, int count, MPI_Datatype dt, int 
 }
 
 /* ------------------------------------------------- derived datatypes
- * A non-contiguous datatype (issue 20 item 1; host streams so far): the
- * operation moves its packed bytes, in a host buffer of the library's, as
- * a contiguous message. A send packs on its stream right before the send
- * (mxa_stream_host_call: in stream order, whichever path the message then
- * takes); a receive unpacks when it completes (the progress thread, before
- * the completion is published: a stream wait on it keeps its wait point,
- * so the stream continues after the unpack). The layout (typelayout.h) is
- * the type's cached chunk list: the type may be freed meanwhile. */
+ * A non-contiguous datatype (issue 20 item 1): the operation moves its
+ * packed bytes as a contiguous message. The layout (typelayout.h) is the
+ * type's cached chunk list: the type may be freed meanwhile.
+ *
+ * Host memory (host streams, and host buffers on CUDA streams): the packed
+ * bytes are a heap buffer of the library's. A send packs on its stream
+ * right before the send (mxa_stream_host_call: in stream order, whichever
+ * path the message then takes); a receive unpacks when it completes (the
+ * progress thread, before the completion is published: a stream wait on
+ * it keeps its wait point, so the stream continues after the unpack).
+ *
+ * Device or managed memory on a CUDA stream: the packed bytes are device
+ * memory (accel's temp blocks) and the CUDA pack kernel moves them, with
+ * the chunk list uploaded once per layout and context. A send gathers on
+ * its stream right before the send. A receive is unpacked once, by whoever
+ * comes first (unpack_state, compare-and-swap): a stream wait enqueues the
+ * scatter kernel on the waiting stream behind its wait (the engine's
+ * user_stream_wait hook; the kernel reads the received length from the
+ * block's host-visible word, which the progress thread writes at
+ * completion, before the wait is released); a receive that completes with
+ * no stream wait yet (host waits and tests, freed requests) is scattered by
+ * the progress thread on the context's library stream, synchronously,
+ * before the completion is published. The block goes back in the order of
+ * the stream that used it last. */
 typedef struct {
     int refs; /* atomic: the op, and a pack step not yet run */
     mxi_layout_t *layout;
     void *user_buf;
     int count;
     void *packed;
+    /* device packing */
+    int dev;
+    void *ctx;                 /* the stream's device context */
+    void *chunks;              /* the layout's chunks in ctx's memory */
+    size_t got;                /* the temp block's size */
+    uint64_t *limit;           /* its host-visible word: a receive's length */
+    _Atomic int unpack_state;  /* 0, 1: the waiting stream unpacks, 2: done on the host */
+    const mxa_stream_t *order; /* the stream the block goes back in the order of */
 } mxi_packed_t;
 
 static void mxi_packed_put(void *p)
@@ -341,7 +365,10 @@ static void mxi_packed_put(void *p)
     mxi_packed_t *pk = p;
     if (pk && __atomic_sub_fetch(&pk->refs, 1, __ATOMIC_ACQ_REL) == 0) {
         mxi_layout_put(pk->layout);
-        free(pk->packed);
+        if (pk->dev)
+            mxa_dev_temp_put(pk->ctx, pk->packed, pk->got, pk->limit, pk->order);
+        else
+            free(pk->packed);
         free(pk);
     }
 }
@@ -353,10 +380,53 @@ static void mxi_pack_step(void *arg)
     mxi_packed_put(pk);
 }
 
+static mxa_pack_args_t mxi_pack_args(const mxi_packed_t *pk, int unpack)
+{
+    return (mxa_pack_args_t){.buf = (uint64_t)(uintptr_t)pk->user_buf,
+                             .packed = (uint64_t)(uintptr_t)pk->packed,
+                             .chunks = (uint64_t)(uintptr_t)pk->chunks,
+                             .nchunks = pk->layout->n,
+                             .count = (uint64_t)(pk->count > 0 ? pk->count : 0),
+                             .extent = pk->layout->extent,
+                             .size = pk->layout->size,
+                             .limit = mxi_layout_bytes(pk->layout, pk->count),
+                             .unpack = unpack};
+}
+
 static void mxi_unpack_on_complete(mxe_op_t *op)
 {
     mxi_packed_t *pk = op->user;
-    mxi_layout_unpack(pk->layout, pk->packed, op->result.bytes, pk->user_buf, pk->count);
+    if (!pk->dev) {
+        mxi_layout_unpack(pk->layout, pk->packed, op->result.bytes, pk->user_buf, pk->count);
+        return;
+    }
+    /* the length first: a stream that claimed the unpack reads it once the
+     * completion (published after this) releases its wait */
+    __atomic_store_n(pk->limit, (uint64_t)op->result.bytes, __ATOMIC_RELEASE);
+    int zero = 0;
+    if (!atomic_compare_exchange_strong(&pk->unpack_state, &zero, 2))
+        return; /* a stream wait enqueued the scatter */
+    mxa_pack_args_t a = mxi_pack_args(pk, 1);
+    a.limit = op->result.bytes;
+    if (op->result.error == MXU_OK && mxa_dev_pack_sync(pk->ctx, &a) != MXU_OK)
+        op->result.error = MXU_ERR_NO_DEVICE; /* logged there */
+    pk->order = NULL;
+}
+
+static void mxi_unpack_on_stream_wait(mxe_op_t *op, mxa_stream_t *s)
+{
+    mxi_packed_t *pk = op->user;
+    int zero = 0;
+    if (!pk->dev || !atomic_compare_exchange_strong(&pk->unpack_state, &zero, 1))
+        return; /* the progress thread unpacked it already */
+    mxa_pack_args_t a = mxi_pack_args(pk, 1);
+    a.limit_at = (uint64_t)(uintptr_t)pk->limit;
+    pk->order = s;
+    if (mxa_stream_pack(s, &a) != MXU_OK)
+        MXU_LOG(MXU_LOG_ERROR,
+                "a receive of a non-contiguous datatype (peer %d, tag %d) could "
+                "not be unpacked on its stream: its buffer is not written",
+                op->peer, op->tag);
 }
 
 /* The layout of count elements of the non-contiguous dt (one reference)
@@ -378,6 +448,38 @@ static int mxi_packed_layout(MPI_Comm comm, MPI_Datatype dt, int count, mxi_layo
     return MPI_SUCCESS;
 }
 
+/* The layout's chunks in device memory of ctx (uploaded at the first use
+ * there; a layout keeps one context's copy, others get one per call --
+ * kept, like all the library's device memory, to the end). */
+static pthread_mutex_t mxi_chunks_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void *mxi_layout_dev_chunks(mxi_layout_t *l, void *ctx)
+{
+    pthread_mutex_lock(&mxi_chunks_lock);
+    void *d = l->dev_ctx == ctx ? l->dev_chunks : NULL;
+    pthread_mutex_unlock(&mxi_chunks_lock);
+    if (d)
+        return d;
+    mxa_chunk_t *h = malloc(sizeof(*h) * (l->n ? l->n : 1));
+    if (!h)
+        return NULL;
+    uint64_t pos = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        h[i] = (mxa_chunk_t){.off = l->c[i].off, .len = l->c[i].len, .pos = pos};
+        pos += l->c[i].len;
+    }
+    if (mxa_dev_upload(ctx, h, sizeof(*h) * (l->n ? l->n : 1), &d) != MXU_OK)
+        d = NULL;
+    free(h);
+    pthread_mutex_lock(&mxi_chunks_lock);
+    if (d && !l->dev_ctx) {
+        l->dev_ctx = ctx;
+        l->dev_chunks = d;
+    }
+    pthread_mutex_unlock(&mxi_chunks_lock);
+    return d;
+}
+
 /* For count elements of the non-contiguous dt at buf (arguments checked):
  * *pk with the packed buffer (one reference); the operation moves its
  * `bytes` (the datatype's size times count) from or into it. */
@@ -385,29 +487,42 @@ static int mxi_packed_begin(mxa_stream_t *s, MPI_Comm comm, const void *buf, int
                             MPI_Datatype dt, mxi_packed_t **pk)
 {
     *pk = NULL;
-    if (s->kind != MXA_KIND_HOST && s->kind != MXA_KIND_NONE)
-        return mxi_raise(comm, MXI_E_TYPE,
-                         "a non-contiguous datatype on a CUDA stream (derived datatypes are "
-                         "stream-ordered on host streams so far)");
     mxi_layout_t *l;
     uint64_t bytes;
     int rc = mxi_packed_layout(comm, dt, count, &l, &bytes);
     if (rc != MPI_SUCCESS)
         return rc;
     mxi_packed_t *p = calloc(1, sizeof(*p));
-    void *packed = malloc(bytes ? (size_t)bytes : 1);
-    if (!p || !packed) {
-        free(p);
-        free(packed);
+    if (!p) {
         mxi_layout_put(l);
-        return mxi_raise(comm, MXI_E_NO_MEM, "%llu bytes to pack a non-contiguous datatype",
-                         (unsigned long long)bytes);
+        return mxi_raise(comm, MXI_E_NO_MEM, "a non-contiguous datatype's packing");
+    }
+    p->dev = s->kind == MXA_KIND_CUDA && buf && mxa_memtype(buf, 1) != MXA_MEM_HOST;
+    if (p->dev) {
+        p->ctx = mxa_stream_device_ctx(s);
+        p->chunks = p->ctx ? mxi_layout_dev_chunks(l, p->ctx) : NULL;
+        if (!p->chunks || mxa_dev_temp_get(p->ctx, s, bytes ? (size_t)bytes : 1, &p->packed,
+                                           &p->got, &p->limit) != MXU_OK) {
+            free(p);
+            mxi_layout_put(l);
+            return mxi_raise(comm, MXI_E_NO_MEM,
+                             "%llu bytes of device memory to pack a non-contiguous datatype",
+                             (unsigned long long)bytes);
+        }
+        p->order = s;
+    } else {
+        p->packed = malloc(bytes ? (size_t)bytes : 1);
+        if (!p->packed) {
+            free(p);
+            mxi_layout_put(l);
+            return mxi_raise(comm, MXI_E_NO_MEM, "%llu bytes to pack a non-contiguous datatype",
+                             (unsigned long long)bytes);
+        }
     }
     __atomic_store_n(&p->refs, 1, __ATOMIC_RELAXED);
     p->layout = l;
     p->user_buf = (void *)(uintptr_t)buf;
     p->count = count;
-    p->packed = packed;
     *pk = p;
     return MPI_SUCCESS;
 }
@@ -483,10 +598,15 @@ static int mxi_isend_(mxa_stream_t *s, mxi_origin_t origin, const void *buf, int
         /* the pack step goes on the stream before the send's own point */
         op->user = pk;
         op->user_free = mxi_packed_put;
-        __atomic_fetch_add(&pk->refs, 1, __ATOMIC_RELAXED);
-        st = dest == MPI_PROC_NULL ? MXU_OK : mxa_stream_host_call(s, mxi_pack_step, pk);
-        if (dest == MPI_PROC_NULL || st != MXU_OK)
-            mxi_packed_put(pk); /* the step's reference: no step */
+        if (pk->dev) {
+            mxa_pack_args_t a = mxi_pack_args(pk, 0);
+            st = dest == MPI_PROC_NULL ? MXU_OK : mxa_stream_pack(s, &a);
+        } else {
+            __atomic_fetch_add(&pk->refs, 1, __ATOMIC_RELAXED);
+            st = dest == MPI_PROC_NULL ? MXU_OK : mxa_stream_host_call(s, mxi_pack_step, pk);
+            if (dest == MPI_PROC_NULL || st != MXU_OK)
+                mxi_packed_put(pk); /* the step's reference: no step */
+        }
         if (st != MXU_OK) {
             mxe_op_release(op);
             mxe_op_release(op);
@@ -525,10 +645,15 @@ static int mxi_irecv_(mxa_stream_t *s, mxi_origin_t origin, void *buf, int count
         return mxi_raise_code(comm, mxi_status_to_mpi(st));
     }
     if (pk) {
-        /* unpacked by the progress thread as the receive completes */
+        /* unpacked as the receive completes (host memory; device memory
+         * when no stream wait came first) or behind a stream wait */
         op->user = pk;
         op->user_free = mxi_packed_put;
         op->user_complete = mxi_unpack_on_complete;
+        if (pk->dev) {
+            op->user_stream_wait = mxi_unpack_on_stream_wait;
+            op->recv_fence = 1; /* a stream-executed step's bytes, seen by the host's unpack */
+        }
     }
     return mxi_submit(op, origin, comm, req);
 }

@@ -231,6 +231,7 @@ static mxi_layout_t *mxi_layout_build(MPI_Datatype dt, int *rc)
         __atomic_store_n(&l->refs, 1, __ATOMIC_RELAXED);
         l->size = (uint64_t)size;
         l->extent = (int64_t)ext;
+        l->dev_ctx = l->dev_chunks = NULL;
         l->n = v.n;
         if (v.n)
             memcpy(l->c, v.c, v.n * sizeof(mxi_chunk_t));

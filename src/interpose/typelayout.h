@@ -27,11 +27,13 @@ typedef struct {
 } mxi_chunk_t;
 
 typedef struct mxi_layout {
-    int refs;        /* atomic */
-    uint64_t size;   /* bytes of one element (MPI_Type_size) */
-    int64_t extent;  /* stride between elements (MPI_Type_get_extent) */
-    size_t n;        /* chunks of one element */
-    mxi_chunk_t c[]; /* n chunks */
+    int refs;         /* atomic */
+    uint64_t size;    /* bytes of one element (MPI_Type_size) */
+    int64_t extent;   /* stride between elements (MPI_Type_get_extent) */
+    void *dev_ctx;    /* the device context of dev_chunks (p2p.c), or NULL */
+    void *dev_chunks; /* the chunks as accel's mxa_chunk_t, in that context's memory */
+    size_t n;         /* chunks of one element */
+    mxi_chunk_t c[];  /* n chunks */
 } mxi_layout_t;
 
 /* The layout of datatype dt (committed), with one reference for the caller

@@ -1,0 +1,163 @@
+/*
+ * cuda_pack.c - CUDA backend (cuda.c): device pack/unpack of non-contiguous
+ * datatypes (mxa_pack_kernel, pack_proto.h) on a stream or on a context's
+ * library stream, and the device memory for packed messages: blocks of
+ * cuMemAlloc memory in power-of-two size classes, each with a host-visible
+ * word (a receive's length for the unpack kernel), kept for reuse and never
+ * freed (freeing waits for the device). A block given back "in the order
+ * of stream s" (its last use is enqueued on s) is handed out again only
+ * to work enqueued later on s -- stream order keeps the uses apart --
+ * and one given back with no stream to anyone.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#ifdef MPIXACC_HAVE_CUDA
+
+#include "accel/cuda_priv.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "util/log.h"
+
+typedef struct temp_block {
+    struct temp_block *next;
+    CUcontext ctx;
+    const void *owner; /* the stream whose order frees it, NULL: free */
+    size_t bytes;
+    CUdeviceptr p;
+    uint64_t *word; /* a host-visible word that goes with the block */
+} temp_block_t;
+
+static pthread_mutex_t temp_lock = PTHREAD_MUTEX_INITIALIZER;
+static temp_block_t *temp_free;
+
+mxu_status_t mxa_cuda_temp_get(void *ctx, const void *stream, size_t bytes, void **p, size_t *got,
+                               uint64_t **word)
+{
+    size_t want = 256;
+    while (want < bytes)
+        want *= 2;
+    pthread_mutex_lock(&temp_lock);
+    for (temp_block_t **pp = &temp_free; *pp; pp = &(*pp)->next) {
+        temp_block_t *b = *pp;
+        if (b->ctx == (CUcontext)ctx && b->bytes == want &&
+            (b->owner == NULL || b->owner == stream)) {
+            *pp = b->next;
+            pthread_mutex_unlock(&temp_lock);
+            *p = (void *)(uintptr_t)b->p;
+            *got = b->bytes;
+            *word = b->word;
+            free(b);
+            return MXU_OK;
+        }
+    }
+    pthread_mutex_unlock(&temp_lock);
+    uint64_t *w = mxa_host_word_get();
+    if (!w)
+        MXU_FAIL(MXU_ERR_NO_MEMORY, "packed message: no host-visible word");
+    int entered = ctx_enter((CUcontext)ctx);
+    if (entered < 0)
+        MXU_FAIL(MXU_ERR_NO_DEVICE, "packed message: cannot enter the buffer's context");
+    CUdeviceptr d = 0;
+    CUresult r = MXA_CU(cuMemAlloc) ? MXA_CU(cuMemAlloc)(&d, want) : CUDA_ERROR_NOT_SUPPORTED;
+    ctx_leave(entered);
+    if (r != CUDA_SUCCESS) {
+        mxa_host_word_put(w);
+        MXU_FAIL(MXU_ERR_NO_MEMORY, "packed message: cuMemAlloc(%zu): %s", want, cu_err(r));
+    }
+    *p = (void *)(uintptr_t)d;
+    *got = want;
+    *word = w;
+    return MXU_OK;
+}
+
+void mxa_cuda_temp_put(void *ctx, void *p, size_t got, uint64_t *word, const void *stream)
+{
+    temp_block_t *b = malloc(sizeof(*b));
+    if (!b)
+        return; /* lost, never freed under a running kernel */
+    *b = (temp_block_t){
+        .ctx = (CUcontext)ctx, .owner = stream, .bytes = got, .p = (CUdeviceptr)(uintptr_t)p, .word = word};
+    pthread_mutex_lock(&temp_lock);
+    b->next = temp_free;
+    temp_free = b;
+    pthread_mutex_unlock(&temp_lock);
+}
+
+static void pack_grid(const mxa_pack_args_t *a, unsigned *blocks, unsigned *threads)
+{
+    uint64_t warps = a->count * a->nchunks;
+    *threads = warps >= 8 ? 256u : (unsigned)(warps ? warps : 1) * 32u;
+    uint64_t b = (warps * 32 + *threads - 1) / *threads;
+    *blocks = b > 1024 ? 1024u : b ? (unsigned)b : 1u;
+}
+
+mxu_status_t mxa_cuda_stream_pack(mxa_stream_t *s, const mxa_pack_args_t *args)
+{
+    cuda_stream_t *cs = (cuda_stream_t *)s;
+    cuda_ctx_t *cx = cs->ctx;
+    if (cx->fn_pack == NULL)
+        MXU_FAIL(MXU_ERR_UNSUPPORTED, "the pack kernel is not loaded in stream %p's context",
+                 cs->pub.handle);
+    unsigned blocks, threads;
+    pack_grid(args, &blocks, &threads);
+    int entered = ctx_enter(cx->ctx);
+    if (entered < 0)
+        MXU_FAIL(MXU_ERR_INVALID_STREAM, "cannot make the context of stream %p current",
+                 cs->pub.handle);
+    mxa_pack_args_t a = *args;
+    void *kargs[] = {&a};
+    CUresult r = MXA_CU(cuLaunchKernel)(cx->fn_pack, blocks, 1, 1, threads, 1, 1, 0, cs->cu, kargs,
+                                        NULL);
+    ctx_leave(entered);
+    if (r != CUDA_SUCCESS)
+        MXU_FAIL(cu_err_is_bad_handle(r) ? MXU_ERR_INVALID_STREAM : MXU_ERR_NO_DEVICE,
+                 "%s of a non-contiguous datatype on stream %p: %s",
+                 args->unpack ? "unpack" : "pack", cs->pub.handle, cu_err(r));
+    return MXU_OK;
+}
+
+mxu_status_t mxa_cuda_pack_sync(void *ctx, const mxa_pack_args_t *args)
+{
+    cuda_ctx_t *cx = mxa_cuda_ctx_record((CUcontext)ctx);
+    if (cx == NULL || cx->fn_pack == NULL)
+        MXU_FAIL(MXU_ERR_UNSUPPORTED, "no pack kernel in the buffer's context");
+    int entered = ctx_enter((CUcontext)ctx);
+    if (entered < 0)
+        MXU_FAIL(MXU_ERR_NO_DEVICE, "packed message: cannot enter the buffer's context");
+    CUstream st = mxa_cuda_lib_stream((CUcontext)ctx);
+    unsigned blocks, threads;
+    pack_grid(args, &blocks, &threads);
+    mxa_pack_args_t a = *args;
+    void *kargs[] = {&a};
+    CUresult r = st ? MXA_CU(cuLaunchKernel)(cx->fn_pack, blocks, 1, 1, threads, 1, 1, 0, st,
+                                             kargs, NULL)
+                    : CUDA_ERROR_INVALID_HANDLE;
+    if (r == CUDA_SUCCESS)
+        r = MXA_CU(cuStreamSynchronize)(st);
+    ctx_leave(entered);
+    if (r != CUDA_SUCCESS)
+        MXU_FAIL(MXU_ERR_NO_DEVICE, "%s of a non-contiguous datatype: %s",
+                 args->unpack ? "unpack" : "pack", cu_err(r));
+    return MXU_OK;
+}
+
+mxu_status_t mxa_cuda_dev_upload(void *ctx, const void *host, size_t bytes, void **dptr)
+{
+    uint64_t p = 0;
+    MXU_TRY(mxa_cuda_sx_scratch_alloc(ctx, bytes ? bytes : 8, &p));
+    mxu_status_t st = mxa_cuda_part_dev_write(ctx, (void *)(uintptr_t)p, host, bytes);
+    if (st != MXU_OK)
+        return st; /* the block is lost, as scratch is never freed */
+    *dptr = (void *)(uintptr_t)p;
+    return MXU_OK;
+}
+
+#else /* !MPIXACC_HAVE_CUDA */
+
+typedef int mxa_cuda_pack_unused_t;
+
+#endif

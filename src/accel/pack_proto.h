@@ -1,0 +1,33 @@
+/*
+ * pack_proto.h - the chunk list of a non-contiguous datatype as the CUDA
+ * pack kernel (cuda_kernels.cu's mxa_pack_kernel) reads it: one element's
+ * chunks in type-map order; element e's chunk k is len bytes at
+ * buf + e * extent + off, packed at e * size + pos (MPI_Pack's order).
+ * interpose/typelayout.c builds the list, p2p.c uploads it per context.
+ */
+#ifndef MX_ACCEL_PACK_PROTO_H
+#define MX_ACCEL_PACK_PROTO_H
+
+#include <stdint.h>
+
+typedef struct {
+    int64_t off;  /* from the element's start, may be < 0 */
+    uint64_t len; /* bytes */
+    uint64_t pos; /* offset in the element's packed bytes */
+} mxa_chunk_t;
+
+typedef struct {
+    uint64_t buf;      /* the user's buffer (device or managed memory) */
+    uint64_t packed;   /* the packed bytes (device memory) */
+    uint64_t chunks;   /* mxa_chunk_t[nchunks] in device memory */
+    uint64_t nchunks;
+    uint64_t count;    /* elements */
+    int64_t extent;    /* bytes between elements */
+    uint64_t size;     /* packed bytes of one element */
+    uint64_t limit;    /* unpack: packed bytes to scatter at most */
+    uint64_t limit_at; /* unpack: 0, or a host-visible word holding the limit */
+    int32_t unpack;    /* 0: gather buf -> packed; 1: scatter packed -> buf */
+    int32_t pad;
+} mxa_pack_args_t;
+
+#endif
