@@ -79,8 +79,11 @@ void mxa_cuda_temp_put(void *ctx, void *p, size_t got, uint64_t *word, const voi
     temp_block_t *b = malloc(sizeof(*b));
     if (!b)
         return; /* lost, never freed under a running kernel */
-    *b = (temp_block_t){
-        .ctx = (CUcontext)ctx, .owner = stream, .bytes = got, .p = (CUdeviceptr)(uintptr_t)p, .word = word};
+    *b = (temp_block_t){.ctx = (CUcontext)ctx,
+                        .owner = stream,
+                        .bytes = got,
+                        .p = (CUdeviceptr)(uintptr_t)p,
+                        .word = word};
     pthread_mutex_lock(&temp_lock);
     b->next = temp_free;
     temp_free = b;
@@ -110,8 +113,8 @@ mxu_status_t mxa_cuda_stream_pack(mxa_stream_t *s, const mxa_pack_args_t *args)
                  cs->pub.handle);
     mxa_pack_args_t a = *args;
     void *kargs[] = {&a};
-    CUresult r = MXA_CU(cuLaunchKernel)(cx->fn_pack, blocks, 1, 1, threads, 1, 1, 0, cs->cu, kargs,
-                                        NULL);
+    CUresult r =
+        MXA_CU(cuLaunchKernel)(cx->fn_pack, blocks, 1, 1, threads, 1, 1, 0, cs->cu, kargs, NULL);
     ctx_leave(entered);
     if (r != CUDA_SUCCESS)
         MXU_FAIL(cu_err_is_bad_handle(r) ? MXU_ERR_INVALID_STREAM : MXU_ERR_NO_DEVICE,
@@ -133,9 +136,9 @@ mxu_status_t mxa_cuda_pack_sync(void *ctx, const mxa_pack_args_t *args)
     pack_grid(args, &blocks, &threads);
     mxa_pack_args_t a = *args;
     void *kargs[] = {&a};
-    CUresult r = st ? MXA_CU(cuLaunchKernel)(cx->fn_pack, blocks, 1, 1, threads, 1, 1, 0, st,
-                                             kargs, NULL)
-                    : CUDA_ERROR_INVALID_HANDLE;
+    CUresult r =
+        st ? MXA_CU(cuLaunchKernel)(cx->fn_pack, blocks, 1, 1, threads, 1, 1, 0, st, kargs, NULL)
+           : CUDA_ERROR_INVALID_HANDLE;
     if (r == CUDA_SUCCESS)
         r = MXA_CU(cuStreamSynchronize)(st);
     ctx_leave(entered);

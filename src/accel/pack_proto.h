@@ -17,9 +17,9 @@ typedef struct {
 } mxa_chunk_t;
 
 typedef struct {
-    uint64_t buf;      /* the user's buffer (device or managed memory) */
-    uint64_t packed;   /* the packed bytes (device memory) */
-    uint64_t chunks;   /* mxa_chunk_t[nchunks] in device memory */
+    uint64_t buf;    /* the user's buffer (device or managed memory) */
+    uint64_t packed; /* the packed bytes (device memory) */
+    uint64_t chunks; /* mxa_chunk_t[nchunks] in device memory */
     uint64_t nchunks;
     uint64_t count;    /* elements */
     int64_t extent;    /* bytes between elements */

@@ -356,7 +356,8 @@ typedef struct {
     void *chunks;              /* the layout's chunks in ctx's memory */
     size_t got;                /* the temp block's size */
     uint64_t *limit;           /* its host-visible word: a receive's length */
-    _Atomic int unpack_state;  /* 0, 1: the waiting stream unpacks, 2: done on the host */
+    _Atomic int unpack_state;  /* 0; 3: reserved for a stream wait to come (the library's own
+                                * blocking calls); 1: a stream wait unpacks; 2: done on the host */
     const mxa_stream_t *order; /* the stream the block goes back in the order of */
 } mxi_packed_t;
 
@@ -405,7 +406,7 @@ static void mxi_unpack_on_complete(mxe_op_t *op)
     __atomic_store_n(pk->limit, (uint64_t)op->result.bytes, __ATOMIC_RELEASE);
     int zero = 0;
     if (!atomic_compare_exchange_strong(&pk->unpack_state, &zero, 2))
-        return; /* a stream wait enqueued the scatter */
+        return; /* a stream wait enqueued the scatter, or will */
     mxa_pack_args_t a = mxi_pack_args(pk, 1);
     a.limit = op->result.bytes;
     if (op->result.error == MXU_OK && mxa_dev_pack_sync(pk->ctx, &a) != MXU_OK)
@@ -416,8 +417,9 @@ static void mxi_unpack_on_complete(mxe_op_t *op)
 static void mxi_unpack_on_stream_wait(mxe_op_t *op, mxa_stream_t *s)
 {
     mxi_packed_t *pk = op->user;
-    int zero = 0;
-    if (!pk->dev || !atomic_compare_exchange_strong(&pk->unpack_state, &zero, 1))
+    int from = 0, reserved = 3;
+    if (!pk->dev || (!atomic_compare_exchange_strong(&pk->unpack_state, &from, 1) &&
+                     !atomic_compare_exchange_strong(&pk->unpack_state, &reserved, 1)))
         return; /* the progress thread unpacked it already */
     mxa_pack_args_t a = mxi_pack_args(pk, 1);
     a.limit_at = (uint64_t)(uintptr_t)pk->limit;
@@ -428,6 +430,14 @@ static void mxi_unpack_on_stream_wait(mxe_op_t *op, mxa_stream_t *s)
                 "not be unpacked on its stream: its buffer is not written",
                 op->peer, op->tag);
 }
+
+/* Set around the library's own receive-then-stream-wait calls (MPI_Recv,
+ * MPI_Sendrecv, MPI_Sendrecv_replace on a stream): a device unpack is
+ * reserved for the stream wait that follows, so the progress thread never
+ * does it synchronously in between (its synchronous unpack waits for the
+ * GPU; seen to hang under compute-sanitizer, which runs one kernel at a
+ * time). */
+static _Thread_local int mxi_recv_stream_waited;
 
 /* The layout of count elements of the non-contiguous dt (one reference)
  * and their packed size, at most INT_MAX bytes (a status counts them). */
@@ -510,6 +520,8 @@ static int mxi_packed_begin(mxa_stream_t *s, MPI_Comm comm, const void *buf, int
                              (unsigned long long)bytes);
         }
         p->order = s;
+        if (mxi_recv_stream_waited)
+            atomic_store_explicit(&p->unpack_state, 3, memory_order_relaxed);
     } else {
         p->packed = malloc(bytes ? (size_t)bytes : 1);
         if (!p->packed) {
@@ -759,7 +771,9 @@ static int mxi_recv_on_stream(mxa_stream_t *s, mxi_origin_t origin, void *buf, i
                               MPI_Status *status)
 {
     MPI_Request req;
+    mxi_recv_stream_waited = 1;
     int rc = mxi_irecv(s, origin, buf, count, dt, source, tag, comm, &req);
+    mxi_recv_stream_waited = 0;
     if (rc != MPI_SUCCESS)
         return rc;
     return mxi_stream_waitall(s, 1, &req, status == MPI_STATUS_IGNORE ? NULL : status, comm);
@@ -818,7 +832,9 @@ static int mxi_sendrecv_on_stream(mxa_stream_t *s, mxi_origin_t origin, const vo
                                   int recvtag, MPI_Comm comm, MPI_Status *status)
 {
     MPI_Request reqs[2];
+    mxi_recv_stream_waited = 1;
     int rc = mxi_irecv(s, origin, recvbuf, recvcount, recvtype, source, recvtag, comm, &reqs[1]);
+    mxi_recv_stream_waited = 0;
     if (rc != MPI_SUCCESS)
         return rc;
     rc = mxi_isend(s, origin, sendbuf, sendcount, sendtype, dest, sendtag, comm, 0, &reqs[0]);
@@ -860,7 +876,7 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int 
  * call returns at once. A scratch handed to a later call on the stream is
  * safe to reuse: that call's receive can write it only once the stream has
  * passed this call's copies. */
-/* MPI_Sendrecv_replace with a non-contiguous datatype (host streams):
+/* MPI_Sendrecv_replace with a non-contiguous datatype:
  * the send packs buf on the stream into a buffer of its own, and the
  * receive, enqueued after it, unpacks into buf when it completes -- which
  * is after its trigger, so after the pack. A shorter message leaves the
@@ -873,7 +889,9 @@ static int mxi_sendrecv_replace_packed(mxa_stream_t *s, mxi_origin_t origin, voi
     int rc = mxi_isend(s, origin, buf, count, dt, dest, sendtag, comm, 0, &reqs[0]);
     if (rc != MPI_SUCCESS)
         return rc;
+    mxi_recv_stream_waited = 1;
     rc = mxi_irecv(s, origin, buf, count, dt, source, recvtag, comm, &reqs[1]);
+    mxi_recv_stream_waited = 0;
     if (rc != MPI_SUCCESS) {
         mxi_stream_waitall(s, 1, &reqs[0], NULL, comm);
         return rc;

@@ -198,8 +198,7 @@ int main(int argc, char **argv)
         T_MPI(MPI_Pack_size(count, types[ti], MPI_COMM_WORLD, &psz));
         std::vector<unsigned char> packed(psz + 1);
         T_MPI(MPI_Pack(snd.data(), count, types[ti], packed.data(), psz, &pos, MPI_COMM_WORLD));
-        T_MPI(MPI_Unpack(packed.data(), pos, &upos, want.data(), count, types[ti],
-                         MPI_COMM_WORLD));
+        T_MPI(MPI_Unpack(packed.data(), pos, &upos, want.data(), count, types[ti], MPI_COMM_WORLD));
         check(rb, GT_DEVICE, want, "200 iterations");
         gt_free(GT_DEVICE, sb);
         gt_free(GT_DEVICE, rb);
@@ -245,8 +244,8 @@ int main(int argc, char **argv)
             snprintf(what, sizeof what, "MPI_Sendrecv %s", tname[ti]);
             check(rb, GT_DEVICE, expect(ti, 5, 5, 100 + prev * 10 + ti, 900 + t_rank), what);
             /* replace: my own buffer's elements go out, the neighbour's come in */
-            T_MPI(MPI_Sendrecv_replace(sb, 5, types[ti], next, 10, prev, 10, sc,
-                                       MPI_STATUS_IGNORE));
+            T_MPI(
+                MPI_Sendrecv_replace(sb, 5, types[ti], next, 10, prev, 10, sc, MPI_STATUS_IGNORE));
             GT_CUDA(cudaStreamSynchronize(s));
             snprintf(what, sizeof what, "MPI_Sendrecv_replace %s", tname[ti]);
             check(sb, GT_DEVICE, expect(ti, 5, 5, 100 + prev * 10 + ti, 100 + t_rank * 10 + ti),
