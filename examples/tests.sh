@@ -11,7 +11,7 @@
 # variants (mpi, acc, acc2, streamcomm) in one launch each: every run must be
 # bitwise identical to the serial reference. ping_kernel_pong: a short run of
 # the staged and acc variants with data validation. mpixacc_bench: the
-# host-stream variants, CSV, --no-check, option errors, 100k iterations
+# host-stream variants, CSV, --no-check, -t allreduce, option errors, 100k iterations
 # enqueued ahead. Three fault-injection
 # runs prove that the checks can fail: they must report FAIL and exit non-zero.
 #
@@ -75,8 +75,8 @@ stencil_ok() {
     shift 3
     run "$name" "$np" -- "$stencil" "$@"
     local good bad
-    good=$(grep -cE '^(mpi|mpi-cuda-aware|acc|acc2|streamcomm|acc-sx) .* bitwise$' "$log")
-    bad=$(grep -cE '^(mpi|mpi-cuda-aware|acc|acc2|streamcomm|acc-sx) .*(FAIL|unchecked)' "$log")
+    good=$(grep -cE '^(mpi|mpi-cuda-aware|acc|acc2|streamcomm|acc-sx|streamcomm-classic) .* bitwise$' "$log")
+    bad=$(grep -cE '^(mpi|mpi-cuda-aware|acc|acc2|streamcomm|acc-sx|streamcomm-classic) .*(FAIL|unchecked)' "$log")
     if [ $rc -ne 0 ]; then
         fail "$name" "exit status $rc" "$log"
     elif ! grep -q '^RESULT: OK$' "$log"; then
@@ -118,6 +118,14 @@ stencil_ok "stencil2d 4 ranks (4x1), size 8" 4 4 "${common[@]}" --px 4 --py 1 --
 stencil_ok "stencil2d 4 ranks (1x4), size 7" 4 4 "${common[@]}" --px 1 --py 4 --sizes 7
 # the stream-executed path (acc-sx: a communicator with the no-wildcard
 # assertions), 2 and 4 ranks
+# the textbook step (vector-type columns, MPI_Sendrecv, MPI_Allreduce every 10
+# steps) on a stream communicator: 2x1, 2x2 and 3x1 grids
+stencil_ok "stencil2d streamcomm-classic 2 ranks, sizes 1,8,32" 2 6 --variant mpi,streamcomm-classic \
+    --steps 21 --warmup 1 --repeats 2 --sizes 1,8,32
+stencil_ok "stencil2d streamcomm-classic 4 ranks (2x2), sizes 3,16" 4 4 \
+    --variant mpi,streamcomm-classic --steps 21 --warmup 1 --repeats 2 --sizes 3,16
+stencil_ok "stencil2d streamcomm-classic 3 ranks (3x1), size 9" 3 1 --variant streamcomm-classic \
+    --steps 21 --warmup 1 --repeats 2 --sizes 9
 stencil_ok "stencil2d acc-sx 2 ranks, sizes 8,32" 2 4 --variant mpi,acc-sx --steps 12 \
     --warmup 1 --repeats 2 --sizes 8,32
 stencil_ok "stencil2d acc-sx 4 ranks (2x2), size 16" 4 2 --variant mpi,acc-sx --steps 12 \
@@ -195,6 +203,16 @@ if [ $rc -eq 0 ] && [ "$rows" -eq 4 ] && grep -q '^# variant floor skipped: need
     pass "mpixacc_bench 3 ranks, --no-check (4 rows marked unchecked, floor skipped with its reason)"
 else
     fail "mpixacc_bench 3 ranks, --no-check" "exit status $rc, $rows of 4 rows" "$log"
+fi
+# -t allreduce: acc, acc-sx, staged, cuda-aware (plain MPI on host memory), each
+# result element checked; 3 ranks (the Allreduce is between ranks 0 and 1)
+run "mpixacc_bench -t allreduce" 3 -- "$bench" --sizes 8,1K,300K -t allreduce \
+    -v acc,acc-sx,staged,cuda-aware -i 30 -r 2
+rows=$(grep -cE '^[0-9]+ (B|KiB) +allreduce-(acc|acc-sx|staged|cuda-aware) .* ok$' "$log")
+if [ $rc -eq 0 ] && [ "$rows" -eq 12 ] && grep -q '^# RESULT: OK$' "$log"; then
+    pass "mpixacc_bench -t allreduce (12 rows, every element checked)"
+else
+    fail "mpixacc_bench -t allreduce" "exit status $rc, $rows of 12 rows ok" "$log"
 fi
 expect_fail "mpixacc_bench detects wrong data" 2 '^[0-9]+ (B|KiB) +(acc|acc-sync|staged|cuda-aware) ' \
     "$bench" --sizes 1,4K -t bw -i 16 -r 1 -W 2 --inject-fault

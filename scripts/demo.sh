@@ -93,6 +93,9 @@ cat <<EOF
               acc2       = two streams (interior | halo exchange + boundary) joined by events
               streamcomm = the unmodified mpi loop on a communicator made stream-ordered
                            by one MPI_Comm_set_info call
+              streamcomm-classic = a textbook step (vector-type columns, MPI_Sendrecv,
+                           MPI_Allreduce residual) on such a communicator
+              (acc-sx, ki, mpi-cuda-aware: where they can run)
     every run is compared bit for bit with a single-rank reference of the same grid
     \$ ${cmd[*]}
 

@@ -51,6 +51,7 @@ typedef enum {
     ST_OP_INTERIOR, /* dst(i,j) for 2 <= i <= nx-1, 2 <= j <= ny-1, from src */
     ST_OP_BOUNDARY, /* dst on the band of width 1 along the edges of the owned area */
     ST_OP_FULL,     /* dst on all owned points (the serial reference) */
+    ST_OP_RESID,    /* buf[0][0] = max over owned points of |dst - src| (a residual) */
 } st_op_kind_t;
 
 /* One operation with its arguments; kept in persistent storage until the

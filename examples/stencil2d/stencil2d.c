@@ -1,6 +1,6 @@
 /*
  * stencil2d - Jacobi 5-point stencil on a PX x PY Cartesian process grid with
- * a halo exchange every step, in four variants of the same loop:
+ * a halo exchange every step, in these variants of the same computation:
  *
  *   mpi         the baseline: synchronize the stream before the sends, host
  *               MPI_Isend/Irecv/Waitall, then unpack; on CUDA the kernels pack
@@ -29,6 +29,16 @@
  *               grid-wide barrier after each half (stencil.h, st_ki_t). One
  *               MPIX_Acc_Start per request and one stream wait per run, not
  *               per step.
+ *   streamcomm-classic  a textbook MPI step, unmodified apart from the one
+ *               MPI_Comm_set_info of streamcomm: the halos straight from
+ *               and into the grid -- columns as an MPI_Type_vector, rows as
+ *               contiguous doubles -- by four MPI_Sendrecv, then the update
+ *               of every owned point, and every 10 steps the residual
+ *               (max |unew - u|) through MPI_Allreduce(MPI_MAX). On the
+ *               stream communicator the library packs the columns on the
+ *               stream and the Allreduce is stream-ordered: the host never
+ *               synchronizes in the loop. The ranks' final residuals must
+ *               agree bit for bit.
  *
  * Every run is checked against a serial reference of the same global grid
  * computed on rank 0 (one domain, same number of steps): the final grids must
@@ -48,9 +58,9 @@
 #include <inttypes.h>
 #include <math.h>
 
-enum { V_MPI = 0, V_MPICA, V_ACC, V_ACC2, V_STREAMCOMM, V_ACCSX, V_KI, V_COUNT };
-static const char *const vname[V_COUNT] = {"mpi",        "mpi-cuda-aware", "acc", "acc2",
-                                           "streamcomm", "acc-sx",         "ki"};
+enum { V_MPI = 0, V_MPICA, V_ACC, V_ACC2, V_STREAMCOMM, V_ACCSX, V_KI, V_CLASSIC, V_COUNT };
+static const char *const vname[V_COUNT] = {
+    "mpi", "mpi-cuda-aware", "acc", "acc2", "streamcomm", "acc-sx", "ki", "streamcomm-classic"};
 
 #define MAX_SIZES 32
 
@@ -74,7 +84,8 @@ static void usage(FILE *f)
     fprintf(
         f,
         "usage: mpiexec -n P stencil2d [options]\n"
-        "  --variant LIST     mpi,mpi-cuda-aware,acc,acc2,streamcomm,acc-sx,ki or all (default\n"
+        "  --variant LIST     mpi,mpi-cuda-aware,acc,acc2,streamcomm,acc-sx,ki,\n"
+        "                     streamcomm-classic or all (default\n"
         "                     all; mpi-cuda-aware only where MPI reports CUDA support)\n"
         "  --sizes LIST       points per rank along each axis, e.g. 64,256 (default 64,256,1024)\n"
         "  --nmin N --nmax N  sweep N = nmin, 2*nmin, ... nmax (e.g. --nmin 8 --nmax 8192)\n"
@@ -214,6 +225,12 @@ typedef struct {
     int steps;
     MPI_Request kreq[2 * ST_NSIDES]; /* receives, then sends */
     st_ki_t ki;
+    /* streamcomm-classic: the column type, the residual (backend memory:
+     * this rank's, the global one) and its operations by step parity */
+    MPI_Datatype col;
+    double *resid, *resid_all;
+    st_op_t op_full[2], op_resid[2];
+    ex_kernel_t k_full[2], k_resid[2];
     double t_blocked; /* host time inside synchronizing calls, this run */
 } run_t;
 
@@ -258,6 +275,14 @@ static void build_ops(run_t *r)
         r->op_int[p].dst = r->g[p ^ 1];
         r->op_bnd[p] = r->op_int[p];
         r->op_bnd[p].kind = ST_OP_BOUNDARY;
+
+        r->op_full[p] = r->op_int[p];
+        r->op_full[p].kind = ST_OP_FULL;
+        r->op_resid[p] = r->op_int[p]; /* after the update: dst = unew, src = u */
+        r->op_resid[p].kind = ST_OP_RESID;
+        r->op_resid[p].buf[0] = r->resid;
+        r->k_full[p] = kernel_of(&r->op_full[p]);
+        r->k_resid[p] = kernel_of(&r->op_resid[p]);
 
         r->k_init[p] = kernel_of(&r->op_init[p]);
         r->k_pack[p] = kernel_of(&r->op_pack[p]);
@@ -325,6 +350,32 @@ static void step_acc(run_t *r, int k)
     if (k != r->fault_step)
         ac->launch(r->S, &r->k_unpack[p]);
     ac->launch(r->S, &r->k_bnd[p]);
+}
+
+/* streamcomm-classic: the textbook step (see the top). */
+#define CLASSIC_RESID_EVERY 10
+static void step_classic(run_t *r, int k)
+{
+    const ex_accel_t *ac = r->ac;
+    int p = k & 1, nx = r->d.nx, ny = r->d.ny;
+    long ld = r->d.ld;
+    double *u = r->g[p];
+    if (r->sync_before_send) /* host MPI reads the grid the stream wrote */
+        BLOCKED(r, ac->stream_sync(r->S));
+    /* x: a column of ny points (vector type), y: a row of nx points */
+    EX_MPI(MPI_Sendrecv(u + ld + nx, 1, r->col, r->nbr[ST_E], ST_E, u + ld, 1, r->col, r->nbr[ST_W],
+                        ST_E, r->comm, MPI_STATUS_IGNORE));
+    EX_MPI(MPI_Sendrecv(u + ld + 1, 1, r->col, r->nbr[ST_W], ST_W, u + ld + nx + 1, 1, r->col,
+                        r->nbr[ST_E], ST_W, r->comm, MPI_STATUS_IGNORE));
+    EX_MPI(MPI_Sendrecv(u + ny * ld + 1, nx, MPI_DOUBLE, r->nbr[ST_N], ST_N, u + 1, nx, MPI_DOUBLE,
+                        r->nbr[ST_S], ST_N, r->comm, MPI_STATUS_IGNORE));
+    EX_MPI(MPI_Sendrecv(u + ld + 1, nx, MPI_DOUBLE, r->nbr[ST_S], ST_S, u + (ny + 1) * ld + 1, nx,
+                        MPI_DOUBLE, r->nbr[ST_N], ST_S, r->comm, MPI_STATUS_IGNORE));
+    ac->launch(r->S, &r->k_full[p]);
+    if ((k + 1) % CLASSIC_RESID_EVERY == 0) {
+        ac->launch(r->S, &r->k_resid[p]);
+        EX_MPI(MPI_Allreduce(r->resid, r->resid_all, 1, MPI_DOUBLE, MPI_MAX, r->comm));
+    }
 }
 
 /* acc2: interior on S; pack, communication, unpack and boundary on S2.
@@ -422,6 +473,9 @@ static run_times_t run_once(run_t *r, int v, int steps)
         case V_ACC2:
             step_acc2(r, k);
             break;
+        case V_CLASSIC:
+            step_classic(r, k);
+            break;
         }
     }
     double t1 = ex_now();
@@ -490,9 +544,15 @@ static void variant_setup(run_t *r, int v, MPI_Comm cart)
         for (int p = 0; p < 2; p++)
             r->rbuf[p][s] = ac->alloc(bytes, r->bufkind);
     }
+    r->resid = ac->alloc(sizeof(double), EX_MEM_DEVICE);
+    r->resid_all = ac->alloc(sizeof(double), EX_MEM_DEVICE);
     build_ops(r);
     r->comm = cart;
-    if (v == V_STREAMCOMM) {
+    if (v == V_CLASSIC) {
+        EX_MPI(MPI_Type_vector(r->d.ny, 1, (int)r->d.ld, MPI_DOUBLE, &r->col));
+        EX_MPI(MPI_Type_commit(&r->col));
+    }
+    if (v == V_STREAMCOMM || v == V_CLASSIC) {
         /* The opt-in: one MPI_Comm_set_info on the loop's communicator. */
         MPI_Info info;
         EX_MPI(MPI_Comm_dup(cart, &r->comm));
@@ -506,13 +566,18 @@ static void variant_setup(run_t *r, int v, MPI_Comm cart)
     if (v == V_KI)
         ki_setup(r);
     r->sync_before_send = !comm_is_stream_ordered(r->comm);
-    if (v == V_STREAMCOMM && r->sync_before_send)
-        ex_die("streamcomm: MPI_Comm_get_info does not report key %s after MPI_Comm_set_info",
+    if ((v == V_STREAMCOMM || v == V_CLASSIC) && r->sync_before_send)
+        ex_die("%s: MPI_Comm_get_info does not report key %s after MPI_Comm_set_info", vname[v],
                MPIX_ACC_INFO_STREAM);
 }
 
 static void variant_teardown(run_t *r)
 {
+    if (r->col != MPI_DATATYPE_NULL)
+        EX_MPI(MPI_Type_free(&r->col));
+    r->col = MPI_DATATYPE_NULL;
+    r->ac->free(r->resid, EX_MEM_DEVICE);
+    r->ac->free(r->resid_all, EX_MEM_DEVICE);
     for (int s = 0; s < ST_NSIDES; s++) {
         r->ac->free(r->sbuf[s], r->bufkind);
         for (int p = 0; p < 2; p++)
@@ -719,6 +784,7 @@ int main(int argc, char **argv)
 
     run_t *r = calloc(1, sizeof *r);
     r->ac = ac;
+    r->col = MPI_DATATYPE_NULL;
     memcpy(r->nbr, nbr, sizeof nbr);
     r->S = ac->stream_create();
     r->S2 = ac->stream_create();
@@ -818,7 +884,7 @@ int main(int argc, char **argv)
         }
 
         if (rank == 0) {
-            printf("%-14s %11s %10s %10s %12s %9s  %-18s %-10s %s\n", "variant", "t/step us", "min",
+            printf("%-20s %11s %10s %10s %12s %9s  %-18s %-10s %s\n", "variant", "t/step us", "min",
                    "max", "host us/step", "blocked%", "checksum", "max|diff|", "check");
             fflush(stdout);
         }
@@ -863,7 +929,7 @@ int main(int argc, char **argv)
                 const char *verdict = !all_equal ? "FAIL" : o.check ? "bitwise" : "unchecked";
                 char cks[32];
                 snprintf(cks, sizeof cks, "0x%016" PRIx64, last_bitsum);
-                printf("%-14s %11.2f %10.2f %10.2f %12.2f %9.1f  %-18s %-10.3g %s", vname[v], med,
+                printf("%-20s %11.2f %10.2f %10.2f %12.2f %9.1f  %-18s %-10.3g %s", vname[v], med,
                        mn, mx, lmed, bmed, cks, worst.maxdiff, verdict);
                 if (worst.mismatches)
                     printf(" (%" PRIu64 " points differ over %d runs)", worst.mismatches, nruns);
@@ -892,7 +958,20 @@ int main(int argc, char **argv)
                     ex_die("ki: %d device calls failed (partitioned requests)", kerr);
                 ki_teardown(r);
             }
-            if (v == V_STREAMCOMM || v == V_ACCSX)
+            if (v == V_CLASSIC) {
+                /* the residual every member got from MPI_Allreduce: the same bits */
+                double res = 0, lo = 0, hi = 0;
+                ac->stream_sync(r->S);
+                ac->copy(&res, r->resid_all, sizeof res);
+                EX_MPI(MPI_Allreduce(&res, &lo, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD));
+                EX_MPI(MPI_Allreduce(&res, &hi, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+                if (rank == 0)
+                    printf("  %s: residual after the last run %.17g%s\n", vname[v], res,
+                           lo == hi ? "" : " (the ranks' residuals DIFFER)");
+                if (lo != hi)
+                    failures++;
+            }
+            if (v == V_STREAMCOMM || v == V_ACCSX || v == V_CLASSIC)
                 EX_MPI(MPI_Comm_free(&r->comm));
             variant_teardown(r);
             r->comm = MPI_COMM_NULL;

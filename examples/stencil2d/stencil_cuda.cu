@@ -134,6 +134,30 @@ static void st_rect_launch(const st_op_t *op, int i0, int j0, int w, int h, cuda
     st_k_rect<<<g, b, 0, s>>>(*op, i0, j0, w, h);
 }
 
+/* ST_OP_RESID: one block, a max over the owned points (order-free: the
+ * same value as the host's) */
+__global__ void st_k_resid(st_op_t op)
+{
+    __shared__ double part[256];
+    double m = 0;
+    long n = (long)op.d.nx * op.d.ny;
+    for (long t = threadIdx.x; t < n; t += blockDim.x) {
+        long i = t % op.d.nx + 1, j = t / op.d.nx + 1;
+        double a = op.dst[j * op.d.ld + i] - op.src[j * op.d.ld + i];
+        a = a < 0 ? -a : a;
+        m = a > m ? a : m;
+    }
+    part[threadIdx.x] = m;
+    __syncthreads();
+    for (int w = blockDim.x / 2; w > 0; w /= 2) {
+        if ((int)threadIdx.x < w && part[threadIdx.x + w] > part[threadIdx.x])
+            part[threadIdx.x] = part[threadIdx.x + w];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0)
+        op.buf[0][0] = part[0];
+}
+
 extern "C" void st_cuda_fn(void *arg, void *cudastream)
 {
     const st_op_t *op = (const st_op_t *)arg;
@@ -166,6 +190,9 @@ extern "C" void st_cuda_fn(void *arg, void *cudastream)
     }
     case ST_OP_FULL:
         st_rect_launch(op, 1, 1, d->nx, d->ny, s);
+        break;
+    case ST_OP_RESID:
+        st_k_resid<<<1, 256, 0, s>>>(*op);
         break;
     }
 }

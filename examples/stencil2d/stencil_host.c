@@ -97,6 +97,17 @@ void st_host_run(const st_op_t *op)
     case ST_OP_FULL:
         st_rect(op, 1, op->d.nx, 1, op->d.ny);
         break;
+    case ST_OP_RESID: {
+        double m = 0;
+        for (int j = 1; j <= op->d.ny; j++)
+            for (int i = 1; i <= op->d.nx; i++) {
+                double a = op->dst[j * op->d.ld + i] - op->src[j * op->d.ld + i];
+                a = a < 0 ? -a : a;
+                m = a > m ? a : m;
+            }
+        op->buf[0][0] = m;
+        break;
+    }
     }
 }
 
