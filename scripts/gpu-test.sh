@@ -648,6 +648,11 @@ if [ "$APPS" = 1 ]; then
     run_test "apps/stencil2d" 300 'RESULT: OK' -- env MPIX_ACC_LOG=warn \
         "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/stencil2d/stencil2d" --backend cuda \
         --sizes 64,256,1024,4096 --steps 100 --repeats 5 --csv "$RES/stencil.csv"
+    # the textbook step on a stream communicator (issue 20) beside the mpi loop
+    run_test "apps/stencil2d-classic" 240 'RESULT: OK' -- env MPIX_ACC_LOG=warn \
+        "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/stencil2d/stencil2d" --backend cuda \
+        --variant mpi,streamcomm,streamcomm-classic --sizes 64,256,1024,4096 --steps 100 \
+        --repeats 5 --csv "$RES/stencil-classic.csv"
     run_test "apps/ping_kernel_pong" 300 'RESULT: OK' -- env MPIX_ACC_LOG=warn \
         "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/ping_kernel_pong/ping_kernel_pong" --backend cuda \
         --csv "$RES/pkp.csv"
