@@ -45,14 +45,12 @@ void hg_mul(hg_mg_t *mg, hg_level_t *L, int c, double scale, int a, int b)
 
 /* After an MPI collective on L->comm, before the host reads its result.
  * With the streamcomm backend L->comm is a stream communicator, and
- * mpix-acc orders collectives on host streams on the stream: the result
- * exists once the stream has passed the call (api.md §5), so the host waits
- * for the stream (counted as a host wait). On CUDA-stream levels the
- * collective runs on the host (mpix-acc orders it on CUDA streams not yet):
- * nothing to wait for. */
+ * mpix-acc orders collectives on the stream (host and CUDA streams): the
+ * result exists once the stream has passed the call (api.md §5), so the
+ * host waits for the stream (counted as a host wait). */
 void hg_collective_done(hg_mg_t *mg, hg_level_t *L)
 {
-    if (mg->backend == HG_BACKEND_STREAMCOMM && L->exec->kind == HG_EXEC_HOSTSTREAM)
+    if (mg->backend == HG_BACKEND_STREAMCOMM)
         hg_exec_sync(L->exec);
 }
 
