@@ -350,8 +350,10 @@ typedef struct {
     void *user_buf;
     int count;
     void *packed;
-    /* device packing */
-    int dev;
+    /* unpacking behind a stream wait: device packing (dev), or a host
+     * stream's receive (behind_wait: a host call on the waiting stream) */
+    int dev, behind_wait;
+    uint64_t limit_store;      /* behind_wait: the word limit points to */
     void *ctx;                 /* the stream's device context */
     void *chunks;              /* the layout's chunks in ctx's memory */
     size_t got;                /* the temp block's size */
@@ -394,10 +396,20 @@ static mxa_pack_args_t mxi_pack_args(const mxi_packed_t *pk, int unpack)
                              .unpack = unpack};
 }
 
+/* host-stream unpack behind a stream wait (a host call on the waiting
+ * stream): the length the progress thread stored at completion */
+static void mxi_unpack_step(void *arg)
+{
+    mxi_packed_t *pk = arg;
+    uint64_t n = __atomic_load_n(pk->limit, __ATOMIC_ACQUIRE);
+    mxi_layout_unpack(pk->layout, pk->packed, n, pk->user_buf, pk->count);
+    mxi_packed_put(pk);
+}
+
 static void mxi_unpack_on_complete(mxe_op_t *op)
 {
     mxi_packed_t *pk = op->user;
-    if (!pk->dev) {
+    if (!pk->dev && !pk->behind_wait) {
         mxi_layout_unpack(pk->layout, pk->packed, op->result.bytes, pk->user_buf, pk->count);
         return;
     }
@@ -406,7 +418,11 @@ static void mxi_unpack_on_complete(mxe_op_t *op)
     __atomic_store_n(pk->limit, (uint64_t)op->result.bytes, __ATOMIC_RELEASE);
     int zero = 0;
     if (!atomic_compare_exchange_strong(&pk->unpack_state, &zero, 2))
-        return; /* a stream wait enqueued the scatter, or will */
+        return; /* a stream wait enqueued the unpack, or will */
+    if (!pk->dev) {
+        mxi_layout_unpack(pk->layout, pk->packed, op->result.bytes, pk->user_buf, pk->count);
+        return;
+    }
     mxa_pack_args_t a = mxi_pack_args(pk, 1);
     a.limit = op->result.bytes;
     if (op->result.error == MXU_OK && mxa_dev_pack_sync(pk->ctx, &a) != MXU_OK)
@@ -418,13 +434,22 @@ static void mxi_unpack_on_stream_wait(mxe_op_t *op, mxa_stream_t *s)
 {
     mxi_packed_t *pk = op->user;
     int from = 0, reserved = 3;
-    if (!pk->dev || (!atomic_compare_exchange_strong(&pk->unpack_state, &from, 1) &&
-                     !atomic_compare_exchange_strong(&pk->unpack_state, &reserved, 1)))
+    if (!atomic_compare_exchange_strong(&pk->unpack_state, &from, 1) &&
+        !atomic_compare_exchange_strong(&pk->unpack_state, &reserved, 1))
         return; /* the progress thread unpacked it already */
-    mxa_pack_args_t a = mxi_pack_args(pk, 1);
-    a.limit_at = (uint64_t)(uintptr_t)pk->limit;
-    pk->order = s;
-    if (mxa_stream_pack(s, &a) != MXU_OK)
+    mxu_status_t st;
+    if (pk->dev) {
+        mxa_pack_args_t a = mxi_pack_args(pk, 1);
+        a.limit_at = (uint64_t)(uintptr_t)pk->limit;
+        pk->order = s;
+        st = mxa_stream_pack(s, &a);
+    } else {
+        __atomic_fetch_add(&pk->refs, 1, __ATOMIC_RELAXED); /* the step's */
+        st = mxa_stream_host_call(s, mxi_unpack_step, pk);
+        if (st != MXU_OK)
+            mxi_packed_put(pk);
+    }
+    if (st != MXU_OK)
         MXU_LOG(MXU_LOG_ERROR,
                 "a receive of a non-contiguous datatype (peer %d, tag %d) could "
                 "not be unpacked on its stream: its buffer is not written",
@@ -530,6 +555,12 @@ static int mxi_packed_begin(mxa_stream_t *s, MPI_Comm comm, const void *buf, int
             return mxi_raise(comm, MXI_E_NO_MEM, "%llu bytes to pack a non-contiguous datatype",
                              (unsigned long long)bytes);
         }
+        /* a host stream's receive unpacks behind its stream wait as the
+         * device path does (the same claim; how CI runs that logic) */
+        p->behind_wait = s->kind == MXA_KIND_HOST;
+        p->limit = &p->limit_store;
+        if (p->behind_wait && mxi_recv_stream_waited)
+            atomic_store_explicit(&p->unpack_state, 3, memory_order_relaxed);
     }
     __atomic_store_n(&p->refs, 1, __ATOMIC_RELAXED);
     p->layout = l;
@@ -662,10 +693,10 @@ static int mxi_irecv_(mxa_stream_t *s, mxi_origin_t origin, void *buf, int count
         op->user = pk;
         op->user_free = mxi_packed_put;
         op->user_complete = mxi_unpack_on_complete;
-        if (pk->dev) {
+        if (pk->dev || pk->behind_wait)
             op->user_stream_wait = mxi_unpack_on_stream_wait;
+        if (pk->dev)
             op->recv_fence = 1; /* a stream-executed step's bytes, seen by the host's unpack */
-        }
     }
     return mxi_submit(op, origin, comm, req);
 }

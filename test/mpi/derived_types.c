@@ -25,6 +25,10 @@
  *      whose packed size passes INT_MAX give MPI errors of their class.
  *   8. persistent send and receive of a column on the stream communicator,
  *      the type freed after MPI_Send_init/MPI_Recv_init, 3 starts.
+ *   9. receives unpacked behind their stream wait (the claim the CUDA path
+ *      shares): a short message writes only its elements (the length the
+ *      progress thread stored), and one whose message landed before the
+ *      wait was enqueued is unpacked once, by the progress thread.
  */
 #include "common.h"
 
@@ -307,6 +311,74 @@ static void host_waits(MPIX_Acc_stream s, MPI_Comm c)
     T_MPI(MPI_Type_free(&col));
 }
 
+/* 9: a receive unpacked behind its stream wait (host streams take the
+ * same claim as the CUDA path): a short message (fewer elements than the
+ * receive's count) writes only those, read from the length the progress
+ * thread stored; a receive whose message is there before the stream wait
+ * is enqueued (unpacked by the progress thread instead); both exactly once */
+typedef struct {
+    double *g;
+    double snap[NX * NY];
+} snap_t;
+
+static void snap_fn(void *arg)
+{
+    snap_t *sn = arg;
+    memcpy(sn->snap, sn->g, sizeof(sn->snap));
+}
+
+static void behind_wait(MPIX_Acc_stream s, MPI_Comm c)
+{
+    t_phase("9. unpacks behind the stream wait: short messages, completed before the wait");
+    MPI_Datatype half; /* two columns: 1 and NY - 2 */
+    int bl[2] = {1, 1}, dis[2] = {1, NY - 2};
+    MPI_Datatype row;
+    T_MPI(MPI_Type_indexed(2, bl, dis, MPI_DOUBLE, &row));
+    T_MPI(MPI_Type_create_resized(row, 0, (MPI_Aint)(NY * sizeof(double)), &half));
+    T_MPI(MPI_Type_commit(&half));
+    T_MPI(MPI_Type_free(&row));
+    for (int late = 0; late < 2; late++) {
+        static double g[NX * NY], h[NX * NY];
+        static snap_t sn;
+        grid_init(g, t_rank);
+        for (int i = 0; i < NX * NY; i++)
+            h[i] = -7.0;
+        MPI_Request r[2];
+        MPI_Status st;
+        /* NX rows posted, NX - 3 sent: the last 3 rows stay -7 */
+        T_MPI(MPIX_Acc_Irecv(s, h, NX, half, prev, 11, c, &r[0]));
+        T_MPI(MPIX_Acc_Isend(s, g, NX - 3, half, next, 11, c, &r[1]));
+        if (late) { /* let the message land before the wait is enqueued (not by a
+                     * stream synchronize: a receive on a communicator without
+                     * wildcards may complete only once waited for or tested) */
+            double t0 = t_now();
+            int flag = 0;
+            while (!flag && t_now() - t0 < T_SLOW(20.0))
+                T_MPI(MPI_Request_get_status(r[0], &flag, MPI_STATUS_IGNORE));
+            T_CHECK(flag, "the receive did not complete before its wait");
+        }
+        T_MPI(MPIX_Acc_Waitall(s, 2, r, late ? MPI_STATUSES_IGNORE : &st));
+        sn.g = h;
+        T_MPI(MPIX_Acc_Hoststream_launch(s, snap_fn, &sn)); /* after the unpack, in order */
+        T_MPI(MPIX_Acc_Hoststream_synchronize(s));
+        for (int x = 0; x < NX; x++)
+            for (int y = 0; y < NY; y++) {
+                double want = -7.0;
+                if (x < NX - 3 && (y == 1 || y == NY - 2))
+                    want = prev * 1000.0 + x * NY + y;
+                T_CHECK(sn.snap[x * NY + y] == want, "%s: h[%d][%d] = %g, expected %g",
+                        late ? "completed before its wait" : "short message", x, y,
+                        sn.snap[x * NY + y], want);
+            }
+        if (!late) {
+            int cnt = -1;
+            T_MPI(MPI_Get_count(&st, half, &cnt));
+            T_CHECK(cnt == NX - 3, "short message: MPI_Get_count %d, expected %d", cnt, NX - 3);
+        }
+    }
+    T_MPI(MPI_Type_free(&half));
+}
+
 static void freed_type(MPIX_Acc_stream s, MPI_Comm c)
 {
     t_phase("5. the type freed before the stream ran the operations");
@@ -426,6 +498,7 @@ int main(int argc, char **argv)
     truncation(s, c);
     bad_input(s, c);
     persistent();
+    behind_wait(s, c);
     T_MPI(MPIX_Acc_Hoststream_synchronize(s));
     T_MPI(MPI_Comm_free(&c));
     T_MPI(MPIX_Acc_Hoststream_free(&s));
