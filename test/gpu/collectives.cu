@@ -286,12 +286,7 @@ __global__ void accumulate_kernel(double *acc, const double *r, int n)
 static void stream_comm_loop(cudaStream_t s)
 {
     t_phase("D: 300 steps of kernel -> MPI_Allreduce on a stream communicator -> kernel");
-    MPI_Info info;
-    MPI_Comm sc;
-    T_MPI(MPI_Info_create(&info));
-    T_MPI(MPIX_Acc_Info_set_stream(info, s));
-    T_MPI(MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &sc));
-    T_MPI(MPI_Info_free(&info));
+    MPI_Comm sc = gt_stream_comm(s);
     const int n = 4096, steps = 300;
     double *x, *r, *acc;
     GT_CUDA(cudaMalloc(&x, sizeof(double) * n));
@@ -329,19 +324,6 @@ static void stream_comm_loop(cudaStream_t s)
 
 /* ------------------------------------------------------------------ E */
 
-__global__ void sleep_kernel(unsigned long long ns)
-{
-    unsigned long long t0;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-    for (;;) {
-        unsigned long long t;
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-        if (t - t0 >= ns)
-            break;
-        __nanosleep(10000);
-    }
-}
-
 static void nonblocking(cudaStream_t s)
 {
     t_phase("E: MPIX_Acc_Iallreduce behind a sleeping kernel, MPI_Test / MPI_Wait");
@@ -352,7 +334,7 @@ static void nonblocking(cudaStream_t s)
     GT_CUDA(cudaMalloc(&d, sizeof in * 2));
     GT_CUDA(cudaMemcpy(d, in, sizeof in, cudaMemcpyHostToDevice));
     GT_CUDA(cudaMemset(d + 64, 0, sizeof in));
-    sleep_kernel<<<1, 1, 0, s>>>(200ull * 1000 * 1000);
+    gt_delay_kernel<<<1, 1, 0, s>>>(200ull * 1000 * 1000);
     MPI_Request rq;
     T_MPI(MPIX_Acc_Iallreduce(s, d, d + 64, 64, MPI_INT, MPI_SUM, C, &rq));
     int flag = 1;
@@ -382,7 +364,6 @@ int main(int argc, char **argv)
         GT_CUDA(cudaMalloc(&w, 2 * sizeof(double)));
         produce_kernel<<<1, 32>>>(w, 1, 0);
         accumulate_kernel<<<1, 32>>>(w + 1, w, 1);
-        sleep_kernel<<<1, 1>>>(1000);
         GT_CUDA(cudaGetLastError());
         GT_CUDA(cudaDeviceSynchronize());
         GT_CUDA(cudaFree(w));

@@ -222,12 +222,7 @@ int main(int argc, char **argv)
 
     t_phase("E: MPI_Sendrecv and MPI_Sendrecv_replace on a stream communicator");
     {
-        MPI_Info info;
-        MPI_Comm sc;
-        T_MPI(MPI_Info_create(&info));
-        T_MPI(MPIX_Acc_Info_set_stream(info, s));
-        T_MPI(MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &sc));
-        T_MPI(MPI_Info_free(&info));
+        MPI_Comm sc = gt_stream_comm(s);
         int next = (t_rank + 1) % t_size, prev = (t_rank - 1 + t_size) % t_size;
         for (int ti = 0; ti < NT; ti++) {
             std::vector<unsigned char> hs(span[ti]), hr(span[ti]);

@@ -403,6 +403,19 @@ static inline void gt_warmup(void)
     GT_CUDA(cudaFree(ctr));
 }
 
+/* A duplicate of MPI_COMM_WORLD made a stream communicator of s by the
+ * info key (MPI_Comm_dup_with_info). */
+static inline MPI_Comm gt_stream_comm(cudaStream_t s)
+{
+    MPI_Info info;
+    MPI_Comm c;
+    T_MPI(MPI_Info_create(&info));
+    T_MPI(MPIX_Acc_Info_set_stream(info, s));
+    T_MPI(MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &c));
+    T_MPI(MPI_Info_free(&info));
+    return c;
+}
+
 /* MPI_Status fields as text. */
 static inline const char *gt_status_str(const MPI_Status *st)
 {
