@@ -69,9 +69,13 @@ static uint64_t ll_region(const void *area, int q, int par, size_t lines)
     return (uint64_t)(uintptr_t)area + ((uint64_t)q * 2 + (uint64_t)par) * lines * 8;
 }
 
+/* a communicator whose set-up could not even record itself (no memory):
+ * off for good -- a second set-up would be a collective only it calls */
+static struct mxi_coll_ll ll_off = {.state = -1};
+
 void mxi_coll_ll_free(struct mxi_coll_ll *ll)
 {
-    if (!ll)
+    if (!ll || ll == &ll_off)
         return;
     if (ll->name[0])
         mxa_sx_unexport_fd(ll->name);
@@ -169,8 +173,10 @@ static void ll_setup(mxi_comm_t *c, MPI_Comm comm, mxa_stream_t *s)
     if (PMPI_Allreduce(&ok, &agreed, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS)
         agreed = 0;
     free(all);
-    if (!ll)
-        return; /* c->coll_ll stays NULL: tried again at the next call */
+    if (!ll) {
+        c->coll_ll = &ll_off;
+        return;
+    }
     ll->state = agreed ? 1 : -1;
     MXU_LOG(MXU_LOG_INFO, "one-kernel Allreduce on communicator context %u (%d processes): %s",
             (unsigned)c->ec.ctx_id, p, agreed ? "on" : "off (the round-based path)");
