@@ -18,7 +18,7 @@
  * receive area (device memory exported as a POSIX fd, handed out by its
  * progress thread: accel/sx.c's named fds), the members exchange their
  * device and socket names (PMPI_Allgather), each maps every peer's area
- * (bounded wait) and they agree (PMPI_Allreduce) -- every member decides
+ * (bounded wait) and they agree (PMPI_Allreduce, before and after) -- every member decides
  * alike, so a failure anywhere leaves the communicator on the round-based
  * path everywhere. Areas stay mapped to the end of the process (freeing
  * device memory waits for the device; rings and slots alike).
@@ -153,11 +153,16 @@ static void ll_setup(mxi_comm_t *c, MPI_Comm comm, mxa_stream_t *s)
             mine.bytes = bytes;
         }
     }
-    /* everyone's description (the ok flags decide alike everywhere) */
-    int ok = all && PMPI_Allgather(&mine, (int)sizeof(mine), MPI_BYTE, all, (int)sizeof(mine),
-                                   MPI_BYTE, comm) == MPI_SUCCESS;
-    for (int q = 0; q < p && ok; q++)
-        ok = all[q].ok;
+    /* every member able to take part (a member without its buffers cannot
+     * join the Allgather: all members agree first, then all or none of
+     * them call it) */
+    int ok = 0;
+    if (PMPI_Allreduce(&mine.ok, &ok, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS)
+        ok = 0;
+    /* everyone's description */
+    if (ok)
+        ok = PMPI_Allgather(&mine, (int)sizeof(mine), MPI_BYTE, all, (int)sizeof(mine), MPI_BYTE,
+                            comm) == MPI_SUCCESS;
     /* one process per GPU: a spinning kernel must not share its GPU with
      * another process's (time-slicing without MPS; the SX path's rule) */
     for (int q = 0; q < p && ok; q++)
