@@ -344,7 +344,7 @@ static void behind_wait(MPIX_Acc_stream s, MPI_Comm c)
         for (int i = 0; i < NX * NY; i++)
             h[i] = -7.0;
         MPI_Request r[2];
-        MPI_Status st;
+        MPI_Status st[2];
         /* NX rows posted, NX - 3 sent: the last 3 rows stay -7 */
         T_MPI(MPIX_Acc_Irecv(s, h, NX, half, prev, 11, c, &r[0]));
         T_MPI(MPIX_Acc_Isend(s, g, NX - 3, half, next, 11, c, &r[1]));
@@ -357,7 +357,7 @@ static void behind_wait(MPIX_Acc_stream s, MPI_Comm c)
                 T_MPI(MPI_Request_get_status(r[0], &flag, MPI_STATUS_IGNORE));
             T_CHECK(flag, "the receive did not complete before its wait");
         }
-        T_MPI(MPIX_Acc_Waitall(s, 2, r, late ? MPI_STATUSES_IGNORE : &st));
+        T_MPI(MPIX_Acc_Waitall(s, 2, r, late ? MPI_STATUSES_IGNORE : st));
         sn.g = h;
         T_MPI(MPIX_Acc_Hoststream_launch(s, snap_fn, &sn)); /* after the unpack, in order */
         T_MPI(MPIX_Acc_Hoststream_synchronize(s));
@@ -372,7 +372,7 @@ static void behind_wait(MPIX_Acc_stream s, MPI_Comm c)
             }
         if (!late) {
             int cnt = -1;
-            T_MPI(MPI_Get_count(&st, half, &cnt));
+            T_MPI(MPI_Get_count(&st[0], half, &cnt));
             T_CHECK(cnt == NX - 3, "short message: MPI_Get_count %d, expected %d", cnt, NX - 3);
         }
     }
