@@ -341,16 +341,27 @@ mxu_status_t mxa_stream_pack(mxa_stream_t *s, const mxa_pack_args_t *args)
     return MXU_ERR_UNSUPPORTED;
 }
 
-mxu_status_t mxa_dev_pack_sync(void *ctx, const mxa_pack_args_t *args)
+mxu_status_t mxa_dev_pack_start(void *ctx, const mxa_pack_args_t *args, mxa_dev_job_t **job)
 {
+    *job = NULL;
     if (args->count == 0 || args->nchunks == 0)
         return MXU_OK;
 #ifdef MPIXACC_HAVE_CUDA
     if (atomic_load_explicit(&cuda_on, memory_order_acquire))
-        return mxa_cuda_pack_sync(ctx, args);
+        return mxa_cuda_pack_start(ctx, args, job);
 #endif
     (void)ctx;
     return MXU_ERR_UNSUPPORTED;
+}
+
+mxu_status_t mxa_dev_job_done(mxa_dev_job_t *job, int block)
+{
+#ifdef MPIXACC_HAVE_CUDA
+    return mxa_cuda_job_done(job, block);
+#else
+    (void)job, (void)block;
+    return MXU_ERR_UNSUPPORTED;
+#endif
 }
 
 /* host-visible words: slabs of 512, a free list through the words */

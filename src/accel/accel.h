@@ -208,10 +208,16 @@ void mxa_dev_temp_put(void *ctx, void *p, size_t got, uint64_t *word, const mxa_
 /* Copy bytes of host memory into new device memory of ctx (kept to the end
  * of the process), done at return. */
 mxu_status_t mxa_dev_upload(void *ctx, const void *host, size_t bytes, void **dptr);
-/* The pack kernel in s's order (a CUDA stream), or on ctx's library stream
- * done at return (any thread, the progress thread too). */
+/* The pack kernel in s's order (a CUDA stream). */
 mxu_status_t mxa_stream_pack(mxa_stream_t *s, const mxa_pack_args_t *args);
-mxu_status_t mxa_dev_pack_sync(void *ctx, const mxa_pack_args_t *args);
+/* The pack kernel on ctx's library stream, not waited for (any thread, the
+ * progress thread too): *job is NULL when there was nothing to do, else
+ * ask mxa_dev_job_done until it is done. */
+typedef struct mxa_dev_job mxa_dev_job_t;
+mxu_status_t mxa_dev_pack_start(void *ctx, const mxa_pack_args_t *args, mxa_dev_job_t **job);
+/* MXU_ERR_BUSY: not done yet (block 0); else done, the job freed, and its
+ * outcome (block 1: waits, at most 10 s: MXU_ERR_TIMED_OUT). */
+mxu_status_t mxa_dev_job_done(mxa_dev_job_t *job, int block);
 /* A zeroed host-visible 64-bit word (device-mapped with CUDA), from a slab
  * kept to the end of the process; NULL when none. Give back with _put. */
 uint64_t *mxa_host_word_get(void);
@@ -310,6 +316,10 @@ mxu_status_t mxa_host_stream_free(void *handle);
 /* Internal: resolve a host stream handle (NULL-safe). Returns NULL if the
  * handle is not a live host stream. */
 mxa_stream_t *mxa_host_stream_find(void *handle);
+/* Internal: the library's own host stream (made at first use, stopped by
+ * mxa_host_shutdown); *handle (may be NULL) gets its handle. NULL when it
+ * cannot be made (logged). */
+mxa_stream_t *mxa_library_host_stream(void **handle);
 /* Internal: fully stop all host stream threads (library finalize). */
 void mxa_host_shutdown(void);
 /* Internal (mxa_foreach_stream): fn for every live host stream. */

@@ -93,7 +93,11 @@
     X(cuDeviceCanAccessPeer, 0, 4000)                                                              \
     X(cuDeviceGetByPCIBusId, 0, 4010)                                                              \
     X(cuMemAllocManaged, 0, 6000)                                                                  \
-    X(cuLaunchHostFunc, 0, 10000)
+    X(cuLaunchHostFunc, 0, 10000)                                                                  \
+    X(cuEventCreate, 0, 2000)                                                                      \
+    X(cuEventRecord, 0, 2000)                                                                      \
+    X(cuEventQuery, 0, 2000)                                                                       \
+    X(cuEventDestroy, 0, 4000)
 
 #define MXA_CU_FIELD_(name, req, since) __typeof__(&name) f_##name;
 typedef struct {

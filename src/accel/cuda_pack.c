@@ -19,8 +19,10 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "util/log.h"
+#include "util/waiter.h"
 
 typedef struct temp_block {
     struct temp_block *next;
@@ -123,28 +125,93 @@ mxu_status_t mxa_cuda_stream_pack(mxa_stream_t *s, const mxa_pack_args_t *args)
     return MXU_OK;
 }
 
-mxu_status_t mxa_cuda_pack_sync(void *ctx, const mxa_pack_args_t *args)
+/* A pack or unpack on ctx's library stream that the caller does not wait
+ * for: an event recorded behind it tells when it is done. */
+struct mxa_dev_job {
+    CUcontext ctx;
+    CUevent done;
+    int unpack;
+};
+
+mxu_status_t mxa_cuda_pack_start(void *ctx, const mxa_pack_args_t *args, mxa_dev_job_t **job)
 {
+    *job = NULL;
     cuda_ctx_t *cx = mxa_cuda_ctx_record((CUcontext)ctx);
     if (cx == NULL || cx->fn_pack == NULL)
         MXU_FAIL(MXU_ERR_UNSUPPORTED, "no pack kernel in the buffer's context");
+    if (!MXA_CU(cuEventCreate) || !MXA_CU(cuEventRecord) || !MXA_CU(cuEventQuery) ||
+        !MXA_CU(cuEventDestroy))
+        MXU_FAIL(MXU_ERR_UNSUPPORTED, "the CUDA driver has no events");
+    mxa_dev_job_t *j = calloc(1, sizeof(*j));
+    if (!j)
+        MXU_FAIL(MXU_ERR_NO_MEMORY, "a packed message's job record");
     int entered = ctx_enter((CUcontext)ctx);
-    if (entered < 0)
+    if (entered < 0) {
+        free(j);
         MXU_FAIL(MXU_ERR_NO_DEVICE, "packed message: cannot enter the buffer's context");
+    }
     CUstream st = mxa_cuda_lib_stream((CUcontext)ctx);
     unsigned blocks, threads;
     pack_grid(args, &blocks, &threads);
     mxa_pack_args_t a = *args;
     void *kargs[] = {&a};
     CUresult r =
-        st ? MXA_CU(cuLaunchKernel)(cx->fn_pack, blocks, 1, 1, threads, 1, 1, 0, st, kargs, NULL)
-           : CUDA_ERROR_INVALID_HANDLE;
-    if (r == CUDA_SUCCESS)
-        r = MXA_CU(cuStreamSynchronize)(st);
+        st ? MXA_CU(cuEventCreate)(&j->done, CU_EVENT_DISABLE_TIMING) : CUDA_ERROR_INVALID_HANDLE;
+    if (r == CUDA_SUCCESS) {
+        r = MXA_CU(cuLaunchKernel)(cx->fn_pack, blocks, 1, 1, threads, 1, 1, 0, st, kargs, NULL);
+        if (r == CUDA_SUCCESS)
+            r = MXA_CU(cuEventRecord)(j->done, st);
+        if (r != CUDA_SUCCESS)
+            MXA_CU(cuEventDestroy)(j->done);
+    }
     ctx_leave(entered);
-    if (r != CUDA_SUCCESS)
+    if (r != CUDA_SUCCESS) {
+        free(j);
         MXU_FAIL(MXU_ERR_NO_DEVICE, "%s of a non-contiguous datatype: %s",
                  args->unpack ? "unpack" : "pack", cu_err(r));
+    }
+    j->ctx = (CUcontext)ctx;
+    j->unpack = (int)args->unpack;
+    *job = j;
+    return MXU_OK;
+}
+
+mxu_status_t mxa_cuda_job_done(mxa_dev_job_t *j, int block)
+{
+    int entered = ctx_enter(j->ctx);
+    if (entered < 0 && block) /* the job is left as it is: its kernel may still run */
+        MXU_FAIL(MXU_ERR_TIMED_OUT, "cannot enter the context of a non-contiguous datatype's %s",
+                 j->unpack ? "unpack" : "pack");
+    if (entered < 0)
+        return MXU_ERR_BUSY; /* asked again at the next pass */
+    uint64_t t0 = block ? mxu_now_ns() : 0, nap = 1000;
+    CUresult r;
+    for (;;) {
+        r = MXA_CU(cuEventQuery)(j->done);
+        if (r != CUDA_ERROR_NOT_READY || !block)
+            break;
+        if (mxu_now_ns() - t0 > 10000000000ull) { /* finalize: give up, loudly */
+            ctx_leave(entered);
+            MXU_FAIL(MXU_ERR_TIMED_OUT,
+                     "the %s of a non-contiguous datatype on the library stream did not finish "
+                     "in 10 s; its buffer may not be written",
+                     j->unpack ? "unpack" : "pack");
+        }
+        struct timespec ts = {0, (long)nap};
+        nanosleep(&ts, NULL);
+        nap = nap < 1000000 ? nap * 2 : nap;
+    }
+    if (r == CUDA_ERROR_NOT_READY) {
+        ctx_leave(entered);
+        return MXU_ERR_BUSY;
+    }
+    MXA_CU(cuEventDestroy)(j->done);
+    ctx_leave(entered);
+    int unpack = j->unpack;
+    free(j);
+    if (r != CUDA_SUCCESS)
+        MXU_FAIL(MXU_ERR_NO_DEVICE, "%s of a non-contiguous datatype: %s",
+                 unpack ? "unpack" : "pack", cu_err(r));
     return MXU_OK;
 }
 

@@ -537,8 +537,30 @@ mxu_status_t mxa_host_stream_free(void *handle)
     return MXU_OK;
 }
 
+/* The library's own host stream (one per process, made at first use):
+ * host work the progress thread hands off (stream-executed receive steps
+ * into host memory, unpacks of non-contiguous receives). */
+static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *lib_handle;
+
+mxa_stream_t *mxa_library_host_stream(void **handle)
+{
+    pthread_mutex_lock(&lib_lock);
+    if (!lib_handle && mxa_host_stream_create(&lib_handle) != MXU_OK)
+        lib_handle = NULL; /* logged there */
+    void *h = lib_handle;
+    pthread_mutex_unlock(&lib_lock);
+    if (handle)
+        *handle = h;
+    return h ? mxa_host_stream_find(h) : NULL;
+}
+
 void mxa_host_shutdown(void)
 {
+    pthread_mutex_lock(&lib_lock);
+    lib_handle = NULL; /* stopped below with the others */
+    pthread_mutex_unlock(&lib_lock);
+
     /* Abandon every pending wait: the engine has drained (or given up). */
     pthread_mutex_lock(&list_lock);
     for (host_stream_t *hs = list_head; hs != NULL; hs = hs->list_next) {

@@ -78,7 +78,7 @@ static struct {
     uint64_t record_serial;
     uint64_t *abort_word; /* host-visible, device-mapped with CUDA */
     mxa_sx_limits_t limits;
-    void *host_lib_stream; /* host kind library stream handle */
+    int lib_host_used; /* a link took the library's host stream */
     /* receiver: the socket that hands out device-ring fds, and the links
      * whose rings it serves (progress thread, under lock) */
     int listen_fd;
@@ -220,10 +220,9 @@ void mxa_sx_shutdown(void)
     int lfd = __atomic_exchange_n(&sx.listen_fd, -1, __ATOMIC_ACQ_REL);
     if (lfd >= 0)
         close(lfd);
-    if (sx.host_lib_stream) {
-        mxa_host_stream_free(sx.host_lib_stream);
-        sx.host_lib_stream = NULL;
-    }
+    void *lib_host = NULL; /* its receive steps are done before the memory goes */
+    if (sx.lib_host_used && mxa_library_host_stream(&lib_host))
+        mxa_host_stream_synchronize(lib_host);
     pthread_mutex_lock(&sx.lock);
     for (size_t i = 0; i < sx.nchunks; i++)
         sx_host_visible_free(sx.chunks[i]);
@@ -1507,9 +1506,8 @@ mxa_stream_t *mxa_sx_library_stream(mxa_sx_link_t *l, int memtype)
 {
     if (memtype == MXA_MEM_HOST || l->registered != 1) {
         if (!l->lib_host) {
-            if (!sx.host_lib_stream && mxa_host_stream_create(&sx.host_lib_stream) != MXU_OK)
-                return NULL;
-            l->lib_host = mxa_host_stream_find(sx.host_lib_stream);
+            l->lib_host = mxa_library_host_stream(NULL);
+            sx.lib_host_used |= l->lib_host != NULL;
         }
         return l->lib_host;
     }

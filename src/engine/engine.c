@@ -668,6 +668,7 @@ void mxe_get_stats(mxe_stats_t *out)
     out->ops_submitted = atomic_load(&mxe.st_ops_submitted);
     out->ops_completed = atomic_load(&mxe.st_ops_completed);
     out->ops_failed = atomic_load(&mxe.st_ops_failed);
+    out->ops_finished_later = atomic_load(&mxe.st_ops_finished_later);
     out->waits_submitted = atomic_load(&mxe.st_waits_submitted);
     out->waits_released = atomic_load(&mxe.st_waits_released);
     out->progress_sleeps = atomic_load(&mxe.st_sleeps);

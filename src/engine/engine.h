@@ -152,6 +152,11 @@ struct mxe_op {
      * completion is published (e.g. unpack a derived datatype: stream waits
      * then wait for the host); and when the op is freed, with `user` */
     void (*user_complete)(struct mxe_op *op); /* at completion, result (error too) set */
+    /* set by user_complete when it handed work to a library stream (e.g. a
+     * device unpack): the progress thread calls it at every pass and
+     * publishes the completion once it returns 1 (the work is done; it may
+     * set result.error); block: wait for the work, bounded (finalize) */
+    int (*user_finish)(struct mxe_op *op, int block);
     void (*user_free)(void *user);
     /* called by mxe_stream_wait on the waiting thread, after the wait (point
      * or step) for the op is enqueued on s, for every op of the wait (ones
@@ -179,6 +184,8 @@ struct mxe_op {
     uint64_t t_done_ns;
     mxu_trace_range_t trace; /* NVTX range: started -> completed (progress thread) */
     mxe_op_t *next_active;   /* engine list of all live ops (finalize report) */
+    int finishing;           /* user_finish pending: in mxe.finishing_head's list */
+    mxe_op_t *next_finishing;
     mxe_op_t *prev_active;
     mxe_wait_t *waiter; /* stream wait depending on this op */
     void *transport_handle;
@@ -350,6 +357,7 @@ typedef struct {
     uint64_t ops_submitted;
     uint64_t ops_completed;
     uint64_t ops_failed;
+    uint64_t ops_finished_later; /* of the completed: published after a library stream's work */
     uint64_t waits_submitted;
     uint64_t waits_released;
     uint64_t progress_sleeps;

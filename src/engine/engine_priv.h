@@ -58,6 +58,7 @@ typedef struct {
 
     /* statistics (relaxed atomics) */
     _Atomic uint64_t st_ops_submitted, st_ops_completed, st_ops_failed;
+    _Atomic uint64_t st_ops_finished_later; /* completions after a library stream's work */
     _Atomic uint64_t st_waits_submitted, st_waits_released;
     _Atomic uint64_t st_sleeps, st_wakeups;
     _Atomic int progress_cpu;
@@ -71,6 +72,7 @@ typedef struct {
     /* progress thread only */
     mxe_sstate_t *active_streams; /* streams with pending ops or waits */
     mxe_op_t *live_head;          /* started or pending ops, for reports */
+    mxe_op_t *finishing_head;     /* ops whose user_finish is pending */
     int waits_dirty;              /* an op completed since the last check */
     int abort_pending;            /* an ABORT was handled this pass */
     int aborting;                 /* finalize: live ops are being cancelled */

@@ -101,13 +101,74 @@ static void mxe_live_unlink(mxe_op_t *op)
     op->next_active = op->prev_active = NULL;
 }
 
-/* Complete an op: the result fields other than `error` are already set. */
+static void mxe_op_publish(mxe_op_t *op);
+
+static void mxe_finishing_unlink(mxe_op_t *op)
+{
+    for (mxe_op_t **pp = &mxe.finishing_head; *pp; pp = &(*pp)->next_finishing)
+        if (*pp == op) {
+            *pp = op->next_finishing;
+            break;
+        }
+    op->next_finishing = NULL;
+    op->finishing = 0;
+}
+
+/* Complete an op: the result fields other than `error` are already set.
+ * The user_complete hook may hand work to a library stream (e.g. a device
+ * unpack) and set user_finish: the completion is then published once that
+ * work is done (mxe_poll_finishing), so the progress thread never blocks
+ * on a stream. An op that is finishing already completes when that work
+ * is done; at finalize's abort it finishes here, blocking (bounded by the
+ * hook), with its own result. */
 static void mxe_op_complete(mxe_op_t *op, mxu_status_t error)
 {
+    if (op->finishing) {
+        if (!mxe.aborting)
+            return; /* e.g. a receive step's late report: the message is here */
+        mxe_finishing_unlink(op);
+        op->user_finish(op, 1);
+        mxe_op_publish(op);
+        return;
+    }
     op->result.error = error;
     if (op->user_complete)
         op->user_complete(op); /* result.bytes and .error are set */
     mxe_match_forget(op);      /* a receive completing unmatched leaves its posted list */
+    if (op->user_finish) {
+        atomic_fetch_add_explicit(&mxe.st_ops_finished_later, 1, memory_order_relaxed);
+        op->finishing = 1;
+        op->next_finishing = mxe.finishing_head;
+        mxe.finishing_head = op;
+        return;
+    }
+    mxe_op_publish(op);
+}
+
+/* Ops whose completion waits for their user_finish: publish the done ones. */
+static unsigned mxe_poll_finishing(void)
+{
+    unsigned n = 0;
+    mxe_op_t **pp = &mxe.finishing_head;
+    while (*pp) {
+        mxe_op_t *op = *pp;
+        if (!op->user_finish(op, 0)) {
+            pp = &op->next_finishing;
+            continue;
+        }
+        *pp = op->next_finishing;
+        op->next_finishing = NULL;
+        op->finishing = 0;
+        mxe_op_publish(op);
+        n++;
+    }
+    return n;
+}
+
+/* The second half of mxe_op_complete: the op's result is final. */
+static void mxe_op_publish(mxe_op_t *op)
+{
+    mxu_status_t error = op->result.error;
     mxu_trace_end(&op->trace);
     if (mxe.timing && op->t_start_ns) {
         op->t_done_ns = mxu_now_ns();
@@ -305,7 +366,7 @@ void mxe_on_peer_failed(int w)
     mxe_op_t *op = mxe.live_head;
     while (op) {
         mxe_op_t *next = op->next_active;
-        if (mxe_op_is_complete(op) || !mxe_op_involves(op, w)) {
+        if (mxe_op_is_complete(op) || op->finishing || !mxe_op_involves(op, w)) {
             op = next;
             continue;
         }
@@ -664,6 +725,11 @@ static int mxe_handle_abort(void)
     mxe_op_t *op = mxe.live_head;
     while (op) {
         mxe_op_t *next = op->next_active;
+        if (op->finishing) { /* its message is here: finish it, keep its result */
+            mxe_op_complete(op, op->result.error);
+            op = next;
+            continue;
+        }
         int state = atomic_load(&op->state);
         const char *what = op->type == MXE_OP_SEND ? "send" : "receive";
         op->result.source = op->peer;
@@ -877,7 +943,7 @@ static void mxe_sleep(uint64_t *nap_ns)
 {
     atomic_fetch_add_explicit(&mxe.st_sleeps, 1, memory_order_relaxed);
     int must_poll = mxe.polling_streams > 0 || mxt_event_fd() < 0 || mxe_sx_watching() ||
-                    (mxe.poller_busy && mxe.poller_busy());
+                    mxe.finishing_head || (mxe.poller_busy && mxe.poller_busy());
     if (must_poll) {
         /* Accelerator triggers or UCX without wake-up: nap, growing to the cap. */
         uint64_t cap =
@@ -929,6 +995,8 @@ void *mxe_progress_main(void *arg)
         work += mxe_sx_serve();
         if (mxe.poller)
             work += mxe.poller();
+        if (mxe.finishing_head)
+            work += mxe_poll_finishing();
         if (mxe.waits_dirty) {
             mxe.waits_dirty = 0;
             work += mxe_check_waits();

@@ -312,11 +312,13 @@ static void mxi_print_stats(void)
     mxe_get_stats(&st);
     MXU_LOG_FORCED(MXU_LOG_INFO,
                    "stats: ops submitted %llu completed %llu failed %llu; waits %llu released "
-                   "%llu; progress sleeps %llu wake-ups %llu; progress cpu %d",
+                   "%llu; progress sleeps %llu wake-ups %llu; progress cpu %d; completed after "
+                   "a library stream's work %llu",
                    (unsigned long long)st.ops_submitted, (unsigned long long)st.ops_completed,
                    (unsigned long long)st.ops_failed, (unsigned long long)st.waits_submitted,
                    (unsigned long long)st.waits_released, (unsigned long long)st.progress_sleeps,
-                   (unsigned long long)st.progress_wakeups, st.progress_cpu);
+                   (unsigned long long)st.progress_wakeups, st.progress_cpu,
+                   (unsigned long long)st.ops_finished_later);
     for (int p = 0; p < MXE_NPATHS; p++)
         MXU_LOG_FORCED(MXU_LOG_INFO,
                        "stats: path %s: sent %llu messages %llu bytes; received %llu messages "

@@ -6,6 +6,7 @@
 #include "interpose/interpose.h"
 #include "interpose/typelayout.h"
 #include "util/calltime.h"
+#include "util/waiter.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -340,10 +341,11 @@ int mxi_p2p_check(int is_send, const void *buf, int count, MPI_Datatype dt, int 
  * user_stream_wait hook; the kernel reads the received length from the
  * block's host-visible word, which the progress thread writes at
  * completion, before the wait is released); a receive that completes with
- * no stream wait yet (host waits and tests, freed requests) is scattered by
- * the progress thread on the context's library stream, synchronously,
- * before the completion is published. The block goes back in the order of
- * the stream that used it last. */
+ * no stream wait yet (host waits and tests, freed requests) is scattered on
+ * the context's library stream, and its completion is published once that
+ * kernel is done (the engine's user_finish; the progress thread goes on
+ * meanwhile). The block goes back in the order of the stream that used it
+ * last. */
 typedef struct {
     int refs; /* atomic: the op, and a pack step not yet run */
     mxi_layout_t *layout;
@@ -359,8 +361,15 @@ typedef struct {
     size_t got;                /* the temp block's size */
     uint64_t *limit;           /* its host-visible word: a receive's length */
     _Atomic int unpack_state;  /* 0; 3: reserved for a stream wait to come (the library's own
-                                * blocking calls); 1: a stream wait unpacks; 2: done on the host */
+                                * blocking calls); 1: a stream wait unpacks; 2: the progress
+                                * thread unpacks, or hands it to a library stream */
     const mxa_stream_t *order; /* the stream the block goes back in the order of */
+    /* an unpack on a library stream, which the receive's completion waits
+     * for (mxi_unpack_finish): */
+    mxa_dev_job_t *job;   /* device: the kernel's job */
+    int dev_lost;         /* device: the job never finished: the block is not reused */
+    size_t job_bytes;     /* host: the received length */
+    _Atomic int job_done; /* host: set by the library host stream's step */
 } mxi_packed_t;
 
 static void mxi_packed_put(void *p)
@@ -368,9 +377,9 @@ static void mxi_packed_put(void *p)
     mxi_packed_t *pk = p;
     if (pk && __atomic_sub_fetch(&pk->refs, 1, __ATOMIC_ACQ_REL) == 0) {
         mxi_layout_put(pk->layout);
-        if (pk->dev)
+        if (pk->dev && !pk->dev_lost)
             mxa_dev_temp_put(pk->ctx, pk->packed, pk->got, pk->limit, pk->order);
-        else
+        else if (!pk->dev)
             free(pk->packed);
         free(pk);
     }
@@ -406,28 +415,93 @@ static void mxi_unpack_step(void *arg)
     mxi_packed_put(pk);
 }
 
+/* the library host stream's unpack (mxi_unpack_on_complete) */
+static void mxi_unpack_job_step(void *arg)
+{
+    mxi_packed_t *pk = arg;
+    mxi_layout_unpack(pk->layout, pk->packed, pk->job_bytes, pk->user_buf, pk->count);
+    atomic_store_explicit(&pk->job_done, 1, memory_order_release);
+    mxi_packed_put(pk);
+}
+
+/* The engine's user_finish: 1 once the library stream's unpack is done. */
+static int mxi_unpack_finish(mxe_op_t *op, int block)
+{
+    mxi_packed_t *pk = op->user;
+    mxu_status_t st = MXU_OK;
+    if (pk->job) {
+        st = mxa_dev_job_done(pk->job, block);
+        if (st == MXU_ERR_BUSY)
+            return 0;
+        if (st == MXU_ERR_TIMED_OUT)
+            pk->dev_lost = 1; /* the kernel may still read the block */
+        pk->job = NULL;       /* done, or failed (logged): freed */
+    } else if (!atomic_load_explicit(&pk->job_done, memory_order_acquire)) {
+        if (!block)
+            return 0;
+        uint64_t t0 = mxu_now_ns();
+        while (!atomic_load_explicit(&pk->job_done, memory_order_acquire)) {
+            if (mxu_now_ns() - t0 > 10000000000ull) {
+                MXU_LOG(MXU_LOG_ERROR,
+                        "the library host stream did not unpack a receive of a non-contiguous "
+                        "datatype (peer %d, tag %d) in 10 s: its buffer may not be written",
+                        op->result.source, op->result.tag);
+                st = MXU_ERR_TIMED_OUT;
+                break;
+            }
+            struct timespec ts = {0, 100000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    if (st != MXU_OK && op->result.error == MXU_OK)
+        op->result.error = st == MXU_ERR_TIMED_OUT ? st : MXU_ERR_NO_DEVICE;
+    return 1;
+}
+
+/* The unpack of a receive that completed with no stream wait on it yet
+ * (host waits and tests, freed requests, a wait still to come) and of
+ * every host-memory receive on a CUDA stream: the progress thread hands it
+ * to a library stream and the completion is published once that is done
+ * (mxi_unpack_finish), so the progress thread never waits for a device --
+ * a kernel queued behind a stream that waits for the progress thread would
+ * never run (compute-sanitizer runs one kernel at a time) -- nor scatters
+ * a large message itself. Small host messages it unpacks at once. */
 static void mxi_unpack_on_complete(mxe_op_t *op)
 {
     mxi_packed_t *pk = op->user;
-    if (!pk->dev && !pk->behind_wait) {
-        mxi_layout_unpack(pk->layout, pk->packed, op->result.bytes, pk->user_buf, pk->count);
-        return;
+    if (pk->dev || pk->behind_wait) {
+        /* the length first: a stream that claimed the unpack reads it once
+         * the completion (published after this) releases its wait */
+        __atomic_store_n(pk->limit, (uint64_t)op->result.bytes, __ATOMIC_RELEASE);
+        int zero = 0;
+        if (!atomic_compare_exchange_strong(&pk->unpack_state, &zero, 2))
+            return; /* a stream wait enqueued the unpack, or will */
     }
-    /* the length first: a stream that claimed the unpack reads it once the
-     * completion (published after this) releases its wait */
-    __atomic_store_n(pk->limit, (uint64_t)op->result.bytes, __ATOMIC_RELEASE);
-    int zero = 0;
-    if (!atomic_compare_exchange_strong(&pk->unpack_state, &zero, 2))
-        return; /* a stream wait enqueued the unpack, or will */
     if (!pk->dev) {
+        mxa_stream_t *lib = op->result.bytes >= mxu_config.unpack_offload_bytes
+                                ? mxa_library_host_stream(NULL)
+                                : NULL;
+        if (lib) {
+            pk->job_bytes = op->result.bytes;
+            __atomic_fetch_add(&pk->refs, 1, __ATOMIC_RELAXED); /* the step's */
+            if (mxa_stream_host_call(lib, mxi_unpack_job_step, pk) == MXU_OK) {
+                op->user_finish = mxi_unpack_finish;
+                return;
+            }
+            mxi_packed_put(pk);
+        }
         mxi_layout_unpack(pk->layout, pk->packed, op->result.bytes, pk->user_buf, pk->count);
         return;
     }
+    pk->order = NULL; /* the block is free once the job is done */
+    if (op->result.error != MXU_OK)
+        return;
     mxa_pack_args_t a = mxi_pack_args(pk, 1);
     a.limit = op->result.bytes;
-    if (op->result.error == MXU_OK && mxa_dev_pack_sync(pk->ctx, &a) != MXU_OK)
+    if (mxa_dev_pack_start(pk->ctx, &a, &pk->job) != MXU_OK)
         op->result.error = MXU_ERR_NO_DEVICE; /* logged there */
-    pk->order = NULL;
+    else if (pk->job)
+        op->user_finish = mxi_unpack_finish;
 }
 
 static void mxi_unpack_on_stream_wait(mxe_op_t *op, mxa_stream_t *s)
@@ -457,11 +531,9 @@ static void mxi_unpack_on_stream_wait(mxe_op_t *op, mxa_stream_t *s)
 }
 
 /* Set around the library's own receive-then-stream-wait calls (MPI_Recv,
- * MPI_Sendrecv, MPI_Sendrecv_replace on a stream): a device unpack is
- * reserved for the stream wait that follows, so the progress thread never
- * does it synchronously in between (its synchronous unpack waits for the
- * GPU; seen to hang under compute-sanitizer, which runs one kernel at a
- * time). */
+ * MPI_Sendrecv, MPI_Sendrecv_replace on a stream): the unpack is reserved
+ * for the stream wait that follows (in that stream's order, no library
+ * stream in between). */
 static _Thread_local int mxi_recv_stream_waited;
 
 /* The layout of count elements of the non-contiguous dt (one reference)

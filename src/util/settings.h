@@ -151,6 +151,14 @@
       "Seconds a device-side wait of a partitioned request (pready for the receiver's credit, "  \
       "parrived_wait, the completion of an epoch) spins before it reports "                      \
       "MPIX_ACC_DERR_TIMEOUT (0: no limit)")                                                     \
+    X(UNPACK_OFFLOAD_BYTES, SIZE, unpack_offload_bytes, "64k", "0..1g",                            \
+      "Receives of a non-contiguous datatype into host memory that the progress thread would "     \
+      "unpack (on CUDA streams; on host streams when they complete before a stream waits for "    \
+      "them): packed messages of at least this many bytes are unpacked by the "                   \
+      "library's host stream, and the receive completes after it, so the progress thread "         \
+      "goes on meanwhile (smaller ones: by the progress thread; 0: all offloaded). Device "        \
+      "memory is always unpacked on a library CUDA stream that the progress thread does not "      \
+      "wait for")                                                                                  \
     X(ALLREDUCE_RSAG, SIZE, allreduce_rsag, "256k", "0..1g" ,                                     \
       "Stream-ordered Allreduce and Reduce of at least this many bytes: reduce-scatter by "       \
       "recursive halving, then allgather by recursive doubling (each process sends "              \

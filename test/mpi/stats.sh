@@ -19,7 +19,9 @@
 # waits on the application thread, no CUDA launch on host streams); every stats
 # line is INFO; no line may say ERROR. One more run sets
 # MPIX_ACC_LOG_FILE=<dir>/log-%p.log: the stats lines are in one file per
-# rank and none on stderr.
+# rank and none on stderr. One run of derived_types with
+# MPIX_ACC_UNPACK_OFFLOAD_BYTES=0: both ranks count completions after the
+# library stream's work.
 set -u
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 if [[ ${1:-} =~ ^[0-9]+$ ]]; then shift; fi
@@ -74,9 +76,26 @@ if [ $rc -ne 0 ] || [ "$nfiles" -ne 2 ] || [ "$nin" -ne 16 ] || [ "$nout" -ne 0 
     fails=$((fails + 1))
 fi
 rm -rf "$dir"
+# receives of non-contiguous types that complete before their stream wait,
+# unpacked by the library's host stream (MPIX_ACC_UNPACK_OFFLOAD_BYTES=0):
+# their completions wait for it, and the counter says so on every rank
+dt=$builddir/test/mpi/derived_types
+if [ -x "$dt" ]; then
+    MPIX_ACC_STATS=1 MPIX_ACC_UNPACK_OFFLOAD_BYTES=0 timeout 120 mpiexec -n 2 "$dt" >"$log" 2>&1
+    rc=$?
+    nl=$(grep -cE "stats: ops submitted [0-9]+ completed [0-9]+ failed [0-9]+; .*; completed after a library stream's work [1-9][0-9]*$" "$log")
+    if [ $rc -ne 0 ] || [ "$nl" -ne 2 ] || grep -q ERROR "$log"; then
+        echo "[stats] offloaded unpacks FAIL: exit $rc, $nl of 2 ranks report completions after the library stream's work"
+        sed 's/^/    | /' "$log" | grep -E 'stats: ops|ERROR|FAIL' | head -10
+        fails=$((fails + 1))
+    fi
+else
+    echo "[stats] offloaded unpacks FAIL: $dt not built"
+    fails=$((fails + 1))
+fi
 rm -f "$log"
 if [ $fails -eq 0 ]; then
-    echo "[stats] PASS: $runs runs, counters, paths, matching and phase timers on both ranks at INFO, no error at finalize; one file per rank with MPIX_ACC_LOG_FILE"
+    echo "[stats] PASS: $runs runs, counters, paths, matching and phase timers on both ranks at INFO, no error at finalize; one file per rank with MPIX_ACC_LOG_FILE; unpacks offloaded to the library host stream counted"
     exit 0
 fi
 echo "[stats] FAIL: $fails of $runs runs"
