@@ -1,7 +1,8 @@
 /*
- * hpgmg/blas.c - level-wide operations: BLAS1, reductions (the host waits
- * for the level's context, then the collective runs on the host), ghost-zone
- * exchange, boundary conditions, operator application and residual.
+ * hpgmg/blas.c - level-wide operations: BLAS1, reductions (stream-ordered on
+ * the streamcomm backend's stream levels, else on the host after a wait for
+ * the level's context), ghost-zone exchange, boundary conditions, operator
+ * application and residual.
  */
 #include <math.h>
 #include <string.h>
@@ -54,58 +55,116 @@ void hg_collective_done(hg_mg_t *mg, hg_level_t *L)
         hg_exec_sync(L->exec);
 }
 
-/* per-box partials on the level's context, then wait for it */
-static void partials(hg_level_t *L, int kind, int a, int b)
+/* Reductions. The per-box partials are combined so that the result is the
+ * same bits for any number of ranks and any reduction tree: a dot gives
+ * each box its own slot of gpartial (one contributor per slot, so the MPI
+ * sum is exact) and adds the slots in box-id order; a max norm is exact.
+ *
+ * Stream-ordered (the streamcomm backend on a level that runs on a stream,
+ * whose communicator is a stream communicator): partials, their
+ * combination (HG_K_COMBINE) and the MPI_Allreduce are all enqueued, and
+ * the host waits once, when it needs the value (hg_red_end). Otherwise the
+ * host waits for the partials, combines them and calls MPI_Allreduce, as
+ * HPGMG does. */
+static int red_on_stream(const hg_mg_t *mg, const hg_level_t *L)
 {
-    if (!L->nb)
+    return mg->backend == HG_BACKEND_STREAMCOMM && L->exec->kind != HG_EXEC_HOST;
+}
+
+static void red_begin(hg_mg_t *mg, hg_level_t *L, int kind, int a, int b, hg_red_t *r)
+{
+    const int dot = kind == HG_K_DOT;
+    *r = (hg_red_t){.L = L, .dot = dot};
+    if (L->comm == MPI_COMM_NULL)
+        return; /* value 0 */
+    double t = hg_now();
+    if (L->nb) {
+        hg_args_red_t x = {L->geom, L->vec[a], b >= 0 ? L->vec[b] : NULL, L->partial};
+        hg_exec_launch(L->exec, kind, &x, sizeof(x));
+    }
+    if (red_on_stream(mg, L)) {
+        double *out = dot ? L->gpartial : &L->red_norm[L->red_norm_next++ % HG_RED_NORM_SLOTS];
+        hg_args_combine_t c = {L->nb, L->num_boxes, dot, L->partial, L->red_ids, out};
+        hg_exec_launch(L->exec, HG_K_COMBINE, &c, sizeof(c));
+        double t1 = hg_now();
+        L->t.blas1 += t1 - t;
+        MPI_Allreduce(MPI_IN_PLACE, out, dot ? L->num_boxes : 1, MPI_DOUBLE,
+                      dot ? MPI_SUM : MPI_MAX, L->comm);
+        r->buf = out;
+        r->pending = 1;
+        mg->reductions_on_streams++;
+        r->sync_mark = L->exec->syncs;
+        L->t.collectives += hg_now() - t1;
         return;
-    hg_args_red_t x = {L->geom, L->vec[a], b >= 0 ? L->vec[b] : NULL, L->partial};
-    hg_exec_launch(L->exec, kind, &x, sizeof(x));
+    }
     hg_exec_sync(L->exec);
+    double t1 = hg_now();
+    L->t.blas1 += t1 - t;
+    if (dot) {
+        memset(L->gpartial, 0, sizeof(double) * L->num_boxes);
+        for (int i = 0; i < L->nb; i++)
+            L->gpartial[L->my_id[i]] = L->partial[i];
+        MPI_Allreduce(MPI_IN_PLACE, L->gpartial, L->num_boxes, MPI_DOUBLE, MPI_SUM, L->comm);
+        hg_collective_done(mg, L);
+        double s = 0.0;
+        for (int i = 0; i < L->num_boxes; i++)
+            s += L->gpartial[i];
+        r->value = s;
+    } else {
+        double m = 0.0;
+        for (int i = 0; i < L->nb; i++)
+            if (L->partial[i] > m)
+                m = L->partial[i];
+        MPI_Allreduce(&m, &r->value, 1, MPI_DOUBLE, MPI_MAX, L->comm);
+        hg_collective_done(mg, L);
+    }
+    L->t.collectives += hg_now() - t1;
+}
+
+void hg_dot_begin(hg_mg_t *mg, hg_level_t *L, int a, int b, hg_red_t *r)
+{
+    red_begin(mg, L, HG_K_DOT, a, b, r);
+}
+
+void hg_norm_begin(hg_mg_t *mg, hg_level_t *L, int a, hg_red_t *r)
+{
+    red_begin(mg, L, HG_K_NORM, a, -1, r);
+}
+
+double hg_red_end(hg_mg_t *mg, hg_red_t *r)
+{
+    (void)mg;
+    if (!r->pending)
+        return r->value;
+    hg_level_t *L = r->L;
+    double t = hg_now();
+    if (L->exec->syncs == r->sync_mark) /* not drained since it was enqueued */
+        hg_exec_sync(L->exec);
+    r->pending = 0;
+    if (r->dot) {
+        double s = 0.0;
+        for (int i = 0; i < L->num_boxes; i++)
+            s += r->buf[i];
+        r->value = s;
+    } else {
+        r->value = r->buf[0];
+    }
+    L->t.collectives += hg_now() - t;
+    return r->value;
 }
 
 double hg_dot(hg_mg_t *mg, hg_level_t *L, int a, int b)
 {
-    (void)mg;
-    if (L->comm == MPI_COMM_NULL)
-        return 0.0;
-    double t = hg_now();
-    partials(L, HG_K_DOT, a, b);
-    /* Each box's partial sum lands in its own slot (one contributor per slot,
-   * so the MPI sum is exact) and the slots are added in box-id order: the
-   * result is the same bits for any number of ranks and any reduction tree. */
-    memset(L->gpartial, 0, sizeof(double) * L->num_boxes);
-    for (int i = 0; i < L->nb; i++)
-        L->gpartial[L->my_id[i]] = L->partial[i];
-    double t1 = hg_now();
-    L->t.blas1 += t1 - t;
-    MPI_Allreduce(MPI_IN_PLACE, L->gpartial, L->num_boxes, MPI_DOUBLE, MPI_SUM, L->comm);
-    hg_collective_done(mg, L);
-    double s = 0.0;
-    for (int i = 0; i < L->num_boxes; i++)
-        s += L->gpartial[i];
-    L->t.collectives += hg_now() - t1;
-    return s;
+    hg_red_t r;
+    hg_dot_begin(mg, L, a, b, &r);
+    return hg_red_end(mg, &r);
 }
 
 double hg_norm(hg_mg_t *mg, hg_level_t *L, int a)
 {
-    (void)mg;
-    if (L->comm == MPI_COMM_NULL)
-        return 0.0;
-    double t = hg_now();
-    partials(L, HG_K_NORM, a, -1);
-    double m = 0.0;
-    for (int i = 0; i < L->nb; i++)
-        if (L->partial[i] > m)
-            m = L->partial[i];
-    double t1 = hg_now();
-    L->t.blas1 += t1 - t;
-    double g;
-    MPI_Allreduce(&m, &g, 1, MPI_DOUBLE, MPI_MAX, L->comm);
-    hg_collective_done(mg, L);
-    L->t.collectives += hg_now() - t1;
-    return g;
+    hg_red_t r;
+    hg_norm_begin(mg, L, a, &r);
+    return hg_red_end(mg, &r);
 }
 
 void hg_exchange(hg_mg_t *mg, hg_level_t *L, int v, int shape)

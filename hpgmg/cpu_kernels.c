@@ -97,6 +97,22 @@ static void k_norm(const hg_args_red_t *a)
     }
 }
 
+static void k_combine(const hg_args_combine_t *a)
+{
+    if (a->dot) {
+        for (int i = 0; i < a->num_boxes; i++)
+            a->out[i] = 0.0;
+        for (int b = 0; b < a->nb; b++)
+            a->out[a->ids[b]] = a->partial[b];
+        return;
+    }
+    double m = 0.0;
+    for (int b = 0; b < a->nb; b++)
+        if (a->partial[b] > m)
+            m = a->partial[b];
+    a->out[0] = m;
+}
+
 static void k_stencil(const hg_args_stencil_t *a)
 {
     const hg_geom_t *g = &a->g;
@@ -341,6 +357,9 @@ void hg_cpu_run(int kind, const void *args)
         break;
     case HG_K_TILES:
         k_tiles(args);
+        break;
+    case HG_K_COMBINE:
+        k_combine(args);
         break;
     default:
         break;

@@ -110,6 +110,26 @@ __global__ void k_reduce(hg_args_red_t a, int is_dot)
         a.partial[b] = sh[0];
 }
 
+/* one block: the same arithmetic as the CPU's k_combine (a max is exact) */
+__global__ void k_combine(hg_args_combine_t a)
+{
+    if (a.dot) {
+        for (int i = threadIdx.x; i < a.num_boxes; i += blockDim.x)
+            a.out[i] = 0.0;
+        __syncthreads();
+        for (int b = threadIdx.x; b < a.nb; b += blockDim.x)
+            a.out[a.ids[b]] = a.partial[b];
+        return;
+    }
+    if (threadIdx.x == 0) {
+        double m = 0.0;
+        for (int b = 0; b < a.nb; b++)
+            if (a.partial[b] > m)
+                m = a.partial[b];
+        a.out[0] = m;
+    }
+}
+
 __global__ void k_stencil(hg_args_stencil_t a)
 {
     long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -277,6 +297,11 @@ extern "C" void hg_cuda_run(void *stream, int kind, const void *args)
         const hg_args_red_t *a = (const hg_args_red_t *)args;
         if (a->g.nb)
             k_reduce<<<a->g.nb, NT, 0, st>>>(*a, kind == HG_K_DOT);
+        break;
+    }
+    case HG_K_COMBINE: {
+        const hg_args_combine_t *a = (const hg_args_combine_t *)args;
+        k_combine<<<1, NT, 0, st>>>(*a);
         break;
     }
     case HG_K_STENCIL: {

@@ -137,7 +137,11 @@ void hg_level_create(hg_mg_t *mg, hg_level_t *L, int id, int boxes_in, int box_d
     L->vec = NULL;
     hg_level_add_vectors(mg, L, nvec);
     L->partial = hg_alloc(sizeof(double) * (size_t)(L->nb ? L->nb : 1), L->mem);
-    L->gpartial = hg_alloc(sizeof(double) * (size_t)L->num_boxes, HG_MEM_HOST);
+    /* in L->mem: a GPU level's kernels write them (stream-ordered reductions) */
+    L->gpartial = hg_alloc(sizeof(double) * (size_t)L->num_boxes, L->mem);
+    L->red_ids = hg_alloc(sizeof(int) * (size_t)(L->nb ? L->nb : 1), L->mem);
+    memcpy(L->red_ids, L->my_id, sizeof(int) * (size_t)L->nb);
+    L->red_norm = hg_alloc(sizeof(double) * HG_RED_NORM_SLOTS, L->mem);
     set_geom(L);
     build_bc_lists(L);
     L->exec = &mg->host;
@@ -283,7 +287,9 @@ void hg_level_free(hg_level_t *L)
     hg_free(L->low, HG_MEM_HOST);
     hg_free(L->low_dev, HG_MEM_DEVICE);
     hg_free(L->partial, L->mem);
-    hg_free(L->gpartial, HG_MEM_HOST);
+    hg_free(L->gpartial, L->mem);
+    hg_free(L->red_ids, L->mem);
+    hg_free(L->red_norm, L->mem);
     free(L->rank_of_box);
     free(L->local_of_box);
     free(L->my_id);

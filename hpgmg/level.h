@@ -13,6 +13,9 @@
 #include "ops.h"
 
 /* time split of one distributed operation (seconds, summed over calls) */
+/* max norms one level may have begun and not ended (hg_red_t) */
+#define HG_RED_NORM_SLOTS 4
+
 typedef struct {
     double total, local, pack, unpack, send, recv, wait;
 } hg_commtimer_t;
@@ -88,6 +91,9 @@ typedef struct hg_level {
     double dominant_eigenvalue; /* Gershgorin bound of D^{-1}A                  */
     double *partial;            /* nb per-box partial reductions (shared memory) */
     double *gpartial;           /* num_boxes, for decomposition-independent sums */
+    int *red_ids;               /* my_id where the level's kernels read it      */
+    double *red_norm;           /* HG_RED_NORM_SLOTS max norms in flight         */
+    int red_norm_next;
 
     hg_exec_t *exec;      /* where this level runs                        */
     hg_backend_t backend; /* how its communication programs run           */
@@ -124,7 +130,8 @@ typedef struct {
                           its results are wrong and not checked */
     double mgbuild_time, mgsolve_time;
     int solves;
-    int last_cycles; /* V-cycles of the last MGSolve (1 for an F-cycle) */
+    long reductions_on_streams; /* stream-ordered norms and dots (hg_red_t) */
+    int last_cycles;            /* V-cycles of the last MGSolve (1 for an F-cycle) */
 } hg_mg_t;
 
 /* level.c */

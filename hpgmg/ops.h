@@ -44,6 +44,7 @@ enum {
     HG_K_STENCIL,  /* apply / residual / smoother sweep               */
     HG_K_BC,       /* Dirichlet boundary conditions in ghost zones    */
     HG_K_TILES,    /* tile list (pack, local, unpack, restrict, interp)*/
+    HG_K_COMBINE,  /* per-box partials -> the collective's buffer     */
     HG_K_NUM
 };
 
@@ -71,6 +72,16 @@ typedef struct {
     const double *a, *b;
     double *partial;
 } hg_args_red_t;
+/* the per-box partials of a reduction into the buffer its collective
+ * reduces in place: dot, out[0..num_boxes) = 0 but out[ids[b]] =
+ * partial[b] (each box its own slot: the sum is the same bits for any
+ * decomposition); max norm, out[0] = max over partial[b] (0 when none) */
+typedef struct {
+    int nb, num_boxes, dot;
+    const double *partial;
+    const int *ids;
+    double *out;
+} hg_args_combine_t;
 
 typedef struct {
     hg_geom_t g;
@@ -113,6 +124,7 @@ typedef union {
     hg_args_axpby_t axpby;
     hg_args_mul_t mul;
     hg_args_red_t red;
+    hg_args_combine_t combine;
     hg_args_stencil_t st;
     hg_args_bc_t bc;
     hg_args_tiles_t tiles;

@@ -16,6 +16,22 @@ void hg_axpby(hg_mg_t *mg, hg_level_t *L, int c, double alpha, int a, double bet
 void hg_mul(hg_mg_t *mg, hg_level_t *L, int c, double scale, int a, int b);
 double hg_dot(hg_mg_t *mg, hg_level_t *L, int a, int b); /* independent of the decomposition */
 double hg_norm(hg_mg_t *mg, hg_level_t *L, int a);       /* max norm */
+/* A reduction in two halves. On a stream level of the streamcomm backend
+ * _begin enqueues the per-box partials, their combination and the
+ * MPI_Allreduce on the level's stream communicator and returns at once;
+ * hg_red_end waits for the stream (one host wait, none if it was drained
+ * since) and returns the value. Elsewhere _begin does all of it. At most
+ * HG_RED_NORM_SLOTS norms and one dot per level in flight. */
+typedef struct {
+    hg_level_t *L;
+    int dot, pending;
+    const double *buf; /* the collective's result */
+    long sync_mark;    /* the stream's syncs when begun */
+    double value;
+} hg_red_t;
+void hg_dot_begin(hg_mg_t *mg, hg_level_t *L, int a, int b, hg_red_t *r);
+void hg_norm_begin(hg_mg_t *mg, hg_level_t *L, int a, hg_red_t *r);
+double hg_red_end(hg_mg_t *mg, hg_red_t *r);
 /* after an MPI collective on L->comm, before the host reads its result */
 void hg_collective_done(hg_mg_t *mg, hg_level_t *L);
 void hg_exchange(hg_mg_t *mg, hg_level_t *L, int v, int shape);

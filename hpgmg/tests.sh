@@ -17,6 +17,8 @@
 #     acc-sx (MPI-4 no-wildcard assertions on the level communicators) moves
 #     messages on mpix-acc's stream-executed path (host streams here), and
 #     --skip-exchange changes nothing without GPU levels
+#   - streamcomm enqueues its norms and dot products with their MPI_Allreduce:
+#     host waits per solve <= reductions on the streams per solve
 # The acc/streamcomm checks run when the binary has them (`hpgmg-fv
 # --features`); otherwise they are reported as FAIL unless HPGMG_MPI_ONLY=1.
 # Each check prints PASS/FAIL; the last line is "N passed, N failed".
@@ -166,6 +168,21 @@ for op in fv4 7pt; do
       check $? "$op: acc-sx moved messages on the stream-executed path ($nsx of 2 ranks)"
     fi
     unset MPIX_ACC_STATS
+    # streamcomm: norms and dots are enqueued with their MPI_Allreduce, and
+    # the host waits only to read one (every level on host streams here): per
+    # solve, host waits <= reductions on the streams, which are > 0
+    lg="$out/${op}_n2_streamcomm.log"
+    if [ -f "$lg" ]; then
+      res=$(awk '/host waits on streams/ { w[++nw] = $5 }
+                 /reductions on the streams/ { r[++nr] = $5 }
+                 END { bad = (nw == 0 || nw != nr); s = ""
+                       for (i = 1; i <= nw; i++) { s = s " " w[i] "/" r[i]; if (r[i] <= 0 || w[i] > r[i]) bad = 1 }
+                       print bad ? "bad" s : "ok" s }' "$lg")
+      case "$res" in ok*) rc=0 ;; *) rc=1 ;; esac
+      detail=${res#ok}
+      detail=${detail#bad}
+      check $rc "$op: streamcomm waits on its streams only to read its reductions (waits/reductions per solve:$detail)"
+    fi
     # --skip-exchange touches GPU levels only: none here, so nothing changes
     run "${op}_n2_acc_skip" 2 4 4 --operator "$op" --backend acc --skip-exchange &&
       same "${op}_n2_mpi" "${op}_n2_acc_skip" "$op: --skip-exchange without GPU levels = mpi"
