@@ -361,6 +361,8 @@ run_test() {
 }
 
 mpirun2() { "$MPIEXEC" $LAUNCH -n 2 "$@"; }
+# (the stats line of messages staged through host memory, issue 22 item 1)
+NETSTAGED='staged through host memory .MPIX_ACC_NET_STAGE=all, up to [0-9]+ bytes.: sent [1-9][0-9]* received [1-9]'
 
 if [ "$NOGPU" = 1 ]; then
     step "runtime check without a GPU (--no-gpu)"
@@ -508,6 +510,16 @@ run_test "dt/derived" 200 'PASS' -- env MPIX_ACC_LOG=warn \
     "$MPIEXEC" $LAUNCH -n 2 "$BIN/derived" --timeout=180
 run_test "dt/derived-sx" 200 'PASS' -- env MPIX_ACC_LOG=warn \
     "$MPIEXEC" $LAUNCH -n 2 "$BIN/derived" --sx --timeout=180
+
+# device messages staged through pinned host memory (issue 22 item 1,
+# MPIX_ACC_NET_STAGE; all: every peer, as auto does for peers on other
+# nodes): the pack kernel writes the pinned block, the receive's copies out
+# behind its wait or on a library stream; the stats line counts them
+for t in ring truncate any_source host_wait; do
+    run_test "net/$t" 300 "$NETSTAGED" -- env MPIX_ACC_NET_STAGE=all MPIX_ACC_NET_STAGE_BYTES=64k \
+        MPIX_ACC_STATS=1 MPIX_ACC_LOG=warn "$MPIEXEC" $LAUNCH -n 2 "$BIN/$t" --scale=$SCALE \
+        --timeout=$GUARD
+done
 
 if [ "$SANITIZER" = 1 ]; then
     if [ -z "$SANITIZER_BIN" ]; then
@@ -670,6 +682,20 @@ if [ "$APPS" = 1 ]; then
     run_test "apps/bench-floor" 200 'RESULT: OK' -- env MPIX_ACC_LOG=warn \
         "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/bench/mpixacc_bench" --backend cuda \
         --variant floor,acc --sizes 8,64K,64M --timeout 120 --csv "$RES/bench-floor.csv"
+    # the network path (issue 22 item 1): both ranks over TCP + cuda_copy only
+    # (no shared memory, no cuda_ipc), as between nodes; acc with staging
+    # (MPIX_ACC_NET_STAGE=all: these peers share a node), acc without, staged
+    # MPI, and host-to-host MPI over the same transport (-d HH)
+    NETENV=(env MPIX_ACC_LOG=warn UCX_TLS=tcp,cuda_copy)
+    run_test "apps/bench-net" 240 "$NETSTAGED" -- "${NETENV[@]}" MPIX_ACC_NET_STAGE=all \
+        MPIX_ACC_STATS=1 "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/bench/mpixacc_bench" --backend cuda \
+        -t lat --variant acc,staged --sizes 8,512,4K,8K,64K --timeout 200 --csv "$RES/bench-net.csv"
+    run_test "apps/bench-net-off" 240 'RESULT: OK' -- "${NETENV[@]}" MPIX_ACC_NET_STAGE=off \
+        "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/bench/mpixacc_bench" --backend cuda \
+        -t lat --variant acc --sizes 8,512,4K,8K,64K --timeout 200 --csv "$RES/bench-net-off.csv"
+    run_test "apps/bench-net-hh" 240 'RESULT: OK' -- "${NETENV[@]}" \
+        "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/bench/mpixacc_bench" --backend cuda -d HH \
+        -t lat --variant staged --sizes 8,512,4K,8K,64K --timeout 200 --csv "$RES/bench-net-hh.csv"
     # stream-ordered Allreduce (issue 20) beside staged MPI and NCCL's
     run_test "apps/bench-allreduce" 300 'RESULT: OK' -- env MPIX_ACC_LOG=warn \
         "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/bench/mpixacc_bench" --backend cuda -t allreduce \

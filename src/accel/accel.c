@@ -299,24 +299,25 @@ void *mxa_stream_device_ctx(mxa_stream_t *s)
 
 /* ------------------------------------------------- pack/unpack */
 
-mxu_status_t mxa_dev_temp_get(void *ctx, const mxa_stream_t *stream, size_t bytes, void **p,
-                              size_t *got, uint64_t **word)
+mxu_status_t mxa_dev_temp_get(void *ctx, const mxa_stream_t *stream, size_t bytes, int host,
+                              void **p, size_t *got, uint64_t **word)
 {
 #ifdef MPIXACC_HAVE_CUDA
     if (atomic_load_explicit(&cuda_on, memory_order_acquire))
-        return mxa_cuda_temp_get(ctx, stream, bytes, p, got, word);
+        return mxa_cuda_temp_get(ctx, stream, bytes, host, p, got, word);
 #endif
-    (void)ctx, (void)stream, (void)bytes, (void)p, (void)got, (void)word;
+    (void)ctx, (void)stream, (void)bytes, (void)host, (void)p, (void)got, (void)word;
     return MXU_ERR_UNSUPPORTED;
 }
 
-void mxa_dev_temp_put(void *ctx, void *p, size_t got, uint64_t *word, const mxa_stream_t *stream)
+void mxa_dev_temp_put(void *ctx, void *p, size_t got, int host, uint64_t *word,
+                      const mxa_stream_t *stream)
 {
 #ifdef MPIXACC_HAVE_CUDA
     if (atomic_load_explicit(&cuda_on, memory_order_acquire))
-        mxa_cuda_temp_put(ctx, p, got, word, stream);
+        mxa_cuda_temp_put(ctx, p, got, host, word, stream);
 #endif
-    (void)ctx, (void)p, (void)got, (void)word, (void)stream;
+    (void)ctx, (void)p, (void)got, (void)host, (void)word, (void)stream;
 }
 
 mxu_status_t mxa_dev_upload(void *ctx, const void *host, size_t bytes, void **dptr)

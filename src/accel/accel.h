@@ -194,17 +194,20 @@ uint64_t mxa_sx_abort_word_addr(void);
 
 /* ---- device pack/unpack of non-contiguous datatypes (interpose/p2p.c) ---- */
 #include "accel/pack_proto.h"
-/* Device memory of ctx for a packed message of bytes (*got: its size, to
- * give back) and a host-visible word that goes with it (*word). stream:
- * the stream the caller's uses of it are ordered on; a block given back in
- * the order of that stream may be handed out again (also NULL: any free
- * block). MXU_ERR_UNSUPPORTED without CUDA. */
-mxu_status_t mxa_dev_temp_get(void *ctx, const mxa_stream_t *stream, size_t bytes, void **p,
-                              size_t *got, uint64_t **word);
+/* Device memory of ctx for a packed message of bytes (host: pinned host
+ * memory that ctx's kernels reach at the same address, for messages staged
+ * through host memory) (*got: its size, to give back) and a host-visible
+ * word that goes with it (*word). stream: the stream the caller's uses of
+ * it are ordered on; a block given back in the order of that stream may be
+ * handed out again (also NULL: any free block). MXU_ERR_UNSUPPORTED
+ * without CUDA. */
+mxu_status_t mxa_dev_temp_get(void *ctx, const mxa_stream_t *stream, size_t bytes, int host,
+                              void **p, size_t *got, uint64_t **word);
 /* Give it back: stream NULL when nothing of its last use is still to run;
  * else the stream on which its last use is enqueued (later work of that
  * stream only may have it). */
-void mxa_dev_temp_put(void *ctx, void *p, size_t got, uint64_t *word, const mxa_stream_t *stream);
+void mxa_dev_temp_put(void *ctx, void *p, size_t got, int host, uint64_t *word,
+                      const mxa_stream_t *stream);
 /* Copy bytes of host memory into new device memory of ctx (kept to the end
  * of the process), done at return. */
 mxu_status_t mxa_dev_upload(void *ctx, const void *host, size_t bytes, void **dptr);

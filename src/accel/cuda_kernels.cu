@@ -1030,7 +1030,9 @@ extern "C" __global__ void mxa_pack_kernel(mxa_pack_args_t a)
     const mxa_u64 warp = ((mxa_u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const mxa_u64 warps = ((mxa_u64)gridDim.x * blockDim.x) >> 5;
     const mxa_u64 total = a.count * a.nchunks;
-    const mxa_chunk_t *ch = (const mxa_chunk_t *)a.chunks;
+    /* no chunk list: contiguous bytes, as elements of `size` bytes */
+    const mxa_chunk_t flat = {0, a.size, 0};
+    const mxa_chunk_t *ch = a.chunks ? (const mxa_chunk_t *)a.chunks : &flat;
     mxa_u64 limit = a.limit;
     if (a.unpack && a.limit_at)
         limit = *(volatile const mxa_u64 *)a.limit_at;
@@ -1039,12 +1041,10 @@ extern "C" __global__ void mxa_pack_kernel(mxa_pack_args_t a)
         unsigned char *user = (unsigned char *)a.buf + (long long)e * a.extent + ch[k].off;
         unsigned char *pk = (unsigned char *)a.packed + e * a.size + ch[k].pos;
         mxa_u64 len = ch[k].len, at = e * a.size + ch[k].pos;
-        if (a.unpack) {
-            if (at >= limit)
-                continue;
-            if (len > limit - at)
-                len = limit - at;
-        }
+        if (at >= limit) /* a short message, or the last piece of contiguous bytes */
+            continue;
+        if (len > limit - at)
+            len = limit - at;
         unsigned char *dst = a.unpack ? user : pk;
         const unsigned char *src = a.unpack ? pk : user;
         if ((((uintptr_t)dst | (uintptr_t)src | len) & 7) == 0) {

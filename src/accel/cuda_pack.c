@@ -29,6 +29,7 @@ typedef struct temp_block {
     CUcontext ctx;
     const void *owner; /* the stream whose order frees it, NULL: free */
     size_t bytes;
+    int host; /* pinned host memory (cuMemHostAlloc, device-mapped) */
     CUdeviceptr p;
     uint64_t *word; /* a host-visible word that goes with the block */
 } temp_block_t;
@@ -36,8 +37,8 @@ typedef struct temp_block {
 static pthread_mutex_t temp_lock = PTHREAD_MUTEX_INITIALIZER;
 static temp_block_t *temp_free;
 
-mxu_status_t mxa_cuda_temp_get(void *ctx, const void *stream, size_t bytes, void **p, size_t *got,
-                               uint64_t **word)
+mxu_status_t mxa_cuda_temp_get(void *ctx, const void *stream, size_t bytes, int host, void **p,
+                               size_t *got, uint64_t **word)
 {
     size_t want = 256;
     while (want < bytes)
@@ -45,7 +46,7 @@ mxu_status_t mxa_cuda_temp_get(void *ctx, const void *stream, size_t bytes, void
     pthread_mutex_lock(&temp_lock);
     for (temp_block_t **pp = &temp_free; *pp; pp = &(*pp)->next) {
         temp_block_t *b = *pp;
-        if (b->ctx == (CUcontext)ctx && b->bytes == want &&
+        if (b->ctx == (CUcontext)ctx && b->bytes == want && b->host == host &&
             (b->owner == NULL || b->owner == stream)) {
             *pp = b->next;
             pthread_mutex_unlock(&temp_lock);
@@ -64,11 +65,19 @@ mxu_status_t mxa_cuda_temp_get(void *ctx, const void *stream, size_t bytes, void
     if (entered < 0)
         MXU_FAIL(MXU_ERR_NO_DEVICE, "packed message: cannot enter the buffer's context");
     CUdeviceptr d = 0;
-    CUresult r = MXA_CU(cuMemAlloc) ? MXA_CU(cuMemAlloc)(&d, want) : CUDA_ERROR_NOT_SUPPORTED;
+    CUresult r;
+    if (host) { /* unified addressing: the host address is the kernels' too */
+        void *h = NULL;
+        r = MXA_CU(cuMemHostAlloc)(&h, want, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE);
+        d = (CUdeviceptr)(uintptr_t)h;
+    } else {
+        r = MXA_CU(cuMemAlloc) ? MXA_CU(cuMemAlloc)(&d, want) : CUDA_ERROR_NOT_SUPPORTED;
+    }
     ctx_leave(entered);
     if (r != CUDA_SUCCESS) {
         mxa_host_word_put(w);
-        MXU_FAIL(MXU_ERR_NO_MEMORY, "packed message: cuMemAlloc(%zu): %s", want, cu_err(r));
+        MXU_FAIL(MXU_ERR_NO_MEMORY, "packed message: %s(%zu): %s",
+                 host ? "cuMemHostAlloc" : "cuMemAlloc", want, cu_err(r));
     }
     *p = (void *)(uintptr_t)d;
     *got = want;
@@ -76,7 +85,7 @@ mxu_status_t mxa_cuda_temp_get(void *ctx, const void *stream, size_t bytes, void
     return MXU_OK;
 }
 
-void mxa_cuda_temp_put(void *ctx, void *p, size_t got, uint64_t *word, const void *stream)
+void mxa_cuda_temp_put(void *ctx, void *p, size_t got, int host, uint64_t *word, const void *stream)
 {
     temp_block_t *b = malloc(sizeof(*b));
     if (!b)
@@ -84,6 +93,7 @@ void mxa_cuda_temp_put(void *ctx, void *p, size_t got, uint64_t *word, const voi
     *b = (temp_block_t){.ctx = (CUcontext)ctx,
                         .owner = stream,
                         .bytes = got,
+                        .host = host,
                         .p = (CUdeviceptr)(uintptr_t)p,
                         .word = word};
     pthread_mutex_lock(&temp_lock);

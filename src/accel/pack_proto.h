@@ -19,12 +19,13 @@ typedef struct {
 typedef struct {
     uint64_t buf;    /* the user's buffer (device or managed memory) */
     uint64_t packed; /* the packed bytes (device memory) */
-    uint64_t chunks; /* mxa_chunk_t[nchunks] in device memory */
+    uint64_t chunks; /* mxa_chunk_t[nchunks] in device memory; 0: contiguous bytes,
+                      * one chunk {0, size, 0} per element (nchunks 1) */
     uint64_t nchunks;
     uint64_t count;    /* elements */
     int64_t extent;    /* bytes between elements */
     uint64_t size;     /* packed bytes of one element */
-    uint64_t limit;    /* unpack: packed bytes to scatter at most */
+    uint64_t limit;    /* packed bytes to gather or scatter at most */
     uint64_t limit_at; /* unpack: 0, or a host-visible word holding the limit */
     int32_t unpack;    /* 0: gather buf -> packed; 1: scatter packed -> buf */
     int32_t pad;

@@ -330,6 +330,12 @@ static void mxi_print_stats(void)
     MXU_LOG_FORCED(
         MXU_LOG_INFO, "stats: peers: %d on this node, %d on other nodes; UCX endpoints %d: %s",
         mxi_node_size - 1, mxi.world_size - mxi_node_size, st.ucx_endpoints, st.ucx_endpoint_kinds);
+    unsigned long long staged_sent, staged_received;
+    mxi_net_stage_counts(&staged_sent, &staged_received);
+    MXU_LOG_FORCED(MXU_LOG_INFO,
+                   "stats: staged through host memory (MPIX_ACC_NET_STAGE=%s, up to %zu bytes): "
+                   "sent %llu received %llu",
+                   mxu_config.net_stage, mxu_config.net_stage_bytes, staged_sent, staged_received);
     MXU_LOG_FORCED(MXU_LOG_INFO,
                    "stats: call-order matching: announced %llu; matched posted %llu; matched "
                    "unexpected %llu",

@@ -56,6 +56,7 @@ typedef struct {
     int nhints;
     _Atomic int probe_warned;    /* a nonblocking probe's warning was logged */
     struct mxi_coll_ll *coll_ll; /* the one-kernel Allreduce's set-up (coll_ll.c), or NULL */
+    _Atomic int remote_members;  /* 0 not known yet, 1 none, 2 a member on another node */
 } mxi_comm_t;
 
 typedef struct {
@@ -150,6 +151,9 @@ int mxi_allgatherv_bytes(const void *in, int len, void *out, const int *lens, co
                          MPI_Comm comm, const char *what);
 void mxi_comm_register_predefined(void);
 void mxi_comm_forget(MPI_Comm comm);
+/* Point-to-point messages staged through host memory so far (p2p.c,
+ * MPIX_ACC_NET_STAGE): sends and receives of this process. */
+void mxi_net_stage_counts(unsigned long long *sent, unsigned long long *received);
 void mxi_comm_forget_all(void);
 /* Apply our info keys from `info` to `c` (validating first). Returns an MPI
  * error code; MPI_SUCCESS if applied. */

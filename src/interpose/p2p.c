@@ -355,6 +355,7 @@ typedef struct {
     /* unpacking behind a stream wait: device packing (dev), or a host
      * stream's receive (behind_wait: a host call on the waiting stream) */
     int dev, behind_wait;
+    int host_block;            /* dev: the block is pinned host memory (network staging) */
     uint64_t limit_store;      /* behind_wait: the word limit points to */
     void *ctx;                 /* the stream's device context */
     void *chunks;              /* the layout's chunks in ctx's memory */
@@ -378,7 +379,7 @@ static void mxi_packed_put(void *p)
     if (pk && __atomic_sub_fetch(&pk->refs, 1, __ATOMIC_ACQ_REL) == 0) {
         mxi_layout_put(pk->layout);
         if (pk->dev && !pk->dev_lost)
-            mxa_dev_temp_put(pk->ctx, pk->packed, pk->got, pk->limit, pk->order);
+            mxa_dev_temp_put(pk->ctx, pk->packed, pk->got, pk->host_block, pk->limit, pk->order);
         else if (!pk->dev)
             free(pk->packed);
         free(pk);
@@ -394,6 +395,18 @@ static void mxi_pack_step(void *arg)
 
 static mxa_pack_args_t mxi_pack_args(const mxi_packed_t *pk, int unpack)
 {
+    if (mxi_layout_contiguous(pk->layout)) { /* 256-byte pieces, a warp each */
+        uint64_t total = mxi_layout_bytes(pk->layout, pk->count);
+        return (mxa_pack_args_t){.buf = (uint64_t)(uintptr_t)pk->user_buf,
+                                 .packed = (uint64_t)(uintptr_t)pk->packed,
+                                 .chunks = 0,
+                                 .nchunks = 1,
+                                 .count = (total + 255) / 256,
+                                 .extent = 256,
+                                 .size = 256,
+                                 .limit = total,
+                                 .unpack = unpack};
+    }
     return (mxa_pack_args_t){.buf = (uint64_t)(uintptr_t)pk->user_buf,
                              .packed = (uint64_t)(uintptr_t)pk->packed,
                              .chunks = (uint64_t)(uintptr_t)pk->chunks,
@@ -587,34 +600,37 @@ static void *mxi_layout_dev_chunks(mxi_layout_t *l, void *ctx)
     return d;
 }
 
-/* For count elements of the non-contiguous dt at buf (arguments checked):
- * *pk with the packed buffer (one reference); the operation moves its
- * `bytes` (the datatype's size times count) from or into it. */
-static int mxi_packed_begin(mxa_stream_t *s, MPI_Comm comm, const void *buf, int count,
-                            MPI_Datatype dt, mxi_packed_t **pk)
+/* *pk (one reference) for count elements of layout l (the caller's
+ * reference passes to it) at buf, `bytes` packed: the operation moves them
+ * from or into pk->packed. Device and managed buffers on a CUDA stream get
+ * a block of the library's: device memory, or pinned host memory when
+ * host_block (staged for the network). */
+static int mxi_packed_make(mxa_stream_t *s, MPI_Comm comm, const void *buf, mxi_layout_t *l,
+                           int count, uint64_t bytes, int host_block, mxi_packed_t **pk)
 {
     *pk = NULL;
-    mxi_layout_t *l;
-    uint64_t bytes;
-    int rc = mxi_packed_layout(comm, dt, count, &l, &bytes);
-    if (rc != MPI_SUCCESS)
-        return rc;
+    const char *what =
+        host_block ? "a message staged through host memory" : "a non-contiguous datatype's packing";
     mxi_packed_t *p = calloc(1, sizeof(*p));
     if (!p) {
         mxi_layout_put(l);
-        return mxi_raise(comm, MXI_E_NO_MEM, "a non-contiguous datatype's packing");
+        return mxi_raise(comm, MXI_E_NO_MEM, "%s", what);
     }
     p->dev = s->kind == MXA_KIND_CUDA && buf && mxa_memtype(buf, 1) != MXA_MEM_HOST;
     if (p->dev) {
+        p->host_block = host_block;
         p->ctx = mxa_stream_device_ctx(s);
-        p->chunks = p->ctx ? mxi_layout_dev_chunks(l, p->ctx) : NULL;
-        if (!p->chunks || mxa_dev_temp_get(p->ctx, s, bytes ? (size_t)bytes : 1, &p->packed,
-                                           &p->got, &p->limit) != MXU_OK) {
+        /* contiguous bytes need no chunk list (mxi_pack_args) */
+        int need_chunks = !mxi_layout_contiguous(l);
+        p->chunks = p->ctx && need_chunks ? mxi_layout_dev_chunks(l, p->ctx) : NULL;
+        if (!p->ctx || (need_chunks && !p->chunks) ||
+            mxa_dev_temp_get(p->ctx, s, bytes ? (size_t)bytes : 1, host_block, &p->packed, &p->got,
+                             &p->limit) != MXU_OK) {
             free(p);
             mxi_layout_put(l);
-            return mxi_raise(comm, MXI_E_NO_MEM,
-                             "%llu bytes of device memory to pack a non-contiguous datatype",
-                             (unsigned long long)bytes);
+            return mxi_raise(comm, MXI_E_NO_MEM, "%llu bytes of %s memory for %s",
+                             (unsigned long long)bytes, host_block ? "pinned host" : "device",
+                             what);
         }
         p->order = s;
         if (mxi_recv_stream_waited)
@@ -624,8 +640,8 @@ static int mxi_packed_begin(mxa_stream_t *s, MPI_Comm comm, const void *buf, int
         if (!p->packed) {
             free(p);
             mxi_layout_put(l);
-            return mxi_raise(comm, MXI_E_NO_MEM, "%llu bytes to pack a non-contiguous datatype",
-                             (unsigned long long)bytes);
+            return mxi_raise(comm, MXI_E_NO_MEM, "%llu bytes for %s", (unsigned long long)bytes,
+                             what);
         }
         /* a host stream's receive unpacks behind its stream wait as the
          * device path does (the same claim; how CI runs that logic) */
@@ -640,6 +656,81 @@ static int mxi_packed_begin(mxa_stream_t *s, MPI_Comm comm, const void *buf, int
     p->count = count;
     *pk = p;
     return MPI_SUCCESS;
+}
+
+/* For count elements of the non-contiguous dt at buf (arguments checked):
+ * *pk with the packed buffer (one reference); the operation moves its
+ * `bytes` (the datatype's size times count) from or into it. */
+static int mxi_packed_begin(mxa_stream_t *s, MPI_Comm comm, const void *buf, int count,
+                            MPI_Datatype dt, mxi_packed_t **pk)
+{
+    *pk = NULL;
+    mxi_layout_t *l;
+    uint64_t bytes;
+    int rc = mxi_packed_layout(comm, dt, count, &l, &bytes);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return mxi_packed_make(s, comm, buf, l, count, bytes, 0, pk);
+}
+
+/* ------------------------------------------- staging for the network
+ * Issue 22 item 1: a contiguous message of at most MPIX_ACC_NET_STAGE_BYTES
+ * to or from a process of another node travels through a library buffer
+ * in host memory, as the packed bytes of a non-contiguous one do (the same
+ * code with a layout of plain bytes): the send's stream copies a device
+ * buffer into a pinned host block (the pack kernel, writing host memory)
+ * before its point, so UCX sends host memory eagerly (no rendezvous, no
+ * cuda_copy on the progress thread); the receive lands in a pinned block
+ * and its stream copies the bytes out behind its wait. */
+static atomic_ullong mxi_net_staged_sent, mxi_net_staged_received;
+
+void mxi_net_stage_counts(unsigned long long *sent, unsigned long long *received)
+{
+    *sent = atomic_load_explicit(&mxi_net_staged_sent, memory_order_relaxed);
+    *received = atomic_load_explicit(&mxi_net_staged_received, memory_order_relaxed);
+}
+
+static int mxi_world_remote(int w) { return w != mxi.world_rank && !mxe_world_on_node(w); }
+
+/* Has the communicator a member on another node (cached)? */
+static int mxi_comm_has_remote(mxi_comm_t *c)
+{
+    int v = atomic_load_explicit(&c->remote_members, memory_order_relaxed);
+    if (v == 0) {
+        v = 1;
+        for (int r = 0; r < c->ec.size && v == 1; r++)
+            if (mxi_world_remote(c->ec.world_ranks ? c->ec.world_ranks[r] : r))
+                v = 2;
+        atomic_store_explicit(&c->remote_members, v, memory_order_relaxed);
+    }
+    return v == 2;
+}
+
+static int mxi_net_stage(const mxa_stream_t *s, mxi_comm_t *c, const void *buf, size_t bytes,
+                         int peer)
+{
+    if (bytes == 0 || bytes > mxu_config.net_stage_bytes || peer == MPI_PROC_NULL ||
+        strcmp(mxu_config.net_stage, "off") == 0)
+        return 0;
+    if (strcmp(mxu_config.net_stage, "all") == 0)
+        return 1;
+    if (s->kind != MXA_KIND_CUDA || !buf || mxa_memtype(buf, 1) == MXA_MEM_HOST)
+        return 0;
+    if (peer == MPI_ANY_SOURCE)
+        return mxi_comm_has_remote(c);
+    return mxi_world_remote(c->ec.world_ranks ? c->ec.world_ranks[peer] : peer);
+}
+
+/* The staging of `bytes` contiguous bytes at buf. */
+static int mxi_staged_begin(mxa_stream_t *s, MPI_Comm comm, const void *buf, size_t bytes,
+                            mxi_packed_t **pk)
+{
+    mxi_layout_t *l = mxi_layout_bytes_get();
+    if (!l) {
+        *pk = NULL;
+        return mxi_raise(comm, MXI_E_NO_MEM, "a message staged through host memory");
+    }
+    return mxi_packed_make(s, comm, buf, l, (int)bytes, bytes, 1, pk);
 }
 
 /* An operation with MPI_PROC_NULL (arguments checked) on a communicator
@@ -693,12 +784,17 @@ static int mxi_isend_(mxa_stream_t *s, mxi_origin_t origin, const void *buf, int
     int rc = mxi_send_args(buf, count, dt, dest, tag, comm, req, &c, &bytes, &contiguous);
     if (rc == MPI_SUCCESS && dest == MPI_PROC_NULL && !c->ec.match_dynamic)
         return mxi_proc_null_request(comm, req);
+    int staged = rc == MPI_SUCCESS && contiguous && mxi_net_stage(s, c, buf, bytes, dest);
     if (rc == MPI_SUCCESS && !contiguous)
         rc = mxi_packed_begin(s, comm, buf, count, dt, &pk);
+    else if (staged)
+        rc = mxi_staged_begin(s, comm, buf, bytes, &pk);
     if (rc != MPI_SUCCESS)
         return rc;
     if (pk)
         buf = pk->packed;
+    if (staged)
+        atomic_fetch_add_explicit(&mxi_net_staged_sent, 1, memory_order_relaxed);
     mxi_reap(0);
     mxe_op_t *op;
     mxu_status_t st =
@@ -741,12 +837,17 @@ static int mxi_irecv_(mxa_stream_t *s, mxi_origin_t origin, void *buf, int count
     int rc = mxi_recv_args(buf, count, dt, source, tag, comm, req, &c, &bytes, &contiguous);
     if (rc == MPI_SUCCESS && source == MPI_PROC_NULL && !c->ec.match_dynamic)
         return mxi_proc_null_request(comm, req);
+    int staged = rc == MPI_SUCCESS && contiguous && mxi_net_stage(s, c, buf, bytes, source);
     if (rc == MPI_SUCCESS && !contiguous)
         rc = mxi_packed_begin(s, comm, buf, count, dt, &pk);
+    else if (staged)
+        rc = mxi_staged_begin(s, comm, buf, bytes, &pk);
     if (rc != MPI_SUCCESS)
         return rc;
     if (pk)
         buf = pk->packed;
+    if (staged)
+        atomic_fetch_add_explicit(&mxi_net_staged_received, 1, memory_order_relaxed);
     mxi_reap(0);
     int esrc = source == MPI_PROC_NULL    ? MXE_PROC_NULL
                : source == MPI_ANY_SOURCE ? MXE_ANY_SOURCE

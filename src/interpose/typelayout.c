@@ -269,10 +269,14 @@ void mxi_layout_init(void)
         mxi_layout_keyval = MPI_KEYVAL_INVALID; /* layouts are then built at every use */
 }
 
+static mxi_layout_t *mxi_bytes_layout; /* mxi_layout_bytes_get's, made at first use */
+
 void mxi_layout_finalize(void)
 {
     if (mxi_layout_keyval != MPI_KEYVAL_INVALID)
         PMPI_Type_free_keyval(&mxi_layout_keyval);
+    /* its own reference: operations still holding one free it last */
+    mxi_layout_put(__atomic_exchange_n(&mxi_bytes_layout, NULL, __ATOMIC_ACQ_REL));
 }
 
 int mxi_layout_get(MPI_Datatype dt, mxi_layout_t **out)
@@ -307,10 +311,42 @@ void mxi_layout_put(mxi_layout_t *l)
         free(l);
 }
 
+int mxi_layout_contiguous(const mxi_layout_t *l)
+{
+    return l->n == 1 && l->c[0].off == 0 && l->c[0].len == l->size && (int64_t)l->size == l->extent;
+}
+
+mxi_layout_t *mxi_layout_bytes_get(void)
+{
+    if (!__atomic_load_n(&mxi_bytes_layout, __ATOMIC_ACQUIRE)) {
+        mxi_layout_t *l = calloc(1, sizeof(*l) + sizeof(mxi_chunk_t));
+        if (!l)
+            return NULL;
+        l->refs = 1; /* mxi_bytes_layout's, dropped at finalize */
+        l->size = 1;
+        l->extent = 1;
+        l->n = 1;
+        l->c[0] = (mxi_chunk_t){.off = 0, .len = 1};
+        mxi_layout_t *none = NULL;
+        if (!__atomic_compare_exchange_n(&mxi_bytes_layout, &none, l, 0, __ATOMIC_ACQ_REL,
+                                         __ATOMIC_ACQUIRE))
+            free(l);
+    }
+    mxi_layout_t *l = __atomic_load_n(&mxi_bytes_layout, __ATOMIC_ACQUIRE);
+    if (l)
+        __atomic_add_fetch(&l->refs, 1, __ATOMIC_RELAXED);
+    return l;
+}
+
 void mxi_layout_pack(const mxi_layout_t *l, const void *buf, int count, void *packed)
 {
     const unsigned char *b = buf;
     unsigned char *p = packed;
+    if (mxi_layout_contiguous(l)) {
+        if (count > 0)
+            memcpy(p, b, (size_t)l->size * (size_t)count);
+        return;
+    }
     for (int e = 0; e < count; e++)
         for (size_t i = 0; i < l->n; i++) {
             memcpy(p, b + (int64_t)e * l->extent + l->c[i].off, (size_t)l->c[i].len);
@@ -323,6 +359,14 @@ void mxi_layout_unpack(const mxi_layout_t *l, const void *packed, uint64_t bytes
 {
     unsigned char *b = buf;
     const unsigned char *p = packed;
+    if (mxi_layout_contiguous(l)) {
+        uint64_t all = l->size * (uint64_t)(count > 0 ? count : 0);
+        if (bytes > all)
+            bytes = all;
+        if (bytes)
+            memcpy(b, p, (size_t)bytes);
+        return;
+    }
     for (int e = 0; e < count && bytes > 0; e++)
         for (size_t i = 0; i < l->n && bytes > 0; i++) {
             uint64_t n = l->c[i].len < bytes ? l->c[i].len : bytes;

@@ -42,6 +42,13 @@ typedef struct mxi_layout {
  * message says which. */
 int mxi_layout_get(MPI_Datatype dt, mxi_layout_t **out);
 void mxi_layout_put(mxi_layout_t *l);
+/* A layout of plain bytes (one chunk of 1 byte, extent 1: count elements
+ * are count contiguous bytes), one reference for the caller; NULL when out
+ * of memory. For contiguous messages staged through a library buffer. */
+mxi_layout_t *mxi_layout_bytes_get(void);
+/* Is one element one chunk at offset 0 whose extent is its size (count
+ * elements are contiguous bytes)? Pack and unpack then copy at once. */
+int mxi_layout_contiguous(const mxi_layout_t *l);
 /* Packed bytes of count elements. */
 static inline uint64_t mxi_layout_bytes(const mxi_layout_t *l, int count)
 {

@@ -67,6 +67,16 @@
     X(EAGER_LIMIT, SIZE, eager_limit, "8192", "0..1g",                                           \
       "Default for the mpix_acc_eager_limit hint: sends up to this size are copied into a "       \
       "library buffer when they start, so they complete at once")                                \
+    X(NET_STAGE, STRING, net_stage, "auto", "auto|all|off",                                        \
+      "Point-to-point messages of at most MPIX_ACC_NET_STAGE_BYTES travel through a library "      \
+      "buffer in host memory: the send copies them there on its stream before it starts (a "       \
+      "kernel writing pinned memory for device buffers), UCX sends host memory eagerly, and "      \
+      "the receive copies them out behind its stream wait. auto: device and managed buffers "      \
+      "on CUDA streams whose peer is a process of another node (no rendezvous, no cuda_copy "      \
+      "unpack on the progress thread); all: every such message, any memory, any peer (for "        \
+      "UCX builds without GPU support, and how CI runs the path on host streams); off: never")     \
+    X(NET_STAGE_BYTES, SIZE, net_stage_bytes, "8k", "0..1m",                                       \
+      "Largest message that MPIX_ACC_NET_STAGE stages through host memory")                        \
     X(RECV_POST, STRING, recv_post, "ordered", "ordered|early",                                  \
       "Default for the mpix_acc_recv_post hint: ordered (post when the stream reaches the "       \
       "receive) or early (post at call time)")                                                   \

@@ -10,7 +10,7 @@
 # finalize race it guards against showed up about once in 10 runs: a rank
 # still printing its statistics saw its peer close the connection and
 # logged "connection to rank N failed"). Each run must exit 0, print PASS,
-# and on both ranks (8 stats lines each: 16 in all) a counter line, a timer line with non-zero counts for
+# and on both ranks (9 stats lines each: 18 in all) a counter line, a timer line with non-zero counts for
 # the stream turnaround and send timers, the UCX path line with exactly the
 # messages and bytes pingpong moves (8 sizes x 30 round trips each way:
 # 240 messages, 11479020 bytes sent and received by each rank) and a
@@ -49,7 +49,10 @@ for i in $(seq "$runs"); do
     [ "$m" -eq 2 ] || why="${why:+$why, }$m of 2 matching lines (announced 240, matched 240)"
     ni=$(grep -c '\] INFO init\.c:[0-9]*: stats: ' "$log")
     na=$(grep -c 'stats: ' "$log")
-    [ "$ni" -eq 16 ] && [ "$na" -eq 16 ] || why="${why:+$why, }$ni INFO of $na stats lines (16 expected)"
+    [ "$ni" -eq 18 ] && [ "$na" -eq 18 ] || why="${why:+$why, }$ni INFO of $na stats lines (18 expected)"
+    # host buffers on host streams between processes of one node: nothing staged (auto)
+    ns=$(grep -cE 'stats: staged through host memory \(MPIX_ACC_NET_STAGE=auto, up to 8192 bytes\): sent 0 received 0$' "$log")
+    [ "$ns" -eq 2 ] || why="${why:+$why, }$ns of 2 ranks staged nothing (auto, 8192 bytes)"
     f='[0-9]+\.[0-9]+/[0-9]+\.[0-9]+/[0-9]+\.[0-9]+'
     hc=$(grep -cE "stats: host us per call on application threads, p50/p99/mean \(count\): send $f \(240\); receive $f \(240\); stream wait $f \(480\); inside them: CUDA launch of a send step $f \(0\); CUDA launch of a receive step $f \(0\); " "$log")
     [ "$hc" -eq 2 ] || why="${why:+$why, }$hc of 2 host-cost lines (240 sends, 240 receives, 480 stream waits)"
@@ -70,8 +73,8 @@ rc=$?
 nfiles=$(ls "$dir" | grep -c '^log-[0-9]*\.log$')
 nin=$(cat "$dir"/log-*.log 2>/dev/null | grep -c '\] INFO init\.c:[0-9]*: stats: ')
 nout=$(grep -c 'stats: ' "$log")
-if [ $rc -ne 0 ] || [ "$nfiles" -ne 2 ] || [ "$nin" -ne 16 ] || [ "$nout" -ne 0 ]; then
-    echo "[stats] MPIX_ACC_LOG_FILE run FAIL: exit $rc, $nfiles files, $nin stats lines in them (16 expected), $nout on stderr"
+if [ $rc -ne 0 ] || [ "$nfiles" -ne 2 ] || [ "$nin" -ne 18 ] || [ "$nout" -ne 0 ]; then
+    echo "[stats] MPIX_ACC_LOG_FILE run FAIL: exit $rc, $nfiles files, $nin stats lines in them (18 expected), $nout on stderr"
     sed 's/^/    | /' "$log" | tail -20
     fails=$((fails + 1))
 fi
@@ -93,9 +96,19 @@ else
     echo "[stats] offloaded unpacks FAIL: $dt not built"
     fails=$((fails + 1))
 fi
+# MPIX_ACC_NET_STAGE=all: pingpong's messages of at most 8192 bytes (4 of
+# its 8 sizes, 30 round trips each way) go through host memory on both ranks
+MPIX_ACC_STATS=1 MPIX_ACC_NET_STAGE=all timeout 120 mpiexec -n 2 "$prog" >"$log" 2>&1
+rc=$?
+ns=$(grep -cE 'stats: staged through host memory \(MPIX_ACC_NET_STAGE=all, up to 8192 bytes\): sent 120 received 120$' "$log")
+if [ $rc -ne 0 ] || [ "$ns" -ne 2 ] || ! grep -q PASS "$log" || grep -q ERROR "$log"; then
+    echo "[stats] staged run FAIL: exit $rc, $ns of 2 ranks staged 120 sends and 120 receives"
+    sed 's/^/    | /' "$log" | grep -E 'staged|ERROR|FAIL' | head -10
+    fails=$((fails + 1))
+fi
 rm -f "$log"
 if [ $fails -eq 0 ]; then
-    echo "[stats] PASS: $runs runs, counters, paths, matching and phase timers on both ranks at INFO, no error at finalize; one file per rank with MPIX_ACC_LOG_FILE; unpacks offloaded to the library host stream counted"
+    echo "[stats] PASS: $runs runs, counters, paths, matching and phase timers on both ranks at INFO, no error at finalize; one file per rank with MPIX_ACC_LOG_FILE; unpacks offloaded to the library host stream counted; staged messages counted (auto: none here; all: 120 each way)"
     exit 0
 fi
 echo "[stats] FAIL: $fails of $runs runs"
