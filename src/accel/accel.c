@@ -330,6 +330,20 @@ mxu_status_t mxa_dev_upload(void *ctx, const void *host, size_t bytes, void **dp
     return MXU_ERR_UNSUPPORTED;
 }
 
+mxu_status_t mxa_stream_refuse_capture(mxa_stream_t *s, const char *what)
+{
+    if (!s || s->kind != MXA_KIND_CUDA || !s->backend->capturing || !s->backend->capturing(s))
+        return MXU_OK;
+#ifdef MPIXACC_HAVE_CUDA
+    mxa_cuda_stream_break_capture(s);
+#endif
+    MXU_FAIL(MXU_ERR_CAPTURED,
+             "%s on CUDA stream %p, which is being captured into a graph: stream-ordered "
+             "communication cannot be captured yet (a graph launched twice would skip its "
+             "messages); the capture is invalidated. Enqueue it outside the capture.",
+             what, s->handle);
+}
+
 mxu_status_t mxa_stream_pack(mxa_stream_t *s, const mxa_pack_args_t *args)
 {
     if (args->count == 0 || args->nchunks == 0)

@@ -328,6 +328,14 @@ void mxa_host_shutdown(void);
 /* Internal (mxa_foreach_stream): fn for every live host stream. */
 void mxa_host_foreach_stream(void (*fn)(mxa_stream_t *s, void *arg), void *arg);
 
+/* Stream-ordered communication is not captured into CUDA graphs (issue
+ * 21): its points carry sequence numbers fixed at the call, so a graph
+ * launched twice would skip its messages. On a stream that is being
+ * captured: log why (what: the call), invalidate the capture (the
+ * application's end of capture then fails too) and MXU_ERR_CAPTURED;
+ * else MXU_OK. Any thread. */
+mxu_status_t mxa_stream_refuse_capture(mxa_stream_t *s, const char *what);
+
 /* The "none" stream singleton (kind NONE). */
 mxa_stream_t *mxa_none_stream(void);
 

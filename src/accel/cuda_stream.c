@@ -435,6 +435,19 @@ static int backend_capturing(mxa_stream_t *s)
     return r == CUDA_SUCCESS && cap != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
+/* Invalidate the capture s is in: synchronizing a capturing stream is one
+ * of CUDA's invalid operations during capture, which invalidate the
+ * capture graph (cuStreamEndCapture then returns an error and no graph). */
+void mxa_cuda_stream_break_capture(mxa_stream_t *s)
+{
+    cuda_stream_t *cs = (cuda_stream_t *)s;
+    int entered = ctx_enter(cs->ctx->ctx);
+    CUresult r = MXA_CU(cuStreamSynchronize)(cs->cu);
+    ctx_leave(entered);
+    MXU_LOG(MXU_LOG_DEBUG, "CUDA backend: capture of stream %p invalidated (%s)", cs->pub.handle,
+            cu_err(r));
+}
+
 void mxa_cuda_foreach_stream(void (*fn)(mxa_stream_t *s, void *arg), void *arg)
 {
     if (fn == NULL)

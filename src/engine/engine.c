@@ -304,6 +304,7 @@ static mxu_status_t mxe_op_alloc(mxa_stream_t *s, mxe_op_type_t type, void *buf,
 {
     if (!atomic_load_explicit(&mxe.running, memory_order_relaxed))
         MXU_FAIL(MXU_ERR_NOT_READY, "the engine is not running");
+    MXU_TRY(mxa_stream_refuse_capture(s, type == MXE_OP_SEND ? "a send" : "a receive"));
     mxe_op_t *op = calloc(1, sizeof(*op));
     if (!op)
         MXU_FAIL(MXU_ERR_NO_MEMORY, "operation allocation failed");
@@ -546,6 +547,7 @@ static mxu_status_t mxe_stream_wait_(mxa_stream_t *s, mxe_op_t *const *ops, void
 /* the ops' user_stream_wait hooks, after their wait is enqueued */
 mxu_status_t mxe_stream_wait(mxa_stream_t *s, mxe_op_t *const *ops, void *const *targets, int n)
 {
+    MXU_TRY(mxa_stream_refuse_capture(s, "a stream wait"));
     int hooks = 0;
     for (int i = 0; i < n && !hooks; i++)
         hooks = ops[i] && ops[i]->user_stream_wait;

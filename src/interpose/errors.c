@@ -107,6 +107,7 @@ int mxi_status_to_mpi(mxu_status_t st)
     case MXU_ERR_NOT_READY:
         return mxi_err_code(MXI_E_NOT_ACTIVE);
     case MXU_ERR_UNSUPPORTED:
+    case MXU_ERR_CAPTURED:
         return mxi_err_code(MXI_E_UNSUPPORTED);
     default:
         return mxi_err_code(MXI_E_INTERN);

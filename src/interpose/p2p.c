@@ -793,8 +793,6 @@ static int mxi_isend_(mxa_stream_t *s, mxi_origin_t origin, const void *buf, int
         return rc;
     if (pk)
         buf = pk->packed;
-    if (staged)
-        atomic_fetch_add_explicit(&mxi_net_staged_sent, 1, memory_order_relaxed);
     mxi_reap(0);
     mxe_op_t *op;
     mxu_status_t st =
@@ -804,6 +802,8 @@ static int mxi_isend_(mxa_stream_t *s, mxi_origin_t origin, const void *buf, int
         mxi_packed_put(pk);
         return mxi_raise_code(comm, mxi_status_to_mpi(st));
     }
+    if (staged)
+        atomic_fetch_add_explicit(&mxi_net_staged_sent, 1, memory_order_relaxed);
     op->synchronous = synchronous;
     if (pk) {
         /* the pack step goes on the stream before the send's own point */
@@ -846,8 +846,6 @@ static int mxi_irecv_(mxa_stream_t *s, mxi_origin_t origin, void *buf, int count
         return rc;
     if (pk)
         buf = pk->packed;
-    if (staged)
-        atomic_fetch_add_explicit(&mxi_net_staged_received, 1, memory_order_relaxed);
     mxi_reap(0);
     int esrc = source == MPI_PROC_NULL    ? MXE_PROC_NULL
                : source == MPI_ANY_SOURCE ? MXE_ANY_SOURCE
@@ -860,6 +858,8 @@ static int mxi_irecv_(mxa_stream_t *s, mxi_origin_t origin, void *buf, int count
         mxi_packed_put(pk);
         return mxi_raise_code(comm, mxi_status_to_mpi(st));
     }
+    if (staged)
+        atomic_fetch_add_explicit(&mxi_net_staged_received, 1, memory_order_relaxed);
     if (pk) {
         /* unpacked as the receive completes (host memory; device memory
          * when no stream wait came first) or behind a stream wait */

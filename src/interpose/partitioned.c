@@ -818,6 +818,9 @@ static void part_epoch_free(void *arg)
 
 int mxi_part_start(mxi_part_t *p, mxa_stream_t *s, MPI_Request *active)
 {
+    mxu_status_t cst = mxa_stream_refuse_capture(s, "MPIX_Acc_Start of a partitioned request");
+    if (cst != MXU_OK)
+        return mxi_raise_code(p->comm, mxi_status_to_mpi(cst));
     mxi_origin_t origin = MXI_ORIGIN_EXPLICIT;
     if (*active != MPI_REQUEST_NULL)
         return mxi_raise(p->comm, MXI_E_REQUEST,

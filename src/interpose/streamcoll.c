@@ -159,6 +159,9 @@ static void sc_begin(sc_t *x, mxa_stream_t *s, MPI_Comm comm, const mxi_comm_t *
     x->comm = comm;
     x->ec = &c->coll_ec;
     x->eager_limit = c->eager_limit;
+    mxu_status_t st = mxa_stream_refuse_capture(s, "a stream-ordered collective");
+    if (st != MXU_OK) /* nothing of the call is enqueued */
+        x->rc = mxi_raise_code(comm, mxi_status_to_mpi(st));
 }
 
 /* A send or receive of this round (bytes of buf with rank peer). */

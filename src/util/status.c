@@ -34,6 +34,8 @@ const char *mxu_status_string(mxu_status_t status)
         return "not initialised";
     case MXU_ERR_BUSY:
         return "busy, try again";
+    case MXU_ERR_CAPTURED:
+        return "stream being captured into a graph";
     }
     return "unknown status";
 }

@@ -26,6 +26,7 @@ typedef enum {
     MXU_ERR_PEER = -11,          /* peer unreachable or gone */
     MXU_ERR_NOT_READY = -12,     /* resource not initialised yet */
     MXU_ERR_BUSY = -13,          /* try again */
+    MXU_ERR_CAPTURED = -14,      /* the stream is being captured into a CUDA graph */
 } mxu_status_t;
 
 /* Short human-readable name of a status. */

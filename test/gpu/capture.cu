@@ -1,0 +1,136 @@
+/*
+ * capture.cu - stream-ordered communication refuses CUDA graph capture
+ * (mpix_acc(3), CUDA graphs; issue 21 builds replayable capture).
+ *
+ * A captured operation would carry the sequence numbers of its one call,
+ * so a graph launched twice would skip its messages. Until replays are
+ * built, every call on a stream that is being captured returns
+ * MPI_ERR_UNSUPPORTED_OPERATION and invalidates the capture, so the
+ * application's cudaStreamEndCapture fails and no graph exists.
+ *
+ * For each capture mode (global, thread-local, relaxed) and each kind of
+ * call (MPIX_Acc_Isend, MPIX_Acc_Irecv, MPIX_Acc_Wait on a request made
+ * before the capture, MPI_Allreduce and MPI_Send on a stream communicator):
+ *   - the call returns an error of class MPI_ERR_UNSUPPORTED_OPERATION;
+ *   - cudaStreamEndCapture reports an error and no graph;
+ *   - the stream, the library and the matching are unharmed: a ring
+ *     exchange on the same stream right after moves the right bytes (a
+ *     refused call consumed no sequence number), and the request made
+ *     before the capture completes.
+ *
+ * Options: --timeout=S
+ */
+#include "gpu_common.h"
+
+static int err_class(int rc)
+{
+    int cls = MPI_SUCCESS;
+    MPI_Error_class(rc, &cls);
+    return cls;
+}
+
+/* one checked exchange on s: the stream and the matching still work */
+static void ring_once(cudaStream_t s, uint8_t *sbuf, uint8_t *rbuf, size_t n, int tag,
+                      gt_checker_t *chk, long it)
+{
+    int next = (t_rank + 1) % t_size, prev = (t_rank - 1 + t_size) % t_size;
+    MPI_Request r[2];
+    gt_fill(GT_DEVICE, sbuf, n, gt_seed(t_rank, it, tag), s);
+    T_MPI(MPIX_Acc_Irecv(s, rbuf, (int)n, MPI_BYTE, prev, tag, MPI_COMM_WORLD, &r[0]));
+    T_MPI(MPIX_Acc_Isend(s, sbuf, (int)n, MPI_BYTE, next, tag, MPI_COMM_WORLD, &r[1]));
+    T_MPI(MPIX_Acc_Waitall(s, 2, r, MPI_STATUSES_IGNORE));
+    gt_check(chk, GT_DEVICE, rbuf, n, gt_seed(prev, it, tag), it, s);
+}
+
+int main(int argc, char **argv)
+{
+    gt_init(&argc, &argv, "capture", 120);
+    t_need_ranks(2);
+    gt_warmup();
+    int next = (t_rank + 1) % t_size, prev = (t_rank - 1 + t_size) % t_size;
+    cudaStream_t s;
+    GT_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    MPI_Comm sc = gt_stream_comm(s);
+    T_MPI(MPI_Comm_set_errhandler(sc, MPI_ERRORS_RETURN));
+    gt_checker_t chk;
+    gt_checker_init(&chk);
+    const size_t n = 4096;
+    uint8_t *sbuf = (uint8_t *)gt_alloc(GT_DEVICE, n), *rbuf = (uint8_t *)gt_alloc(GT_DEVICE, n);
+    double *red = (double *)gt_alloc(GT_DEVICE, sizeof(double));
+    const cudaStreamCaptureMode modes[3] = {cudaStreamCaptureModeGlobal,
+                                            cudaStreamCaptureModeThreadLocal,
+                                            cudaStreamCaptureModeRelaxed};
+    const char *mname[3] = {"global", "thread-local", "relaxed"};
+    const char *cname[5] = {"MPIX_Acc_Isend", "MPIX_Acc_Irecv", "MPIX_Acc_Wait",
+                            "MPI_Allreduce on a stream communicator",
+                            "MPI_Send on a stream communicator"};
+    long it = 0;
+    char what[160];
+    for (int m = 0; m < 3; m++)
+        for (int c = 0; c < 5; c++, it++) {
+            snprintf(what, sizeof what, "%s while capturing (%s mode)", cname[c], mname[m]);
+            t_phase(what);
+            /* a request made before the capture, for MPIX_Acc_Wait */
+            MPI_Request before = MPI_REQUEST_NULL, mine = MPI_REQUEST_NULL;
+            int btag = 500 + (int)it;
+            if (c == 2) {
+                gt_fill(GT_DEVICE, sbuf, n, gt_seed(t_rank, it, btag), s);
+                T_MPI(MPIX_Acc_Isend(s, sbuf, (int)n, MPI_BYTE, next, btag, MPI_COMM_WORLD,
+                                     &before));
+            }
+            GT_CUDA(cudaStreamBeginCapture(s, modes[m]));
+            int rc = MPI_SUCCESS;
+            switch (c) {
+            case 0:
+                rc = MPIX_Acc_Isend(s, sbuf, (int)n, MPI_BYTE, next, 900, MPI_COMM_WORLD, &mine);
+                break;
+            case 1:
+                rc = MPIX_Acc_Irecv(s, rbuf, (int)n, MPI_BYTE, prev, 900, MPI_COMM_WORLD, &mine);
+                break;
+            case 2:
+                rc = MPIX_Acc_Wait(s, &before, MPI_STATUS_IGNORE);
+                break;
+            case 3:
+                rc = MPI_Allreduce(MPI_IN_PLACE, red, 1, MPI_DOUBLE, MPI_SUM, sc);
+                break;
+            default:
+                rc = MPI_Send(sbuf, (int)n, MPI_BYTE, next, 900, sc);
+                break;
+            }
+            cudaGraph_t g = NULL;
+            cudaError_t ce = cudaStreamEndCapture(s, &g);
+            (void)cudaGetLastError(); /* the capture's error is the expected one */
+            T_CHECK(err_class(rc) == MPI_ERR_UNSUPPORTED_OPERATION,
+                    "%s: returned %d (class %d), expected MPI_ERR_UNSUPPORTED_OPERATION", what, rc,
+                    err_class(rc));
+            T_CHECK(mine == MPI_REQUEST_NULL, "%s: a request was made", what);
+            T_CHECK(ce != cudaSuccess && g == NULL,
+                    "%s: cudaStreamEndCapture returned %s and %s graph: the capture was not "
+                    "invalidated",
+                    what, cudaGetErrorName(ce), g ? "a" : "no");
+            if (g)
+                GT_CUDA(cudaGraphDestroy(g));
+            if (c == 2) { /* the receive of the earlier send, and its completion */
+                MPI_Request r;
+                T_MPI(MPIX_Acc_Irecv(s, rbuf, (int)n, MPI_BYTE, prev, btag, MPI_COMM_WORLD, &r));
+                T_MPI(MPI_Wait(&r, MPI_STATUS_IGNORE));
+                T_MPI(MPI_Wait(&before, MPI_STATUS_IGNORE));
+                gt_check(&chk, GT_DEVICE, rbuf, n, gt_seed(prev, it, btag), it, s);
+            }
+            /* nothing of the refused call reached the peer or the matching */
+            ring_once(s, sbuf, rbuf, n, 100 + (int)it, &chk, it);
+            GT_CUDA(cudaStreamSynchronize(s));
+            gt_checker_verify(&chk, what);
+            T_MPI(MPI_Barrier(MPI_COMM_WORLD));
+            if (t_rank == 0)
+                printf("[capture] ok %s: %s, end of capture %s\n", what, "refused",
+                       cudaGetErrorName(ce));
+        }
+    T_MPI(MPI_Comm_free(&sc));
+    gt_free(GT_DEVICE, sbuf);
+    gt_free(GT_DEVICE, rbuf);
+    gt_free(GT_DEVICE, red);
+    gt_checker_free(&chk);
+    GT_CUDA(cudaStreamDestroy(s));
+    return gt_finish();
+}
