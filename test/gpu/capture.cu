@@ -29,19 +29,6 @@ static int err_class(int rc)
     return cls;
 }
 
-/* one checked exchange on s: the stream and the matching still work */
-static void ring_once(cudaStream_t s, uint8_t *sbuf, uint8_t *rbuf, size_t n, int tag,
-                      gt_checker_t *chk, long it)
-{
-    int next = (t_rank + 1) % t_size, prev = (t_rank - 1 + t_size) % t_size;
-    MPI_Request r[2];
-    gt_fill(GT_DEVICE, sbuf, n, gt_seed(t_rank, it, tag), s);
-    T_MPI(MPIX_Acc_Irecv(s, rbuf, (int)n, MPI_BYTE, prev, tag, MPI_COMM_WORLD, &r[0]));
-    T_MPI(MPIX_Acc_Isend(s, sbuf, (int)n, MPI_BYTE, next, tag, MPI_COMM_WORLD, &r[1]));
-    T_MPI(MPIX_Acc_Waitall(s, 2, r, MPI_STATUSES_IGNORE));
-    gt_check(chk, GT_DEVICE, rbuf, n, gt_seed(prev, it, tag), it, s);
-}
-
 int main(int argc, char **argv)
 {
     gt_init(&argc, &argv, "capture", 120);
@@ -75,8 +62,8 @@ int main(int argc, char **argv)
             int btag = 500 + (int)it;
             if (c == 2) {
                 gt_fill(GT_DEVICE, sbuf, n, gt_seed(t_rank, it, btag), s);
-                T_MPI(MPIX_Acc_Isend(s, sbuf, (int)n, MPI_BYTE, next, btag, MPI_COMM_WORLD,
-                                     &before));
+                T_MPI(
+                    MPIX_Acc_Isend(s, sbuf, (int)n, MPI_BYTE, next, btag, MPI_COMM_WORLD, &before));
             }
             GT_CUDA(cudaStreamBeginCapture(s, modes[m]));
             int rc = MPI_SUCCESS;
@@ -118,7 +105,7 @@ int main(int argc, char **argv)
                 gt_check(&chk, GT_DEVICE, rbuf, n, gt_seed(prev, it, btag), it, s);
             }
             /* nothing of the refused call reached the peer or the matching */
-            ring_once(s, sbuf, rbuf, n, 100 + (int)it, &chk, it);
+            gt_ring_step(s, s, s, sbuf, rbuf, n, 100 + (int)it, it, &chk);
             GT_CUDA(cudaStreamSynchronize(s));
             gt_checker_verify(&chk, what);
             T_MPI(MPI_Barrier(MPI_COMM_WORLD));

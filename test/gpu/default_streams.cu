@@ -17,17 +17,9 @@ static void ring_loop(const char *what, cudaStream_t ks, MPIX_Acc_stream post, M
                       long iters, int tagbase, gt_checker_t *chk, uint8_t *sbuf, uint8_t *rbuf,
                       size_t n)
 {
-    int next = (t_rank + 1) % t_size, prev = (t_rank - 1 + t_size) % t_size;
     t_phase(what);
-    for (long it = 0; it < iters; it++) {
-        int tag = tagbase + (int)it;
-        MPI_Request req[2];
-        gt_fill(GT_DEVICE, sbuf, n, gt_seed(t_rank, it, tag), ks);
-        T_MPI(MPIX_Acc_Irecv(post, rbuf, (int)n, MPI_BYTE, prev, tag, MPI_COMM_WORLD, &req[0]));
-        T_MPI(MPIX_Acc_Isend(post, sbuf, (int)n, MPI_BYTE, next, tag, MPI_COMM_WORLD, &req[1]));
-        T_MPI(MPIX_Acc_Waitall(wait, 2, req, MPI_STATUSES_IGNORE));
-        gt_check(chk, GT_DEVICE, rbuf, n, gt_seed(prev, it, tag), it, ks);
-    }
+    for (long it = 0; it < iters; it++)
+        gt_ring_step(ks, post, wait, sbuf, rbuf, n, tagbase + (int)it, it, chk);
     GT_CUDA(cudaStreamSynchronize(ks));
     gt_checker_verify(chk, what);
     if (t_rank == 0)

@@ -416,6 +416,22 @@ static inline MPI_Comm gt_stream_comm(cudaStream_t s)
     return c;
 }
 
+/* One checked ring step on MPI_COMM_WORLD: fill sbuf on ks, Irecv and
+ * Isend of n device bytes on post, Waitall on wait, check rbuf on ks
+ * (the data of iteration it, tag tag). */
+static inline void gt_ring_step(cudaStream_t ks, MPIX_Acc_stream post, MPIX_Acc_stream wait,
+                                uint8_t *sbuf, uint8_t *rbuf, size_t n, int tag, long it,
+                                gt_checker_t *chk)
+{
+    int next = (t_rank + 1) % t_size, prev = (t_rank - 1 + t_size) % t_size;
+    MPI_Request req[2];
+    gt_fill(GT_DEVICE, sbuf, n, gt_seed(t_rank, it, tag), ks);
+    T_MPI(MPIX_Acc_Irecv(post, rbuf, (int)n, MPI_BYTE, prev, tag, MPI_COMM_WORLD, &req[0]));
+    T_MPI(MPIX_Acc_Isend(post, sbuf, (int)n, MPI_BYTE, next, tag, MPI_COMM_WORLD, &req[1]));
+    T_MPI(MPIX_Acc_Waitall(wait, 2, req, MPI_STATUSES_IGNORE));
+    gt_check(chk, GT_DEVICE, rbuf, n, gt_seed(prev, it, tag), it, ks);
+}
+
 /* MPI_Status fields as text. */
 static inline const char *gt_status_str(const MPI_Status *st)
 {
