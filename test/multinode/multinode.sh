@@ -20,6 +20,10 @@
 #                 stream-executed path carries the messages within a node
 #                 (sx_path: "path sx" non-zero) and endpoints to the other
 #                 node are tcp/eth0.
+#   pingpong-staged-2x1
+#                 pingpong with MPIX_ACC_NET_STAGE=all: its messages of at
+#                 most 8 KiB go through host memory across the nodes (every
+#                 rank's stats line counts them).
 #   ring-3x1      3 nodes.
 #   link-down-errors
 #                 MPIX_ACC_PEER_ERRORS=1, node 1's link cut for 10 s while
@@ -49,7 +53,7 @@ fi
 log=$(mktemp /tmp/mpixacc-multinode.XXXXXX)
 trap 'rm -f "$log"' EXIT
 fails=0
-cases=${MULTINODE_CASES:-ring-2x1 pingpong-2x1 nonovertaking-2x1 call_order-2x1 stream_comm-2x2 sx_path-2x2 ring-3x1 link-down-errors link-down-default}
+cases=${MULTINODE_CASES:-ring-2x1 pingpong-2x1 pingpong-staged-2x1 nonovertaking-2x1 call_order-2x1 stream_comm-2x2 sx_path-2x2 ring-3x1 link-down-errors link-down-default}
 want() { [[ " $cases " == *" $1 "* ]]; }
 
 fail() {
@@ -109,6 +113,11 @@ run_case() {
             if (!bad && other <= here) ok++
         } END { print ok + 0 }')
     [ "$nok" -eq "$n" ] || why="${why:+$why, }$nok of $n ranks with endpoints only over tcp/eth0 beyond their node"
+    if [[ " $* " == *" MPIX_ACC_NET_STAGE=all "* ]]; then
+        local nst
+        nst=$(grep -cE 'stats: staged through host memory \(MPIX_ACC_NET_STAGE=all, up to [0-9]+ bytes\): sent [1-9][0-9]* received [1-9]' "$log")
+        [ "$nst" -eq "$n" ] || why="${why:+$why, }$nst of $n ranks staged messages through host memory"
+    fi
     if [ "$prog" = sx_path ]; then
         local nsx
         nsx=$(grep -cE 'stats: path sx: sent [1-9][0-9]* messages' "$log")
@@ -123,6 +132,7 @@ run_case() {
 
 run_case ring-2x1 2 1 ring
 run_case pingpong-2x1 2 1 pingpong
+run_case pingpong-staged-2x1 2 1 pingpong MPIX_ACC_NET_STAGE=all
 run_case nonovertaking-2x1 2 1 nonovertaking
 run_case call_order-2x1 2 1 call_order
 run_case stream_comm-2x2 2 2 stream_comm
