@@ -98,6 +98,10 @@ static inline void mxe_timer_add(_Atomic uint64_t *sum, _Atomic uint64_t *n, uin
     atomic_fetch_add_explicit(n, 1, memory_order_relaxed);
 }
 
+/* Progress thread: the op has its result -- complete, or finishing (its
+ * completion waits only for a library stream's work, mxe_op_complete). */
+static inline int mxe_op_settled(mxe_op_t *op) { return op->finishing || mxe_op_is_complete(op); }
+
 /* Wake the progress thread if it sleeps (any thread). */
 void mxe_wake(void);
 /* The transport's peer-failure hook (progress thread). */

@@ -698,7 +698,7 @@ static void sx_host_copy_wanted(mxe_op_t *op)
     if (op->sx_host_copy)
         return;
     op->sx_host_copy = 1;
-    if (op->sx_staged && !mxe_op_is_complete(op))
+    if (op->sx_staged && !mxe_op_settled(op))
         sx_copy_step(op);
 }
 
@@ -815,7 +815,7 @@ static unsigned sx_hunt_poll(void)
         mxe_op_t *op = *pp;
         unsigned slot = 0;
         uint64_t n = 0, bytes = 0;
-        int drop = mxe_op_is_complete(op);
+        int drop = mxe_op_settled(op);
         if (!drop && op->matched) { /* UCX brings it */
             sx_host_copy_wanted(op);
             drop = 1;
@@ -837,7 +837,7 @@ static unsigned sx_hunt_poll(void)
 
 void mxe_sx_handle_step(mxe_op_t *op)
 {
-    if (!mxe_op_is_complete(op)) {
+    if (!mxe_op_settled(op)) {
         if (op->matched) /* it comes by UCX */
             sx_host_copy_wanted(op);
         else if (op->recv_ready)
@@ -901,7 +901,7 @@ unsigned mxe_sx_poll(void)
         op->sx_watched = 0;
         int err = mxa_sx_done_error(done);
         size_t bytes = (size_t)mxa_sx_done_bytes(done);
-        if (!mxe_op_is_complete(op)) {
+        if (!mxe_op_settled(op)) {
             op->result.source = op->peer;
             op->result.tag = op->tag;
             mxu_status_t st = MXU_OK;
