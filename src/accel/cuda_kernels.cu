@@ -817,47 +817,59 @@ static __device__ void mxa_red_run(int op, T *out, const T *a, const T *b, mxa_u
         out[i] = mxa_red1<T, W>(op, a[i], b[i]);
 }
 
-extern "C" __global__ void mxa_reduce_kernel(int kind, int op, void *out, const void *a,
-                                             const void *b, mxa_u64 n)
+/* The element type of an mxa_red_kind_t (T) and the type its sums and
+ * products are computed in (W), as a tag: mxa_red_kind_switch calls
+ * f(mxa_red_type<T, W>()) for kind -- the one place that maps kinds to
+ * types, for the reduction kernel and the one-kernel Allreduce. */
+template <typename T, typename W> struct mxa_red_type {
+    typedef T elem;
+    typedef W wide;
+};
+
+template <typename F> static __device__ __forceinline__ void mxa_red_kind_switch(int kind, F f)
 {
     typedef unsigned int u32;
     switch (kind) {
     case 0:
-        mxa_red_run<signed char, u32>(op, (signed char *)out, (const signed char *)a,
-                                      (const signed char *)b, n);
+        f(mxa_red_type<signed char, u32>());
         break;
     case 1:
-        mxa_red_run<unsigned char, u32>(op, (unsigned char *)out, (const unsigned char *)a,
-                                        (const unsigned char *)b, n);
+        f(mxa_red_type<unsigned char, u32>());
         break;
     case 2:
-        mxa_red_run<short, u32>(op, (short *)out, (const short *)a, (const short *)b, n);
+        f(mxa_red_type<short, u32>());
         break;
     case 3:
-        mxa_red_run<unsigned short, u32>(op, (unsigned short *)out, (const unsigned short *)a,
-                                         (const unsigned short *)b, n);
+        f(mxa_red_type<unsigned short, u32>());
         break;
     case 4:
-        mxa_red_run<int, u32>(op, (int *)out, (const int *)a, (const int *)b, n);
+        f(mxa_red_type<int, u32>());
         break;
     case 5:
-        mxa_red_run<u32, u32>(op, (u32 *)out, (const u32 *)a, (const u32 *)b, n);
+        f(mxa_red_type<u32, u32>());
         break;
     case 6:
-        mxa_red_run<long long, mxa_u64>(op, (long long *)out, (const long long *)a,
-                                        (const long long *)b, n);
+        f(mxa_red_type<long long, mxa_u64>());
         break;
     case 7:
-        mxa_red_run<mxa_u64, mxa_u64>(op, (mxa_u64 *)out, (const mxa_u64 *)a, (const mxa_u64 *)b,
-                                      n);
+        f(mxa_red_type<mxa_u64, mxa_u64>());
         break;
     case 8:
-        mxa_red_run<float, float>(op, (float *)out, (const float *)a, (const float *)b, n);
+        f(mxa_red_type<float, float>());
         break;
     default:
-        mxa_red_run<double, double>(op, (double *)out, (const double *)a, (const double *)b, n);
+        f(mxa_red_type<double, double>());
         break;
     }
+}
+
+extern "C" __global__ void mxa_reduce_kernel(int kind, int op, void *out, const void *a,
+                                             const void *b, mxa_u64 n)
+{
+    mxa_red_kind_switch(kind, [&](auto t) {
+        typedef typename decltype(t)::elem T;
+        mxa_red_run<T, typename decltype(t)::wide>(op, (T *)out, (const T *)a, (const T *)b, n);
+    });
 }
 
 /* ------------------------------------- one-kernel Allreduce (llred_proto.h)
@@ -881,48 +893,11 @@ static __device__ void mxa_llred_combine(int op, T *dst, const T *cur, const T *
 static __device__ void mxa_llred_combine_any(int kind, int op, void *dst, const void *cur,
                                              const void *theirs, mxa_u64 n, int tf)
 {
-    typedef unsigned int u32;
-    switch (kind) {
-    case 0:
-        mxa_llred_combine<signed char, u32>(op, (signed char *)dst, (const signed char *)cur,
-                                            (const signed char *)theirs, n, tf);
-        break;
-    case 1:
-        mxa_llred_combine<unsigned char, u32>(op, (unsigned char *)dst, (const unsigned char *)cur,
-                                              (const unsigned char *)theirs, n, tf);
-        break;
-    case 2:
-        mxa_llred_combine<short, u32>(op, (short *)dst, (const short *)cur, (const short *)theirs,
-                                      n, tf);
-        break;
-    case 3:
-        mxa_llred_combine<unsigned short, u32>(op, (unsigned short *)dst,
-                                               (const unsigned short *)cur,
-                                               (const unsigned short *)theirs, n, tf);
-        break;
-    case 4:
-        mxa_llred_combine<int, u32>(op, (int *)dst, (const int *)cur, (const int *)theirs, n, tf);
-        break;
-    case 5:
-        mxa_llred_combine<u32, u32>(op, (u32 *)dst, (const u32 *)cur, (const u32 *)theirs, n, tf);
-        break;
-    case 6:
-        mxa_llred_combine<long long, mxa_u64>(op, (long long *)dst, (const long long *)cur,
-                                              (const long long *)theirs, n, tf);
-        break;
-    case 7:
-        mxa_llred_combine<mxa_u64, mxa_u64>(op, (mxa_u64 *)dst, (const mxa_u64 *)cur,
-                                            (const mxa_u64 *)theirs, n, tf);
-        break;
-    case 8:
-        mxa_llred_combine<float, float>(op, (float *)dst, (const float *)cur, (const float *)theirs,
-                                        n, tf);
-        break;
-    default:
-        mxa_llred_combine<double, double>(op, (double *)dst, (const double *)cur,
-                                          (const double *)theirs, n, tf);
-        break;
-    }
+    mxa_red_kind_switch(kind, [&](auto t) {
+        typedef typename decltype(t)::elem T;
+        mxa_llred_combine<T, typename decltype(t)::wide>(op, (T *)dst, (const T *)cur,
+                                                         (const T *)theirs, n, tf);
+    });
 }
 
 static __device__ __forceinline__ mxa_u64 mxa_ld_volatile_u64(const mxa_u64 *p)
