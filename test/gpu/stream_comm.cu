@@ -46,12 +46,7 @@ int main(int argc, char **argv)
             *rbuf = (uint8_t *)gt_alloc(GT_DEVICE, maxn);
 
     t_phase("A: dup_with_info");
-    MPI_Info info;
-    MPI_Comm scomm;
-    T_MPI(MPI_Info_create(&info));
-    T_MPI(MPIX_Acc_Info_set_stream(info, s));
-    T_MPI(MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &scomm));
-    T_MPI(MPI_Info_free(&info));
+    MPI_Comm scomm = gt_stream_comm(s);
     MPI_Comm_set_errhandler(scomm, MPI_ERRORS_RETURN);
 
     for (size_t si = 0; si < NSIZES; si++) {
