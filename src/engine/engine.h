@@ -294,6 +294,9 @@ void mxe_op_local_part_done(mxe_op_t *op, mxu_status_t error);
 void mxe_set_poller(unsigned (*poll)(void), int (*busy)(void));
 /* Is this world rank a process of this node (mxe_set_node; not self)? */
 int mxe_world_on_node(int world_rank);
+/* Were this node's processes set (mxe_set_node)? Else nothing is known
+ * to be on another node. */
+int mxe_node_known(void);
 
 /* Stream points (triggers and waits) enqueued on s that the stream has not
  * reached yet (triggers) or that are not released yet (waits): how far the

@@ -112,6 +112,8 @@ void mxe_set_node(const int *world_ranks, int n, long node_job_id)
     }
 }
 
+int mxe_node_known(void) { return px.nnode > 0; }
+
 int mxe_world_on_node(int world_rank)
 {
     if (world_rank == mxe.world_rank)

@@ -690,7 +690,12 @@ void mxi_net_stage_counts(unsigned long long *sent, unsigned long long *received
     *received = atomic_load_explicit(&mxi_net_staged_received, memory_order_relaxed);
 }
 
-static int mxi_world_remote(int w) { return w != mxi.world_rank && !mxe_world_on_node(w); }
+/* A process known to be on another node (not when the node's processes
+ * are unknown: then nothing is staged by auto). */
+static int mxi_world_remote(int w)
+{
+    return mxe_node_known() && w != mxi.world_rank && !mxe_world_on_node(w);
+}
 
 /* Has the communicator a member on another node (cached)? */
 static int mxi_comm_has_remote(mxi_comm_t *c)
@@ -714,11 +719,13 @@ static int mxi_net_stage(const mxa_stream_t *s, mxi_comm_t *c, const void *buf, 
         return 0;
     if (strcmp(mxu_config.net_stage, "all") == 0)
         return 1;
-    if (s->kind != MXA_KIND_CUDA || !buf || mxa_memtype(buf, 1) == MXA_MEM_HOST)
+    if (s->kind != MXA_KIND_CUDA || !buf)
         return 0;
-    if (peer == MPI_ANY_SOURCE)
-        return mxi_comm_has_remote(c);
-    return mxi_world_remote(c->ec.world_ranks ? c->ec.world_ranks[peer] : peer);
+    int remote = peer == MPI_ANY_SOURCE
+                     ? mxi_comm_has_remote(c)
+                     : mxi_world_remote(c->ec.world_ranks ? c->ec.world_ranks[peer] : peer);
+    /* the memory type last: a driver query, on the path of every call */
+    return remote && mxa_memtype(buf, 1) != MXA_MEM_HOST;
 }
 
 /* The staging of `bytes` contiguous bytes at buf. */
