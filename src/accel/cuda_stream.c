@@ -23,11 +23,11 @@
  * remote writes]). The engine's progress thread polls trigger words (needs_polling = 1) and
  * releases waits with an atomic store (the GPU sees host-mapped memory).
  *
- * Fallback. With MPIX_ACC_MEMOPS=0, when the device cannot do 64-bit stream
- * memory operations or they failed the self-test, and for every point
- * enqueued while the stream is being captured into a graph, the points are
+ * Fallback. With MPIX_ACC_MEMOPS=0, or when the device cannot do 64-bit
+ * stream memory operations or they failed the self-test, the points are
  * one-thread kernels (cuda_kernels.cu): flag-set, flag-wait (wait-then-set
- * only in the self-test).
+ * only in the self-test). No point is enqueued on a stream being captured
+ * into a graph: the engine refuses such calls (mxa_stream_refuse_capture).
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -334,15 +334,9 @@ static mxu_status_t enqueue_point_(cuda_stream_t *cs, int is_wait, uint64_t seq)
 
     mxu_status_t status = MXU_OK;
     CUresult r = CUDA_SUCCESS;
+    /* (no capture here: the engine refused the call first,
+     * mxa_stream_refuse_capture) */
     int use_memops = cx->memops;
-    if (use_memops) {
-        CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
-        r = cu_capture_status(cs->cu, &cap);
-        if (r != CUDA_SUCCESS)
-            goto fail;
-        if (cap != CU_STREAM_CAPTURE_STATUS_NONE)
-            use_memops = 0; /* captured into a graph: kernel nodes */
-    }
 
     if (use_memops) {
         if (is_wait)
@@ -357,9 +351,8 @@ static mxu_status_t enqueue_point_(cuda_stream_t *cs, int is_wait, uint64_t seq)
             ctx_leave(entered);
             MXU_FAIL(MXU_ERR_UNSUPPORTED,
                      "CUDA backend: stream %p needs the fallback kernels "
-                     "(%s), which are not available on device %d",
-                     cs->pub.handle, cx->memops ? "stream capture" : "no stream memory operations",
-                     cx->dev_index);
+                     "(no stream memory operations), which are not available on device %d",
+                     cs->pub.handle, cx->dev_index);
         }
         unsigned long long v = seq;
         if (is_wait) {
