@@ -728,15 +728,22 @@ static int mxi_net_stage(const mxa_stream_t *s, mxi_comm_t *c, const void *buf, 
     return remote && mxa_memtype(buf, 1) != MXA_MEM_HOST;
 }
 
-/* The staging of `bytes` contiguous bytes at buf. */
-static int mxi_staged_begin(mxa_stream_t *s, MPI_Comm comm, const void *buf, size_t bytes,
-                            mxi_packed_t **pk)
+/* The packed buffer of a call whose arguments passed (rc MPI_SUCCESS): a
+ * non-contiguous type's, or a staged contiguous message's (*staged), or
+ * none (*pk NULL). */
+static int mxi_packing_begin(mxa_stream_t *s, mxi_comm_t *c, MPI_Comm comm, const void *buf,
+                             int count, MPI_Datatype dt, size_t bytes, int contiguous, int peer,
+                             mxi_packed_t **pk, int *staged)
 {
+    *pk = NULL;
+    *staged = contiguous && mxi_net_stage(s, c, buf, bytes, peer);
+    if (!contiguous)
+        return mxi_packed_begin(s, comm, buf, count, dt, pk);
+    if (!*staged)
+        return MPI_SUCCESS;
     mxi_layout_t *l = mxi_layout_bytes_get();
-    if (!l) {
-        *pk = NULL;
+    if (!l)
         return mxi_raise(comm, MXI_E_NO_MEM, "a message staged through host memory");
-    }
     return mxi_packed_make(s, comm, buf, l, (int)bytes, bytes, 1, pk);
 }
 
@@ -791,11 +798,9 @@ static int mxi_isend_(mxa_stream_t *s, mxi_origin_t origin, const void *buf, int
     int rc = mxi_send_args(buf, count, dt, dest, tag, comm, req, &c, &bytes, &contiguous);
     if (rc == MPI_SUCCESS && dest == MPI_PROC_NULL && !c->ec.match_dynamic)
         return mxi_proc_null_request(comm, req);
-    int staged = rc == MPI_SUCCESS && contiguous && mxi_net_stage(s, c, buf, bytes, dest);
-    if (rc == MPI_SUCCESS && !contiguous)
-        rc = mxi_packed_begin(s, comm, buf, count, dt, &pk);
-    else if (staged)
-        rc = mxi_staged_begin(s, comm, buf, bytes, &pk);
+    int staged = 0;
+    if (rc == MPI_SUCCESS)
+        rc = mxi_packing_begin(s, c, comm, buf, count, dt, bytes, contiguous, dest, &pk, &staged);
     if (rc != MPI_SUCCESS)
         return rc;
     if (pk)
@@ -844,11 +849,9 @@ static int mxi_irecv_(mxa_stream_t *s, mxi_origin_t origin, void *buf, int count
     int rc = mxi_recv_args(buf, count, dt, source, tag, comm, req, &c, &bytes, &contiguous);
     if (rc == MPI_SUCCESS && source == MPI_PROC_NULL && !c->ec.match_dynamic)
         return mxi_proc_null_request(comm, req);
-    int staged = rc == MPI_SUCCESS && contiguous && mxi_net_stage(s, c, buf, bytes, source);
-    if (rc == MPI_SUCCESS && !contiguous)
-        rc = mxi_packed_begin(s, comm, buf, count, dt, &pk);
-    else if (staged)
-        rc = mxi_staged_begin(s, comm, buf, bytes, &pk);
+    int staged = 0;
+    if (rc == MPI_SUCCESS)
+        rc = mxi_packing_begin(s, c, comm, buf, count, dt, bytes, contiguous, source, &pk, &staged);
     if (rc != MPI_SUCCESS)
         return rc;
     if (pk)
