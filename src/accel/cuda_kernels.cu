@@ -996,8 +996,11 @@ extern "C" __global__ void mxa_llred_kernel(mxa_llred_plan_t pl)
  * A warp per chunk instance (element e, chunk k): gather copies it from
  * the user's buffer into the packed bytes, scatter back (only the first
  * `limit` packed bytes: a short message fills the first chunks only; the
- * limit is read from a host-visible word when limit_at is set -- the
- * receive's length, written before the stream passes its wait). 8-byte
+ * limit is read from a word when limit_at is set -- the receive's
+ * length, which the progress thread writes into a host-visible word before
+ * the stream passes its wait, and the stream copies into device memory
+ * right before the kernel: one read of host memory per warp was
+ * serialized, ~2 us each, cuda_pack.c). 8-byte
  * copies where both sides are aligned, else bytes. */
 extern "C" __global__ void mxa_pack_kernel(mxa_pack_args_t a)
 {

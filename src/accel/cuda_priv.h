@@ -69,6 +69,10 @@ typedef struct cuda_stream {
     int have_id;
     CUdeviceptr trig_dptr, rel_dptr;
     unsigned wait_flags;
+    /* a device word the unpack kernels of this stream read their limit
+     * from (cuda_pack.c), in limit_ctx; under mxa_cuda_g.lock */
+    CUdeviceptr limit_dptr;
+    struct cuda_ctx *limit_ctx;
     struct cuda_stream *next;
 } cuda_stream_t;
 
@@ -143,6 +147,27 @@ static inline CUresult cu_capture_status(CUstream st, CUstreamCaptureStatus *cap
     CUresult r = MXA_CU(cuStreamIsCapturing)(st, cap);
     mxu_ct_inner_end(MXU_CT_CU_CAPTURE, t);
     return r;
+}
+
+/* This thread's capture interaction mode made relaxed, for a retry of a
+ * driver call that a capture (this thread's, or another's in global mode)
+ * refused as "potentially unsafe": 1 and the previous mode in *prev if it
+ * was changed (give it back with cu_capture_mode_restore), else 0. */
+static inline int cu_capture_mode_relax(CUstreamCaptureMode *prev)
+{
+    if (MXA_CU(cuThreadExchangeStreamCaptureMode) == NULL)
+        return 0;
+    *prev = CU_STREAM_CAPTURE_MODE_RELAXED;
+    if (MXA_CU(cuThreadExchangeStreamCaptureMode)(prev) != CUDA_SUCCESS)
+        return 0;
+    if (*prev != CU_STREAM_CAPTURE_MODE_RELAXED)
+        return 1;
+    return 0; /* relaxed already: nothing to retry for */
+}
+
+static inline void cu_capture_mode_restore(CUstreamCaptureMode prev)
+{
+    MXA_CU(cuThreadExchangeStreamCaptureMode)(&prev);
 }
 
 static inline void ctx_leave(int entered)
