@@ -33,6 +33,12 @@ mxa_memtype_t mxa_cuda_memtype(const void *buf, size_t len)
     void *data[2] = {&memtype, &managed};
     uint64_t t = mxu_ct_inner_begin();
     CUresult r = MXA_CU(cuPointerGetAttributes)(2, attrs, data, (CUdeviceptr)(uintptr_t)buf);
+    CUstreamCaptureMode prev;
+    if (r != CUDA_SUCCESS && cu_capture_mode_relax(&prev)) {
+        /* refused because of a capture? (mxa_cuda_stream_lookup) */
+        r = MXA_CU(cuPointerGetAttributes)(2, attrs, data, (CUdeviceptr)(uintptr_t)buf);
+        cu_capture_mode_restore(prev);
+    }
     mxu_ct_inner_end(MXU_CT_CU_QUERY, t);
     if (r != CUDA_SUCCESS) {
         MXU_LOG(MXU_LOG_DEBUG, "CUDA backend: cuPointerGetAttributes(%p): %s: host assumed", buf,

@@ -204,6 +204,17 @@ out:
     return status;
 }
 
+/* Is the live handle cu being captured? (The capture query works where
+ * cuStreamGetId does not: on a capturing stream.) */
+static int stream_in_capture(CUcontext ctx, CUstream cu)
+{
+    int entered = ctx_enter(ctx);
+    CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUresult r = cu_capture_status(cu, &cap);
+    ctx_leave(entered);
+    return r == CUDA_SUCCESS && cap != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
 /* Identity of a live ordinary stream handle. */
 static mxu_status_t stream_identity(CUstream h, CUcontext *ctx, unsigned long long *id,
                                     int *have_id)
@@ -219,7 +230,31 @@ static mxu_status_t stream_identity(CUstream h, CUcontext *ctx, unsigned long lo
     return MXU_OK;
 }
 
+static mxu_status_t stream_lookup(void *handle, mxa_stream_t **out);
+
+/* A capture in global or thread-local mode -- on this thread, or in global
+ * mode on any thread -- makes CUDA refuse "potentially unsafe" driver calls
+ * on this thread, and the handle's validation may be one of them. A
+ * validation that fails is tried once more with this thread in relaxed
+ * mode, so a stream beside another one's capture works. (A stream that is
+ * itself being captured has no id: cuStreamGetId answers
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED in every mode -- seen on 2 x H100,
+ * CUDA 13.0, where MPIX_Acc_Isend on it was reported as an invalid stream,
+ * 92adb84 -- and stream_lookup then asks the capture status instead.) */
 mxu_status_t mxa_cuda_stream_lookup(void *handle, mxa_stream_t **out)
+{
+    mxu_status_t st = stream_lookup(handle, out);
+    CUstreamCaptureMode prev;
+    if (st != MXU_ERR_INVALID_STREAM || !cu_capture_mode_relax(&prev))
+        return st;
+    st = stream_lookup(handle, out);
+    cu_capture_mode_restore(prev);
+    if (st == MXU_OK)
+        MXU_LOG(MXU_LOG_DEBUG, "CUDA backend: stream %p validated in relaxed capture mode", handle);
+    return st;
+}
+
+static mxu_status_t stream_lookup(void *handle, mxa_stream_t **out)
 {
     if (out == NULL)
         return MXU_ERR_INVALID_PARAM;
@@ -241,6 +276,13 @@ mxu_status_t mxa_cuda_stream_lookup(void *handle, mxa_stream_t **out)
         if (cs->have_id) {
             unsigned long long id;
             CUresult r = MXA_CU(cuStreamGetId)(cu, &id);
+            if (r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED && !cs->ctx->stale &&
+                atomic_load(&cs->ctx->warm) && stream_in_capture(cs->ctx->ctx, cu)) {
+                /* a stream being captured has no id to ask for (CUDA 13.0);
+                 * the engine refuses the call (mxa_stream_refuse_capture) */
+                *out = &cs->pub;
+                return MXU_OK;
+            }
             if (r != CUDA_SUCCESS) {
                 MXU_LOG(MXU_LOG_DEBUG, "CUDA backend: stream %p: cuStreamGetId: %s", handle,
                         cu_err(r));

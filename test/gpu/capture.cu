@@ -17,6 +17,8 @@
  *     exchange on the same stream right after moves the right bytes (a
  *     refused call consumed no sequence number), and the request made
  *     before the capture completes.
+ * Then, for each mode, a ring exchange on the stream while another stream
+ * is being captured: the capture must succeed and its graph replay.
  *
  * Options: --timeout=S
  */
@@ -39,6 +41,8 @@ int main(int argc, char **argv)
     GT_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     MPI_Comm sc = gt_stream_comm(s);
     T_MPI(MPI_Comm_set_errhandler(sc, MPI_ERRORS_RETURN));
+    /* MPIX_Acc_Wait raises on MPI_COMM_SELF (it has no communicator) */
+    T_MPI(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
     gt_checker_t chk;
     gt_checker_init(&chk);
     const size_t n = 4096;
@@ -113,6 +117,45 @@ int main(int argc, char **argv)
                 printf("[capture] ok %s: %s, end of capture %s\n", what, "refused",
                        cudaGetErrorName(ce));
         }
+    /* Communication beside another stream's capture: the application
+     * captures a kernel on s2 (each mode) while it enqueues a ring exchange
+     * on s. The library's driver calls on this thread (stream and pointer
+     * checks, stream points) must neither fail nor invalidate that capture:
+     * the graph is made and replayed twice, and the exchange moves the
+     * right bytes. */
+    cudaStream_t s2;
+    GT_CUDA(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+    uint8_t *xbuf = (uint8_t *)gt_alloc(GT_DEVICE, n);
+    for (int m = 0; m < 3; m++, it++) {
+        snprintf(what, sizeof what, "a ring exchange beside another stream's capture (%s mode)",
+                 mname[m]);
+        t_phase(what);
+        GT_CUDA(cudaStreamBeginCapture(s2, modes[m]));
+        gt_fill(GT_DEVICE, xbuf, n, gt_seed(t_rank, it, 7), s2);
+        gt_ring_step(s, s, s, sbuf, rbuf, n, 300 + (int)it, it, &chk);
+        cudaGraph_t g = NULL;
+        cudaError_t ce = cudaStreamEndCapture(s2, &g);
+        T_CHECK(ce == cudaSuccess && g != NULL,
+                "%s: cudaStreamEndCapture returned %s: the library's calls invalidated the "
+                "application's capture",
+                what, cudaGetErrorName(ce));
+        cudaGraphExec_t ge;
+        GT_CUDA(cudaGraphInstantiate(&ge, g, 0));
+        GT_CUDA(cudaMemsetAsync(xbuf, 0, n, s2));
+        for (int rep = 0; rep < 2; rep++)
+            GT_CUDA(cudaGraphLaunch(ge, s2));
+        gt_check(&chk, GT_DEVICE, xbuf, n, gt_seed(t_rank, it, 7), it, s2);
+        GT_CUDA(cudaStreamSynchronize(s2));
+        GT_CUDA(cudaStreamSynchronize(s));
+        GT_CUDA(cudaGraphExecDestroy(ge));
+        GT_CUDA(cudaGraphDestroy(g));
+        gt_checker_verify(&chk, what);
+        T_MPI(MPI_Barrier(MPI_COMM_WORLD));
+        if (t_rank == 0)
+            printf("[capture] ok %s\n", what);
+    }
+    gt_free(GT_DEVICE, xbuf);
+    GT_CUDA(cudaStreamDestroy(s2));
     T_MPI(MPI_Comm_free(&sc));
     gt_free(GT_DEVICE, sbuf);
     gt_free(GT_DEVICE, rbuf);
