@@ -695,13 +695,13 @@ if [ "$APPS" = 1 ]; then
     NETENV=(env MPIX_ACC_LOG=warn UCX_TLS=tcp,cuda_copy)
     run_test "apps/bench-net" 240 "$NETSTAGED" -- "${NETENV[@]}" MPIX_ACC_NET_STAGE=all \
         MPIX_ACC_STATS=1 "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/bench/mpixacc_bench" --backend cuda \
-        -t lat --variant acc,staged --sizes 8,512,4K,8K,64K --timeout 200 --csv "$RES/bench-net.csv"
+        -t lat --variant acc,staged --sizes 8,512,1K,2K,4K,8K,64K --timeout 200 --csv "$RES/bench-net.csv"
     run_test "apps/bench-net-off" 240 'RESULT: OK' -- "${NETENV[@]}" MPIX_ACC_NET_STAGE=off \
         "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/bench/mpixacc_bench" --backend cuda \
-        -t lat --variant acc --sizes 8,512,4K,8K,64K --timeout 200 --csv "$RES/bench-net-off.csv"
+        -t lat --variant acc --sizes 8,512,1K,2K,4K,8K,64K --timeout 200 --csv "$RES/bench-net-off.csv"
     run_test "apps/bench-net-hh" 240 'RESULT: OK' -- "${NETENV[@]}" \
         "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/bench/mpixacc_bench" --backend cuda -d HH \
-        -t lat --variant staged --sizes 8,512,4K,8K,64K --timeout 200 --csv "$RES/bench-net-hh.csv"
+        -t lat --variant staged --sizes 8,512,1K,2K,4K,8K,64K --timeout 200 --csv "$RES/bench-net-hh.csv"
     # stream-ordered Allreduce (issue 20) beside staged MPI and NCCL's
     run_test "apps/bench-allreduce" 300 'RESULT: OK' -- env MPIX_ACC_LOG=warn \
         "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/bench/mpixacc_bench" --backend cuda -t allreduce \
