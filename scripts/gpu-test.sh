@@ -671,6 +671,10 @@ if [ "$APPS" = 1 ]; then
         "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/stencil2d/stencil2d" --backend cuda \
         --variant mpi,streamcomm,streamcomm-classic --sizes 64,256,1024,4096 --steps 100 \
         --repeats 5 --csv "$RES/stencil-classic.csv"
+    # where classic's time goes: the library's counters and host time per call
+    run_test "apps/stencil2d-classic-stats" 120 'RESULT: OK' -- env MPIX_ACC_LOG=info \
+        MPIX_ACC_STATS=1 "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/stencil2d/stencil2d" --backend cuda \
+        --variant streamcomm-classic --sizes 256 --steps 1000 --repeats 1 --no-check
     run_test "apps/ping_kernel_pong" 300 'RESULT: OK' -- env MPIX_ACC_LOG=warn \
         "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/ping_kernel_pong/ping_kernel_pong" --backend cuda \
         --csv "$RES/pkp.csv"

@@ -140,7 +140,10 @@ mxu_status_t mxa_cuda_stream_pack(mxa_stream_t *s, const mxa_pack_args_t *args)
     pack_grid(args, &blocks, &threads);
     mxa_pack_args_t a = *args;
     CUdeviceptr limit_word = 0;
-    if (a.unpack && a.limit_at && MXA_CU(cuMemcpyHtoDAsync) != NULL)
+    /* a warp or two read the host word themselves (the copy would cost
+     * more than their reads) */
+    if (a.unpack && a.limit_at && (uint64_t)blocks * threads > 64 &&
+        MXA_CU(cuMemcpyHtoDAsync) != NULL)
         MXU_TRY(stream_limit_word(cs, &limit_word));
     int entered = ctx_enter(cx->ctx);
     if (entered < 0)
