@@ -83,7 +83,6 @@ void *mxa_cuda_sx_host_alloc(size_t bytes); /* pinned, mapped, portable; never f
 void mxa_cuda_sx_host_free(void *p);
 mxu_status_t mxa_cuda_sx_register(void *host, size_t bytes, uint64_t *dptr);
 void *mxa_cuda_sx_stream_ctx(const mxa_stream_t *s);
-int mxa_cuda_sx_capturing(mxa_stream_t *s);
 void mxa_cuda_stream_break_capture(mxa_stream_t *s);
 mxu_status_t mxa_cuda_sx_send(mxa_stream_t *s, const mxa_sx_send_desc_t *d);
 mxu_status_t mxa_cuda_sx_recv(mxa_stream_t *s, const mxa_sx_recv_desc_t *d, int n,

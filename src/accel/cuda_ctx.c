@@ -245,6 +245,10 @@ static void ctx_load_kernels(cuda_ctx_t *cx)
                 MXA_CU(cuModuleGetFunction)(&cx->fn_sx_recv, cx->module, MXA_CUDA_KERNEL_SX_RECV) !=
                     CUDA_SUCCESS)
                 cx->fn_sx_send = cx->fn_sx_recv = NULL;
+            if (!cx->fn_sx_recv ||
+                MXA_CU(cuModuleGetFunction)(&cx->fn_sx_recv1, cx->module,
+                                            MXA_CUDA_KERNEL_SX_RECV1) != CUDA_SUCCESS)
+                cx->fn_sx_recv1 = NULL;
             if (MXA_CU(cuModuleGetFunction)(&cx->fn_part_recv, cx->module,
                                             MXA_CUDA_KERNEL_PART_RECV) != CUDA_SUCCESS ||
                 MXA_CU(cuModuleGetFunction)(&cx->fn_part_send, cx->module,
@@ -268,6 +272,8 @@ static void ctx_load_kernels(cuda_ctx_t *cx)
                     MXA_CU(cuFuncLoad)(cx->fn_sx_send);
                     MXA_CU(cuFuncLoad)(cx->fn_sx_recv);
                 }
+                if (cx->fn_sx_recv1)
+                    MXA_CU(cuFuncLoad)(cx->fn_sx_recv1);
                 if (cx->fn_part_recv) {
                     MXA_CU(cuFuncLoad)(cx->fn_part_recv);
                     MXA_CU(cuFuncLoad)(cx->fn_part_send);

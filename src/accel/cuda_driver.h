@@ -122,6 +122,7 @@ extern const size_t mxa_cuda_fatbin_size;
 #define MXA_CUDA_KERNEL_WAIT_SET "mxa_flag_wait_set_kernel"
 #define MXA_CUDA_KERNEL_SX_SEND "mxa_sx_send_kernel"
 #define MXA_CUDA_KERNEL_SX_RECV "mxa_sx_recv_kernel"
+#define MXA_CUDA_KERNEL_SX_RECV1 "mxa_sx_recv1_kernel"
 #define MXA_CUDA_KERNEL_PART_RECV "mxa_part_recv_done_kernel"
 #define MXA_CUDA_KERNEL_PART_SEND "mxa_part_send_done_kernel"
 #define MXA_CUDA_KERNEL_REDUCE "mxa_reduce_kernel"

@@ -429,7 +429,9 @@ extern "C" __global__ void mxa_sx_send_kernel(mxa_sx_send_desc_t d)
     }
 }
 
-extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
+/* The receive step's body, for a parameter block of 16 receives or of
+ * one (mxa_sx_recv1_params_t: the usual step, a smaller launch). */
+template <typename P> static __device__ __forceinline__ void mxa_sx_recv_body(const P &p)
 {
     __shared__ int s_slot;
     __shared__ uint64_t s_n, s_bytes, s_src, s_ring;
@@ -712,6 +714,16 @@ extern "C" __global__ void mxa_sx_recv_kernel(mxa_sx_recv_params_t p)
         if (ri == 0)
             MXA_SX_TM_RECV(tr0, s_thit, tr2, tr3);
     }
+}
+
+extern "C" __global__ void mxa_sx_recv_kernel(const __grid_constant__ mxa_sx_recv_params_t p)
+{
+    mxa_sx_recv_body(p);
+}
+
+extern "C" __global__ void mxa_sx_recv1_kernel(const __grid_constant__ mxa_sx_recv1_params_t p)
+{
+    mxa_sx_recv_body(p);
 }
 
 /* ------------------------------------------------- partitioned requests

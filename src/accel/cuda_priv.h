@@ -46,6 +46,7 @@ typedef struct cuda_ctx {
     CUmodule module;
     CUfunction fn_set, fn_wait, fn_wait_set;
     CUfunction fn_sx_send, fn_sx_recv;     /* SX steps (NULL: not in the module) */
+    CUfunction fn_sx_recv1;                /* SX receive step of one receive (or NULL) */
     CUfunction fn_part_recv, fn_part_send; /* partitioned epochs' completions (ditto) */
     CUfunction fn_reduce;                  /* collectives' element-wise reduction (ditto) */
     CUfunction fn_llred;                   /* the one-kernel Allreduce (ditto) */

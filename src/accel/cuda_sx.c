@@ -309,16 +309,6 @@ CUstream mxa_cuda_lib_stream(CUcontext c)
     return cx ? sx_ctx_stream(cx) : NULL;
 }
 
-int mxa_cuda_sx_capturing(mxa_stream_t *s)
-{
-    cuda_stream_t *cs = (cuda_stream_t *)s;
-    CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
-    int entered = ctx_enter(cs->ctx->ctx);
-    CUresult r = cu_capture_status(cs->cu, &cap);
-    ctx_leave(entered);
-    return r != CUDA_SUCCESS || cap != CU_STREAM_CAPTURE_STATUS_NONE;
-}
-
 static mxu_status_t sx_launch(cuda_stream_t *cs, CUfunction f, unsigned blocks, unsigned threads,
                               void *param, size_t param_bytes, const char *what, int pdl)
 {
@@ -349,7 +339,9 @@ static mxu_status_t sx_launch(cuda_stream_t *cs, CUfunction f, unsigned blocks, 
         r = MXA_CU(cuLaunchKernel)(f, blocks, 1, 1, threads, 1, 1, 0, cs->cu, NULL, extra);
     }
     ctx_leave(entered);
-    mxu_ct_inner_end(f == cs->ctx->fn_sx_recv ? MXU_CT_CU_LAUNCH_RECV : MXU_CT_CU_LAUNCH, t);
+    mxu_ct_inner_end(f == cs->ctx->fn_sx_recv || f == cs->ctx->fn_sx_recv1 ? MXU_CT_CU_LAUNCH_RECV
+                                                                           : MXU_CT_CU_LAUNCH,
+                     t);
     if (r != CUDA_SUCCESS)
         MXU_FAIL(cu_err_is_bad_handle(r) ? MXU_ERR_INVALID_STREAM : MXU_ERR_NO_DEVICE,
                  "SX: %s step on stream %p failed to launch: %s", what, cs->pub.handle, cu_err(r));
@@ -379,23 +371,34 @@ mxu_status_t mxa_cuda_sx_recv(mxa_stream_t *s, const mxa_sx_recv_desc_t *d, int 
     cuda_stream_t *cs = (cuda_stream_t *)s;
     if (cs->ctx->fn_sx_recv == NULL)
         return MXU_ERR_UNSUPPORTED;
-    mxa_sx_recv_params_t p;
-    memset(&p, 0, sizeof(p));
-    p.lim = *lim;
-    p.n = n;
     uint64_t most = 0;
     unsigned per = 1; /* blocks per receive: the most any of them takes */
     for (int i = 0; i < n; i++) {
-        p.d[i] = d[i];
         if (d[i].cap > most)
             most = d[i].cap;
         if (d[i].blocks > per)
             per = d[i].blocks;
     }
-    p.per = (int32_t)per;
     unsigned threads = most <= 1024 ? 64 : most <= 16384 ? 256 : 512;
     /* with programmatic dependent launch too: the step scans while the
      * kernel ahead runs and waits for it before it writes the buffer */
+    if (n == 1 && cs->ctx->fn_sx_recv1) {
+        mxa_sx_recv1_params_t p1;
+        memset(&p1, 0, sizeof(p1));
+        p1.lim = *lim;
+        p1.n = 1;
+        p1.per = (int32_t)per;
+        p1.d[0] = d[0];
+        return sx_launch(cs, cs->ctx->fn_sx_recv1, per, threads, &p1, sizeof(p1), "receive",
+                         cs->ctx->sx_pdl);
+    }
+    mxa_sx_recv_params_t p;
+    memset(&p, 0, sizeof(p));
+    p.lim = *lim;
+    p.n = n;
+    for (int i = 0; i < n; i++)
+        p.d[i] = d[i];
+    p.per = (int32_t)per;
     return sx_launch(cs, cs->ctx->fn_sx_recv, (unsigned)n * per, threads, &p, sizeof(p), "receive",
                      cs->ctx->sx_pdl);
 }

@@ -428,17 +428,6 @@ int mxa_sx_link_ring_kind(const mxa_sx_link_t *l)
                                                                    : MXA_SX_RING_NONE;
 }
 
-int mxa_sx_stream_capturing(mxa_stream_t *s)
-{
-#ifdef MPIXACC_HAVE_CUDA
-    if (s->kind == MXA_KIND_CUDA)
-        return mxa_cuda_sx_capturing(s);
-#else
-    (void)s;
-#endif
-    return 0;
-}
-
 int mxa_sx_stream_reaches(const mxa_stream_t *s, int memtype)
 {
     if (s->kind == MXA_KIND_HOST)

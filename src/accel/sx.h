@@ -80,9 +80,6 @@ void mxa_sx_bounce_free(void *b, size_t bytes);
 /* Can the executor of s read or write memory of this type directly? */
 int mxa_sx_stream_reaches(const mxa_stream_t *s, int memtype);
 
-/* Is s being captured into a graph (SX steps are not capturable yet)? */
-int mxa_sx_stream_capturing(mxa_stream_t *s);
-
 /* The host side of a receive (progress thread): is (ctx, tag, k) in the
  * ring (its slot, link number and size)? And: copy up to cap bytes of it
  * to host memory and free the slot; returns the bytes copied, (size_t)-1

@@ -224,6 +224,16 @@ typedef struct {
     mxa_sx_recv_desc_t d[MXA_SX_RECV_BATCH];
 } mxa_sx_recv_params_t;
 
+/* The same for a step of one receive (the usual case; CUDA: its own
+ * kernel, mxa_sx_recv1_kernel). A launch copies the whole parameter block
+ * into the command stream: ~170 bytes instead of ~2.5 KiB. */
+typedef struct {
+    mxa_sx_limits_t lim;
+    int32_t n;
+    int32_t per;
+    mxa_sx_recv_desc_t d[1];
+} mxa_sx_recv1_params_t;
+
 /* -------------------------------------------------- memory primitives */
 
 #ifdef __CUDACC__

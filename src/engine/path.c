@@ -48,18 +48,19 @@ typedef enum {
     SXF_TOO_BIG,     /* larger than a slot or the send's eager limit */
     SXF_MEMTYPE,     /* a buffer the stream's executor cannot read */
     SXF_CREDIT,      /* the slot's last message is on another stream, not yet passed */
-    SXF_CAPTURE,     /* the stream is being captured */
     SXF_SYNC,        /* synchronous send */
     SXF_ENQUEUE,     /* the step could not be enqueued */
     SXF_BOUNCED,     /* the step found the slot taken: by UCX from a bounce buffer */
     SXF_COUNT
 } mxe_sx_fallback_t;
 
-static const char *const sxf_names[SXF_COUNT] = {
-    "no ring for the stream", "larger than the eager limit or a slot",
-    "buffer not reachable",   "slot busy on another stream",
-    "stream capture",         "synchronous send",
-    "enqueue failed",         "slot taken when the step ran"};
+static const char *const sxf_names[SXF_COUNT] = {"no ring for the stream",
+                                                 "larger than the eager limit or a slot",
+                                                 "buffer not reachable",
+                                                 "slot busy on another stream",
+                                                 "synchronous send",
+                                                 "enqueue failed",
+                                                 "slot taken when the step ran"};
 
 const char *mxe_sx_fallback_name(int reason)
 {
@@ -419,8 +420,8 @@ int mxe_sx_submit_send(mxe_op_t *op)
         mxu_status_t st = mxa_sx_link_attach(l, s);
         if (st != MXU_OK)
             why = SXF_NO_LINK;
-        else if (mxa_sx_stream_capturing(s))
-            why = SXF_CAPTURE;
+        /* (no capture check: a call on a capturing stream was refused
+         * before its op existed, mxa_stream_refuse_capture) */
     }
     if (why < 0) {
         rec = mxa_sx_record_alloc();
@@ -547,8 +548,7 @@ void mxe_sx_stream_wait(mxa_stream_t *s, mxe_op_t **ops, void **targets, int n, 
         if (op->type != MXE_OP_RECV || !op->sx)
             continue;
         if (nr == MXA_SX_RECV_BATCH || !mxa_sx_link_published_for(op->sx_peer->in, s) ||
-            (op->bytes > 0 && !mxa_sx_stream_reaches(s, op->memtype)) ||
-            mxa_sx_stream_capturing(s)) {
+            (op->bytes > 0 && !mxa_sx_stream_reaches(s, op->memtype))) {
             mxe_op_host_interest(op); /* a library step; the host waits for it */
             continue;
         }
