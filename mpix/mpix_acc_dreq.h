@@ -44,6 +44,7 @@
 #define MPIX_ACC_DERR_TIMEOUT 4   /* a bounded device wait ran out (MPIX_ACC_KI_TIMEOUT) */
 #define MPIX_ACC_DERR_ROLE 5      /* pready on a receive request, parrived on a send request */
 #define MPIX_ACC_DERR_NOT_READY 6 /* the request has no started epoch */
+#define MPIX_ACC_DERR_SIZE 7      /* a value call whose value is not one partition in size */
 
 typedef struct mpix_acc_dreq {
     uint32_t magic;   /* MPIX_ACC_DREQ_MAGIC; 0 once freed */

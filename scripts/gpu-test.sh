@@ -732,7 +732,7 @@ if [ "$APPS" = 1 ]; then
     # acc-sx and staged MPI in the same launch
     run_test "apps/bench-ki" 240 'RESULT: OK' -- env MPIX_ACC_LOG=warn MPIX_ACC_SX=on \
         "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/bench/mpixacc_bench" --backend cuda \
-        --variant ki,nccl,acc-sx,staged --sizes 8,64,512,4K,16K,64K --timeout 200 \
+        --variant ki,ki-value,nccl,acc-sx,staged --sizes 8,16,64,512,4K,16K,64K --timeout 200 \
         --csv "$RES/bench-ki.csv"
     # NVSHMEM, the other anchor of issue 19 (examples/bench/nvshmem_pingpong.cu):
     # built here against the NVSHMEM wheel found on the machine (relocatable

@@ -11,6 +11,9 @@
  *   bandwidth  one epoch per window, partition j = message j: a block per
  *              message readies it as soon as it is copied, the receiver's
  *              blocks wait for theirs.
+ *   ki-value   the same with messages of 4..16 bytes passed as values
+ *              (mpix_acc_pready_value, mpix_acc_parrived_wait_value), one
+ *              thread: no partition is read back from memory.
  * The library's protocol between the two GPUs is reported (direct: LL lines
  * into the peer's slots; proxy: the progress thread sends each partition).
  */
@@ -118,6 +121,49 @@ __global__ void ki_bw_recv_kernel(mpix_acc_dreq_t *r, int *err)
         *err = 5;
 }
 
+/* ki-value: the message as a value of K 4-byte words (4..16 bytes), one
+ * thread per rank: mpix_acc_pready_value / mpix_acc_parrived_wait_value,
+ * so neither side reads a partition back from memory. */
+template <int K> struct ki_val {
+    uint32_t w[K];
+};
+
+template <int K>
+__global__ void ki_lat_value_kernel(mpix_acc_dreq_t *s, mpix_acc_dreq_t *r, const ki_val<K> *msg,
+                                    int iters, int role, int *err)
+{
+    ki_val<K> v = *msg;
+    for (int i = 0; i < iters; i++) {
+        if (role == 1 && mpix_acc_parrived_wait_value(r, i, &v, 0) != MPIX_ACC_DSUCCESS) {
+            *err = 1;
+            return;
+        }
+        if (mpix_acc_pready_value(s, i, v) != MPIX_ACC_DSUCCESS) {
+            *err = 2;
+            return;
+        }
+        ki_val<K> a;
+        if (role == 0 && mpix_acc_parrived_wait_value(r, i, &a, 0) != MPIX_ACC_DSUCCESS) {
+            *err = 3;
+            return;
+        }
+    }
+}
+
+template <int K>
+__global__ void ki_bw_value_send_kernel(mpix_acc_dreq_t *s, const ki_val<K> *msg, int *err)
+{
+    if (mpix_acc_pready_value(s, (int)blockIdx.x, *msg) != MPIX_ACC_DSUCCESS)
+        *err = 4;
+}
+
+template <int K> __global__ void ki_bw_value_recv_kernel(mpix_acc_dreq_t *r, int *err)
+{
+    ki_val<K> v;
+    if (mpix_acc_parrived_wait_value(r, (int)blockIdx.x, &v, 0) != MPIX_ACC_DSUCCESS)
+        *err = 5;
+}
+
 static void ki_free(void)
 {
     if (ki.mode) {
@@ -192,6 +238,83 @@ extern "C" int bench_ki_latency(MPI_Comm comm, int role, void *stream, const voi
     if (role == 0) /* the last answer, for the harness's check */
         KI_CUDA(
             cudaMemcpyAsync(rbuf, ki.kr + (size_t)(iters - 1) * n, n, cudaMemcpyDeviceToDevice, s));
+    KI_CUDA(cudaStreamSynchronize(s));
+    return ki_check_err(why, len);
+}
+
+#define KI_VALUE_SWITCH(n, launch)                                                                 \
+    switch (n) {                                                                                   \
+    case 4:                                                                                        \
+        launch(1);                                                                                 \
+        break;                                                                                     \
+    case 8:                                                                                        \
+        launch(2);                                                                                 \
+        break;                                                                                     \
+    case 12:                                                                                       \
+        launch(3);                                                                                 \
+        break;                                                                                     \
+    default:                                                                                       \
+        launch(4);                                                                                 \
+        break;                                                                                     \
+    }
+
+extern "C" int bench_ki_value_ok(size_t n) { return n > 0 && n % 4 == 0 && n <= 16; }
+
+extern "C" int bench_ki_latency_value(MPI_Comm comm, int role, void *stream, const void *sbuf,
+                                      void *rbuf, size_t n, int iters, char *why, size_t len)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    if (!bench_ki_value_ok(n)) {
+        snprintf(why, len, "ki-value takes messages of 4, 8, 12 or 16 bytes, not %zu", n);
+        return -1;
+    }
+    if (ki_setup(comm, role, 1, n, iters, NULL, why, len) != 0)
+        return -1;
+    KI_MPI(MPIX_Acc_Start(s, &ki.r));
+    KI_MPI(MPIX_Acc_Start(s, &ki.s));
+#define KI_LAT_VALUE(K)                                                                            \
+    ki_lat_value_kernel<K>                                                                         \
+        <<<1, 1, 0, s>>>(ki.ds, ki.dr, (const ki_val<K> *)sbuf, iters, role, ki.err)
+    KI_VALUE_SWITCH(n, KI_LAT_VALUE)
+#undef KI_LAT_VALUE
+    KI_CUDA(cudaGetLastError());
+    KI_MPI(MPIX_Acc_Wait(s, &ki.s, MPI_STATUS_IGNORE));
+    KI_MPI(MPIX_Acc_Wait(s, &ki.r, MPI_STATUS_IGNORE));
+    if (role == 0) /* the last answer (also in the receive buffer), for the check */
+        KI_CUDA(
+            cudaMemcpyAsync(rbuf, ki.kr + (size_t)(iters - 1) * n, n, cudaMemcpyDeviceToDevice, s));
+    KI_CUDA(cudaStreamSynchronize(s));
+    return ki_check_err(why, len);
+}
+
+extern "C" int bench_ki_bandwidth_value(MPI_Comm comm, int role, void *stream, const void *sbuf,
+                                        void *rbuf, size_t n, int window, int windows, char *why,
+                                        size_t len)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    if (!bench_ki_value_ok(n)) {
+        snprintf(why, len, "ki-value takes messages of 4, 8, 12 or 16 bytes, not %zu", n);
+        return -1;
+    }
+    if (ki_setup(comm, role, 2, n, window, rbuf, why, len) != 0)
+        return -1;
+#define KI_BW_VALUE_SEND(K)                                                                        \
+    ki_bw_value_send_kernel<K><<<window, 1, 0, s>>>(ki.ds, (const ki_val<K> *)sbuf, ki.err)
+#define KI_BW_VALUE_RECV(K) ki_bw_value_recv_kernel<K><<<window, 1, 0, s>>>(ki.dr, ki.err)
+    for (int k = 0; k < windows; k++) {
+        if (role == 0) {
+            KI_MPI(MPIX_Acc_Start(s, &ki.s));
+            KI_VALUE_SWITCH(n, KI_BW_VALUE_SEND)
+            KI_MPI(MPIX_Acc_Wait(s, &ki.s, MPI_STATUS_IGNORE));
+        } else {
+            KI_MPI(MPIX_Acc_Start(s, &ki.r));
+            KI_VALUE_SWITCH(n, KI_BW_VALUE_RECV)
+            KI_MPI(MPIX_Acc_Wait(s, &ki.r, MPI_STATUS_IGNORE));
+        }
+    }
+#undef KI_BW_VALUE_SEND
+#undef KI_BW_VALUE_RECV
+    KI_CUDA(cudaGetLastError());
     KI_CUDA(cudaStreamSynchronize(s));
     return ki_check_err(why, len);
 }

@@ -21,6 +21,12 @@ int bench_ki_latency(MPI_Comm comm, int role, void *stream, const void *sbuf, vo
  * rbuf (a window of them). */
 int bench_ki_bandwidth(MPI_Comm comm, int role, void *stream, const void *sbuf, void *rbuf,
                        size_t n, int window, int windows, char *why, size_t len);
+/* ki-value: the same with the message as a value (n: 4, 8, 12 or 16) */
+int bench_ki_value_ok(size_t n);
+int bench_ki_latency_value(MPI_Comm comm, int role, void *stream, const void *sbuf, void *rbuf,
+                           size_t n, int iters, char *why, size_t len);
+int bench_ki_bandwidth_value(MPI_Comm comm, int role, void *stream, const void *sbuf, void *rbuf,
+                             size_t n, int window, int windows, char *why, size_t len);
 /* "direct" or "proxy": the library's protocol of the last requests */
 const char *bench_ki_protocol(void);
 void bench_ki_teardown(void);

@@ -23,6 +23,9 @@
  *                  inside one epoch (partition i = round trip i), no host
  *                  call per message; bandwidth: an epoch per window, a
  *                  block per message (bench_ki.cu; device buffers)
+ *   ki-value       ki with the message passed as a value (4, 8, 12 or 16
+ *                  bytes; other sizes have no row): mpix_acc_pready_value and
+ *                  mpix_acc_parrived_wait_value, one thread per rank
  *   mpich-enqueue  MPICH's MPIX_Send_enqueue & co on its stream communicator
  *                  (MPICH >= 4.1 with CUDA; run with MPIR_CVAR_CH4_RESERVE_VCIS=1)
  *   floor          rank 0 alone: cudaMemcpyPeerAsync between its GPU and the
@@ -514,6 +517,36 @@ static void run_ki_bw(bench_t *b, int windows)
                            sizeof why) != 0)
         ki_fail("bandwidth", why);
 }
+
+/* ki-value: sizes of 4, 8, 12 and 16 bytes only (others: no row) */
+static int avail_ki_value(const bench_t *b, char *why, size_t len)
+{
+    if (!avail_ki(b, why, len))
+        return 0;
+    if (b->n && !bench_ki_value_ok(b->n)) {
+        snprintf(why, len, "messages of 4, 8, 12 or 16 bytes only");
+        return 0;
+    }
+    return 1;
+}
+
+static void run_ki_value_lat(bench_t *b, int iters)
+{
+    char why[256];
+    ki_used = 1;
+    if (bench_ki_latency_value(b->comm, b->role, b->S, b->sbuf, b->rbuf, b->n, iters, why,
+                               sizeof why) != 0)
+        ki_fail("value latency", why);
+}
+
+static void run_ki_value_bw(bench_t *b, int windows)
+{
+    char why[256];
+    ki_used = 1;
+    if (bench_ki_bandwidth_value(b->comm, b->role, b->S, b->sbuf, b->rbuf, b->n, b->window, windows,
+                                 why, sizeof why) != 0)
+        ki_fail("value bandwidth", why);
+}
 #else
 static int avail_ki(const bench_t *b, char *why, size_t len)
 {
@@ -523,6 +556,9 @@ static int avail_ki(const bench_t *b, char *why, size_t len)
 }
 #define run_ki_lat NULL
 #define run_ki_bw NULL
+#define avail_ki_value avail_ki
+#define run_ki_value_lat NULL
+#define run_ki_value_bw NULL
 #endif
 
 /* floor: run by rank 0 alone (see bench.h); listed so --variant selects it. */
@@ -622,6 +658,7 @@ static const variant_t variants[] = {
     {"cuda-aware", avail_cuda_aware, run_cuda_aware_lat, run_cuda_aware_bw, run_cuda_aware_ar},
     {"nccl", avail_nccl, run_nccl_lat, run_nccl_bw, run_nccl_ar},
     {"ki", avail_ki, run_ki_lat, run_ki_bw, NULL},
+    {"ki-value", avail_ki_value, run_ki_value_lat, run_ki_value_bw, NULL},
     {"mpich-enqueue", avail_enqueue, run_enqueue_lat, run_enqueue_bw, NULL},
     {"floor", avail_floor, NULL, NULL, NULL},
     {"floor-spin", avail_floor_spin, NULL, NULL, NULL},
@@ -708,44 +745,44 @@ static int parse_place(const char *s, opts_t *o)
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: mpiexec -n 2 mpixacc_bench [options]\n"
-            "  -b, --min B          smallest message (default 8; suffixes K, M, G)\n"
-            "  -e, --max B          largest message (default 64M)\n"
-            "  -f, --factor F       size step factor (default 4)\n"
-            "      --sizes LIST     explicit sizes instead, e.g. 8,64K,1M,64M\n"
-            "  -v, --variant LIST   acc,acc-sync,staged,cuda-aware,nccl,ki,mpich-enqueue,floor,\n"
-            "                       floor-spin,floor-fused or all (default: all but the\n"
-            "                       floors, not yet run to the end on a GPU; floor brings\n"
-            "                       floor-spin and floor-fused, latency only, with it)\n"
-            "  -t, --test LIST      lat,bw,allreduce or all (default lat,bw); allreduce:\n"
-            "                       MPI_INT sum of size/4 elements between ranks 0 and 1\n"
-            "                       (acc, acc-sx, staged, cuda-aware, nccl), rows\n"
-            "                       'allreduce-<variant>': us per Allreduce, bus MB/s\n"
-            "  -i, --iters N        latency round trips per repetition (default 1000; fewer\n"
-            "                       for large messages, see --budget)\n"
-            "  -r, --repeats R      timed repetitions, median/min/max over them (default 7)\n"
-            "  -w, --warmup N       untimed warm-up repetitions before them (default 1)\n"
-            "  -W, --window W       messages in flight per bandwidth window (default 8)\n"
-            "  -d, --buffers XY     buffer placement of rank 0 (X) and rank 1 (Y), OSU style:\n"
-            "                       D device, M managed, H pageable host (malloc), P pinned\n"
-            "                       host (cudaMallocHost); e.g. -d DD (default), -d HH, -d DM;\n"
-            "                       OSU's form -d cuda D H works too (and selects --backend\n"
-            "                       cuda). CUDA backend only: host streams use host memory\n"
-            "                       (floor: device memory of its own)\n"
-            "      --budget B       bytes moved per repetition at most (default 1G): large\n"
-            "                       messages get fewer iterations (at least 8 / 2 windows)\n"
-            "      --backend B      auto, host or cuda (default auto)\n"
-            "      --csv FILE       also write the results as CSV\n"
-            "      --timeout S      end the program (exit 124) when it runs longer than S\n"
-            "                       seconds, naming what it was doing (default 0: none)\n"
-            "      --check/--no-check   validate received data (default on)\n"
-            "      --inject-fault   testing: in bandwidth runs rank 0 sends a pattern the\n"
-            "                       receiver does not expect (rows must FAIL, exit status 1)\n"
-            "Output: lines starting with '#' describe the run; the others are result rows:\n"
-            "size, variant, half-RTT latency in us (median, min, max), bandwidth in MB/s\n"
-            "(10^6 bytes per second; median, min, max), latency iterations, CPU us per\n"
-            "iteration, data check.\n");
+    fprintf(f, "usage: mpiexec -n 2 mpixacc_bench [options]\n"
+               "  -b, --min B          smallest message (default 8; suffixes K, M, G)\n"
+               "  -e, --max B          largest message (default 64M)\n"
+               "  -f, --factor F       size step factor (default 4)\n"
+               "      --sizes LIST     explicit sizes instead, e.g. 8,64K,1M,64M\n"
+               "  -v, --variant LIST   "
+               "acc,acc-sync,staged,cuda-aware,nccl,ki,ki-value,mpich-enqueue,floor,\n"
+               "                       floor-spin,floor-fused or all (default: all but the\n"
+               "                       floors, not yet run to the end on a GPU; floor brings\n"
+               "                       floor-spin and floor-fused, latency only, with it)\n"
+               "  -t, --test LIST      lat,bw,allreduce or all (default lat,bw); allreduce:\n"
+               "                       MPI_INT sum of size/4 elements between ranks 0 and 1\n"
+               "                       (acc, acc-sx, staged, cuda-aware, nccl), rows\n"
+               "                       'allreduce-<variant>': us per Allreduce, bus MB/s\n"
+               "  -i, --iters N        latency round trips per repetition (default 1000; fewer\n"
+               "                       for large messages, see --budget)\n"
+               "  -r, --repeats R      timed repetitions, median/min/max over them (default 7)\n"
+               "  -w, --warmup N       untimed warm-up repetitions before them (default 1)\n"
+               "  -W, --window W       messages in flight per bandwidth window (default 8)\n"
+               "  -d, --buffers XY     buffer placement of rank 0 (X) and rank 1 (Y), OSU style:\n"
+               "                       D device, M managed, H pageable host (malloc), P pinned\n"
+               "                       host (cudaMallocHost); e.g. -d DD (default), -d HH, -d DM;\n"
+               "                       OSU's form -d cuda D H works too (and selects --backend\n"
+               "                       cuda). CUDA backend only: host streams use host memory\n"
+               "                       (floor: device memory of its own)\n"
+               "      --budget B       bytes moved per repetition at most (default 1G): large\n"
+               "                       messages get fewer iterations (at least 8 / 2 windows)\n"
+               "      --backend B      auto, host or cuda (default auto)\n"
+               "      --csv FILE       also write the results as CSV\n"
+               "      --timeout S      end the program (exit 124) when it runs longer than S\n"
+               "                       seconds, naming what it was doing (default 0: none)\n"
+               "      --check/--no-check   validate received data (default on)\n"
+               "      --inject-fault   testing: in bandwidth runs rank 0 sends a pattern the\n"
+               "                       receiver does not expect (rows must FAIL, exit status 1)\n"
+               "Output: lines starting with '#' describe the run; the others are result rows:\n"
+               "size, variant, half-RTT latency in us (median, min, max), bandwidth in MB/s\n"
+               "(10^6 bytes per second; median, min, max), latency iterations, CPU us per\n"
+               "iteration, data check.\n");
 }
 
 static void parse_opts(int argc, char **argv, opts_t *o)

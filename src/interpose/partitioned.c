@@ -716,6 +716,8 @@ static const char *part_derr_name(uint32_t code)
         return "pready on a receive or parrived on a send";
     case MPIX_ACC_DERR_NOT_READY:
         return "a device call before the request's first start";
+    case MPIX_ACC_DERR_SIZE:
+        return "a value call's value is not one partition in size";
     default:
         return "unknown device error";
     }

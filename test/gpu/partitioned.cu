@@ -15,6 +15,10 @@
  *   E  errors: a partition made ready twice in one epoch and one out of
  *      range -- the device calls return the code, the request's next
  *      completion reports it (MPI error, not a hang)
+ *   G  B with the value calls (mpix_acc_pready_value,
+ *      mpix_acc_parrived_wait_value): values checked in the kernel, the
+ *      receive buffer on the host; a value of the wrong size gives
+ *      MPIX_ACC_DERR_SIZE and the next start reports it
  *   F  the protocol in use is what MPIX_ACC_KI asks (direct by default
  *      where the GPUs reach each other, proxy with MPIX_ACC_KI=proxy):
  *      --expect=direct|proxy
@@ -91,6 +95,45 @@ __global__ void pingpong_kernel(mpix_acc_dreq_t *s, mpix_acc_dreq_t *r, uint64_t
             }
         }
     }
+}
+
+/* G: B's ping-pong with the value calls, one thread: rank 1 answers
+ * value + 1; the values are checked in registers here, the receive
+ * buffers on the host afterwards */
+__global__ void pingpong_value_kernel(mpix_acc_dreq_t *s, mpix_acc_dreq_t *r, int role, int n,
+                                      int *errors)
+{
+    for (int i = 0; i < n; i++) {
+        uint64_t v = 5ull * (uint64_t)i + 7, a = 0;
+        if (role == 0) {
+            if (mpix_acc_pready_value(s, i, v) != MPIX_ACC_DSUCCESS ||
+                mpix_acc_parrived_wait_value(r, i, &a, 0) != MPIX_ACC_DSUCCESS) {
+                atomicAdd(errors, 1000000);
+                return;
+            }
+            if (a != v + 1)
+                atomicAdd(errors, 1);
+        } else {
+            if (mpix_acc_parrived_wait_value(r, i, &a, 0) != MPIX_ACC_DSUCCESS) {
+                atomicAdd(errors, 1000000);
+                return;
+            }
+            if (a != v)
+                atomicAdd(errors, 1);
+            if (mpix_acc_pready_value(s, i, a + 1) != MPIX_ACC_DSUCCESS) {
+                atomicAdd(errors, 1000000);
+                return;
+            }
+        }
+    }
+}
+
+/* G: a value of the wrong size (4 bytes for 8-byte partitions), then every
+ * partition made ready properly so that the epoch completes */
+__global__ void value_misuse_kernel(mpix_acc_dreq_t *s, int n, int *codes)
+{
+    codes[0] = mpix_acc_pready_value(s, 0, 42u);
+    codes[1] = mpix_acc_pready_range<MPIX_ACC_THREAD>(s, 0, n - 1);
 }
 
 /* D: thread p of the block readies partition p (thread level) */
@@ -288,6 +331,62 @@ int main(int argc, char **argv)
         e = host_errors(derr);
         T_CHECK(e == 0, "ping-pong rep %d: %d errors", rep, e);
     }
+    if (t_rank == 0)
+        printf("[partitioned] B ok\n"), fflush(stdout);
+
+    t_phase("G. value calls: ping-pong, receive buffer, a value of the wrong size");
+    for (int rep = 0; rep < 3; rep++) {
+        GT_CUDA(cudaMemset(in, 0, sizeof(uint64_t) * N));
+        T_MPI(MPIX_Acc_Start(s, &pr));
+        T_MPI(MPIX_Acc_Start(s, &ps));
+        cudaEvent_t e0, e1;
+        GT_CUDA(cudaEventCreate(&e0));
+        GT_CUDA(cudaEventCreate(&e1));
+        T_MPI(MPI_Barrier(c));
+        GT_CUDA(cudaEventRecord(e0, s));
+        pingpong_value_kernel<<<1, 1, 0, s>>>(pds, pdr, t_rank, N, derr);
+        GT_CUDA(cudaEventRecord(e1, s));
+        T_MPI(MPIX_Acc_Wait(s, &ps, MPI_STATUS_IGNORE));
+        T_MPI(MPIX_Acc_Wait(s, &pr, MPI_STATUS_IGNORE));
+        GT_CUDA(cudaStreamSynchronize(s));
+        float ms = 0;
+        GT_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+        if (t_rank == 0)
+            printf("[partitioned] value ping-pong in one epoch: %d round trips, %.2f us per half "
+                   "round trip (GPU time, %s)\n",
+                   N, ms * 1000.0 / (2.0 * N), mode);
+        e = host_errors(derr);
+        T_CHECK(e == 0, "value ping-pong rep %d: %d errors", rep, e);
+        /* the value calls fill the receive buffer too */
+        uint64_t *h = (uint64_t *)malloc(sizeof(uint64_t) * N);
+        GT_CUDA(cudaMemcpy(h, in, sizeof(uint64_t) * N, cudaMemcpyDeviceToHost));
+        int bad = 0;
+        for (int i = 0; i < N; i++)
+            bad += h[i] != 5ull * (uint64_t)i + 7 + (t_rank == 0 ? 1 : 0);
+        free(h);
+        T_CHECK(bad == 0, "value ping-pong rep %d: %d partitions wrong in the receive buffer", rep,
+                bad);
+    }
+    /* a value of the wrong size: MPIX_ACC_DERR_SIZE, reported by the next start */
+    T_MPI(MPIX_Acc_Start(s, &pr));
+    T_MPI(MPIX_Acc_Start(s, &ps));
+    value_misuse_kernel<<<1, 1, 0, s>>>(pds, N, derr);
+    T_MPI(MPIX_Acc_Wait(s, &ps, MPI_STATUS_IGNORE));
+    T_MPI(MPIX_Acc_Wait(s, &pr, MPI_STATUS_IGNORE));
+    GT_CUDA(cudaStreamSynchronize(s));
+    GT_CUDA(cudaMemcpy(codes, derr, sizeof codes, cudaMemcpyDeviceToHost));
+    GT_CUDA(cudaMemset(derr, 0, sizeof(int) * 4));
+    T_CHECK(codes[0] == MPIX_ACC_DERR_SIZE && codes[1] == MPIX_ACC_DSUCCESS,
+            "value of the wrong size: codes %d %d (want %d %d)", codes[0], codes[1],
+            MPIX_ACC_DERR_SIZE, MPIX_ACC_DSUCCESS);
+    rc = MPIX_Acc_Start(s, &ps);
+    cls = -1;
+    if (rc != MPI_SUCCESS)
+        MPI_Error_class(rc, &cls);
+    T_CHECK(cls == MPI_ERR_ARG, "start after a value of the wrong size: rc %d class %d", rc, cls);
+    if (t_rank == 0)
+        printf("[partitioned] G ok\n"), fflush(stdout);
+
     T_MPI(MPI_Request_free(&ps));
     T_MPI(MPI_Request_free(&pr));
     gt_free(GT_DEVICE, out);
