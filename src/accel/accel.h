@@ -199,8 +199,10 @@ uint64_t mxa_sx_abort_word_addr(void);
  * through host memory) (*got: its size, to give back) and a host-visible
  * word that goes with it (*word). stream: the stream the caller's uses of
  * it are ordered on; a block given back in the order of that stream may be
- * handed out again (also NULL: any free block). MXU_ERR_UNSUPPORTED
- * without CUDA. */
+ * handed out again (also NULL: any free block). A device block (host 0)
+ * has 64 more bytes after its *got: a device word at *p + *got (a receive
+ * step writes the received length there). MXU_ERR_UNSUPPORTED without
+ * CUDA. */
 mxu_status_t mxa_dev_temp_get(void *ctx, const mxa_stream_t *stream, size_t bytes, int host,
                               void **p, size_t *got, uint64_t **word);
 /* Give it back: stream NULL when nothing of its last use is still to run;

@@ -687,6 +687,16 @@ template <typename P> static __device__ __forceinline__ void mxa_sx_recv_body(co
             *(volatile mxa_u64 *)cnt = 0; /* for the slot's next message */
             __threadfence();              /* ... before the sender may write it */
         }
+        if (d->len_word) {
+            /* the received length for work after the step (a derived
+             * type's unpack reads it in stream order: no host between) */
+            uint64_t len = s_gave_up                                             ? 0
+                           : outcome == MXA_SX_OK || outcome == MXA_SX_TRUNCATED ? take
+                           : outcome == MXA_SX_DELIVERED
+                               ? *(volatile const mxa_u64 *)&rec->delivered_bytes
+                               : 0;
+            *(volatile mxa_u64 *)(size_t)d->len_word = len;
+        }
         if (s_gave_up) {
             int ab =
                 p.lim.abort_word && mxa_sx_load_acquire((const uint64_t *)(size_t)p.lim.abort_word);

@@ -71,7 +71,9 @@ mxu_status_t mxa_cuda_temp_get(void *ctx, const void *stream, size_t bytes, int 
         r = MXA_CU(cuMemHostAlloc)(&h, want, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE);
         d = (CUdeviceptr)(uintptr_t)h;
     } else {
-        r = MXA_CU(cuMemAlloc) ? MXA_CU(cuMemAlloc)(&d, want) : CUDA_ERROR_NOT_SUPPORTED;
+        /* a device word after the bytes (p + want): a receive step writes
+         * the received length there for the unpack behind it */
+        r = MXA_CU(cuMemAlloc) ? MXA_CU(cuMemAlloc)(&d, want + 64) : CUDA_ERROR_NOT_SUPPORTED;
     }
     ctx_leave(entered);
     if (r != CUDA_SUCCESS) {
@@ -142,7 +144,7 @@ mxu_status_t mxa_cuda_stream_pack(mxa_stream_t *s, const mxa_pack_args_t *args)
     CUdeviceptr limit_word = 0;
     /* a warp or two read the host word themselves (the copy would cost
      * more than their reads) */
-    if (a.unpack && a.limit_at && (uint64_t)blocks * threads > 64 &&
+    if (a.unpack && a.limit_at && !a.limit_dev && (uint64_t)blocks * threads > 64 &&
         MXA_CU(cuMemcpyHtoDAsync) != NULL)
         MXU_TRY(stream_limit_word(cs, &limit_word));
     int entered = ctx_enter(cx->ctx);

@@ -28,7 +28,7 @@ typedef struct {
     uint64_t limit;    /* packed bytes to gather or scatter at most */
     uint64_t limit_at; /* unpack: 0, or a host-visible word holding the limit */
     int32_t unpack;    /* 0: gather buf -> packed; 1: scatter packed -> buf */
-    int32_t pad;
+    int32_t limit_dev; /* limit_at is device memory already (an SX step wrote it) */
 } mxa_pack_args_t;
 
 #endif

@@ -1221,6 +1221,22 @@ typedef struct {
     mxa_sx_recv_desc_t d[];
 } host_recv_t;
 
+/* The end of a host receive step: the received length into the desc's
+ * len_word first (work after the step in stream order reads it: a
+ * derived type's unpack), then the record. */
+static void host_recv_finish(const mxa_sx_recv_desc_t *d, mxa_sx_record_t *rec, uint64_t take,
+                             int outcome, int32_t slot)
+{
+    if (d->len_word) {
+        uint64_t len = outcome == MXA_SX_OK || outcome == MXA_SX_TRUNCATED ? take
+                       : outcome == MXA_SX_DELIVERED
+                           ? __atomic_load_n(&rec->delivered_bytes, __ATOMIC_RELAXED)
+                           : 0;
+        __atomic_store_n((uint64_t *)(uintptr_t)d->len_word, len, __ATOMIC_RELEASE);
+    }
+    mxa_sx_record_finish(rec, take, outcome, slot);
+}
+
 static void host_recv_one(const mxa_sx_recv_desc_t *d, const mxa_sx_limits_t *lim)
 {
     mxa_sx_record_t *rec = (mxa_sx_record_t *)(uintptr_t)d->record;
@@ -1242,12 +1258,12 @@ static void host_recv_one(const mxa_sx_recv_desc_t *d, const mxa_sx_limits_t *li
             if (take)
                 memcpy((void *)(uintptr_t)d->dst, (const void *)(uintptr_t)rec->copy_src,
                        (size_t)take);
-            mxa_sx_record_finish(rec, take, bytes <= d->cap ? MXA_SX_OK : MXA_SX_TRUNCATED, -1);
+            host_recv_finish(d, rec, take, bytes <= d->cap ? MXA_SX_OK : MXA_SX_TRUNCATED, -1);
             return;
         }
         if (desc != MXA_SX_DESC_NONE && desc != MXA_SX_DESC_UCX) {
-            mxa_sx_record_finish(
-                rec, 0, desc == MXA_SX_DESC_DELIVERED ? MXA_SX_DELIVERED : MXA_SX_ABORTED, -1);
+            host_recv_finish(d, rec, 0,
+                             desc == MXA_SX_DESC_DELIVERED ? MXA_SX_DELIVERED : MXA_SX_ABORTED, -1);
             return;
         }
         int ring_off = desc == MXA_SX_DESC_UCX;
@@ -1274,8 +1290,8 @@ static void host_recv_one(const mxa_sx_recv_desc_t *d, const mxa_sx_limits_t *li
                            (const void *)(uintptr_t)mxa_sx_bulk_data(d, n), (size_t)take);
                 mxa_sx_bulk_consume(d, n, 1);
                 mxa_sx_consume((uint64_t *)(uintptr_t)d->consumed, s, n);
-                mxa_sx_record_finish(rec, take, bytes <= d->cap ? MXA_SX_OK : MXA_SX_TRUNCATED,
-                                     (int32_t)s);
+                host_recv_finish(d, rec, take, bytes <= d->cap ? MXA_SX_OK : MXA_SX_TRUNCATED,
+                                 (int32_t)s);
                 return;
             }
             uint64_t deadline = lim->timeout_ns ? start + lim->timeout_ns : 0;
@@ -1283,20 +1299,20 @@ static void host_recv_one(const mxa_sx_recv_desc_t *d, const mxa_sx_limits_t *li
                                 (unsigned char *)(uintptr_t)d->dst, take, deadline)) {
                 int ab = lim->abort_word &&
                          mxa_sx_load_acquire((const uint64_t *)(uintptr_t)lim->abort_word);
-                mxa_sx_record_finish(rec, 0, ab ? MXA_SX_ABORTED : MXA_SX_TIMED_OUT, -1);
+                host_recv_finish(d, rec, 0, ab ? MXA_SX_ABORTED : MXA_SX_TIMED_OUT, -1);
                 return;
             }
             mxa_sx_consume((uint64_t *)(uintptr_t)d->consumed, s, n);
-            mxa_sx_record_finish(rec, take, bytes <= d->cap ? MXA_SX_OK : MXA_SX_TRUNCATED,
-                                 (int32_t)s);
+            host_recv_finish(d, rec, take, bytes <= d->cap ? MXA_SX_OK : MXA_SX_TRUNCATED,
+                             (int32_t)s);
             return;
         }
         if (lim->abort_word && mxa_sx_load_acquire((const uint64_t *)(uintptr_t)lim->abort_word)) {
-            mxa_sx_record_finish(rec, 0, MXA_SX_ABORTED, -1);
+            host_recv_finish(d, rec, 0, MXA_SX_ABORTED, -1);
             return;
         }
         if (lim->timeout_ns && sx_now_ns() - start > lim->timeout_ns) {
-            mxa_sx_record_finish(rec, 0, MXA_SX_TIMED_OUT, -1);
+            host_recv_finish(d, rec, 0, MXA_SX_TIMED_OUT, -1);
             return;
         }
         sx_backoff(&spins);
@@ -1404,6 +1420,7 @@ static void sx_recv_desc(const mxa_stream_t *s, const mxa_sx_recv_t *r, mxa_sx_r
     d->tag = r->tag;
     d->nslots = l->ctrl->nslots;
     d->flags = r->fence ? MXA_SX_RECV_FENCE : 0;
+    d->len_word = (uint64_t)(uintptr_t)r->len_word;
     if (r->after && r->after_seq) {
         d->after_word = (uint64_t)(uintptr_t)r->after->trigger_word;
         d->after_seq = r->after_seq;

@@ -157,6 +157,10 @@ typedef struct {
      * (the host may read dst when it sees the record: host or managed
      * memory, or a host wait); 0: later readers are ordered by the stream */
     int fence;
+    /* NULL, or a word the step writes the received length into at its end
+     * (what it copied; a message UCX delivered: the length the host gives
+     * in the record; 0 if it gave up) */
+    uint64_t *len_word;
 } mxa_sx_recv_t;
 mxu_status_t mxa_sx_enqueue_recv(mxa_stream_t *s, const mxa_sx_recv_t *r, int n);
 /* Stream s waits until other's trigger word reaches seq (same kind). */

@@ -144,10 +144,10 @@ typedef struct {
     /* a number no other use of this record has (set at allocation): the
      * helper blocks of a multi-block receive step stop when it changes */
     uint64_t serial;
-    uint64_t spare0;
-    uint64_t desc;       /* MXA_SX_DESC_*: written by the engine (release, after the below) */
-    uint64_t copy_src;   /* DESC_COPY: host-visible staging holding the message */
-    uint64_t copy_bytes; /* DESC_COPY: the message's length */
+    uint64_t delivered_bytes; /* DESC_DELIVERED: the message's length (for len_word) */
+    uint64_t desc;            /* MXA_SX_DESC_*: written by the engine (release, after the below) */
+    uint64_t copy_src;        /* DESC_COPY: host-visible staging holding the message */
+    uint64_t copy_bytes;      /* DESC_COPY: the message's length */
     uint64_t spare[2];
 } mxa_sx_record_t;
 
@@ -206,8 +206,9 @@ typedef struct {
     uint64_t bulk_consumed;
     uint64_t counters;
     uint32_t bulk_slots;
-    uint32_t blocks; /* CUDA: blocks of this receive (1 without counters) */
-    uint64_t serial; /* the record's serial */
+    uint32_t blocks;   /* CUDA: blocks of this receive (1 without counters) */
+    uint64_t serial;   /* the record's serial */
+    uint64_t len_word; /* 0, or where the step writes the received length at its end */
 } mxa_sx_recv_desc_t;
 
 /* Process-wide parameters of a receive step. */

@@ -216,17 +216,24 @@ struct mxe_op {
     void *sx_rec;                /* its step's record (mxa_sx_record_t) */
     void *sx_bounce;             /* send: host-visible copy if its slot is taken */
     _Atomic int sx_stepped;      /* recv: a receive step was enqueued or asked for */
-    int sx_env_sx;               /* recv: its envelope said the data came by SX */
-    int sx_watched;              /* progress thread: the step's record is being watched */
-    int sx_delivered;            /* progress thread: completed another way (UCX, error) */
-    int sx_ucx_posted;           /* progress thread: its receive was posted to UCX */
-    int sx_in_dring;             /* send: its step writes into the peer's device ring */
-    int sx_step_pending;         /* progress thread: a library step waits for the trigger */
-    void *sx_staging;            /* recv: host-visible buffer UCX receives the message into */
-    size_t sx_staging_cap;       /* its size class's request (the message's length) */
-    size_t sx_staged_len;        /* progress thread: bytes UCX put there */
-    int sx_staged;               /* progress thread: UCX finished into sx_staging */
-    int sx_host_copy;            /* progress thread: no stream step; a library step copies */
+    /* recv, set by its maker: a word the receive step writes the received
+     * length into (device or host memory, as the stream's executor sees
+     * it), for work after the step that reads the length in stream order
+     * (a derived type's unpack); with it the stream finishes the op alone
+     * even though it has a user_complete */
+    uint64_t *sx_len_word;
+    int sx_len_stepped;    /* recv: a receive step that writes sx_len_word was enqueued */
+    int sx_env_sx;         /* recv: its envelope said the data came by SX */
+    int sx_watched;        /* progress thread: the step's record is being watched */
+    int sx_delivered;      /* progress thread: completed another way (UCX, error) */
+    int sx_ucx_posted;     /* progress thread: its receive was posted to UCX */
+    int sx_in_dring;       /* send: its step writes into the peer's device ring */
+    int sx_step_pending;   /* progress thread: a library step waits for the trigger */
+    void *sx_staging;      /* recv: host-visible buffer UCX receives the message into */
+    size_t sx_staging_cap; /* its size class's request (the message's length) */
+    size_t sx_staged_len;  /* progress thread: bytes UCX put there */
+    int sx_staged;         /* progress thread: UCX finished into sx_staging */
+    int sx_host_copy;      /* progress thread: no stream step; a library step copies */
     mxe_op_t *sx_next_watch;
     mxe_op_t *sx_next_hunt; /* progress thread: the host looks for its message in the ring */
 };

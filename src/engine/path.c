@@ -569,11 +569,15 @@ void mxe_sx_stream_wait(mxa_stream_t *s, mxe_op_t **ops, void **targets, int n, 
                                  .record = rec,
                                  .after = op->stream != s ? op->stream : NULL,
                                  .after_seq = op->trigger_seq,
-                                 .fence = op->memtype != MXA_MEM_DEVICE || op->recv_fence};
+                                 .fence = op->memtype != MXA_MEM_DEVICE || op->recv_fence,
+                                 .len_word = op->sx_len_word};
         rops[nr++] = op;
+        op->sx_len_stepped = op->sx_len_word != NULL;
         /* the stream finishes it alone unless a status is wanted or the
-         * host has work at its completion (a derived type's unpack) */
-        drop[i] = targets[i] == NULL && !op->user_complete;
+         * host has work at its completion that the stream must wait for
+         * (a derived type's unpack, unless it reads the length the step
+         * writes: sx_len_word) */
+        drop[i] = targets[i] == NULL && (!op->user_complete || op->sx_len_word);
     }
     if (!nr)
         return;
@@ -583,6 +587,7 @@ void mxe_sx_stream_wait(mxa_stream_t *s, mxe_op_t **ops, void **targets, int n, 
             mxa_sx_record_free(rops[j]->sx_rec);
             rops[j]->sx_rec = NULL;
             atomic_store(&rops[j]->sx_stepped, 0);
+            rops[j]->sx_len_stepped = 0;
             mxe_op_host_interest(rops[j]);
         }
         for (int i = 0; i < n; i++)
@@ -724,6 +729,7 @@ static void sx_tell_step(mxe_op_t *op)
         return;
     uint64_t d = (op->result.error == MXU_OK && !op->result.cancelled) ? MXA_SX_DESC_DELIVERED
                                                                        : MXA_SX_DESC_ABORT;
+    __atomic_store_n(&rec->delivered_bytes, (uint64_t)op->result.bytes, __ATOMIC_RELAXED);
     __atomic_store_n(&rec->desc, d, __ATOMIC_RELEASE);
 }
 

@@ -361,6 +361,8 @@ typedef struct {
     void *chunks;              /* the layout's chunks in ctx's memory */
     size_t got;                /* the temp block's size */
     uint64_t *limit;           /* its host-visible word: a receive's length */
+    uint64_t *dev_word;        /* dev, device block: a device word after the bytes (the
+                                * length, written by a stream-executed receive step) */
     _Atomic int unpack_state;  /* 0; 3: reserved for a stream wait to come (the library's own
                                 * blocking calls); 1: a stream wait unpacks; 2: the progress
                                 * thread unpacks, or hands it to a library stream */
@@ -527,7 +529,11 @@ static void mxi_unpack_on_stream_wait(mxe_op_t *op, mxa_stream_t *s)
     mxu_status_t st;
     if (pk->dev) {
         mxa_pack_args_t a = mxi_pack_args(pk, 1);
-        a.limit_at = (uint64_t)(uintptr_t)pk->limit;
+        /* the length: written by the receive step on this stream, or by the
+         * progress thread into the host word before the wait is released */
+        int by_step = op->sx_len_stepped && pk->dev_word;
+        a.limit_at = (uint64_t)(uintptr_t)(by_step ? pk->dev_word : pk->limit);
+        a.limit_dev = by_step;
         pk->order = s;
         st = mxa_stream_pack(s, &a);
     } else {
@@ -633,6 +639,8 @@ static int mxi_packed_make(mxa_stream_t *s, MPI_Comm comm, const void *buf, mxi_
                              what);
         }
         p->order = s;
+        if (!host_block) /* accel's device blocks end with a device word */
+            p->dev_word = (uint64_t *)((char *)p->packed + p->got);
         if (mxi_recv_stream_waited)
             atomic_store_explicit(&p->unpack_state, 3, memory_order_relaxed);
     } else {
@@ -878,8 +886,21 @@ static int mxi_irecv_(mxa_stream_t *s, mxi_origin_t origin, void *buf, int count
         op->user_complete = mxi_unpack_on_complete;
         if (pk->dev || pk->behind_wait)
             op->user_stream_wait = mxi_unpack_on_stream_wait;
-        if (pk->dev)
-            op->recv_fence = 1; /* a stream-executed step's bytes, seen by the host's unpack */
+        /* Reserved for the stream wait that follows (the library's own
+         * MPI_Recv, MPI_Sendrecv, MPI_Sendrecv_replace): a stream-executed
+         * receive step writes the length where the unpack reads it, and
+         * the stream goes on without the host (issue 20: the stream had
+         * waited for the progress thread's completion of every such
+         * receive, and a copy of the length, between the step and the
+         * unpack). Otherwise a step's bytes may be unpacked on a library
+         * stream that the progress thread starts: fenced for it. */
+        int reserved = atomic_load_explicit(&pk->unpack_state, memory_order_relaxed) == 3;
+        if (reserved && pk->dev && pk->dev_word)
+            op->sx_len_word = pk->dev_word;
+        else if (reserved && pk->behind_wait)
+            op->sx_len_word = pk->limit;
+        if (pk->dev && !reserved)
+            op->recv_fence = 1;
     }
     return mxi_submit(op, origin, comm, req);
 }

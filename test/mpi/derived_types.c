@@ -14,7 +14,9 @@
  *      ghost column (unpacked before the stream went on).
  *   2. MPI_Sendrecv and MPI_Sendrecv_replace with the column type on the
  *      stream communicator (the latter behind a gate: nothing changes
- *      before the stream runs it).
+ *      before the stream runs it); 2b: both on a stream communicator that
+ *      asserts no wildcards (the stream-executed path), with a short
+ *      message (one column into room for two).
  *   3. 3 elements of a struct (resized) and of a 3-D subarray: data and
  *      MPI_Get_count in elements of the type.
  *   4. host waits: MPI_Wait and MPI_Test polling on a derived receive.
@@ -201,6 +203,48 @@ static void halo(void)
     T_MPI(MPI_Get_count(&st, col, &cnt));
     T_CHECK(cnt == 1 && st.MPI_SOURCE == prev, "MPI_Sendrecv_replace status: count %d source %d",
             cnt, st.MPI_SOURCE);
+
+    /* 2b. The same on a stream communicator whose opt-in also asserts no
+     * wildcard receives (the stream-executed path between processes of a
+     * node): the receive step writes the received length for the unpack
+     * behind it and the stream goes on without the host. A short message
+     * (one column into room for two) leaves the second column as it was. */
+    MPI_Comm xsc;
+    {
+        MPI_Info info;
+        T_MPI(MPI_Info_create(&info));
+        T_MPI(MPIX_Acc_Info_set_stream(info, sx_stream));
+        T_MPI(MPI_Info_set(info, "mpi_assert_no_any_source", "true"));
+        T_MPI(MPI_Info_set(info, "mpi_assert_no_any_tag", "true"));
+        T_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &xsc));
+        T_MPI(MPI_Comm_set_info(xsc, info));
+        T_MPI(MPI_Info_free(&info));
+        T_MPI(MPI_Comm_set_errhandler(xsc, MPI_ERRORS_RETURN));
+    }
+    for (int round = 0; round < 4; round++) {
+        grid_init(ref, t_rank + round);
+        grid_init(gs, t_rank + round);
+        T_MPI(MPI_Sendrecv(&ref[1], 1, col, prev, 7, &ref[NY - 2], 2, col, next, 7, plain,
+                           MPI_STATUS_IGNORE));
+        T_MPI(MPI_Sendrecv(&gs[1], 1, col, prev, 7, &gs[NY - 2], 2, col, next, 7, xsc, &st));
+        T_MPI(MPIX_Acc_Hoststream_synchronize(sx_stream));
+        T_CHECK(memcmp(ref, gs, sizeof(ref)) == 0,
+                "MPI_Sendrecv on the SX stream communicator, round %d: grid differs from plain "
+                "MPI's",
+                round);
+        T_MPI(MPI_Get_count(&st, col, &cnt));
+        T_CHECK(cnt == 1 && st.MPI_SOURCE == next, "SX MPI_Sendrecv status: count %d source %d",
+                cnt, st.MPI_SOURCE);
+        grid_init(ref, t_rank + round);
+        grid_init(gs, t_rank + round);
+        T_MPI(MPI_Sendrecv_replace(&ref[1], 1, col, next, 8, prev, 8, plain, MPI_STATUS_IGNORE));
+        T_MPI(MPI_Sendrecv_replace(&gs[1], 1, col, next, 8, prev, 8, xsc, MPI_STATUS_IGNORE));
+        T_MPI(MPIX_Acc_Hoststream_synchronize(sx_stream));
+        T_CHECK(memcmp(ref, gs, sizeof(ref)) == 0,
+                "MPI_Sendrecv_replace on the SX stream communicator, round %d: grid differs",
+                round);
+    }
+    T_MPI(MPI_Comm_free(&xsc));
     T_MPI(MPI_Type_free(&col));
     T_MPI(MPI_Comm_free(&plain));
     T_MPI(MPI_Comm_free(&sxc));
