@@ -1026,6 +1026,12 @@ extern "C" __global__ void mxa_llred_kernel(mxa_llred_plan_t pl)
  * copies where both sides are aligned, else bytes. */
 extern "C" __global__ void mxa_pack_kernel(mxa_pack_args_t a)
 {
+    /* Launched with programmatic dependent launch on a stream (cuda_pack.c):
+     * a step behind it may be scheduled now (it waits for this grid before
+     * it reads), and this grid waits for the kernel ahead (which writes
+     * what it reads) before any load. No-ops without PDL. */
+    mxa_pdl_launch_dependents();
+    mxa_pdl_wait();
     const mxa_u64 lane = threadIdx.x & 31;
     const mxa_u64 warp = ((mxa_u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const mxa_u64 warps = ((mxa_u64)gridDim.x * blockDim.x) >> 5;

@@ -131,8 +131,8 @@
       "Launch the stream-executed path's CUDA steps with programmatic dependent launch "       \
       "(compute capability 9.0 and up): a send step starts while the kernel before it on its "   \
       "stream still runs and claims its slot, then waits for that kernel before it reads the "   \
-      "buffer; a receive step scans meanwhile and waits before it writes; 0 launches them "      \
-      "plainly")                                                                                 \
+      "buffer; a receive step scans meanwhile and waits before it writes; so are the pack and "  \
+      "unpack kernels of non-contiguous datatypes on a stream; 0 launches them plainly")        \
     X(SX_DRING, STRING, sx_dring, "auto", "auto|on|off",                                         \
       "A second ring per stream-executed link in the receiver's own memory, which the sender "   \
       "maps through a file descriptor the receiver hands out on a Unix socket at first use: "    \
