@@ -2,7 +2,7 @@
 # hpgmg/gpu-check.sh - on a GPU machine: check hpgmg-fv's GPU path, then
 # measure MGSolve time on the GPU levels for every backend.
 #
-#   hpgmg/gpu-check.sh [--bench-only|--check-only] [--reps N] [BINARY]
+#   hpgmg/gpu-check.sh [--bench-only|--check-only] [--reps N] [--sizes L,...] [BINARY]
 #
 # BINARY defaults to build-gpu/hpgmg/hpgmg-fv (built by scripts/gpu-test.sh:
 # `make all` of a CUDA build) and needs the mpi, acc and streamcomm backends
@@ -23,7 +23,9 @@
 #     no-wildcard assertions, so mpix-acc's stream-executed path may carry them)
 #   - fv4 64^3 on 2 ranks with acc: HPGMG's published residual, Richardson order
 #   - compute-sanitizer memcheck on a small GPU run
-# Bench: log2 box 4, 5, 6 with 8 boxes per rank, 2 ranks, each backend, and
+# Bench: log2 box 4, 5, 6 (--sizes: a subset, e.g. 4,5 -- 16^3 and 32^3 at
+# --reps 5 fit one 10-minute device call, all three do not) with 8 boxes per
+# rank, 2 ranks, each backend, and
 # two exchange-free bounds (mpi+bound, acc-sx+bound: --skip-exchange, the GPU
 # levels skip their messages; their rel is not a result); prints MGSolve time
 # on the GPU levels (median of N runs of the timed solves).
@@ -34,16 +36,19 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 LOG=${OUT:-$ROOT/hpgmg-gpu-logs}
 MODE=all
 REPS=3
+SIZES="4 5 6"
 BIN=""
 while [ $# -gt 0 ]; do
   case "$1" in
   --bench-only) MODE=bench ;;
   --check-only) MODE=check ;;
   --reps) REPS=$2; shift ;;
+  --sizes) SIZES=${2//,/ }; shift ;;
   *) BIN=$1 ;;
   esac
   shift
 done
+case " $SIZES " in *[!0-9\ ]* | "  ") echo "gpu-check.sh: --sizes takes log2 box sizes, e.g. 4,5" >&2; exit 2 ;; esac
 BIN=${BIN:-$ROOT/build-gpu/hpgmg/hpgmg-fv}
 mkdir -p "$LOG"
 say() { printf '%s\n' "$*" | tee -a "$LOG/gpu-check.log"; }
@@ -151,7 +156,7 @@ if [ "$MODE" != check ]; then
   printf '%-10s %-14s %14s %14s %14s  %s\n' "box" "backend" "GPU levels [s]" "MGSolve [s]" "GPU levels" "rel" | tee -a "$LOG/gpu-check.log"
   # NAME+bound: the same with --skip-exchange (GPU levels skip their messages:
   # the time without communication, a bound; its rel is not a result)
-  for l in 4 5 6; do
+  for l in $SIZES; do
     for be in mpi acc streamcomm acc-sx streamcomm-sx mpi+bound acc-sx+bound; do
       ts=() ms=()
       bargs="--backend ${be%+bound}"
