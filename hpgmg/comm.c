@@ -12,6 +12,10 @@
 #endif
 
 #include "comm.h"
+#if defined(HG_HAVE_CUDA) && !defined(HPGMG_NO_MPIX)
+#define HG_KI 1
+#include "cuda_iface.h"
+#endif
 
 /* tags: one per program kind (every level has its own communicator) */
 #define TAG_EXCHANGE 10
@@ -349,32 +353,9 @@ static hg_tile_t *tiles_to_dev(const hg_tile_t *t, int n)
     return d;
 }
 
-static void prepare(hg_mg_t *mg, hg_prog_t *P)
-{
-    if (!P->built || P->send_gpu)
-        return;
-    P->gpu_mem = mg->backend == HG_BACKEND_MPI ? HG_MEM_PINNED : HG_MEM_DEVICE;
-    P->send_gpu = hg_alloc(sizeof(double) * (P->send_total ? P->send_total : 1), P->gpu_mem);
-    P->recv_gpu[0] = hg_alloc(sizeof(double) * (P->recv_total ? P->recv_total : 1), P->gpu_mem);
-    if (mg->backend == HG_BACKEND_MPI)
-        P->recv_gpu[1] = hg_alloc(sizeof(double) * (P->recv_total ? P->recv_total : 1), P->gpu_mem);
-    P->pack_dev = tiles_to_dev(P->pack, P->n_pack);
-    P->local_dev = tiles_to_dev(P->local, P->n_local);
-    P->unpack_dev = tiles_to_dev(P->unpack, P->n_unpack);
-}
-
-void hg_prog_prepare_gpu(hg_mg_t *mg, hg_level_t *L)
-{
-    for (int s = 0; s < HG_NUM_SHAPES; s++)
-        prepare(mg, &L->exchange[s]);
-    for (int r = 0; r < 4; r++)
-        prepare(mg, &L->restriction[r]);
-    prepare(mg, &L->interpolation);
-}
-
-static void launch_tiles(hg_exec_t *E, int kind, const hg_tile_t *t, int nt, int max_blk,
-                         const hg_level_t *S, int vs, const double *sbuf, hg_level_t *D, int vd,
-                         double *dbuf, double prescale)
+static void tiles_args(hg_args_tiles_t *ap, int kind, const hg_tile_t *t, int nt, int max_blk,
+                       const hg_level_t *S, int vs, const double *sbuf, hg_level_t *D, int vd,
+                       double *dbuf, double prescale)
 {
     hg_args_tiles_t a;
     a.max_blk = max_blk;
@@ -394,7 +375,268 @@ static void launch_tiles(hg_exec_t *E, int kind, const hg_tile_t *t, int nt, int
     a.d_vol = D->vol;
     a.d_g = D->ghosts;
     a.prescale = prescale;
+    *ap = a;
+}
+
+static void launch_tiles(hg_exec_t *E, int kind, const hg_tile_t *t, int nt, int max_blk,
+                         const hg_level_t *S, int vs, const double *sbuf, hg_level_t *D, int vd,
+                         double *dbuf, double prescale)
+{
+    hg_args_tiles_t a;
+    tiles_args(&a, kind, t, nt, max_blk, S, vs, sbuf, D, vd, dbuf, prescale);
     hg_exec_launch(E, HG_K_TILES, &a, sizeof(a));
+}
+
+static void check(int rc, const char *what);
+
+#ifdef HG_KI
+/* The ki backend's state of a program (cuda_iface.h says how it runs): a
+ * partitioned request pair per peer whose partition r carries run r of an
+ * epoch of K runs; the host starts an epoch every K runs and waits for it
+ * on the stream K runs later (the only host calls of the exchange). */
+struct hg_ki {
+    int K;               /* runs per epoch = partitions of each request            */
+    int slot;            /* the next run's partition; 0: the next run starts an epoch */
+    uint64_t runs;       /* runs so far                                            */
+    double *sbuf, *rbuf; /* device: peer n's K runs at K * off[n]      */
+    MPI_Request *req;    /* n_send sends, then n_recv receives          */
+    hg_ki_peer_t *send_dev, *recv_dev;
+    unsigned long long *words_dev; /* packed[n_send], claim[n_recv], ready[n_recv] */
+    int *err_dev;
+    hg_tile_t *pack_dev, *unpack_dev; /* tiles with their peer, offsets in its run */
+};
+
+/* tiles t[0..nt) of a message list (offsets in the flat buffer): their
+ * peer and offsets relative to the peer's run, on the device */
+static hg_tile_t *ki_tiles(const hg_tile_t *t, int nt, int is_send, const int *off,
+                           const int *count, int npeers)
+{
+    hg_tile_t *c = malloc(sizeof(hg_tile_t) * (size_t)(nt ? nt : 1));
+    for (int i = 0; i < nt; i++) {
+        c[i] = t[i];
+        const int o = is_send ? t[i].doff : t[i].soff;
+        int n = 0;
+        while (n + 1 < npeers && o >= off[n + 1])
+            n++;
+        if (o < off[n] || o >= off[n] + count[n]) {
+            fprintf(stderr, "hpgmg-fv: ki: tile %d at %d outside its message\n", i, o);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        c[i].peer = n;
+        if (is_send)
+            c[i].doff -= off[n];
+        else
+            c[i].soff -= off[n];
+    }
+    hg_tile_t *d = tiles_to_dev(c, nt);
+    free(c);
+    return d;
+}
+
+static hg_ki_peer_t *ki_peers(const hg_prog_t *P, struct hg_ki *k, int is_send, double *buf)
+{
+    const int np = is_send ? P->n_send : P->n_recv;
+    const int *off = is_send ? P->send_off : P->recv_off;
+    const int *count = is_send ? P->send_count : P->recv_count;
+    const int *rank = is_send ? P->send_rank : P->recv_rank;
+    const hg_tile_t *t = is_send ? P->pack : P->unpack;
+    const int nt = is_send ? P->n_pack : P->n_unpack;
+    hg_ki_peer_t *h = calloc((size_t)(np ? np : 1), sizeof(*h));
+    for (int n = 0; n < np; n++) {
+        MPI_Request *r = &k->req[(is_send ? 0 : P->n_send) + n];
+        h[n].base = buf + (size_t)k->K * (size_t)off[n];
+        h[n].count = count[n];
+        for (int i = 0; i < nt; i++) {
+            const int o = is_send ? t[i].doff : t[i].soff;
+            h[n].tiles += o >= off[n] && o < off[n] + count[n];
+        }
+        if (is_send)
+            check(MPIX_Acc_Psend_init(h[n].base, k->K, count[n], MPI_DOUBLE, rank[n], P->tag,
+                                      P->owner->comm, MPI_INFO_NULL, r),
+                  "MPIX_Acc_Psend_init");
+        else
+            check(MPIX_Acc_Precv_init(h[n].base, k->K, count[n], MPI_DOUBLE, rank[n], P->tag,
+                                      P->owner->comm, MPI_INFO_NULL, r),
+                  "MPIX_Acc_Precv_init");
+        mpix_acc_dreq_t *d = NULL;
+        check(MPIX_Acc_Prequest_get_device(*r, &d), "MPIX_Acc_Prequest_get_device");
+        h[n].dreq = d;
+    }
+    hg_ki_peer_t *dev = hg_alloc(sizeof(*h) * (size_t)(np ? np : 1), HG_MEM_DEVICE);
+    hg_copy(dev, h, sizeof(*h) * (size_t)(np ? np : 1));
+    free(h);
+    return dev;
+}
+
+static void ki_prepare(hg_mg_t *mg, hg_prog_t *P)
+{
+    static int loaded;
+    if (!loaded) {
+        hg_cuda_ki_load();
+        loaded = 1;
+    }
+    struct hg_ki *k = calloc(1, sizeof(*k));
+    k->K = mg->ki_runs;
+    const size_t ns = (size_t)k->K * (P->send_total ? P->send_total : 1);
+    const size_t nr = (size_t)k->K * (P->recv_total ? P->recv_total : 1);
+    k->sbuf = hg_alloc(sizeof(double) * ns, HG_MEM_DEVICE);
+    k->rbuf = hg_alloc(sizeof(double) * nr, HG_MEM_DEVICE);
+    k->req = malloc(sizeof(MPI_Request) * (size_t)(P->n_send + P->n_recv + 1));
+    for (int i = 0; i < P->n_send + P->n_recv; i++)
+        k->req[i] = MPI_REQUEST_NULL;
+    k->send_dev = ki_peers(P, k, 1, k->sbuf);
+    k->recv_dev = ki_peers(P, k, 0, k->rbuf);
+    k->words_dev = hg_alloc(sizeof(unsigned long long) * (size_t)(P->n_send + 2 * P->n_recv + 1),
+                            HG_MEM_DEVICE);
+    k->err_dev = hg_alloc(sizeof(int), HG_MEM_DEVICE);
+    k->pack_dev = ki_tiles(P->pack, P->n_pack, 1, P->send_off, P->send_count, P->n_send);
+    k->unpack_dev = ki_tiles(P->unpack, P->n_unpack, 0, P->recv_off, P->recv_count, P->n_recv);
+    P->ki = k;
+}
+
+/* the epoch's completion on the stream (a partial one: the sender first
+ * marks the partitions of the runs it did not make) */
+static void ki_complete(hg_prog_t *P, hg_exec_t *E)
+{
+    struct hg_ki *k = P->ki;
+    if (k->slot != 0 && P->n_send)
+        hg_cuda_ki_fill(E->stream, k->send_dev, P->n_send, k->slot, k->K - 1, k->err_dev);
+        /* (statuses ignored; gcc 12 misreads MPI_STATUSES_IGNORE as a 0-byte array) */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstringop-overflow"
+    check(MPIX_Acc_Waitall(E->stream, P->n_send + P->n_recv, k->req, MPI_STATUSES_IGNORE),
+          "MPIX_Acc_Waitall (ki epoch)");
+#pragma GCC diagnostic pop
+    k->slot = 0;
+}
+
+static void ki_run(hg_prog_t *P, hg_exec_t *E, int vsrc, int vdst, int k_pack, int k_local,
+                   int k_unpack, double prescale, hg_commtimer_t *T)
+{
+    struct hg_ki *k = P->ki;
+    const int nreq = P->n_send + P->n_recv;
+    double t = MPI_Wtime();
+    if (k->slot == 0)
+        for (int i = 0; i < nreq; i++)
+            check(MPIX_Acc_Start(E->stream, &k->req[i]), "MPIX_Acc_Start");
+    T->wait += MPI_Wtime() - t;
+    hg_args_ki_t a;
+    memset(&a, 0, sizeof(a));
+    tiles_args(&a.pack, k_pack, k->pack_dev, P->n_pack, P->max_pack, P->src, vsrc, NULL, P->dst,
+               vdst, NULL, 0.0);
+    tiles_args(&a.local, k_local, P->local_dev, P->n_local, P->max_local, P->src, vsrc, NULL,
+               P->dst, vdst, NULL, prescale);
+    tiles_args(&a.unpack, k_unpack, k->unpack_dev, P->n_unpack, P->max_unpack, P->src, vsrc, NULL,
+               P->dst, vdst, NULL, prescale);
+    a.send = k->send_dev;
+    a.recv = k->recv_dev;
+    a.packed = k->words_dev;
+    a.claim = k->words_dev + P->n_send;
+    a.ready = k->words_dev + P->n_send + P->n_recv;
+    a.err = k->err_dev;
+    a.slot = k->slot;
+    a.run = ++k->runs;
+    t = MPI_Wtime();
+    hg_cuda_ki_send(E->stream, &a);
+    T->pack += MPI_Wtime() - t;
+    t = MPI_Wtime();
+    hg_cuda_ki_recv(E->stream, &a);
+    T->unpack += MPI_Wtime() - t;
+    if (++k->slot == k->K) {
+        t = MPI_Wtime();
+        ki_complete(P, E);
+        T->wait += MPI_Wtime() - t;
+    }
+}
+
+static int ki_finish_prog(hg_prog_t *P)
+{
+    struct hg_ki *k = P->ki;
+    if (!k)
+        return 0;
+    hg_exec_t *E = P->owner->exec;
+    hg_exec_use(E);
+    if (k->slot != 0)
+        ki_complete(P, E);
+    hg_exec_sync(E);
+    int err = 0;
+    hg_copy(&err, k->err_dev, sizeof(err));
+    if (err)
+        fprintf(stderr, "hpgmg-fv: ki: level %d, program tag %d: %d device calls failed\n",
+                P->owner->id, P->tag, err);
+    return err;
+}
+#endif /* HG_KI */
+
+void hg_comm_ki_finish(hg_mg_t *mg)
+{
+#ifdef HG_KI
+    int err = 0;
+    for (int l = 0; l < mg->nlevels; l++) {
+        hg_level_t *L = mg->levels[l];
+        for (int s = 0; s < HG_NUM_SHAPES; s++)
+            err += ki_finish_prog(&L->exchange[s]);
+        for (int r = 0; r < 4; r++)
+            err += ki_finish_prog(&L->restriction[r]);
+        err += ki_finish_prog(&L->interpolation);
+    }
+    if (err)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+#else
+    (void)mg;
+#endif
+}
+
+void hg_prog_free_ki(hg_prog_t *P)
+{
+#ifdef HG_KI
+    struct hg_ki *k = P->ki;
+    if (!k)
+        return;
+    for (int i = 0; i < P->n_send + P->n_recv; i++)
+        if (k->req[i] != MPI_REQUEST_NULL)
+            check(MPI_Request_free(&k->req[i]), "MPI_Request_free (ki)");
+    free(k->req);
+    hg_free(k->sbuf, HG_MEM_DEVICE);
+    hg_free(k->rbuf, HG_MEM_DEVICE);
+    hg_free(k->send_dev, HG_MEM_DEVICE);
+    hg_free(k->recv_dev, HG_MEM_DEVICE);
+    hg_free(k->words_dev, HG_MEM_DEVICE);
+    hg_free(k->err_dev, HG_MEM_DEVICE);
+    hg_free(k->pack_dev, HG_MEM_DEVICE);
+    hg_free(k->unpack_dev, HG_MEM_DEVICE);
+    free(k);
+    P->ki = NULL;
+#else
+    (void)P;
+#endif
+}
+
+static void prepare(hg_mg_t *mg, hg_prog_t *P)
+{
+    if (!P->built || P->send_gpu)
+        return;
+    P->gpu_mem = mg->backend == HG_BACKEND_MPI ? HG_MEM_PINNED : HG_MEM_DEVICE;
+    P->send_gpu = hg_alloc(sizeof(double) * (P->send_total ? P->send_total : 1), P->gpu_mem);
+    P->recv_gpu[0] = hg_alloc(sizeof(double) * (P->recv_total ? P->recv_total : 1), P->gpu_mem);
+    if (mg->backend == HG_BACKEND_MPI)
+        P->recv_gpu[1] = hg_alloc(sizeof(double) * (P->recv_total ? P->recv_total : 1), P->gpu_mem);
+    P->pack_dev = tiles_to_dev(P->pack, P->n_pack);
+    P->local_dev = tiles_to_dev(P->local, P->n_local);
+    P->unpack_dev = tiles_to_dev(P->unpack, P->n_unpack);
+#ifdef HG_KI
+    if (P->owner->backend == HG_BACKEND_KI && (P->n_send || P->n_recv))
+        ki_prepare(mg, P);
+#endif
+}
+
+void hg_prog_prepare_gpu(hg_mg_t *mg, hg_level_t *L)
+{
+    for (int s = 0; s < HG_NUM_SHAPES; s++)
+        prepare(mg, &L->exchange[s]);
+    for (int r = 0; r < 4; r++)
+        prepare(mg, &L->restriction[r]);
+    prepare(mg, &L->interpolation);
 }
 
 static void check(int rc, const char *what)
@@ -428,6 +670,13 @@ void hg_prog_run(hg_mg_t *mg, hg_prog_t *P, int vsrc, int vdst, int k_pack, int 
     int nreq = 0;
     double t0 = MPI_Wtime(), t;
     hg_exec_use(E);
+#ifdef HG_KI
+    if (P->ki && be == HG_BACKEND_KI && msgs) {
+        ki_run(P, E, vsrc, vdst, k_pack, k_local, k_unpack, prescale, T);
+        T->total += MPI_Wtime() - t0;
+        return;
+    }
+#endif
 
     if (P->n_recv && msgs) {
         t = MPI_Wtime();

@@ -29,6 +29,14 @@ void hg_prog_prepare_gpu(hg_mg_t *mg, hg_level_t *L);
 void hg_prog_run(hg_mg_t *mg, hg_prog_t *P, int vsrc, int vdst, int k_pack, int k_local,
                  int k_unpack, double prescale, hg_commtimer_t *T);
 
+/* ki backend: complete every program's open epoch (the sender marks the
+ * partitions of the runs not made ready, every request is waited for on
+ * its stream), check the kernels' error counts; before the level's
+ * resources go (hg_mg_destroy) */
+void hg_comm_ki_finish(hg_mg_t *mg);
+/* free a program's ki state and requests (its epoch completed) */
+void hg_prog_free_ki(hg_prog_t *P);
+
 /* streamcomm: turn every level communicator into a stream communicator of
  * the level's stream (MPI_Comm_set_info with "mpix_acc_stream") */
 void hg_comm_attach_streams(hg_mg_t *mg);

@@ -21,6 +21,7 @@ extern "C" {
 #include "ops.h"
 }
 #include "stencil.h"
+#include "tile.cuh"
 
 #define CK(call)                                                                                   \
     do {                                                                                           \
@@ -211,51 +212,7 @@ __global__ void k_bc(hg_args_bc_t a)
 /* grid (tiles, chunks): a block covers a chunk of the destination cells of one tile */
 __global__ void k_tiles(hg_args_tiles_t a)
 {
-    const hg_tile_t T = a.t[blockIdx.x];
-    const int kind = a.kind;
-    const int fine = kind >= HG_T_INTERP_P0;
-    const double *s;
-    int sjs, sks;
-    if (T.sbox >= 0) {
-        s = a.src + (long long)T.sbox * a.s_vol + a.s_g * (1 + a.s_js + a.s_ks) + T.si +
-            T.sj * a.s_js + T.sk * a.s_ks;
-        sjs = a.s_js;
-        sks = a.s_ks;
-    } else {
-        s = a.sbuf + T.soff;
-        sjs = T.bi;
-        sks = T.bi * T.bj;
-    }
-    double *d;
-    int djs, dks;
-    if (T.dbox >= 0) {
-        d = a.dst + (long long)T.dbox * a.d_vol + a.d_g * (1 + a.d_js + a.d_ks) + T.ti +
-            T.tj * a.d_js + T.tk * a.d_ks;
-        djs = a.d_js;
-        dks = a.d_ks;
-    } else {
-        d = a.dbuf + T.doff;
-        djs = fine ? 2 * T.bi : T.bi;
-        dks = fine ? 4 * T.bi * T.bj : T.bi * T.bj;
-    }
-    const int ni = fine ? 2 * T.bi : T.bi, nj = fine ? 2 * T.bj : T.bj, nk = fine ? 2 * T.bk : T.bk;
-    const int cells = ni * nj * nk;
-    const double p = a.prescale;
-    for (int c = blockIdx.y * blockDim.x + threadIdx.x; c < cells; c += gridDim.y * blockDim.x) {
-        const int i = c % ni, j = (c / ni) % nj, k = c / (ni * nj);
-        double *o = d + i + j * djs + k * dks;
-        if (kind == HG_T_COPY) {
-            *o = s[i + j * sjs + k * sks];
-        } else if (kind == HG_T_INCREMENT) {
-            *o = p * *o + s[i + j * sjs + k * sks];
-        } else if (kind <= HG_T_RESTRICT_FACE_K) {
-            *o = hg_restrict_value(kind, s + 2 * i + 2 * j * sjs + 2 * k * sks, sjs, sks);
-        } else {
-            const double v = hg_interp_value(kind, s + (i >> 1) + (j >> 1) * sjs + (k >> 1) * sks,
-                                             sjs, sks, i & 1, j & 1, k & 1);
-            *o = (p == 0.0) ? v : p * *o + v;
-        }
-    }
+    hg_tile_run(a, a.t[blockIdx.x], a.sbuf, a.dbuf, blockIdx.y, gridDim.y, false);
 }
 
 static unsigned blocks_for(long long total) { return (unsigned)((total + NT - 1) / NT); }

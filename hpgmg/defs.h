@@ -42,7 +42,16 @@ enum {
 typedef enum { HG_OP_7PT = 0, HG_OP_FV4 = 1 } hg_operator_t;
 typedef enum { HG_SMOOTH_GSRB = 0, HG_SMOOTH_CHEBY = 1 } hg_smoother_t;
 typedef enum { HG_CYCLE_F = 0, HG_CYCLE_V = 1 } hg_cycle_t;
-typedef enum { HG_BACKEND_MPI = 0, HG_BACKEND_ACC = 1, HG_BACKEND_STREAMCOMM = 2 } hg_backend_t;
+typedef enum {
+    HG_BACKEND_MPI = 0,
+    HG_BACKEND_ACC = 1,
+    HG_BACKEND_STREAMCOMM = 2,
+    HG_BACKEND_KI = 3 /* kernel-initiated (partitioned requests) on GPU levels, acc elsewhere */
+} hg_backend_t;
+#define HG_BACKEND_NAMES                                                                           \
+    {                                                                                              \
+        "mpi", "acc", "streamcomm", "ki"                                                           \
+    }
 
 /* ---- memory kinds: host, CUDA device, pinned host memory mapped into the
  *      device address space (no managed memory is used) */

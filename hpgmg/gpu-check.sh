@@ -21,6 +21,9 @@
 #   - 2 ranks, GPU levels: acc, streamcomm, acc-sx and streamcomm-sx = mpi
 #     (bit-identical), both operators (-sx: level communicators with the MPI-4
 #     no-wildcard assertions, so mpix-acc's stream-executed path may carry them)
+#   - 2 ranks, GPU levels: ki (the kernels send and receive through
+#     partitioned requests) = mpi, both operators; memcheck and racecheck of
+#     its kernels (2 ranks, every level on the GPUs)
 #   - fv4 64^3 on 2 ranks with acc: HPGMG's published residual, Richardson order
 #   - compute-sanitizer memcheck on a small GPU run
 # Bench: log2 box 4, 5, 6 (--sizes: a subset, e.g. 4,5 -- 16^3 and 32^3 at
@@ -125,13 +128,17 @@ if [ "$MODE" != bench ]; then
         ok "$op 32^3: all levels on the GPU: rel=$b (CPU $a)"
       else ko "$op 32^3: all levels on the GPU: rel=$b, CPU $a"; fi
     fi
-    for be in mpi acc streamcomm acc-sx streamcomm-sx; do run "${op}_n2_$be" 2 4 4 --operator $op --backend $be $Q; done
+    for be in mpi acc streamcomm acc-sx streamcomm-sx ki; do run "${op}_n2_$be" 2 4 4 --operator $op --backend $be $Q; done
     same "${op}_n2_mpi" "${op}_n2_acc" "$op, $RANKS: acc = mpi"
     same "${op}_n2_mpi" "${op}_n2_streamcomm" "$op, $RANKS: streamcomm = mpi"
     # -sx: the level communicators carry the MPI-4 no-wildcard assertions, so
     # messages between the two GPUs may take the stream-executed path
     same "${op}_n2_mpi" "${op}_n2_acc-sx" "$op, $RANKS: acc-sx = mpi"
     same "${op}_n2_mpi" "${op}_n2_streamcomm-sx" "$op, $RANKS: streamcomm-sx = mpi"
+    # ki: the GPU levels' kernels send and receive (partitioned requests)
+    if grep -q 'GPU (CUDA stream), ki backend' "$LOG/${op}_n2_ki.log" 2>/dev/null; then
+      same "${op}_n2_mpi" "${op}_n2_ki" "$op, $RANKS: ki = mpi"
+    else ko "$op, $RANKS: ki: no level ran the ki backend"; fi
     same "${op}_cpu" "${op}_n2_mpi" "$op: 2 ranks on GPUs = 1 rank on the CPU"
   done
   # 64^3 (8 boxes of 16^3 per rank), stream-ordered on the GPUs: HPGMG's published
@@ -147,6 +154,14 @@ if [ "$MODE" != bench ]; then
     if timeout 600 "$MPIEXEC" $LAUNCH -n 1 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 "$BIN" 4 1 --gpu-threshold 0 $Q \
       >"$LOG/memcheck.log" 2>&1; then ok "compute-sanitizer memcheck: no errors (fv4 16^3, all levels on the GPU)"
     else ko "compute-sanitizer memcheck (memcheck.log)"; grep -m5 -E 'Invalid|ERROR' "$LOG/memcheck.log" | sed 's/^/    /'; fi
+    # the ki backend's kernels (2 ranks, every level on the GPU: each level's
+    # programs are ki), memcheck and racecheck
+    for tool in memcheck racecheck; do
+      if timeout 600 "$MPIEXEC" $LAUNCH -n 2 compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 "$BIN" 4 4 --gpu-threshold 0 --backend ki $Q \
+        >"$LOG/ki-$tool.log" 2>&1 && grep -q 'ki backend' "$LOG/ki-$tool.log"; then
+        ok "compute-sanitizer $tool: no errors (ki backend, 2 ranks, all levels on the GPUs)"
+      else ko "compute-sanitizer $tool, ki backend (ki-$tool.log)"; grep -m5 -E 'Invalid|ERROR|hazard|Race' "$LOG/ki-$tool.log" | sed 's/^/    /'; fi
+    done
   fi
 fi
 
@@ -157,7 +172,7 @@ if [ "$MODE" != check ]; then
   # NAME+bound: the same with --skip-exchange (GPU levels skip their messages:
   # the time without communication, a bound; its rel is not a result)
   for l in $SIZES; do
-    for be in mpi acc streamcomm acc-sx streamcomm-sx mpi+bound acc-sx+bound; do
+    for be in mpi acc streamcomm acc-sx streamcomm-sx ki mpi+bound acc-sx+bound; do
       ts=() ms=()
       bargs="--backend ${be%+bound}"
       case "$be" in *+bound) bargs="$bargs --skip-exchange" ;; esac

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm.h"
 #include "level.h"
 
 int hg_radius(hg_operator_t op) { return op == HG_OP_FV4 ? 2 : 1; }
@@ -268,6 +269,7 @@ static void prog_free(hg_prog_t *P)
     hg_free(P->unpack_dev, HG_MEM_DEVICE);
     free(P->req);
     free(P->stat);
+    hg_prog_free_ki(P);
     memset(P, 0, sizeof(*P));
 }
 

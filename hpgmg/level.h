@@ -51,6 +51,7 @@ typedef struct hg_prog {
     int max_pack, max_local, max_unpack; /* largest block of each list */
     MPI_Request *req;
     MPI_Status *stat;
+    struct hg_ki *ki; /* ki backend on a GPU level (comm.c), else NULL */
 } hg_prog_t;
 
 typedef struct hg_level {
@@ -128,6 +129,7 @@ typedef struct {
                           communication programs after set-up (pack, local copies and
                           unpack still run): a bound with communication's cost removed,
                           its results are wrong and not checked */
+    int ki_runs;       /* ki backend: program runs per epoch of its partitioned requests */
     double mgbuild_time, mgsolve_time;
     int solves;
     long reductions_on_streams; /* stream-ordered norms and dots (hg_red_t) */

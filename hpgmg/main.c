@@ -39,9 +39,11 @@ static void usage(int rank)
         "  --operator 7pt|fv4          discretisation (default fv4)\n"
         "  --smoother gsrb|cheby       smoother (default gsrb)\n"
         "  --cycle f|v                 F-cycle (one FMG solve, default) or V-cycles to 1e-10\n"
-        "  --backend mpi|acc|streamcomm|acc-sx|streamcomm-sx\n"
+        "  --backend mpi|acc|streamcomm|acc-sx|streamcomm-sx|ki\n"
         "                              communication backend (default mpi); -sx: the same with\n"
-        "                              --no-wildcards\n"
+        "                              --no-wildcards; ki: GPU levels send from their kernels\n"
+        "                              (partitioned requests; CUDA builds), other levels as acc\n"
+        "  --ki-runs N                 ki: program runs per epoch of its requests (default 32)\n"
         "  --no-wildcards              MPI-4 assertions mpi_assert_no_any_source/_tag on the\n"
         "                              level communicators (mpix-acc's stream-executed path)\n"
         "  --skip-exchange             GPU levels skip their messages after set-up: a bound\n"
@@ -70,6 +72,7 @@ static int parse(int argc, char **argv, opts_t *o, hg_mg_t *mg)
     mg->backend = HG_BACKEND_MPI;
     mg->gpu_threshold = 10000;
     mg->cpu_streams = -1;
+    mg->ki_runs = 32;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define OPT(name) (strcmp(a, name) == 0 && v && (i++, 1))
@@ -105,7 +108,13 @@ static int parse(int argc, char **argv, opts_t *o, hg_mg_t *mg)
                 mg->backend = HG_BACKEND_ACC, mg->no_wildcards = 1;
             else if (!strcmp(v, "streamcomm-sx"))
                 mg->backend = HG_BACKEND_STREAMCOMM, mg->no_wildcards = 1;
+            else if (!strcmp(v, "ki"))
+                mg->backend = HG_BACKEND_KI;
             else
+                return -1;
+        } else if (OPT("--ki-runs")) {
+            mg->ki_runs = atoi(v);
+            if (mg->ki_runs < 1)
                 return -1;
         } else if (!strcmp(a, "--no-wildcards")) {
             mg->no_wildcards = 1;
@@ -260,6 +269,8 @@ int main(int argc, char **argv)
     if (argc == 2 && !strcmp(argv[1], "--features")) { /* for scripts: no MPI needed */
 #ifdef HPGMG_NO_MPIX
         printf("backends=mpi");
+#elif defined(HG_HAVE_CUDA)
+        printf("backends=mpi,acc,streamcomm,ki");
 #else
         printf("backends=mpi,acc,streamcomm");
 #endif
@@ -351,7 +362,7 @@ int main(int argc, char **argv)
     }
     mg->bottom_min_dim = 1;
     if (mg->my_rank == 0) {
-        const char *be[] = {"mpi", "acc", "streamcomm"};
+        const char *be[] = HG_BACKEND_NAMES;
         fprintf(
             stdout, "\n  operator=%s  smoother=%s  cycle=%s  backend=%s  GPU threshold=%ld cells\n",
             mg->op == HG_OP_FV4 ? "fv4 (4th order finite volume)"

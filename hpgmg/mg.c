@@ -144,6 +144,13 @@ void hg_mg_prepare_execution(hg_mg_t *mg)
         int v[2] = {L->on_gpu && L->nb > 0, L->nb > 0}, s[2];
         MPI_Allreduce(v, s, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
         g_gpu_mode[l] = s[0] == 0 ? 0 : s[0] == s[1] ? 1 : 2;
+        /* ki: partitioned requests pair only with partitioned requests, so a
+         * level is ki only where every rank of its communicator (every party
+         * of its programs) runs it on its GPU */
+        int off_gpu = L->comm != MPI_COMM_NULL && !L->on_gpu, any_off = 0;
+        MPI_Allreduce(&off_gpu, &any_off, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (L->backend == HG_BACKEND_KI && any_off)
+            L->backend = HG_BACKEND_ACC;
     }
     /* GPU levels: data and lists into device memory; CPU levels stay in pinned
    * host memory, which the GPU kernels at the GPU/CPU boundary read/write */
@@ -159,7 +166,7 @@ void hg_mg_prepare_execution(hg_mg_t *mg)
         fprintf(stdout, "\n  Execution plan (GPU threshold %ld local cells):\n", mg->gpu_threshold);
         for (int l = 0; l < mg->nlevels; l++) {
             hg_level_t *L = mg->levels[l];
-            const char *be[] = {"mpi", "acc", "streamcomm"};
+            const char *be[] = HG_BACKEND_NAMES;
             fprintf(stdout, "    level %2d  %5d^3  %s%s, %s backend\n", l, L->dim,
                     g_gpu_mode[l] == 1   ? "GPU (CUDA stream)"
                     : g_gpu_mode[l] == 2 ? "mixed GPU/CPU"
@@ -173,6 +180,7 @@ void hg_mg_prepare_execution(hg_mg_t *mg)
 
 void hg_mg_destroy(hg_mg_t *mg)
 {
+    hg_comm_ki_finish(mg);
     hg_exec_drain();
     if (mg->my_rank == 0) {
         fprintf(stdout, "attempting to free the restriction and interpolation lists... done\n");
@@ -393,10 +401,10 @@ void hg_print_timing(hg_mg_t *mg, int from)
         return;
     const double s = 1.0 / mg->solves; /* average per solve */
     const char *isend = "  MPI_Isend", *irecv = "  MPI_Irecv", *wait = "  MPI_Waitall";
-    if (mg->backend == HG_BACKEND_ACC) {
+    if (mg->backend == HG_BACKEND_ACC || mg->backend == HG_BACKEND_KI) {
         isend = "  MPIX_Acc_Isend";
         irecv = "  MPIX_Acc_Irecv";
-        wait = "  MPIX_Acc_Waitall";
+        wait = mg->backend == HG_BACKEND_KI ? "  MPIX_Acc_Start/Waitall" : "  MPIX_Acc_Waitall";
     }
     printf("\n\n");
     printf("%-26s", "level");
@@ -471,8 +479,15 @@ void hg_print_timing(hg_mg_t *mg, int from)
         printf("   (%s backend: on stream levels the rows time the host side - launches and\n"
                "    enqueued calls; the execution shows up where the host waits: norms, dot\n"
                "    products, the drain at a GPU/CPU switch",
-               mg->backend == HG_BACKEND_ACC ? (mg->no_wildcards ? "acc-sx" : "acc")
-                                             : (mg->no_wildcards ? "streamcomm-sx" : "streamcomm"));
+               mg->backend == HG_BACKEND_KI ? "ki"
+               : mg->backend == HG_BACKEND_ACC
+                   ? (mg->no_wildcards ? "acc-sx" : "acc")
+                   : (mg->no_wildcards ? "streamcomm-sx" : "streamcomm"));
+        if (mg->backend == HG_BACKEND_KI)
+            printf(".  ki levels: the pack row is the send kernel (pack, pready), the unpack\n"
+                   "    row the receive kernel (parrived, unpack), the waitall row the epochs'\n"
+                   "    starts and completions (one each per %d runs of a program)",
+                   mg->ki_runs);
         if (!mg->cpu_streams)
             printf(".  CPU levels: plain MPI on the host thread");
         printf(")\n");

@@ -32,6 +32,7 @@ typedef struct {
     int bi, bj, bk;
     int sbox, soff, si, sj, sk;
     int dbox, doff, ti, tj, tk;
+    int peer; /* ki backend: the tile's peer (index into its message list) */
 } hg_tile_t;
 
 /* Operation kinds */

@@ -16,7 +16,8 @@
 #     script reports whether they are bit-identical, which they should be);
 #     acc-sx (MPI-4 no-wildcard assertions on the level communicators) moves
 #     messages on mpix-acc's stream-executed path (host streams here), and
-#     --skip-exchange changes nothing without GPU levels
+#     --skip-exchange changes nothing without GPU levels; ki (kernel-initiated
+#     on GPU levels) runs acc on every level here and equals mpi
 #   - streamcomm enqueues its norms and dot products with their MPI_Allreduce:
 #     host waits per solve <= reductions on the streams per solve
 # The acc/streamcomm checks run when the binary has them (`hpgmg-fv
@@ -182,6 +183,13 @@ for op in fv4 7pt; do
       detail=${res#ok}
       detail=${detail#bad}
       check $rc "$op: streamcomm waits on its streams only to read its reductions (waits/reductions per solve:$detail)"
+    fi
+    # ki: the GPU levels' kernels send; without GPU levels every level runs
+    # acc (host streams here), which the execution plan says
+    if run "${op}_n2_ki" 2 4 4 --operator "$op" --backend ki; then
+      same "${op}_n2_mpi" "${op}_n2_ki" "$op: ki without GPU levels = mpi on 2 ranks"
+      ! grep -q ', ki backend' "$out/${op}_n2_ki.log" && grep -q ', acc backend' "$out/${op}_n2_ki.log"
+      check $? "$op: ki without GPU levels runs its levels with acc"
     fi
     # --skip-exchange touches GPU levels only: none here, so nothing changes
     run "${op}_n2_acc_skip" 2 4 4 --operator "$op" --backend acc --skip-exchange &&
