@@ -390,50 +390,38 @@ static void launch_tiles(hg_exec_t *E, int kind, const hg_tile_t *t, int nt, int
 static void check(int rc, const char *what);
 
 #ifdef HG_KI
-/* The ki backend's state of a program (cuda_iface.h says how it runs): a
- * partitioned request pair per peer whose partition r carries run r of an
- * epoch of K runs; the host starts an epoch every K runs and waits for it
- * on the stream K runs later (the only host calls of the exchange). */
+/* The ki backend's state of a program (cuda_iface.h says how it runs): per
+ * peer, a partitioned request pair per tile size (a group) whose partition
+ * slot x tiles + j carries tile j of run `slot` of an epoch of K runs; the
+ * host starts an epoch and waits for it on the stream once per K runs (its
+ * only calls for the program's messages). */
 struct hg_ki {
-    int K;               /* runs per epoch = partitions of each request            */
-    int slot;            /* the next run's partition; 0: the next run starts an epoch */
-    uint64_t runs;       /* runs so far                                            */
-    double *sbuf, *rbuf; /* device: peer n's K runs at K * off[n]      */
-    MPI_Request *req;    /* n_send sends, then n_recv receives          */
-    hg_ki_peer_t *send_dev, *recv_dev;
-    unsigned long long *words_dev; /* packed[n_send], claim[n_recv], ready[n_recv] */
+    int K;            /* runs per epoch                                         */
+    int slot;         /* the next run's slot; 0: the next run starts an epoch   */
+    uint64_t runs;    /* runs so far                                            */
+    int n_sg, n_rg;   /* send and receive groups              */
+    double **bufs;    /* the groups' buffers (device)         */
+    MPI_Request *req; /* n_sg sends, then n_rg receives       */
+    hg_ki_group_t *send_dev, *recv_dev;
+    unsigned long long *words_dev; /* packed[n_pack], claim[n_unpack], ready[n_unpack] */
     int *err_dev;
-    hg_tile_t *pack_dev, *unpack_dev; /* tiles with their peer, offsets in its run */
+    hg_tile_t *pack_dev, *unpack_dev; /* tiles with their group and index in it */
 };
 
-/* tiles t[0..nt) of a message list (offsets in the flat buffer): their
- * peer and offsets relative to the peer's run, on the device */
-static hg_tile_t *ki_tiles(const hg_tile_t *t, int nt, int is_send, const int *off,
-                           const int *count, int npeers)
+static int cmp_int(const void *x, const void *y)
 {
-    hg_tile_t *c = malloc(sizeof(hg_tile_t) * (size_t)(nt ? nt : 1));
-    for (int i = 0; i < nt; i++) {
-        c[i] = t[i];
-        const int o = is_send ? t[i].doff : t[i].soff;
-        int n = 0;
-        while (n + 1 < npeers && o >= off[n + 1])
-            n++;
-        if (o < off[n] || o >= off[n] + count[n]) {
-            fprintf(stderr, "hpgmg-fv: ki: tile %d at %d outside its message\n", i, o);
-            MPI_Abort(MPI_COMM_WORLD, 1);
-        }
-        c[i].peer = n;
-        if (is_send)
-            c[i].doff -= off[n];
-        else
-            c[i].soff -= off[n];
-    }
-    hg_tile_t *d = tiles_to_dev(c, nt);
-    free(c);
-    return d;
+    const int a = *(const int *)x, b = *(const int *)y;
+    return (a > b) - (a < b);
 }
 
-static hg_ki_peer_t *ki_peers(const hg_prog_t *P, struct hg_ki *k, int is_send, double *buf)
+/* Group the tiles of one side's messages (each message is one peer's, its
+ * tiles in the canonical order both sides share) by (peer, size), the
+ * groups in (peer, size) order so that both sides init their requests in
+ * the same order; each tile gets its group (tile.peer) and its index in it
+ * (doff of a pack tile, soff of an unpack tile). A tile's size is its
+ * extent in the message. Creates the groups' requests from req[first]. */
+static int ki_groups(const hg_prog_t *P, struct hg_ki *k, int is_send, hg_tile_t **tiles_dev,
+                     hg_ki_group_t **groups_dev, int first)
 {
     const int np = is_send ? P->n_send : P->n_recv;
     const int *off = is_send ? P->send_off : P->recv_off;
@@ -441,31 +429,84 @@ static hg_ki_peer_t *ki_peers(const hg_prog_t *P, struct hg_ki *k, int is_send, 
     const int *rank = is_send ? P->send_rank : P->recv_rank;
     const hg_tile_t *t = is_send ? P->pack : P->unpack;
     const int nt = is_send ? P->n_pack : P->n_unpack;
-    hg_ki_peer_t *h = calloc((size_t)(np ? np : 1), sizeof(*h));
-    for (int n = 0; n < np; n++) {
-        MPI_Request *r = &k->req[(is_send ? 0 : P->n_send) + n];
-        h[n].base = buf + (size_t)k->K * (size_t)off[n];
-        h[n].count = count[n];
-        for (int i = 0; i < nt; i++) {
-            const int o = is_send ? t[i].doff : t[i].soff;
-            h[n].tiles += o >= off[n] && o < off[n] + count[n];
+    const size_t cap = (size_t)(nt ? nt : 1);
+    hg_tile_t *c = malloc(sizeof(hg_tile_t) * cap);
+    hg_ki_group_t *g = calloc(cap, sizeof(*g));
+    int *peer_of = calloc(cap, sizeof(int)), *size = calloc(cap, sizeof(int));
+    int *gpeer = calloc(cap, sizeof(int));
+    for (int i = 0; i < nt; i++) {
+        const int o = is_send ? t[i].doff : t[i].soff;
+        int n = 0;
+        while (n + 1 < np && o >= off[n + 1])
+            n++;
+        if (o < off[n] || o >= off[n] + count[n]) {
+            fprintf(stderr, "hpgmg-fv: ki: tile %d at %d outside the messages\n", i, o);
+            MPI_Abort(MPI_COMM_WORLD, 1);
         }
+        peer_of[i] = n;
+    }
+    for (int i = 0; i < nt; i++) { /* extent: up to the next tile of the message, or its end */
+        const int o = is_send ? t[i].doff : t[i].soff;
+        int end = off[peer_of[i]] + count[peer_of[i]];
+        for (int j = 0; j < nt; j++) {
+            const int oj = is_send ? t[j].doff : t[j].soff;
+            if (peer_of[j] == peer_of[i] && oj > o && oj < end)
+                end = oj;
+        }
+        size[i] = end - o;
+    }
+    int ng = 0;
+    for (int n = 0; n < np; n++) {
+        int *sz = malloc(sizeof(int) * cap), m = 0;
+        for (int i = 0; i < nt; i++)
+            if (peer_of[i] == n)
+                sz[m++] = size[i];
+        qsort(sz, (size_t)m, sizeof(int), cmp_int);
+        for (int i = 0; i < m; i++)
+            if (i == 0 || sz[i] != sz[i - 1]) {
+                g[ng] = (hg_ki_group_t){.size = sz[i]};
+                gpeer[ng++] = n;
+            }
+        free(sz);
+    }
+    for (int i = 0; i < nt; i++) {
+        int q = 0;
+        while (gpeer[q] != peer_of[i] || g[q].size != size[i])
+            q++;
+        c[i] = t[i];
+        c[i].peer = q;
         if (is_send)
-            check(MPIX_Acc_Psend_init(h[n].base, k->K, count[n], MPI_DOUBLE, rank[n], P->tag,
+            c[i].doff = g[q].tiles++;
+        else
+            c[i].soff = g[q].tiles++;
+    }
+    for (int q = 0; q < ng; q++) {
+        const int n = gpeer[q];
+        const size_t parts = (size_t)k->K * (size_t)g[q].tiles;
+        g[q].base = hg_alloc(sizeof(double) * parts * (size_t)g[q].size, HG_MEM_DEVICE);
+        k->bufs[first + q] = g[q].base;
+        MPI_Request *r = &k->req[first + q];
+        if (is_send)
+            check(MPIX_Acc_Psend_init(g[q].base, (int)parts, g[q].size, MPI_DOUBLE, rank[n], P->tag,
                                       P->owner->comm, MPI_INFO_NULL, r),
                   "MPIX_Acc_Psend_init");
         else
-            check(MPIX_Acc_Precv_init(h[n].base, k->K, count[n], MPI_DOUBLE, rank[n], P->tag,
+            check(MPIX_Acc_Precv_init(g[q].base, (int)parts, g[q].size, MPI_DOUBLE, rank[n], P->tag,
                                       P->owner->comm, MPI_INFO_NULL, r),
                   "MPIX_Acc_Precv_init");
         mpix_acc_dreq_t *d = NULL;
         check(MPIX_Acc_Prequest_get_device(*r, &d), "MPIX_Acc_Prequest_get_device");
-        h[n].dreq = d;
+        g[q].dreq = d;
     }
-    hg_ki_peer_t *dev = hg_alloc(sizeof(*h) * (size_t)(np ? np : 1), HG_MEM_DEVICE);
-    hg_copy(dev, h, sizeof(*h) * (size_t)(np ? np : 1));
-    free(h);
-    return dev;
+    *tiles_dev = tiles_to_dev(c, nt);
+    *groups_dev = hg_alloc(sizeof(*g) * cap, HG_MEM_DEVICE);
+    hg_copy(*groups_dev, g, sizeof(*g) * cap);
+    free(c);
+    free(g);
+    free(peer_of);
+    free(size);
+    free(gpeer);
+    return ng;
 }
 
 static void ki_prepare(hg_mg_t *mg, hg_prog_t *P)
@@ -477,20 +518,16 @@ static void ki_prepare(hg_mg_t *mg, hg_prog_t *P)
     }
     struct hg_ki *k = calloc(1, sizeof(*k));
     k->K = mg->ki_runs;
-    const size_t ns = (size_t)k->K * (P->send_total ? P->send_total : 1);
-    const size_t nr = (size_t)k->K * (P->recv_total ? P->recv_total : 1);
-    k->sbuf = hg_alloc(sizeof(double) * ns, HG_MEM_DEVICE);
-    k->rbuf = hg_alloc(sizeof(double) * nr, HG_MEM_DEVICE);
-    k->req = malloc(sizeof(MPI_Request) * (size_t)(P->n_send + P->n_recv + 1));
-    for (int i = 0; i < P->n_send + P->n_recv; i++)
+    const int most = P->n_pack + P->n_unpack + 1; /* groups <= tiles */
+    k->req = malloc(sizeof(MPI_Request) * (size_t)most);
+    k->bufs = calloc((size_t)most, sizeof(double *));
+    for (int i = 0; i < most; i++)
         k->req[i] = MPI_REQUEST_NULL;
-    k->send_dev = ki_peers(P, k, 1, k->sbuf);
-    k->recv_dev = ki_peers(P, k, 0, k->rbuf);
-    k->words_dev = hg_alloc(sizeof(unsigned long long) * (size_t)(P->n_send + 2 * P->n_recv + 1),
+    k->n_sg = ki_groups(P, k, 1, &k->pack_dev, &k->send_dev, 0);
+    k->n_rg = ki_groups(P, k, 0, &k->unpack_dev, &k->recv_dev, k->n_sg);
+    k->words_dev = hg_alloc(sizeof(unsigned long long) * (size_t)(P->n_pack + 2 * P->n_unpack + 1),
                             HG_MEM_DEVICE);
     k->err_dev = hg_alloc(sizeof(int), HG_MEM_DEVICE);
-    k->pack_dev = ki_tiles(P->pack, P->n_pack, 1, P->send_off, P->send_count, P->n_send);
-    k->unpack_dev = ki_tiles(P->unpack, P->n_unpack, 0, P->recv_off, P->recv_count, P->n_recv);
     P->ki = k;
 }
 
@@ -500,21 +537,21 @@ static void ki_complete(hg_prog_t *P, hg_exec_t *E)
 {
     struct hg_ki *k = P->ki;
     if (k->slot != 0 && P->n_send)
-        hg_cuda_ki_fill(E->stream, k->send_dev, P->n_send, k->slot, k->K - 1, k->err_dev);
+        hg_cuda_ki_fill(E->stream, k->send_dev, k->n_sg, k->slot, k->K, k->err_dev);
         /* (statuses ignored; gcc 12 misreads MPI_STATUSES_IGNORE as a 0-byte array) */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wstringop-overflow"
-    check(MPIX_Acc_Waitall(E->stream, P->n_send + P->n_recv, k->req, MPI_STATUSES_IGNORE),
+    check(MPIX_Acc_Waitall(E->stream, k->n_sg + k->n_rg, k->req, MPI_STATUSES_IGNORE),
           "MPIX_Acc_Waitall (ki epoch)");
 #pragma GCC diagnostic pop
     k->slot = 0;
 }
 
-static void ki_run(hg_prog_t *P, hg_exec_t *E, int vsrc, int vdst, int k_pack, int k_local,
-                   int k_unpack, double prescale, hg_commtimer_t *T)
+static void ki_run(const hg_mg_t *mg, hg_prog_t *P, hg_exec_t *E, int vsrc, int vdst, int k_pack,
+                   int k_local, int k_unpack, double prescale, hg_commtimer_t *T)
 {
     struct hg_ki *k = P->ki;
-    const int nreq = P->n_send + P->n_recv;
+    const int nreq = k->n_sg + k->n_rg;
     double t = MPI_Wtime();
     if (k->slot == 0)
         for (int i = 0; i < nreq; i++)
@@ -531,10 +568,11 @@ static void ki_run(hg_prog_t *P, hg_exec_t *E, int vsrc, int vdst, int k_pack, i
     a.send = k->send_dev;
     a.recv = k->recv_dev;
     a.packed = k->words_dev;
-    a.claim = k->words_dev + P->n_send;
-    a.ready = k->words_dev + P->n_send + P->n_recv;
+    a.claim = k->words_dev + P->n_pack;
+    a.ready = k->words_dev + P->n_pack + P->n_unpack;
     a.err = k->err_dev;
     a.slot = k->slot;
+    a.pdl = mg->pdl;
     a.run = ++k->runs;
     t = MPI_Wtime();
     hg_cuda_ki_send(E->stream, &a);
@@ -593,12 +631,13 @@ void hg_prog_free_ki(hg_prog_t *P)
     struct hg_ki *k = P->ki;
     if (!k)
         return;
-    for (int i = 0; i < P->n_send + P->n_recv; i++)
+    for (int i = 0; i < k->n_sg + k->n_rg; i++) {
         if (k->req[i] != MPI_REQUEST_NULL)
             check(MPI_Request_free(&k->req[i]), "MPI_Request_free (ki)");
+        hg_free(k->bufs[i], HG_MEM_DEVICE);
+    }
     free(k->req);
-    hg_free(k->sbuf, HG_MEM_DEVICE);
-    hg_free(k->rbuf, HG_MEM_DEVICE);
+    free(k->bufs);
     hg_free(k->send_dev, HG_MEM_DEVICE);
     hg_free(k->recv_dev, HG_MEM_DEVICE);
     hg_free(k->words_dev, HG_MEM_DEVICE);
@@ -672,7 +711,7 @@ void hg_prog_run(hg_mg_t *mg, hg_prog_t *P, int vsrc, int vdst, int k_pack, int 
     hg_exec_use(E);
 #ifdef HG_KI
     if (P->ki && be == HG_BACKEND_KI && msgs) {
-        ki_run(P, E, vsrc, vdst, k_pack, k_local, k_unpack, prescale, T);
+        ki_run(mg, P, E, vsrc, vdst, k_pack, k_local, k_unpack, prescale, T);
         T->total += MPI_Wtime() - t0;
         return;
     }

@@ -26,30 +26,34 @@ void hg_cuda_copy(void *dst, const void *src, size_t bytes); /* cudaMemcpy, any 
 
 /* ---- the ki backend (cuda_ki.cu; builds with mpix-acc only) ----------
  * A program's messages are partitioned requests (MPIX_Acc_Psend_init /
- * Precv_init, one pair per peer, partition r = run r of an epoch): the
- * send kernel packs each peer's tiles into partition `slot` of its buffer
- * and the last block that packed for a peer marks the partition ready
- * (mpix_acc_pready); the receive kernel's first block for a peer waits
- * for the partition (mpix_acc_parrived_wait, which copies it into the
- * buffer), the peer's other blocks wait for that block; then each unpacks
- * its tile. Local tiles run in the send kernel, beside the transfers. */
+ * Precv_init): per peer, one request pair per tile size (a group), with a
+ * partition per tile and run (partition = run slot x tiles + the tile's
+ * index in its group; an epoch is `partitions / tiles` runs). The send
+ * kernel's blocks pack a tile into its partition and mark it ready
+ * (mpix_acc_pready: the partition goes to the peer's slots from the
+ * block); the receive kernel's blocks wait for their tile's partition
+ * (mpix_acc_parrived_wait copies it into the buffer) and unpack it. A tile
+ * cut into chunks (blocks along y): the last chunk packed readies it, the
+ * first chunk of the receive side copies it in for the others. Local
+ * tiles run in the send kernel, beside the transfers. */
 typedef struct {
-    double *base; /* the peer's buffer: `partitions` runs of `count` doubles */
-    int count;    /* doubles per run                                         */
-    int tiles;    /* tiles of the peer's message                             */
-    void *dreq;   /* the request's device handle (mpix_acc_dreq_t *)         */
-} hg_ki_peer_t;
+    double *base; /* the group's buffer: partition p at base + p * size    */
+    int size;     /* doubles per tile (partition)                           */
+    int tiles;    /* tiles of the group per run                             */
+    void *dreq;   /* the request's device handle (mpix_acc_dreq_t *)        */
+} hg_ki_group_t;
 
 typedef struct {
-    hg_args_tiles_t pack, local, unpack; /* device tile lists; a pack tile's doff and
-                                            an unpack tile's soff are relative to its
-                                            peer's run, its peer in tile.peer     */
-    const hg_ki_peer_t *send, *recv;     /* device arrays, one per peer          */
-    unsigned long long *packed;          /* per send peer: blocks that packed    */
-    unsigned long long *claim, *ready;   /* per receive peer: run claimed / copied in */
-    int *err;                            /* failed device calls (device word)    */
-    int slot;                            /* partition of this run                */
-    unsigned long long run;              /* 1, 2, ...: runs of the program       */
+    hg_args_tiles_t pack, local, unpack; /* device tile lists; a pack or unpack tile's
+                                            group is tile.peer, its index in the group
+                                            doff (pack) / soff (unpack)             */
+    const hg_ki_group_t *send, *recv;    /* device arrays                           */
+    unsigned long long *packed;          /* per pack tile: chunks packed            */
+    unsigned long long *claim, *ready;   /* per unpack tile: run claimed / copied in */
+    int *err;                            /* failed device calls (device word)       */
+    int slot;                            /* run slot in the epoch                   */
+    int pdl;                             /* launch with programmatic dependent launch */
+    unsigned long long run;              /* 1, 2, ...: runs of the program          */
 } hg_args_ki_t;
 
 /* load the kernels now (hg_cuda_init says why: a first launch under lazy
@@ -58,8 +62,10 @@ void hg_cuda_ki_load(void);
 /* enqueue the send kernel (pack + pready, local tiles) / the receive kernel */
 void hg_cuda_ki_send(void *stream, const hg_args_ki_t *a);
 void hg_cuda_ki_recv(void *stream, const hg_args_ki_t *a);
-/* mark partitions lo..hi of n send requests ready (an epoch cut short) */
-void hg_cuda_ki_fill(void *stream, const hg_ki_peer_t *send_dev, int n, int lo, int hi, int *err);
+/* mark partitions lo.. of n send groups ready, each up to its last (an
+ * epoch cut short: lo_slot is the first run slot not made) */
+void hg_cuda_ki_fill(void *stream, const hg_ki_group_t *send_dev, int n, int lo_slot, int runs,
+                     int *err);
 
 #ifdef __cplusplus
 }

@@ -71,32 +71,57 @@ __device__ __forceinline__ unsigned long long ki_now()
     return t;
 }
 
+/* programmatic dependent launch (sm_90): wait for the kernels before in
+ * the stream / let the next kernel be scheduled */
+__device__ __forceinline__ void ki_pdl_wait()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void ki_pdl_trigger()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 __global__ void k_ki_send(hg_args_ki_t a)
 {
     __shared__ int last;
+    /* the tiles read what the kernels before wrote; then the receive
+     * kernel may be scheduled (it waits for this one before it unpacks) */
+    ki_pdl_wait();
+    ki_pdl_trigger();
     const int b = blockIdx.x;
     if (b >= a.pack.nt) { /* a local tile */
         const hg_tile_t T = a.local.t[b - a.pack.nt];
         hg_tile_run(a.local, T, a.local.sbuf, a.local.dbuf, blockIdx.y, gridDim.y, false);
         return;
     }
-    const hg_tile_t T = a.pack.t[b];
-    const hg_ki_peer_t P = a.send[T.peer];
-    hg_tile_run(a.pack, T, nullptr, P.base + (long long)a.slot * P.count, blockIdx.y, gridDim.y,
+    hg_tile_t T = a.pack.t[b];
+    const hg_ki_group_t G = a.send[T.peer];
+    const int part = a.slot * G.tiles + T.doff;
+    T.doff = 0;
+    hg_tile_run(a.pack, T, nullptr, G.base + (long long)part * G.size, blockIdx.y, gridDim.y,
                 false);
-    /* the block's stores, then its count: the block that counts last sees
-     * every block's stores (the threadfence pattern of a grid reduction) */
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        const unsigned long long want = a.run * (unsigned long long)P.tiles * gridDim.y;
-        last = atomicAdd(&a.packed[T.peer], 1ull) + 1 == want;
-        if (last)
-            __threadfence();
+    if (gridDim.y == 1) {
+        __syncthreads();
+    } else {
+        /* the block's stores, then its count: the chunk that counts last
+         * sees every chunk's stores (the pattern of a grid reduction) */
+        __threadfence();
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            last = atomicAdd(&a.packed[b], 1ull) + 1 == a.run * gridDim.y;
+            if (last)
+                __threadfence();
+        }
+        __syncthreads();
+        if (!last)
+            return;
     }
-    __syncthreads();
-    if (last &&
-        mpix_acc_pready<MPIX_ACC_BLOCK>((mpix_acc_dreq_t *)P.dreq, a.slot) != MPIX_ACC_DSUCCESS &&
+    if (mpix_acc_pready<MPIX_ACC_BLOCK>((mpix_acc_dreq_t *)G.dreq, part) != MPIX_ACC_DSUCCESS &&
         threadIdx.x == 0)
         atomicAdd(a.err, 1);
 }
@@ -104,31 +129,35 @@ __global__ void k_ki_send(hg_args_ki_t a)
 __global__ void k_ki_recv(hg_args_ki_t a)
 {
     __shared__ int first, ok;
-    const hg_tile_t T = a.unpack.t[blockIdx.x];
-    const int n = T.peer;
-    const hg_ki_peer_t P = a.recv[n];
+    const int b = blockIdx.x;
+    const hg_tile_t T = a.unpack.t[b];
+    const hg_ki_group_t G = a.recv[T.peer];
+    const int part = a.slot * G.tiles + T.soff;
     if (threadIdx.x == 0) {
-        first = atomicMax(&a.claim[n], a.run) < a.run;
+        first = gridDim.y == 1 || atomicMax(&a.claim[b], a.run) < a.run;
         ok = 1;
     }
     __syncthreads();
     if (first) {
-        const bool got = mpix_acc_parrived_wait<MPIX_ACC_BLOCK>((mpix_acc_dreq_t *)P.dreq, a.slot,
+        const bool got = mpix_acc_parrived_wait<MPIX_ACC_BLOCK>((mpix_acc_dreq_t *)G.dreq, part,
                                                                 0) == MPIX_ACC_DSUCCESS;
-        /* every thread's copied bytes, then the flag (published even on a
-         * failure, so the peer's other blocks stop waiting) */
-        __threadfence();
-        __syncthreads();
+        if (gridDim.y > 1) {
+            /* every thread's copied bytes, then the flag (published even
+             * on a failure, so the tile's other chunks stop waiting) */
+            __threadfence();
+            __syncthreads();
+        }
         if (threadIdx.x == 0) {
             if (!got) {
                 atomicAdd(a.err, 1);
                 ok = 0;
             }
-            atomicExch(&a.ready[n], a.run);
+            if (gridDim.y > 1)
+                atomicExch(&a.ready[b], a.run);
         }
     } else if (threadIdx.x == 0) {
         const unsigned long long t0 = ki_now();
-        for (unsigned i = 0; *(volatile unsigned long long *)&a.ready[n] < a.run; i++)
+        for (unsigned i = 0; *(volatile unsigned long long *)&a.ready[b] < a.run; i++)
             if ((i & 255) == 255 && ki_now() - t0 > WAIT_LIMIT_NS) {
                 atomicAdd(a.err, 1);
                 ok = 0;
@@ -136,17 +165,23 @@ __global__ void k_ki_recv(hg_args_ki_t a)
             }
         __threadfence();
     }
+    /* the send kernel (and so every kernel before it) is done before the
+     * tile is written: the tile's cells may be read by kernels before */
+    ki_pdl_wait();
     __syncthreads();
     if (!ok)
         return;
-    hg_tile_run(a.unpack, T, P.base + (long long)a.slot * P.count, nullptr, blockIdx.y, gridDim.y,
-                true);
+    hg_tile_t U = T;
+    U.soff = 0;
+    hg_tile_run(a.unpack, U, G.base + (long long)part * G.size, nullptr, blockIdx.y, gridDim.y,
+                gridDim.y > 1);
 }
 
-__global__ void k_ki_fill(const hg_ki_peer_t *send, int lo, int hi, int *err)
+__global__ void k_ki_fill(const hg_ki_group_t *send, int lo_slot, int runs, int *err)
 {
-    if (mpix_acc_pready_range<MPIX_ACC_BLOCK>((mpix_acc_dreq_t *)send[blockIdx.x].dreq, lo, hi) !=
-            MPIX_ACC_DSUCCESS &&
+    const hg_ki_group_t G = send[blockIdx.x];
+    if (mpix_acc_pready_range<MPIX_ACC_BLOCK>((mpix_acc_dreq_t *)G.dreq, lo_slot * G.tiles,
+                                              runs * G.tiles - 1) != MPIX_ACC_DSUCCESS &&
         threadIdx.x == 0)
         atomicAdd(err, 1);
 }
@@ -159,6 +194,25 @@ extern "C" void hg_cuda_ki_load(void)
     CK(cudaFuncGetAttributes(&fa, (const void *)k_ki_fill));
 }
 
+/* launch kernel k on grid x NT threads, with programmatic dependent launch
+ * when asked */
+template <typename... A>
+static void ki_launch(void (*k)(A...), dim3 grid, cudaStream_t st, int pdl, A... args)
+{
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute at[1];
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3(NT);
+    cfg.stream = st;
+    if (pdl) {
+        at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        at[0].val.programmaticStreamSerializationAllowed = 1;
+        cfg.attrs = at;
+        cfg.numAttrs = 1;
+    }
+    CK(cudaLaunchKernelEx(&cfg, k, args...));
+}
+
 extern "C" void hg_cuda_ki_send(void *stream, const hg_args_ki_t *a)
 {
     const int nb = a->pack.nt + a->local.nt;
@@ -167,25 +221,22 @@ extern "C" void hg_cuda_ki_send(void *stream, const hg_args_ki_t *a)
     long long cells = tile_cells(a->pack);
     if (tile_cells(a->local) > cells)
         cells = tile_cells(a->local);
-    dim3 grid((unsigned)nb, chunks_for(cells));
-    k_ki_send<<<grid, NT, 0, (cudaStream_t)stream>>>(*a);
-    CK(cudaGetLastError());
+    ki_launch(k_ki_send, dim3((unsigned)nb, chunks_for(cells)), (cudaStream_t)stream, a->pdl, *a);
 }
 
 extern "C" void hg_cuda_ki_recv(void *stream, const hg_args_ki_t *a)
 {
     if (a->unpack.nt == 0)
         return;
-    dim3 grid((unsigned)a->unpack.nt, chunks_for(tile_cells(a->unpack)));
-    k_ki_recv<<<grid, NT, 0, (cudaStream_t)stream>>>(*a);
-    CK(cudaGetLastError());
+    ki_launch(k_ki_recv, dim3((unsigned)a->unpack.nt, chunks_for(tile_cells(a->unpack))),
+              (cudaStream_t)stream, a->pdl, *a);
 }
 
-extern "C" void hg_cuda_ki_fill(void *stream, const hg_ki_peer_t *send_dev, int n, int lo, int hi,
-                                int *err)
+extern "C" void hg_cuda_ki_fill(void *stream, const hg_ki_group_t *send_dev, int n, int lo_slot,
+                                int runs, int *err)
 {
-    if (n == 0 || lo > hi)
+    if (n == 0 || lo_slot >= runs)
         return;
-    k_ki_fill<<<n, NT, 0, (cudaStream_t)stream>>>(send_dev, lo, hi, err);
+    k_ki_fill<<<n, NT, 0, (cudaStream_t)stream>>>(send_dev, lo_slot, runs, err);
     CK(cudaGetLastError());
 }

@@ -32,6 +32,9 @@
 # two exchange-free bounds (mpi+bound, acc-sx+bound: --skip-exchange, the GPU
 # levels skip their messages; their rel is not a result); prints MGSolve time
 # on the GPU levels (median of N runs of the timed solves).
+# HPGMG_BENCH_BACKENDS: the bench's backends (default: mpi acc streamcomm
+# acc-sx streamcomm-sx ki mpi+bound acc-sx+bound; also ki-nopdl: ki without
+# programmatic dependent launch).
 # Logs go to $OUT (device tool) or ./hpgmg-gpu-logs.
 set -u -o pipefail
 
@@ -172,10 +175,13 @@ if [ "$MODE" != check ]; then
   # NAME+bound: the same with --skip-exchange (GPU levels skip their messages:
   # the time without communication, a bound; its rel is not a result)
   for l in $SIZES; do
-    for be in mpi acc streamcomm acc-sx streamcomm-sx ki mpi+bound acc-sx+bound; do
+    for be in ${HPGMG_BENCH_BACKENDS:-mpi acc streamcomm acc-sx streamcomm-sx ki mpi+bound acc-sx+bound}; do
       ts=() ms=()
       bargs="--backend ${be%+bound}"
-      case "$be" in *+bound) bargs="$bargs --skip-exchange" ;; esac
+      case "$be" in
+      *+bound) bargs="$bargs --skip-exchange" ;;
+      ki-nopdl) bargs="--backend ki --no-pdl" ;;
+      esac
       for r in $(seq 1 "$REPS"); do
         run "bench_${l}_${be}_$r" 2 $l 8 $bargs --min-solves 10 --min-time 1 --no-richardson || continue
         f="$LOG/bench_${l}_${be}_$r.log"

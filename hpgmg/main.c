@@ -44,6 +44,8 @@ static void usage(int rank)
         "                              --no-wildcards; ki: GPU levels send from their kernels\n"
         "                              (partitioned requests; CUDA builds), other levels as acc\n"
         "  --ki-runs N                 ki: program runs per epoch of its requests (default 32)\n"
+        "  --no-pdl                    ki: launch its kernels without programmatic dependent\n"
+        "                              launch\n"
         "  --no-wildcards              MPI-4 assertions mpi_assert_no_any_source/_tag on the\n"
         "                              level communicators (mpix-acc's stream-executed path)\n"
         "  --skip-exchange             GPU levels skip their messages after set-up: a bound\n"
@@ -73,6 +75,7 @@ static int parse(int argc, char **argv, opts_t *o, hg_mg_t *mg)
     mg->gpu_threshold = 10000;
     mg->cpu_streams = -1;
     mg->ki_runs = 32;
+    mg->pdl = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define OPT(name) (strcmp(a, name) == 0 && v && (i++, 1))
@@ -118,6 +121,8 @@ static int parse(int argc, char **argv, opts_t *o, hg_mg_t *mg)
                 return -1;
         } else if (!strcmp(a, "--no-wildcards")) {
             mg->no_wildcards = 1;
+        } else if (!strcmp(a, "--no-pdl")) {
+            mg->pdl = 0;
         } else if (!strcmp(a, "--skip-exchange")) {
             mg->skip_exchange = 1;
         } else if (OPT("--gpu-threshold")) {
