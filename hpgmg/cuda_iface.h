@@ -23,6 +23,8 @@ void hg_cuda_run(void *stream, int kind, const void *args);
 void *hg_cuda_alloc(size_t bytes, int mem_kind); /* hg_mem_t; zero-filled */
 void hg_cuda_free(void *p, int mem_kind);
 void hg_cuda_copy(void *dst, const void *src, size_t bytes); /* cudaMemcpy, any direction */
+/* launch the kernels with programmatic dependent launch (default on) */
+void hg_cuda_set_pdl(int on);
 
 /* ---- the ki backend (cuda_ki.cu; builds with mpix-acc only) ----------
  * A program's messages are partitioned requests (MPIX_Acc_Psend_init /

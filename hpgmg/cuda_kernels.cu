@@ -7,8 +7,9 @@
  * bits as the CPU sweeps (dot products differ only by summation order, and
  * are deterministic: a fixed tree per box).
  *
- * Status: compiled here with nvcc 13.0 for sm_90; NOT YET RUN on a GPU
- * (no GPU on the development machine) - see hpgmg/README.md.
+ * Every kernel starts with hg_pdl_enter and is launched with programmatic
+ * dependent launch (tile.cuh) unless hg_cuda_set_pdl(0): the next kernel's
+ * launch overlaps this one's run (--no-pdl turns it off).
  */
 #include <cuda_runtime.h>
 
@@ -34,6 +35,10 @@ extern "C" {
     } while (0)
 
 static const int NT = 256;
+/* launch with programmatic dependent launch (hg_cuda_set_pdl) */
+static int g_pdl = 1;
+
+extern "C" void hg_cuda_set_pdl(int on) { g_pdl = on; }
 
 /* cell idx (interior cells of all boxes, i fastest) -> box and offset */
 __device__ __forceinline__ void cell_of(const hg_geom_t &g, long long idx, int &b, int &i, int &j,
@@ -52,6 +57,7 @@ __device__ __forceinline__ long long origin(const hg_geom_t &g, int b)
 
 __global__ void k_axpby(hg_args_axpby_t a)
 {
+    hg_pdl_enter();
     long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     const long long total = (long long)a.g.nb * a.g.n * a.g.n * a.g.n;
     if (idx >= total)
@@ -67,6 +73,7 @@ __global__ void k_axpby(hg_args_axpby_t a)
 
 __global__ void k_mul(hg_args_mul_t a)
 {
+    hg_pdl_enter();
     long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     const long long total = (long long)a.g.nb * a.g.n * a.g.n * a.g.n;
     if (idx >= total)
@@ -80,6 +87,7 @@ __global__ void k_mul(hg_args_mul_t a)
 /* one block per box; fixed per-thread strides and a fixed tree: deterministic */
 __global__ void k_reduce(hg_args_red_t a, int is_dot)
 {
+    hg_pdl_enter();
     __shared__ double sh[NT];
     const int b = blockIdx.x, n = a.g.n;
     const long long o = origin(a.g, b);
@@ -114,6 +122,7 @@ __global__ void k_reduce(hg_args_red_t a, int is_dot)
 /* one block: the same arithmetic as the CPU's k_combine (a max is exact) */
 __global__ void k_combine(hg_args_combine_t a)
 {
+    hg_pdl_enter();
     if (a.dot) {
         for (int i = threadIdx.x; i < a.num_boxes; i += blockDim.x)
             a.out[i] = 0.0;
@@ -133,6 +142,7 @@ __global__ void k_combine(hg_args_combine_t a)
 
 __global__ void k_stencil(hg_args_stencil_t a)
 {
+    hg_pdl_enter();
     long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     const long long total = (long long)a.g.nb * a.g.n * a.g.n * a.g.n;
     if (idx >= total)
@@ -188,6 +198,7 @@ __device__ __forceinline__ void region(int d, int n, int g, int &lo, int &len)
 /* grid (ghost regions, chunks): a block covers a chunk of one region */
 __global__ void k_bc(hg_args_bc_t a)
 {
+    hg_pdl_enter();
     const int t = blockIdx.x;
     const int b = a.bc[2 * t], d = a.bc[2 * t + 1];
     const hg_geom_t &g = a.g;
@@ -212,6 +223,7 @@ __global__ void k_bc(hg_args_bc_t a)
 /* grid (tiles, chunks): a block covers a chunk of the destination cells of one tile */
 __global__ void k_tiles(hg_args_tiles_t a)
 {
+    hg_pdl_enter();
     hg_tile_run(a, a.t[blockIdx.x], a.sbuf, a.dbuf, blockIdx.y, gridDim.y, false);
 }
 
@@ -239,40 +251,40 @@ extern "C" void hg_cuda_run(void *stream, int kind, const void *args)
         const hg_args_axpby_t *a = (const hg_args_axpby_t *)args;
         long long total = (long long)a->g.nb * a->g.n * a->g.n * a->g.n;
         if (total)
-            k_axpby<<<blocks_for(total), NT, 0, st>>>(*a);
+            CK(hg_launch(k_axpby, dim3(blocks_for(total)), NT, st, g_pdl, *a));
         break;
     }
     case HG_K_MUL: {
         const hg_args_mul_t *a = (const hg_args_mul_t *)args;
         long long total = (long long)a->g.nb * a->g.n * a->g.n * a->g.n;
         if (total)
-            k_mul<<<blocks_for(total), NT, 0, st>>>(*a);
+            CK(hg_launch(k_mul, dim3(blocks_for(total)), NT, st, g_pdl, *a));
         break;
     }
     case HG_K_DOT:
     case HG_K_NORM: {
         const hg_args_red_t *a = (const hg_args_red_t *)args;
         if (a->g.nb)
-            k_reduce<<<a->g.nb, NT, 0, st>>>(*a, kind == HG_K_DOT);
+            CK(hg_launch(k_reduce, dim3(a->g.nb), NT, st, g_pdl, *a, (int)(kind == HG_K_DOT)));
         break;
     }
     case HG_K_COMBINE: {
         const hg_args_combine_t *a = (const hg_args_combine_t *)args;
-        k_combine<<<1, NT, 0, st>>>(*a);
+        CK(hg_launch(k_combine, dim3(1), NT, st, g_pdl, *a));
         break;
     }
     case HG_K_STENCIL: {
         const hg_args_stencil_t *a = (const hg_args_stencil_t *)args;
         long long total = (long long)a->g.nb * a->g.n * a->g.n * a->g.n;
         if (total)
-            k_stencil<<<blocks_for(total), NT, 0, st>>>(*a);
+            CK(hg_launch(k_stencil, dim3(blocks_for(total)), NT, st, g_pdl, *a));
         break;
     }
     case HG_K_BC: {
         const hg_args_bc_t *a = (const hg_args_bc_t *)args;
         if (a->nbc) {
             dim3 grid((unsigned)a->nbc, chunks_for((long long)a->g.n * a->g.n * a->g.g));
-            k_bc<<<grid, NT, 0, st>>>(*a);
+            CK(hg_launch(k_bc, grid, NT, st, g_pdl, *a));
         }
         break;
     }
@@ -281,7 +293,7 @@ extern "C" void hg_cuda_run(void *stream, int kind, const void *args)
         if (a->nt) {
             long long cells = (long long)a->max_blk * (a->kind >= HG_T_INTERP_P0 ? 8 : 1);
             dim3 grid((unsigned)a->nt, chunks_for(cells));
-            k_tiles<<<grid, NT, 0, st>>>(*a);
+            CK(hg_launch(k_tiles, grid, NT, st, g_pdl, *a));
         }
         break;
     }

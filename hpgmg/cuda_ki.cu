@@ -71,28 +71,12 @@ __device__ __forceinline__ unsigned long long ki_now()
     return t;
 }
 
-/* programmatic dependent launch (sm_90): wait for the kernels before in
- * the stream / let the next kernel be scheduled */
-__device__ __forceinline__ void ki_pdl_wait()
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void ki_pdl_trigger()
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
-
 __global__ void k_ki_send(hg_args_ki_t a)
 {
     __shared__ int last;
     /* the tiles read what the kernels before wrote; then the receive
      * kernel may be scheduled (it waits for this one before it unpacks) */
-    ki_pdl_wait();
-    ki_pdl_trigger();
+    hg_pdl_enter();
     const int b = blockIdx.x;
     if (b >= a.pack.nt) { /* a local tile */
         const hg_tile_t T = a.local.t[b - a.pack.nt];
@@ -129,6 +113,9 @@ __global__ void k_ki_send(hg_args_ki_t a)
 __global__ void k_ki_recv(hg_args_ki_t a)
 {
     __shared__ int first, ok;
+    /* the next kernel may be scheduled (it waits for this one); this one
+     * waits for the send kernel before it unpacks, below */
+    hg_pdl_trigger();
     const int b = blockIdx.x;
     const hg_tile_t T = a.unpack.t[b];
     const hg_ki_group_t G = a.recv[T.peer];
@@ -167,7 +154,7 @@ __global__ void k_ki_recv(hg_args_ki_t a)
     }
     /* the send kernel (and so every kernel before it) is done before the
      * tile is written: the tile's cells may be read by kernels before */
-    ki_pdl_wait();
+    hg_pdl_wait();
     __syncthreads();
     if (!ok)
         return;
@@ -194,25 +181,6 @@ extern "C" void hg_cuda_ki_load(void)
     CK(cudaFuncGetAttributes(&fa, (const void *)k_ki_fill));
 }
 
-/* launch kernel k on grid x NT threads, with programmatic dependent launch
- * when asked */
-template <typename... A>
-static void ki_launch(void (*k)(A...), dim3 grid, cudaStream_t st, int pdl, A... args)
-{
-    cudaLaunchConfig_t cfg = {};
-    cudaLaunchAttribute at[1];
-    cfg.gridDim = grid;
-    cfg.blockDim = dim3(NT);
-    cfg.stream = st;
-    if (pdl) {
-        at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        at[0].val.programmaticStreamSerializationAllowed = 1;
-        cfg.attrs = at;
-        cfg.numAttrs = 1;
-    }
-    CK(cudaLaunchKernelEx(&cfg, k, args...));
-}
-
 extern "C" void hg_cuda_ki_send(void *stream, const hg_args_ki_t *a)
 {
     const int nb = a->pack.nt + a->local.nt;
@@ -221,15 +189,16 @@ extern "C" void hg_cuda_ki_send(void *stream, const hg_args_ki_t *a)
     long long cells = tile_cells(a->pack);
     if (tile_cells(a->local) > cells)
         cells = tile_cells(a->local);
-    ki_launch(k_ki_send, dim3((unsigned)nb, chunks_for(cells)), (cudaStream_t)stream, a->pdl, *a);
+    CK(hg_launch(k_ki_send, dim3((unsigned)nb, chunks_for(cells)), NT, (cudaStream_t)stream, a->pdl,
+                 *a));
 }
 
 extern "C" void hg_cuda_ki_recv(void *stream, const hg_args_ki_t *a)
 {
     if (a->unpack.nt == 0)
         return;
-    ki_launch(k_ki_recv, dim3((unsigned)a->unpack.nt, chunks_for(tile_cells(a->unpack))),
-              (cudaStream_t)stream, a->pdl, *a);
+    CK(hg_launch(k_ki_recv, dim3((unsigned)a->unpack.nt, chunks_for(tile_cells(a->unpack))), NT,
+                 (cudaStream_t)stream, a->pdl, *a));
 }
 
 extern "C" void hg_cuda_ki_fill(void *stream, const hg_ki_group_t *send_dev, int n, int lo_slot,

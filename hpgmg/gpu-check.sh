@@ -33,8 +33,8 @@
 # levels skip their messages; their rel is not a result); prints MGSolve time
 # on the GPU levels (median of N runs of the timed solves).
 # HPGMG_BENCH_BACKENDS: the bench's backends (default: mpi acc streamcomm
-# acc-sx streamcomm-sx ki mpi+bound acc-sx+bound; also ki-nopdl: ki without
-# programmatic dependent launch).
+# acc-sx streamcomm-sx ki mpi+bound acc-sx+bound; also NAME-nopdl: backend
+# NAME with the GPU kernels launched without programmatic dependent launch).
 # Logs go to $OUT (device tool) or ./hpgmg-gpu-logs.
 set -u -o pipefail
 
@@ -180,7 +180,7 @@ if [ "$MODE" != check ]; then
       bargs="--backend ${be%+bound}"
       case "$be" in
       *+bound) bargs="$bargs --skip-exchange" ;;
-      ki-nopdl) bargs="--backend ki --no-pdl" ;;
+      *-nopdl) bargs="--backend ${be%-nopdl} --no-pdl" ;;
       esac
       for r in $(seq 1 "$REPS"); do
         run "bench_${l}_${be}_$r" 2 $l 8 $bargs --min-solves 10 --min-time 1 --no-richardson || continue

@@ -130,7 +130,7 @@ typedef struct {
                           unpack still run): a bound with communication's cost removed,
                           its results are wrong and not checked */
     int ki_runs;       /* ki backend: program runs per epoch of its partitioned requests */
-    int pdl;           /* ki kernels with programmatic dependent launch (--no-pdl: off) */
+    int pdl;           /* GPU kernels with programmatic dependent launch (--no-pdl: off) */
     double mgbuild_time, mgsolve_time;
     int solves;
     long reductions_on_streams; /* stream-ordered norms and dots (hg_red_t) */

@@ -44,8 +44,8 @@ static void usage(int rank)
         "                              --no-wildcards; ki: GPU levels send from their kernels\n"
         "                              (partitioned requests; CUDA builds), other levels as acc\n"
         "  --ki-runs N                 ki: program runs per epoch of its requests (default 32)\n"
-        "  --no-pdl                    ki: launch its kernels without programmatic dependent\n"
-        "                              launch\n"
+        "  --no-pdl                    launch the GPU kernels without programmatic dependent\n"
+        "                              launch (default: with it, sm_90 and newer)\n"
         "  --no-wildcards              MPI-4 assertions mpi_assert_no_any_source/_tag on the\n"
         "                              level communicators (mpix-acc's stream-executed path)\n"
         "  --skip-exchange             GPU levels skip their messages after set-up: a bound\n"
@@ -327,6 +327,7 @@ int main(int argc, char **argv)
         MPI_Comm_free(&node);
         char name[256] = "";
         int ndev = hg_cuda_init(local_rank, name, sizeof(name));
+        hg_cuda_set_pdl(mg->pdl);
         mg->use_cuda = ndev > 0;
         int any = 0;
         MPI_Allreduce(&mg->use_cuda, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);

@@ -1,16 +1,63 @@
 /*
- * hpgmg/tile.cuh - one tile of a tile list (pack, local, unpack, restrict,
- * interpolate) on the GPU: the body of k_tiles (cuda_kernels.cu), shared
- * with the kernel-initiated backend's kernels (cuda_ki.cu), which give each
- * tile its own buffer base.
+ * hpgmg/tile.cuh - what cuda_kernels.cu and the ki backend's cuda_ki.cu
+ * share: programmatic dependent launch, and one tile of a tile list (pack,
+ * local, unpack, restrict, interpolate) on the GPU -- the body of k_tiles,
+ * which the ki kernels call with each tile's own buffer base.
  */
 #ifndef HPGMG_TILE_CUH
 #define HPGMG_TILE_CUH
+
+#include <cuda_runtime.h>
 
 extern "C" {
 #include "ops.h"
 }
 #include "stencil.h"
+
+/* Programmatic dependent launch (sm_90; nothing before): a kernel launched
+ * with it may start while the kernel before it in the stream still runs.
+ * hg_pdl_enter, first thing in every kernel: wait until the kernels before
+ * completed (their stores visible), then let the next kernel be scheduled
+ * (it waits in its own hg_pdl_enter). The next kernel's blocks can only be
+ * placed once every block of this one runs, so they never take a place one
+ * of this kernel's blocks needs. */
+__device__ __forceinline__ void hg_pdl_wait()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void hg_pdl_trigger()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void hg_pdl_enter()
+{
+    hg_pdl_wait();
+    hg_pdl_trigger();
+}
+
+/* Launch kernel k on `grid` blocks of `threads`, with programmatic dependent
+ * launch when pdl is set. */
+template <typename... A>
+static inline cudaError_t hg_launch(void (*k)(A...), dim3 grid, unsigned threads, cudaStream_t st,
+                                    int pdl, A... args)
+{
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute at[1];
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3(threads);
+    cfg.stream = st;
+    if (pdl) {
+        at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        at[0].val.programmaticStreamSerializationAllowed = 1;
+        cfg.attrs = at;
+        cfg.numAttrs = 1;
+    }
+    return cudaLaunchKernelEx(&cfg, k, args...);
+}
 
 /* The cells of tile T handled by chunk `chunk` of `nchunks` (this block's
  * threads). sbuf / dbuf: the buffer of tiles whose source / destination is
