@@ -184,6 +184,17 @@ void hg_apply_bc(hg_mg_t *mg, hg_level_t *L, int v, int shape, int order)
     L->t.bc += hg_now() - t;
 }
 
+void hg_exchange_bc(hg_mg_t *mg, hg_level_t *L, int v, int shape, int order)
+{
+    if (L->nbc[shape] && L->exec->kind == HG_EXEC_CUDA) {
+        hg_args_bc_t a = {L->geom, L->vec[v], L->bc_dev[shape], L->nbc[shape], order};
+        if (hg_prog_run_bc(mg, &L->exchange[shape], v, &a, &L->t.ghost))
+            return;
+    }
+    hg_exchange(mg, L, v, shape);
+    hg_apply_bc(mg, L, v, shape, order);
+}
+
 int hg_op_shape(const hg_mg_t *mg)
 {
     return mg->op == HG_OP_FV4 ? HG_SHAPE_NO_CORNERS : HG_SHAPE_STAR;
@@ -227,8 +238,7 @@ void hg_stencil(hg_mg_t *mg, hg_level_t *L, int variant, int x, int xnm1, int ou
 
 void hg_apply_op(hg_mg_t *mg, hg_level_t *L, int ax, int x)
 {
-    hg_exchange(mg, L, x, hg_op_shape(mg));
-    hg_apply_bc(mg, L, x, hg_op_shape(mg), hg_op_bc_order(mg, L));
+    hg_exchange_bc(mg, L, x, hg_op_shape(mg), hg_op_bc_order(mg, L));
     double t = hg_now();
     hg_stencil(mg, L, HG_S_APPLY, x, -1, ax, -1, 0, 0, 0.0, 0.0);
     L->t.apply_op += hg_now() - t;
@@ -236,8 +246,7 @@ void hg_apply_op(hg_mg_t *mg, hg_level_t *L, int ax, int x)
 
 void hg_residual(hg_mg_t *mg, hg_level_t *L, int r, int x, int rhs)
 {
-    hg_exchange(mg, L, x, hg_op_shape(mg));
-    hg_apply_bc(mg, L, x, hg_op_shape(mg), hg_op_bc_order(mg, L));
+    hg_exchange_bc(mg, L, x, hg_op_shape(mg), hg_op_bc_order(mg, L));
     double t = hg_now();
     hg_stencil(mg, L, HG_S_RESIDUAL, x, -1, r, rhs, 0, 0, 0.0, 0.0);
     L->t.residual += hg_now() - t;

@@ -399,6 +399,7 @@ struct hg_ki {
     int K;            /* runs per epoch                                         */
     int slot;         /* the next run's slot; 0: the next run starts an epoch   */
     uint64_t runs;    /* runs so far                                            */
+    uint64_t tickets; /* the receive kernels' blocks so far                     */
     int n_sg, n_rg;   /* send and receive groups              */
     double **bufs;    /* the groups' buffers (device)         */
     MPI_Request *req; /* n_sg sends, then n_rg receives       */
@@ -525,7 +526,7 @@ static void ki_prepare(hg_mg_t *mg, hg_prog_t *P)
         k->req[i] = MPI_REQUEST_NULL;
     k->n_sg = ki_groups(P, k, 1, &k->pack_dev, &k->send_dev, 0);
     k->n_rg = ki_groups(P, k, 0, &k->unpack_dev, &k->recv_dev, k->n_sg);
-    k->words_dev = hg_alloc(sizeof(unsigned long long) * (size_t)(P->n_pack + 2 * P->n_unpack + 1),
+    k->words_dev = hg_alloc(sizeof(unsigned long long) * (size_t)(P->n_pack + 2 * P->n_unpack + 2),
                             HG_MEM_DEVICE);
     k->err_dev = hg_alloc(sizeof(int), HG_MEM_DEVICE);
     P->ki = k;
@@ -547,10 +548,11 @@ static void ki_complete(hg_prog_t *P, hg_exec_t *E)
     k->slot = 0;
 }
 
-static void ki_run(const hg_mg_t *mg, hg_prog_t *P, hg_exec_t *E, int vsrc, int vdst, int k_pack,
-                   int k_local, int k_unpack, double prescale, hg_commtimer_t *T)
+static void ki_run(const hg_mg_t *mg, hg_prog_t *P, int vsrc, int vdst, int k_pack, int k_local,
+                   int k_unpack, double prescale, const hg_args_bc_t *bc, hg_commtimer_t *T)
 {
     struct hg_ki *k = P->ki;
+    hg_exec_t *E = P->owner->exec;
     const int nreq = k->n_sg + k->n_rg;
     double t = MPI_Wtime();
     if (k->slot == 0)
@@ -570,6 +572,11 @@ static void ki_run(const hg_mg_t *mg, hg_prog_t *P, hg_exec_t *E, int vsrc, int 
     a.packed = k->words_dev;
     a.claim = k->words_dev + P->n_pack;
     a.ready = k->words_dev + P->n_pack + P->n_unpack;
+    a.ticket = a.ready + P->n_unpack;
+    a.unpacked = a.ticket + 1;
+    a.ticket_base = k->tickets;
+    if (bc)
+        a.bc = *bc;
     a.err = k->err_dev;
     a.slot = k->slot;
     a.pdl = mg->pdl;
@@ -578,7 +585,7 @@ static void ki_run(const hg_mg_t *mg, hg_prog_t *P, hg_exec_t *E, int vsrc, int 
     hg_cuda_ki_send(E->stream, &a);
     T->pack += MPI_Wtime() - t;
     t = MPI_Wtime();
-    hg_cuda_ki_recv(E->stream, &a);
+    k->tickets += (uint64_t)hg_cuda_ki_recv(E->stream, &a);
     T->unpack += MPI_Wtime() - t;
     if (++k->slot == k->K) {
         t = MPI_Wtime();
@@ -605,6 +612,24 @@ static int ki_finish_prog(hg_prog_t *P)
     return err;
 }
 #endif /* HG_KI */
+
+int hg_prog_run_bc(hg_mg_t *mg, hg_prog_t *P, int v, const hg_args_bc_t *bc, hg_commtimer_t *T)
+{
+#ifdef HG_KI
+    /* (a program has ki state only on a GPU level of the ki backend) */
+    if (!P->built || !P->ki || !mg->setup_done || P->owner->backend != HG_BACKEND_KI ||
+        mg->skip_exchange || P->n_unpack == 0)
+        return 0;
+    const double t0 = MPI_Wtime();
+    hg_exec_use(P->owner->exec);
+    ki_run(mg, P, v, v, HG_T_COPY, HG_T_COPY, HG_T_COPY, 0.0, bc, T);
+    T->total += MPI_Wtime() - t0;
+    return 1;
+#else
+    (void)mg, (void)P, (void)v, (void)bc, (void)T;
+    return 0;
+#endif
+}
 
 void hg_comm_ki_finish(hg_mg_t *mg)
 {
@@ -711,7 +736,7 @@ void hg_prog_run(hg_mg_t *mg, hg_prog_t *P, int vsrc, int vdst, int k_pack, int 
     hg_exec_use(E);
 #ifdef HG_KI
     if (P->ki && be == HG_BACKEND_KI && msgs) {
-        ki_run(mg, P, E, vsrc, vdst, k_pack, k_local, k_unpack, prescale, T);
+        ki_run(mg, P, vsrc, vdst, k_pack, k_local, k_unpack, prescale, NULL, T);
         T->total += MPI_Wtime() - t0;
         return;
     }

@@ -37,7 +37,11 @@ void hg_cuda_set_pdl(int on);
  * (mpix_acc_parrived_wait copies it into the buffer) and unpack it. A tile
  * cut into chunks (blocks along y): the last chunk packed readies it, the
  * first chunk of the receive side copies it in for the others. Local
- * tiles run in the send kernel, beside the transfers. */
+ * tiles run in the send kernel, beside the transfers. The receive kernel
+ * can also apply the boundary conditions that follow an exchange: its
+ * blocks take their work in the order they start (a ticket), the unpacks
+ * first, and a boundary block waits for every unpack (they started before
+ * it, so they run) -- one kernel fewer per exchange. */
 typedef struct {
     double *base; /* the group's buffer: partition p at base + p * size    */
     int size;     /* doubles per tile (partition)                           */
@@ -52,6 +56,11 @@ typedef struct {
     const hg_ki_group_t *send, *recv;    /* device arrays                           */
     unsigned long long *packed;          /* per pack tile: chunks packed            */
     unsigned long long *claim, *ready;   /* per unpack tile: run claimed / copied in */
+    unsigned long long *ticket;          /* receive kernel: blocks started (its order) */
+    unsigned long long ticket_base;      /* ... before this launch                   */
+    unsigned long long *unpacked;        /* receive kernel: unpack blocks done       */
+    hg_args_bc_t bc;                     /* bc.nbc > 0: the receive kernel then applies
+                                            these boundary conditions (hg_apply_bc)  */
     int *err;                            /* failed device calls (device word)       */
     int slot;                            /* run slot in the epoch                   */
     int pdl;                             /* launch with programmatic dependent launch */
@@ -63,7 +72,7 @@ typedef struct {
 void hg_cuda_ki_load(void);
 /* enqueue the send kernel (pack + pready, local tiles) / the receive kernel */
 void hg_cuda_ki_send(void *stream, const hg_args_ki_t *a);
-void hg_cuda_ki_recv(void *stream, const hg_args_ki_t *a);
+long long hg_cuda_ki_recv(void *stream, const hg_args_ki_t *a); /* returns its blocks */
 /* mark partitions lo.. of n send groups ready, each up to its last (an
  * epoch cut short: lo_slot is the first run slot not made) */
 void hg_cuda_ki_fill(void *stream, const hg_ki_group_t *send_dev, int n, int lo_slot, int runs,

@@ -50,10 +50,6 @@ __device__ __forceinline__ void cell_of(const hg_geom_t &g, long long idx, int &
     k = (int)((idx / (n * n)) % n);
     b = (int)(idx / (n * n * n));
 }
-__device__ __forceinline__ long long origin(const hg_geom_t &g, int b)
-{
-    return (long long)b * g.vol + (long long)g.g * (1 + g.js + g.ks);
-}
 
 __global__ void k_axpby(hg_args_axpby_t a)
 {
@@ -181,43 +177,11 @@ __global__ void k_stencil(hg_args_stencil_t a)
     }
 }
 
-__device__ __forceinline__ void region(int d, int n, int g, int &lo, int &len)
-{
-    if (d < 0) {
-        lo = -g;
-        len = g;
-    } else if (d > 0) {
-        lo = n;
-        len = g;
-    } else {
-        lo = 0;
-        len = n;
-    }
-}
-
 /* grid (ghost regions, chunks): a block covers a chunk of one region */
 __global__ void k_bc(hg_args_bc_t a)
 {
     hg_pdl_enter();
-    const int t = blockIdx.x;
-    const int b = a.bc[2 * t], d = a.bc[2 * t + 1];
-    const hg_geom_t &g = a.g;
-    const int n = g.n, js = g.js, ks = g.ks;
-    const int *lo = g.low + 3 * b;
-    const int di = hg_dir_di(d), dj = hg_dir_dj(d), dk = hg_dir_dk(d);
-    const int si = (di < 0 && lo[0] == 0) ? -1 : (di > 0 && lo[0] + n == g.dim) ? 1 : 0;
-    const int sj = (dj < 0 && lo[1] == 0) ? -1 : (dj > 0 && lo[1] + n == g.dim) ? 1 : 0;
-    const int sk = (dk < 0 && lo[2] == 0) ? -1 : (dk > 0 && lo[2] + n == g.dim) ? 1 : 0;
-    int il, ni, jl, nj, kl, nk;
-    region(di, n, g.g, il, ni);
-    region(dj, n, g.g, jl, nj);
-    region(dk, n, g.g, kl, nk);
-    double *x0 = a.x + origin(g, b);
-    const int cells = ni * nj * nk;
-    for (int c = blockIdx.y * blockDim.x + threadIdx.x; c < cells; c += gridDim.y * blockDim.x) {
-        const int i = il + c % ni, j = jl + (c / ni) % nj, k = kl + c / (ni * nj);
-        x0[i + j * js + k * ks] = hg_bc_value(x0, js, ks, n, i, j, k, si, sj, sk, a.order);
-    }
+    hg_bc_run(a, blockIdx.x, blockIdx.y, gridDim.y);
 }
 
 /* grid (tiles, chunks): a block covers a chunk of the destination cells of one tile */

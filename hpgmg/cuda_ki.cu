@@ -110,25 +110,51 @@ __global__ void k_ki_send(hg_args_ki_t a)
         atomicAdd(a.err, 1);
 }
 
-__global__ void k_ki_recv(hg_args_ki_t a)
+/* Blocks take their work by ticket, in the order they start: logical
+ * blocks [0, U) unpack (tile id / cu, chunk id % cu), [U, U + B) apply the
+ * boundary conditions (region (id - U) / cb, chunk (id - U) % cb) once
+ * every unpack is done. */
+__global__ void k_ki_recv(hg_args_ki_t a, int cu, int cb)
 {
     __shared__ int first, ok;
+    __shared__ unsigned long long id;
     /* the next kernel may be scheduled (it waits for this one); this one
-     * waits for the send kernel before it unpacks, below */
+     * waits for the send kernel before it writes the level, below */
     hg_pdl_trigger();
-    const int b = blockIdx.x;
+    const unsigned long long U = (unsigned long long)a.unpack.nt * cu;
+    if (threadIdx.x == 0)
+        id = atomicAdd(a.ticket, 1ull) - a.ticket_base;
+    __syncthreads();
+    if (id >= U) { /* a boundary block */
+        if (threadIdx.x == 0) {
+            const unsigned long long t0 = ki_now();
+            for (unsigned i = 0; *(volatile unsigned long long *)a.unpacked < a.run * U; i++)
+                if ((i & 255) == 255 && ki_now() - t0 > WAIT_LIMIT_NS) {
+                    atomicAdd(a.err, 1);
+                    break;
+                }
+            __threadfence();
+        }
+        hg_pdl_wait(); /* the local tiles (send kernel) are in too */
+        __syncthreads();
+        const int r = (int)((id - U) / cb);
+        hg_bc_run(a.bc, r, (unsigned)((id - U) % cb), cb);
+        return;
+    }
+    const int b = (int)(id / cu);
+    const unsigned chunk = (unsigned)(id % cu);
     const hg_tile_t T = a.unpack.t[b];
     const hg_ki_group_t G = a.recv[T.peer];
     const int part = a.slot * G.tiles + T.soff;
     if (threadIdx.x == 0) {
-        first = gridDim.y == 1 || atomicMax(&a.claim[b], a.run) < a.run;
+        first = cu == 1 || atomicMax(&a.claim[b], a.run) < a.run;
         ok = 1;
     }
     __syncthreads();
     if (first) {
         const bool got = mpix_acc_parrived_wait<MPIX_ACC_BLOCK>((mpix_acc_dreq_t *)G.dreq, part,
                                                                 0) == MPIX_ACC_DSUCCESS;
-        if (gridDim.y > 1) {
+        if (cu > 1) {
             /* every thread's copied bytes, then the flag (published even
              * on a failure, so the tile's other chunks stop waiting) */
             __threadfence();
@@ -139,7 +165,7 @@ __global__ void k_ki_recv(hg_args_ki_t a)
                 atomicAdd(a.err, 1);
                 ok = 0;
             }
-            if (gridDim.y > 1)
+            if (cu > 1)
                 atomicExch(&a.ready[b], a.run);
         }
     } else if (threadIdx.x == 0) {
@@ -156,12 +182,17 @@ __global__ void k_ki_recv(hg_args_ki_t a)
      * tile is written: the tile's cells may be read by kernels before */
     hg_pdl_wait();
     __syncthreads();
-    if (!ok)
-        return;
-    hg_tile_t U = T;
-    U.soff = 0;
-    hg_tile_run(a.unpack, U, G.base + (long long)part * G.size, nullptr, blockIdx.y, gridDim.y,
-                gridDim.y > 1);
+    if (ok) {
+        hg_tile_t V = T;
+        V.soff = 0;
+        hg_tile_run(a.unpack, V, G.base + (long long)part * G.size, nullptr, chunk, cu, cu > 1);
+    }
+    /* this block's cells, then its count (boundary blocks wait for all:
+     * run x U after this run's; every run counts, with or without them) */
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0)
+        atomicAdd(a.unpacked, 1ull);
 }
 
 __global__ void k_ki_fill(const hg_ki_group_t *send, int lo_slot, int runs, int *err)
@@ -193,12 +224,15 @@ extern "C" void hg_cuda_ki_send(void *stream, const hg_args_ki_t *a)
                  *a));
 }
 
-extern "C" void hg_cuda_ki_recv(void *stream, const hg_args_ki_t *a)
+extern "C" long long hg_cuda_ki_recv(void *stream, const hg_args_ki_t *a)
 {
     if (a->unpack.nt == 0)
-        return;
-    CK(hg_launch(k_ki_recv, dim3((unsigned)a->unpack.nt, chunks_for(tile_cells(a->unpack))), NT,
-                 (cudaStream_t)stream, a->pdl, *a));
+        return 0;
+    const int cu = (int)chunks_for(tile_cells(a->unpack));
+    const int cb = a->bc.nbc ? (int)chunks_for((long long)a->bc.g.n * a->bc.g.n * a->bc.g.g) : 1;
+    const long long nblk = (long long)a->unpack.nt * cu + (long long)a->bc.nbc * cb;
+    CK(hg_launch(k_ki_recv, dim3((unsigned)nblk), NT, (cudaStream_t)stream, a->pdl, *a, cu, cb));
+    return nblk;
 }
 
 extern "C" void hg_cuda_ki_fill(void *stream, const hg_ki_group_t *send_dev, int n, int lo_slot,

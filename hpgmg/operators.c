@@ -232,8 +232,7 @@ static void probe_diagonal(hg_mg_t *mg, hg_level_t *L)
                                         ? 1.0
                                         : 0.0;
                 }
-                hg_exchange(mg, L, HG_VEC_TEMP, shape);
-                hg_apply_bc(mg, L, HG_VEC_TEMP, shape, order);
+                hg_exchange_bc(mg, L, HG_VEC_TEMP, shape, order);
                 for (int b = 0; b < L->nb; b++) {
                     const double *x = hg_box(L, HG_VEC_TEMP, b);
                     const double *bi = hg_box(L, HG_VEC_BETA_I, b),
@@ -330,8 +329,7 @@ void hg_interpolation(hg_mg_t *mg, hg_level_t *fine, int vf, double prescale, hg
             order = coarse->box_dim >= 2 ? 2 : 1;
         if (kind == HG_T_INTERP_V4)
             order = coarse->box_dim >= 4 ? 4 : coarse->box_dim >= 2 ? 2 : 1;
-        hg_exchange(mg, coarse, vc, HG_SHAPE_BOX);
-        hg_apply_bc(mg, coarse, vc, HG_SHAPE_BOX, order);
+        hg_exchange_bc(mg, coarse, vc, HG_SHAPE_BOX, order);
     }
     hg_prog_run(mg, &fine->interpolation, vc, vf, kind, kind, HG_T_INCREMENT, prescale,
                 &fine->t.interpolation);

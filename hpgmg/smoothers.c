@@ -21,8 +21,7 @@ void hg_smooth(hg_mg_t *mg, hg_level_t *L, int x, int rhs)
         for (int s = 0; s < sweeps; s++) {
             const int src = (oop && (s & 1)) ? HG_VEC_TEMP : x;
             const int dst = oop ? ((s & 1) ? x : HG_VEC_TEMP) : x;
-            hg_exchange(mg, L, src, shape);
-            hg_apply_bc(mg, L, src, shape, order);
+            hg_exchange_bc(mg, L, src, shape, order);
             double t = hg_now();
             hg_stencil(mg, L, HG_S_GSRB, src, -1, dst, rhs, s, oop, 0.0, 0.0);
             L->t.smooth += hg_now() - t;
@@ -46,8 +45,7 @@ void hg_smooth(hg_mg_t *mg, hg_level_t *L, int x, int rhs)
     for (int s = 0; s < degree; s++) {
         const int xn = (s & 1) ? HG_VEC_TEMP : x;
         const int xo = (s & 1) ? x : HG_VEC_TEMP; /* x_{n-1}, overwritten by x_{n+1} */
-        hg_exchange(mg, L, xn, shape);
-        hg_apply_bc(mg, L, xn, shape, order);
+        hg_exchange_bc(mg, L, xn, shape, order);
         double t = hg_now();
         hg_stencil(mg, L, HG_S_CHEBY, xn, xo, xo, rhs, s, 0, c1[s], c2[s]);
         L->t.smooth += hg_now() - t;

@@ -1,8 +1,10 @@
 /*
  * hpgmg/tile.cuh - what cuda_kernels.cu and the ki backend's cuda_ki.cu
- * share: programmatic dependent launch, and one tile of a tile list (pack,
- * local, unpack, restrict, interpolate) on the GPU -- the body of k_tiles,
- * which the ki kernels call with each tile's own buffer base.
+ * share: programmatic dependent launch, one tile of a tile list (pack,
+ * local, unpack, restrict, interpolate) -- the body of k_tiles, which the
+ * ki kernels call with each tile's own buffer base -- and one ghost region's
+ * boundary condition (the body of k_bc, which the ki receive kernel runs
+ * after its unpacks).
  */
 #ifndef HPGMG_TILE_CUH
 #define HPGMG_TILE_CUH
@@ -111,6 +113,52 @@ __device__ __forceinline__ void hg_tile_run(const hg_args_tiles_t &a, const hg_t
                                              sjs, sks, i & 1, j & 1, k & 1);
             *o = (p == 0.0) ? v : p * *o + v;
         }
+    }
+}
+
+/* offset of box b's first interior cell in a vector */
+__device__ __forceinline__ long long origin(const hg_geom_t &g, int b)
+{
+    return (long long)b * g.vol + (long long)g.g * (1 + g.js + g.ks);
+}
+
+/* cells [lo, lo + len) along one axis of ghost region d (-1, 0, 1) */
+__device__ __forceinline__ void hg_region(int d, int n, int g, int &lo, int &len)
+{
+    if (d < 0) {
+        lo = -g;
+        len = g;
+    } else if (d > 0) {
+        lo = n;
+        len = g;
+    } else {
+        lo = 0;
+        len = n;
+    }
+}
+
+/* The boundary condition of ghost region t of a.bc (its box, direction):
+ * chunk `chunk` of `nchunks` of its cells, by this block's threads. */
+__device__ __forceinline__ void hg_bc_run(const hg_args_bc_t &a, int t, unsigned chunk,
+                                          unsigned nchunks)
+{
+    const int b = a.bc[2 * t], d = a.bc[2 * t + 1];
+    const hg_geom_t &g = a.g;
+    const int n = g.n, js = g.js, ks = g.ks;
+    const int *lo = g.low + 3 * b;
+    const int di = hg_dir_di(d), dj = hg_dir_dj(d), dk = hg_dir_dk(d);
+    const int si = (di < 0 && lo[0] == 0) ? -1 : (di > 0 && lo[0] + n == g.dim) ? 1 : 0;
+    const int sj = (dj < 0 && lo[1] == 0) ? -1 : (dj > 0 && lo[1] + n == g.dim) ? 1 : 0;
+    const int sk = (dk < 0 && lo[2] == 0) ? -1 : (dk > 0 && lo[2] + n == g.dim) ? 1 : 0;
+    int il, ni, jl, nj, kl, nk;
+    hg_region(di, n, g.g, il, ni);
+    hg_region(dj, n, g.g, jl, nj);
+    hg_region(dk, n, g.g, kl, nk);
+    double *x0 = a.x + origin(g, b);
+    const int cells = ni * nj * nk;
+    for (int c = chunk * blockDim.x + threadIdx.x; c < cells; c += nchunks * blockDim.x) {
+        const int i = il + c % ni, j = jl + (c / ni) % nj, k = kl + c / (ni * nj);
+        x0[i + j * js + k * ks] = hg_bc_value(x0, js, ks, n, i, j, k, si, sj, sk, a.order);
     }
 }
 
