@@ -24,17 +24,6 @@ extern "C" {
 #include "stencil.h"
 #include "tile.cuh"
 
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "hpgmg-fv: %s:%d: %s: %s\n", __FILE__, __LINE__, #call,                \
-                    cudaGetErrorString(e_));                                                       \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
-
-static const int NT = 256;
 /* launch with programmatic dependent launch (hg_cuda_set_pdl) */
 static int g_pdl = 1;
 
@@ -192,15 +181,6 @@ __global__ void k_tiles(hg_args_tiles_t a)
 }
 
 static unsigned blocks_for(long long total) { return (unsigned)((total + NT - 1) / NT); }
-static unsigned chunks_for(long long cells)
-{
-    long long c = (cells + 4LL * NT - 1) / (4LL * NT); /* about 4 cells per thread */
-    if (c < 1)
-        c = 1;
-    if (c > 65535)
-        c = 65535;
-    return (unsigned)c;
-}
 
 extern "C" void hg_cuda_run(void *stream, int kind, const void *args)
 {

@@ -34,30 +34,9 @@ extern "C" {
 }
 #include "tile.cuh"
 
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "hpgmg-fv: %s:%d: %s: %s\n", __FILE__, __LINE__, #call,                \
-                    cudaGetErrorString(e_));                                                       \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
-
-static const int NT = 256;
 /* a waiting block gives up after this long (the first block's wait is
  * bounded by the request's MPIX_ACC_KI_TIMEOUT and publishes either way) */
 static const unsigned long long WAIT_LIMIT_NS = 120ull * 1000000000ull;
-
-static unsigned chunks_for(long long cells)
-{
-    long long c = (cells + 4LL * NT - 1) / (4LL * NT); /* about 4 cells per thread */
-    if (c < 1)
-        c = 1;
-    if (c > 65535)
-        c = 65535;
-    return (unsigned)c;
-}
 
 static long long tile_cells(const hg_args_tiles_t &t)
 {

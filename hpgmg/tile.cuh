@@ -1,6 +1,7 @@
 /*
  * hpgmg/tile.cuh - what cuda_kernels.cu and the ki backend's cuda_ki.cu
- * share: programmatic dependent launch, one tile of a tile list (pack,
+ * share: the checking macro, block size and chunking, programmatic
+ * dependent launch, one tile of a tile list (pack,
  * local, unpack, restrict, interpolate) -- the body of k_tiles, which the
  * ki kernels call with each tile's own buffer base -- and one ghost region's
  * boundary condition (the body of k_bc, which the ki receive kernel runs
@@ -11,10 +12,38 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdio>
+#include <cstdlib>
+
 extern "C" {
 #include "ops.h"
 }
 #include "stencil.h"
+
+/* every CUDA runtime call is checked: a failure ends the process, naming the call */
+#define CK(call)                                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "hpgmg-fv: %s:%d: %s: %s\n", __FILE__, __LINE__, #call,                \
+                    cudaGetErrorString(e_));                                                       \
+            abort();                                                                               \
+        }                                                                                          \
+    } while (0)
+
+/* threads per block of every kernel */
+static const int NT = 256;
+
+/* blocks along y for a tile (or region) of `cells` cells: about 4 cells per thread */
+static unsigned chunks_for(long long cells)
+{
+    long long c = (cells + 4LL * NT - 1) / (4LL * NT); /* about 4 cells per thread */
+    if (c < 1)
+        c = 1;
+    if (c > 65535)
+        c = 65535;
+    return (unsigned)c;
+}
 
 /* Programmatic dependent launch (sm_90; nothing before): a kernel launched
  * with it may start while the kernel before it in the stream still runs.
