@@ -93,6 +93,15 @@ int MPIX_Acc_Hoststream_launch(MPIX_Acc_stream stream, void (*fn)(void *arg), vo
 int MPIX_Acc_Hoststream_synchronize(MPIX_Acc_stream stream);
 int MPIX_Acc_Hoststream_free(MPIX_Acc_stream *stream);
 
+/* host graphs (MPIX_Acc_Hoststream_begin_capture(3)): a host stream's launches and its
+ * stream-ordered point-to-point messages captured once, launched any number of times */
+typedef struct mpix_acc_hostgraph *MPIX_Acc_hostgraph;
+int MPIX_Acc_Hoststream_begin_capture(MPIX_Acc_stream stream);
+int MPIX_Acc_Hoststream_end_capture(MPIX_Acc_stream stream, MPIX_Acc_hostgraph *graph);
+int MPIX_Acc_Hostgraph_launch(MPIX_Acc_hostgraph graph, MPIX_Acc_stream stream);
+int MPIX_Acc_Hostgraph_errors(MPIX_Acc_hostgraph graph, unsigned long *count);
+int MPIX_Acc_Hostgraph_free(MPIX_Acc_hostgraph *graph);
+
 /* stream communicators and hints (mpix_acc(3): Stream communicators and
  * info keys) */
 int MPIX_Acc_Comm_set_stream(MPI_Comm comm, MPIX_Acc_stream stream); /* collective */

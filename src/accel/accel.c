@@ -332,7 +332,19 @@ mxu_status_t mxa_dev_upload(void *ctx, const void *host, size_t bytes, void **dp
 
 mxu_status_t mxa_stream_refuse_capture(mxa_stream_t *s, const char *what)
 {
-    if (!s || s->kind != MXA_KIND_CUDA || !s->backend->capturing || !s->backend->capturing(s))
+    if (!s || !s->backend || !s->backend->capturing || !s->backend->capturing(s))
+        return MXU_OK;
+    if (s->kind == MXA_KIND_HOST) {
+        char why[200];
+        snprintf(why, sizeof(why), "%s cannot be captured into a host graph", what);
+        mxa_host_capture_break(s, why);
+        MXU_FAIL(MXU_ERR_CAPTURED,
+                 "%s on host stream %p, which is being captured into a graph: only launches, "
+                 "MPIX_Acc_Isend/Irecv of contiguous data and stream waits on their requests "
+                 "can be; the capture is broken (its end fails). Enqueue it outside the capture.",
+                 what, s->handle);
+    }
+    if (s->kind != MXA_KIND_CUDA)
         return MXU_OK;
 #ifdef MPIXACC_HAVE_CUDA
     mxa_cuda_stream_break_capture(s);

@@ -330,6 +330,23 @@ void mxa_host_shutdown(void);
 /* Internal (mxa_foreach_stream): fn for every live host stream. */
 void mxa_host_foreach_stream(void (*fn)(mxa_stream_t *s, void *arg), void *arg);
 
+/* Host graphs (MPIX_Acc_Hoststream_begin_capture(3)): between begin and
+ * end, launches on the stream (mxa_host_stream_launch, and the library's
+ * own entries, mxa_host_capture_add) are recorded instead of run; every
+ * other stream point refuses (mxa_stream_refuse_capture breaks the
+ * capture, and the end fails with MXU_ERR_CAPTURED and why). A launch of
+ * the graph enqueues the recorded entries in order on a stream that is not
+ * capturing. Freeing a graph with launches in flight is the caller's error
+ * to prevent (mxa_host_graph_inflight). */
+typedef struct mxa_host_graph mxa_host_graph_t;
+mxu_status_t mxa_host_capture_begin(void *handle);
+mxu_status_t mxa_host_capture_add(mxa_stream_t *s, void (*fn)(void *), void *arg);
+void mxa_host_capture_break(mxa_stream_t *s, const char *why);
+mxu_status_t mxa_host_capture_end(void *handle, mxa_host_graph_t **graph, char *why, size_t len);
+mxu_status_t mxa_host_graph_launch(mxa_host_graph_t *g, void *handle);
+long mxa_host_graph_inflight(const mxa_host_graph_t *g);
+void mxa_host_graph_free(mxa_host_graph_t *g);
+
 /* Stream-ordered communication is not captured into CUDA graphs (issue
  * 21): its points carry sequence numbers fixed at the call, so a graph
  * launched twice would skip its messages. On a stream that is being

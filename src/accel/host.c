@@ -44,6 +44,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdalign.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -91,7 +92,28 @@ typedef struct host_stream {
 
     alignas(64) _Atomic uint64_t trigger_word;
     alignas(64) _Atomic uint64_t release_word;
+
+    /* capture into a host graph (mxa_host_capture_begin): launches are
+     * recorded instead of run; cap_broken: a call that cannot be captured
+     * came (cap_why says which), the end of the capture fails */
+    pthread_mutex_t cap_lock;
+    _Atomic int capturing;
+    mxa_host_graph_t *cap;
+    int cap_broken;
+    char cap_why[200];
 } host_stream_t;
+
+/* A recorded list of launches, replayed in order onto a stream by each
+ * launch of the graph (MPIX_Acc_Hoststream_begin_capture(3)). */
+typedef struct {
+    void (*fn)(void *);
+    void *arg;
+} host_entry_t;
+struct mxa_host_graph {
+    host_entry_t *e;
+    size_t n, cap;
+    _Atomic long inflight; /* launches whose last entry has not run */
+};
 
 /* Registry: map for lookups (its own lock), list for iteration (list_lock).
  * Lock order: list_lock, then the map's lock. */
@@ -101,6 +123,7 @@ static host_stream_t *list_head;
 static _Atomic(mxa_stream_free_fn) free_hook;
 
 static const mxa_backend_t host_backend;
+static int capture_record(host_stream_t *hs, void (*fn)(void *), void *arg);
 
 static inline host_stream_t *hs_of(mxa_stream_t *s) { return (host_stream_t *)s; }
 
@@ -326,6 +349,11 @@ static uint64_t host_poll_trigger(mxa_stream_t *s)
     return atomic_load_explicit(&hs_of(s)->trigger_word, memory_order_acquire);
 }
 
+static int host_capturing(mxa_stream_t *s)
+{
+    return atomic_load_explicit(&hs_of(s)->capturing, memory_order_acquire);
+}
+
 static const mxa_backend_t host_backend = {
     .name = "host",
     .kind = MXA_KIND_HOST,
@@ -334,6 +362,7 @@ static const mxa_backend_t host_backend = {
     .release = host_release,
     .poll_trigger = host_poll_trigger,
     .needs_polling = 0,
+    .capturing = host_capturing,
 };
 
 /* ---- registry ---- */
@@ -395,6 +424,8 @@ mxu_status_t mxa_host_stream_create(void **handle_out)
     atomic_init(&hs->freeing, 0);
     atomic_init(&hs->aborting, 0);
     atomic_init(&hs->releasers, 0);
+    atomic_init(&hs->capturing, 0);
+    pthread_mutex_init(&hs->cap_lock, NULL);
     hs->magic = HOST_STREAM_MAGIC;
     long spin_us = mxu_config.wait_spin_us;
     hs->spin_ns = spin_us > 0 ? (uint64_t)spin_us * 1000u : 0;
@@ -486,6 +517,13 @@ static void destroy(host_stream_t *hs)
 
     while (atomic_load_explicit(&hs->releasers, memory_order_acquire) != 0)
         sched_yield();
+    if (hs->cap) { /* freed while capturing: the capture is dropped */
+        MXU_LOG(MXU_LOG_WARN, "host stream %p freed while being captured: the capture is dropped",
+                (void *)hs);
+        mxa_host_graph_free(hs->cap);
+        hs->cap = NULL;
+    }
+    pthread_mutex_destroy(&hs->cap_lock);
     hs->magic = 0;
     MXU_LOG(MXU_LOG_DEBUG, "host stream %p freed", (void *)hs);
     free(hs);
@@ -498,6 +536,9 @@ mxu_status_t mxa_host_stream_launch(void *handle, void (*fn)(void *), void *arg)
         return MXU_ERR_INVALID_STREAM;
     if (fn == NULL)
         return MXU_ERR_INVALID_PARAM;
+    int rec = capture_record(hs, fn, arg);
+    if (rec != 0)
+        return rec == 1 ? MXU_OK : MXU_ERR_NO_MEMORY;
     return push_new(hs, ITEM_LAUNCH, 0, fn, arg);
 }
 
@@ -510,6 +551,11 @@ mxu_status_t mxa_host_stream_synchronize(void *handle)
         MXU_FAIL(MXU_ERR_INVALID_PARAM,
                  "host stream %p: synchronize called from work running on the same stream "
                  "would deadlock",
+                 (void *)hs);
+    if (atomic_load_explicit(&hs->capturing, memory_order_acquire))
+        MXU_FAIL(MXU_ERR_INVALID_PARAM,
+                 "host stream %p is being captured into a graph: synchronize it after the "
+                 "capture ended",
                  (void *)hs);
     sync_impl(hs, "synchronize");
     return MXU_OK;
@@ -595,4 +641,152 @@ void mxa_host_shutdown(void)
             break;
         nap_ns(100000); /* let concurrent frees finish */
     }
+}
+
+/* ---- capture into host graphs ---- */
+
+static mxu_status_t graph_append(mxa_host_graph_t *g, void (*fn)(void *), void *arg)
+{
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? 2 * g->cap : 16;
+        host_entry_t *e = realloc(g->e, cap * sizeof(*e));
+        if (!e)
+            return MXU_ERR_NO_MEMORY;
+        g->e = e;
+        g->cap = cap;
+    }
+    g->e[g->n++] = (host_entry_t){fn, arg};
+    return MXU_OK;
+}
+
+/* Record fn(arg) if hs is capturing: 1 recorded, 0 not capturing, <0 error. */
+static int capture_record(host_stream_t *hs, void (*fn)(void *), void *arg)
+{
+    if (!atomic_load_explicit(&hs->capturing, memory_order_acquire))
+        return 0;
+    pthread_mutex_lock(&hs->cap_lock);
+    int rc = 0;
+    if (hs->cap)
+        rc = graph_append(hs->cap, fn, arg) == MXU_OK ? 1 : -1;
+    pthread_mutex_unlock(&hs->cap_lock);
+    return rc;
+}
+
+mxu_status_t mxa_host_capture_begin(void *handle)
+{
+    host_stream_t *hs = find(handle);
+    if (hs == NULL || atomic_load_explicit(&hs->freeing, memory_order_acquire))
+        return MXU_ERR_INVALID_STREAM;
+    mxa_host_graph_t *g = calloc(1, sizeof(*g));
+    if (!g)
+        return MXU_ERR_NO_MEMORY;
+    pthread_mutex_lock(&hs->cap_lock);
+    if (hs->cap) {
+        pthread_mutex_unlock(&hs->cap_lock);
+        free(g);
+        MXU_FAIL(MXU_ERR_INVALID_PARAM, "host stream %p is already being captured", (void *)hs);
+    }
+    hs->cap = g;
+    hs->cap_broken = 0;
+    hs->cap_why[0] = '\0';
+    atomic_store_explicit(&hs->capturing, 1, memory_order_release);
+    pthread_mutex_unlock(&hs->cap_lock);
+    return MXU_OK;
+}
+
+mxu_status_t mxa_host_capture_add(mxa_stream_t *s, void (*fn)(void *), void *arg)
+{
+    if (s == NULL || s->kind != MXA_KIND_HOST)
+        return MXU_ERR_INVALID_STREAM;
+    int rc = capture_record(hs_of(s), fn, arg);
+    return rc == 1 ? MXU_OK : rc == 0 ? MXU_ERR_INVALID_STREAM : MXU_ERR_NO_MEMORY;
+}
+
+void mxa_host_capture_break(mxa_stream_t *s, const char *why)
+{
+    host_stream_t *hs = hs_of(s);
+    pthread_mutex_lock(&hs->cap_lock);
+    if (hs->cap && !hs->cap_broken) {
+        hs->cap_broken = 1;
+        snprintf(hs->cap_why, sizeof(hs->cap_why), "%s", why);
+    }
+    pthread_mutex_unlock(&hs->cap_lock);
+}
+
+mxu_status_t mxa_host_capture_end(void *handle, mxa_host_graph_t **graph, char *why, size_t len)
+{
+    host_stream_t *hs = find(handle);
+    if (why && len)
+        why[0] = '\0';
+    if (hs == NULL)
+        return MXU_ERR_INVALID_STREAM;
+    pthread_mutex_lock(&hs->cap_lock);
+    mxa_host_graph_t *g = hs->cap;
+    int broken = hs->cap_broken;
+    if (broken && why && len)
+        snprintf(why, len, "%s", hs->cap_why);
+    hs->cap = NULL;
+    atomic_store_explicit(&hs->capturing, 0, memory_order_release);
+    pthread_mutex_unlock(&hs->cap_lock);
+    if (g == NULL)
+        MXU_FAIL(MXU_ERR_INVALID_PARAM, "host stream %p is not being captured", (void *)hs);
+    if (broken) {
+        mxa_host_graph_free(g);
+        return MXU_ERR_CAPTURED;
+    }
+    *graph = g;
+    return MXU_OK;
+}
+
+static void graph_launch_done(void *arg)
+{
+    mxa_host_graph_t *g = arg;
+    atomic_fetch_sub_explicit(&g->inflight, 1, memory_order_release);
+}
+
+mxu_status_t mxa_host_graph_launch(mxa_host_graph_t *g, void *handle)
+{
+    host_stream_t *hs = find(handle);
+    if (hs == NULL || atomic_load_explicit(&hs->freeing, memory_order_acquire))
+        return MXU_ERR_INVALID_STREAM;
+    if (atomic_load_explicit(&hs->capturing, memory_order_acquire))
+        MXU_FAIL(MXU_ERR_INVALID_PARAM,
+                 "host stream %p is being captured: a graph is launched on a stream that is not",
+                 (void *)hs);
+    /* every item first, then all pushed: a launch is enqueued whole or not */
+    size_t n = g->n + 1;
+    host_item_t **its = malloc(n * sizeof(*its));
+    size_t got = 0;
+    if (its)
+        for (; got < n; got++)
+            if (!(its[got] = malloc(sizeof(host_item_t))))
+                break;
+    if (!its || got < n) {
+        for (size_t i = 0; its && i < got; i++)
+            free(its[i]);
+        free(its);
+        MXU_FAIL(MXU_ERR_NO_MEMORY, "host stream %p: out of memory launching a graph", (void *)hs);
+    }
+    atomic_fetch_add_explicit(&g->inflight, 1, memory_order_relaxed);
+    for (size_t i = 0; i < n; i++) {
+        its[i]->kind = ITEM_LAUNCH;
+        its[i]->u.launch.fn = i < g->n ? g->e[i].fn : graph_launch_done;
+        its[i]->u.launch.arg = i < g->n ? g->e[i].arg : g;
+        push_item(hs, its[i]);
+    }
+    free(its);
+    return MXU_OK;
+}
+
+long mxa_host_graph_inflight(const mxa_host_graph_t *g)
+{
+    return atomic_load_explicit(&((mxa_host_graph_t *)g)->inflight, memory_order_acquire);
+}
+
+void mxa_host_graph_free(mxa_host_graph_t *g)
+{
+    if (!g)
+        return;
+    free(g->e);
+    free(g);
 }

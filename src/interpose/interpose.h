@@ -30,6 +30,7 @@ typedef enum {
 /* op->user_flags bits */
 #define MXI_OPF_GREQ_COMPLETED 0x1 /* PMPI_Grequest_complete was called */
 #define MXI_OPF_STATUS_TO_USER 0x2 /* stream-waited with a status: its error reaches the user */
+#define MXI_OPF_TEMPLATE 0x4 /* the request of an operation captured into a host graph (graph.c) */
 
 /* One info key as the user set it (returned by MPI_Comm_get_info). */
 typedef struct {
@@ -287,6 +288,21 @@ long mxi_streamcoll_failed(void);
 /* Write an engine result into an MPI_Status (also the engine's writer). */
 void mxi_fill_status(mxe_op_t *op, MPI_Status *status);
 void mxi_result_writer(mxe_op_t *op, void *target);
+/* Untrack a handle whose op is complete, complete and free it (graph.c:
+ * a captured stream wait takes its requests). *req = MPI_REQUEST_NULL. */
+void mxi_request_retire(MPI_Request *req, mxe_op_t *op);
+
+/* ---- graph.c: host graphs (MPIX_Acc_Hoststream_begin_capture(3)) ---- */
+/* Is s a host stream being captured? */
+int mxi_graph_capturing(const mxa_stream_t *s);
+/* A send or receive enqueued on a capturing stream (arguments checked):
+ * recorded as a template; *req its placeholder request. */
+int mxi_graph_p2p(mxa_stream_t *s, int is_send, void *buf, size_t bytes, int contiguous, int peer,
+                  int tag, MPI_Comm comm, const mxi_comm_t *c, int synchronous, MPI_Request *req);
+/* A stream wait on a capturing stream: recorded; the requests are retired. */
+int mxi_graph_waitall(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *statuses,
+                      MPI_Comm err_comm);
+
 /* Grequest callbacks */
 int mxi_greq_query(void *extra_state, MPI_Status *status);
 int mxi_greq_free(void *extra_state);

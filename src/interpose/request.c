@@ -219,6 +219,14 @@ static MPI_Comm mxi_op_comm(mxe_op_t *op)
     return c;
 }
 
+void mxi_request_retire(MPI_Request *req, mxe_op_t *op)
+{
+    mxu_locked_map_remove(&mxi.requests, MXI_REQ_KEY(*req));
+    mxi_greq_sync(op);
+    PMPI_Request_free(req);
+    *req = MPI_REQUEST_NULL;
+}
+
 /* MPI error code of a completed op (MPI_SUCCESS for success/cancel). */
 static int mxi_op_error(mxe_op_t *op) { return mxi_status_to_mpi(op->result.error); }
 
@@ -233,8 +241,14 @@ static int mxi_request_finish(MPI_Request *req, mxe_op_t *op, MPI_Status *status
     mxi_fill_status(op, status);
     int err = mxi_op_error(op);
     MPI_Comm comm = mxi_op_comm(op);
+    int tmpl = (op->user_flags & MXI_OPF_TEMPLATE) != 0;
     mxe_op_release(op);
-    if (rc == MPI_SUCCESS && err != MPI_SUCCESS)
+    if (rc == MPI_SUCCESS && tmpl)
+        rc = mxi_raise(comm, MXI_E_REQUEST,
+                       "the request of an operation captured into a host graph is completed by a "
+                       "stream wait captured with it (each launch), not on the host; the request "
+                       "is freed, the graph's operation goes unwaited");
+    else if (rc == MPI_SUCCESS && err != MPI_SUCCESS)
         rc = mxi_raise_code(comm, err);
     return rc;
 }
@@ -283,6 +297,13 @@ static int mxi_stream_waitall_(mxa_stream_t *s, int count, MPI_Request reqs[], M
         }
     }
     int rc = MPI_SUCCESS, n = 0, stale = 0;
+    if (mxi_graph_capturing(s)) {
+        if (ops != ops_local) {
+            free(ops);
+            free(targets);
+        }
+        return mxi_graph_waitall(s, count, reqs, statuses, err_comm);
+    }
     mxi_reap(0);
     for (int i = 0; i < count; i++) {
         MPI_Status *st = statuses ? &statuses[i] : MPI_STATUS_IGNORE;
@@ -397,6 +418,10 @@ int mxi_req_Request_free(MPI_Request *req)
     if (mxi_is_taken(v))
         return mxi_stale_handle(MPI_COMM_SELF, "MPI_Request_free");
     mxe_op_t *op = v;
+    if (op->user_flags & MXI_OPF_TEMPLATE) { /* a captured operation's: it goes unwaited */
+        mxi_request_retire(req, op);
+        return MPI_SUCCESS;
+    }
     mxi_request_release(req, op);
     return MPI_SUCCESS;
 }

@@ -3,7 +3,9 @@
  * launch order, triggers (word + notify callback, in order), waits blocked
  * until released, synchronize (queue + ops_in_flight), free, invalid
  * handles, idle/blocked streams do not burn CPU, many streams, several
- * producer threads, free hook, foreach, shutdown.
+ * producer threads, free hook, foreach, shutdown; capture into host
+ * graphs (recorded, not run; replayed in order on any stream; refused
+ * points break the capture; in-flight count; free while capturing).
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -443,6 +445,79 @@ static void test_shutdown(void)
     mxa_host_shutdown(); /* idempotent */
 }
 
+/* ---- capture into host graphs ---- */
+
+typedef struct {
+    _Atomic int open;
+} gate_t;
+
+static void gate_fn(void *arg)
+{
+    gate_t *g = arg;
+    for (int i = 0; i < 30000 && !atomic_load(&g->open); i++)
+        sleep_ms(1);
+}
+
+static void test_capture(void)
+{
+    void *h = NULL, *h2 = NULL;
+    CHECK(mxa_host_stream_create(&h) == MXU_OK && mxa_host_stream_create(&h2) == MXU_OK);
+    mxa_stream_t *s = mxa_host_stream_find(h);
+    CHECK(s->backend->capturing && !s->backend->capturing(s));
+    atomic_store(&order_pos, 0);
+    CHECK(mxa_host_capture_begin(h) == MXU_OK);
+    CHECK(s->backend->capturing(s));
+    CHECK(mxa_host_capture_begin(h) == MXU_ERR_INVALID_PARAM, "a second begin");
+    for (int i = 0; i < 5; i++)
+        CHECK(mxa_host_stream_launch(h, record, (void *)(intptr_t)i) == MXU_OK);
+    CHECK(mxa_host_capture_add(s, record, (void *)(intptr_t)5) == MXU_OK);
+    CHECK(mxa_host_stream_synchronize(h) == MXU_ERR_INVALID_PARAM, "synchronize while capturing");
+    sleep_ms(20);
+    CHECK_EQ_LL(atomic_load(&order_pos), 0); /* recorded, not run */
+    mxa_host_graph_t *g = NULL;
+    char why[64] = "x";
+    CHECK(mxa_host_capture_end(h, &g, why, sizeof why) == MXU_OK && g != NULL && why[0] == 0);
+    CHECK(!s->backend->capturing(s));
+    CHECK(mxa_stream_refuse_capture(s, "a point") == MXU_OK, "not capturing: nothing refused");
+    CHECK(mxa_host_capture_end(h, &g, why, sizeof why) == MXU_ERR_INVALID_PARAM, "end twice");
+    /* three launches on two streams: each runs the six entries in order */
+    CHECK(mxa_host_graph_launch(g, h) == MXU_OK);
+    CHECK(mxa_host_stream_synchronize(h) == MXU_OK);
+    CHECK_EQ_LL(atomic_load(&order_pos), 6);
+    for (int i = 0; i < 6; i++)
+        CHECK(order[i] == i, "entry %d ran at position %d", order[i], i);
+    CHECK(mxa_host_graph_launch(g, h2) == MXU_OK && mxa_host_graph_launch(g, h2) == MXU_OK);
+    CHECK(mxa_host_stream_synchronize(h2) == MXU_OK);
+    CHECK_EQ_LL(atomic_load(&order_pos), 18);
+    for (int i = 6; i < 18; i++)
+        CHECK(order[i] == i % 6, "second stream: position %d has entry %d", i, order[i]);
+    CHECK_EQ_LL(mxa_host_graph_inflight(g), 0);
+    /* in flight while its stream is held */
+    gate_t gate = {0};
+    CHECK(mxa_host_stream_launch(h, gate_fn, &gate) == MXU_OK);
+    CHECK(mxa_host_graph_launch(g, h) == MXU_OK);
+    CHECK_EQ_LL(mxa_host_graph_inflight(g), 1);
+    atomic_store(&gate.open, 1);
+    CHECK(mxa_host_stream_synchronize(h) == MXU_OK);
+    CHECK_EQ_LL(mxa_host_graph_inflight(g), 0);
+    /* a graph is not launched on a capturing stream */
+    CHECK(mxa_host_capture_begin(h2) == MXU_OK);
+    CHECK(mxa_host_graph_launch(g, h2) == MXU_ERR_INVALID_PARAM);
+    /* a refused point breaks the capture: its end fails and says why */
+    CHECK(mxa_stream_refuse_capture(mxa_host_stream_find(h2), "a test point") == MXU_ERR_CAPTURED);
+    mxa_host_graph_t *g2 = (mxa_host_graph_t *)&gate;
+    CHECK(mxa_host_capture_end(h2, &g2, why, sizeof why) == MXU_ERR_CAPTURED);
+    CHECK(strstr(why, "a test point") != NULL, "why: %s", why);
+    CHECK(g2 == (mxa_host_graph_t *)&gate, "a failed end wrote the graph");
+    mxa_host_graph_free(g);
+    /* freed while capturing: the capture goes with the stream */
+    CHECK(mxa_host_capture_begin(h2) == MXU_OK);
+    CHECK(mxa_host_stream_launch(h2, record, NULL) == MXU_OK);
+    CHECK(mxa_host_stream_free(h2) == MXU_OK);
+    CHECK(mxa_host_capture_begin(h2) == MXU_ERR_INVALID_STREAM);
+    CHECK(mxa_host_stream_free(h) == MXU_OK);
+}
+
 int main(void)
 {
     alarm(60); /* a hang fails the test instead of blocking the suite */
@@ -453,6 +528,7 @@ int main(void)
     test_free_and_invalid();
     test_many_streams();
     test_producers();
+    test_capture();
     test_shutdown();
     TEST_PASS("test_hoststream");
 }

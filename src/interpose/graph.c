@@ -1,0 +1,558 @@
+/*
+ * graph.c - host graphs (MPIX_Acc_Hoststream_begin_capture(3)): a host
+ * stream's work captured once, with its stream-ordered point-to-point
+ * messages, and launched any number of times (issue 21, host streams).
+ *
+ * Capture. Between MPIX_Acc_Hoststream_begin_capture and _end_capture the
+ * stream records its launches (accel/host.c) instead of running them. A
+ * send or receive of contiguous data enqueued on it (MPIX_Acc_Isend/Irecv,
+ * or a stream communicator's call) becomes a *template*: its arguments are
+ * kept, its request is a placeholder that only a stream wait captured with
+ * it takes (a host wait on it fails), and a *fire* entry is recorded. A
+ * stream wait on such requests records a *wait* entry. Anything else that
+ * would enqueue communication on the stream breaks the capture (its end
+ * fails saying why): accel's mxa_stream_refuse_capture.
+ *
+ * Launch. The graph's entries run in order on the stream's thread. A fire
+ * entry makes an operation from its template -- on the "none" stream, so it
+ * starts at once, and matched in start order (mpix_acc_match=dynamic), so
+ * every launch's messages match in the order the launches execute, on both
+ * sides, whatever was called before -- and hands it to a waiting wait entry
+ * (a FIFO per template: the wait of launch k takes launch k's operation) or
+ * lets it go (its request was freed). A wait entry blocks the stream's
+ * thread until its operations completed and writes their statuses where the
+ * capture's wait said. No host call per launch besides the launch itself.
+ * (CUDA graphs need device-side fire and wait nodes -- a counter the
+ * progress thread watches; the operations made from it are the same.)
+ */
+#include "interpose/interpose.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/hashmap.h"
+#include "util/waiter.h"
+
+#define MXI_GRAPH_MAGIC 0x4d58484752415048ull /* "MXHGRAPH" */
+/* a graph's wait reports every this many ns while it waits */
+#define MXI_GRAPH_WAIT_REPORT_NS (10ull * 1000000000ull)
+
+typedef struct mxi_graph_state mxi_graph_state_t;
+
+typedef struct mxi_tmpl {
+    struct mxi_tmpl *next;
+    _Atomic int refs; /* the graph's (or capture's), its request's while live */
+    mxi_graph_state_t *gs;
+    int is_send;
+    void *buf;
+    size_t bytes;
+    int peer, tag; /* engine forms (MXE_ANY_SOURCE, MXE_PROC_NULL, MXE_ANY_TAG) */
+    int synchronous;
+    size_t eager_limit;
+    mxe_comm_t ec; /* the communicator's, matched in start order */
+    int *world_ranks;
+    _Atomic int req_live; /* its request is the application's */
+    int waited;           /* a captured stream wait takes its operations */
+    pthread_mutex_t lock;
+    mxe_op_t **fifo; /* operations made and not taken by the wait yet */
+    size_t head, n, cap;
+} mxi_tmpl_t;
+
+typedef struct mxi_gwait {
+    struct mxi_gwait *next;
+    mxi_graph_state_t *gs;
+    int n;
+    mxi_tmpl_t **t;
+    MPI_Status **status; /* per template, the status to write (NULL: none) */
+} mxi_gwait_t;
+
+/* A capture's, then its graph's, templates and waits. */
+struct mxi_graph_state {
+    mxa_stream_t *s; /* while capturing */
+    mxi_tmpl_t *tmpls;
+    mxi_gwait_t *waits;
+    _Atomic unsigned long errors; /* operations that failed, at launches */
+    mxi_graph_state_t *next_capture;
+};
+
+struct mpix_acc_hostgraph {
+    uint64_t magic;
+    mxa_host_graph_t *hg;
+    mxi_graph_state_t *gs;
+};
+
+static pthread_mutex_t mxi_cap_lock = PTHREAD_MUTEX_INITIALIZER;
+static mxi_graph_state_t *mxi_captures;
+/* live graphs by address: a handle is looked up, never dereferenced blind */
+static mxu_locked_map_t mxi_graphs = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static mxi_graph_state_t *mxi_capture_of(const mxa_stream_t *s)
+{
+    pthread_mutex_lock(&mxi_cap_lock);
+    mxi_graph_state_t *g = mxi_captures;
+    while (g && g->s != s)
+        g = g->next_capture;
+    pthread_mutex_unlock(&mxi_cap_lock);
+    return g;
+}
+
+int mxi_graph_capturing(const mxa_stream_t *s)
+{
+    return s && s->kind == MXA_KIND_HOST && s->backend->capturing &&
+           s->backend->capturing((mxa_stream_t *)s);
+}
+
+static void mxi_tmpl_release(mxi_tmpl_t *t)
+{
+    if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    for (size_t i = 0; i < t->n; i++) { /* (none when no launch is in flight) */
+        mxe_op_t *op = t->fifo[(t->head + i) % t->cap];
+        if (op)
+            mxe_op_release(op);
+    }
+    free(t->fifo);
+    free(t->world_ranks);
+    pthread_mutex_destroy(&t->lock);
+    free(t);
+}
+
+/* the placeholder op of a template's request was freed */
+static void mxi_tmpl_req_gone(void *user)
+{
+    mxi_tmpl_t *t = user;
+    atomic_store_explicit(&t->req_live, 0, memory_order_release);
+    mxi_tmpl_release(t);
+}
+
+static void mxi_state_free(mxi_graph_state_t *gs)
+{
+    for (mxi_gwait_t *w = gs->waits, *nw; w; w = nw) {
+        nw = w->next;
+        free(w->t);
+        free(w->status);
+        free(w);
+    }
+    for (mxi_tmpl_t *t = gs->tmpls, *nt; t; t = nt) {
+        nt = t->next;
+        mxi_tmpl_release(t);
+    }
+    free(gs);
+}
+
+/* ---------------------------------------------------------- at launches */
+
+static void mxi_fifo_push(mxi_tmpl_t *t, mxe_op_t *op)
+{
+    pthread_mutex_lock(&t->lock);
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? 2 * t->cap : 4;
+        mxe_op_t **f = malloc(cap * sizeof(*f));
+        if (!f) {
+            pthread_mutex_unlock(&t->lock);
+            MXU_LOG(MXU_LOG_ERROR, "host graph: out of memory queueing an operation");
+            if (op)
+                mxe_op_release(op);
+            atomic_fetch_add(&t->gs->errors, 1);
+            return;
+        }
+        for (size_t i = 0; i < t->n; i++)
+            f[i] = t->fifo[(t->head + i) % t->cap];
+        free(t->fifo);
+        t->fifo = f;
+        t->head = 0;
+        t->cap = cap;
+    }
+    t->fifo[(t->head + t->n) % t->cap] = op;
+    t->n++;
+    pthread_mutex_unlock(&t->lock);
+}
+
+/* the oldest operation made and not taken; *none when there is none */
+static mxe_op_t *mxi_fifo_pop(mxi_tmpl_t *t, int *none)
+{
+    pthread_mutex_lock(&t->lock);
+    mxe_op_t *op = NULL;
+    *none = t->n == 0;
+    if (t->n) {
+        op = t->fifo[t->head];
+        t->head = (t->head + 1) % t->cap;
+        t->n--;
+    }
+    pthread_mutex_unlock(&t->lock);
+    return op;
+}
+
+/* a fire entry (the stream's thread) */
+static void mxi_tmpl_fire(void *arg)
+{
+    mxi_tmpl_t *t = arg;
+    mxe_op_t *op = NULL;
+    mxa_stream_t *none = mxa_none_stream();
+    mxu_status_t st =
+        t->is_send ? mxe_op_create_send(none, t->buf, t->bytes, &t->ec, t->peer, t->tag,
+                                        t->synchronous ? 0 : t->eager_limit, &op)
+                   : mxe_op_create_recv(none, t->buf, t->bytes, &t->ec, t->peer, t->tag, 0, &op);
+    if (st == MXU_OK) {
+        op->synchronous = t->synchronous;
+        if ((st = mxe_op_submit(op)) != MXU_OK) {
+            mxe_op_release(op);
+            mxe_op_release(op);
+        }
+    }
+    if (st != MXU_OK) {
+        MXU_LOG(MXU_LOG_ERROR, "host graph: the %s of a launch (peer %d, tag %d) failed: %s",
+                t->is_send ? "send" : "receive", t->peer, t->tag, mxu_status_string(st));
+        atomic_fetch_add(&t->gs->errors, 1);
+        op = NULL;
+    }
+    if (t->waited)
+        mxi_fifo_push(t, op); /* NULL: the wait reports the failure */
+    else if (op)
+        mxe_op_release(op); /* its request was freed: it completes alone */
+}
+
+/* a wait entry (the stream's thread): this launch's operations */
+static void mxi_gwait_run(void *arg)
+{
+    mxi_gwait_t *w = arg;
+    for (int i = 0; i < w->n; i++) {
+        int none = 0;
+        mxe_op_t *op = mxi_fifo_pop(w->t[i], &none);
+        if (none)
+            MXU_LOG(MXU_LOG_ERROR, "host graph: a wait found no operation of its launch");
+        if (op) {
+            uint64_t start = mxu_now_ns();
+            while (mxe_op_wait_host(op, (int64_t)MXI_GRAPH_WAIT_REPORT_NS) != MXU_OK)
+                MXU_LOG(MXU_LOG_WARN,
+                        "host graph: a launch's wait for its %s (peer %d, tag %d) is still "
+                        "waiting after %.0f s",
+                        op->type == MXE_OP_SEND ? "send" : "receive", op->peer, op->tag,
+                        (double)(mxu_now_ns() - start) / 1e9);
+        }
+        if (!op || op->result.error != MXU_OK)
+            atomic_fetch_add(&w->gs->errors, 1);
+        MPI_Status *stp = w->status[i];
+        if (stp) {
+            if (op) {
+                mxi_fill_status(op, stp);
+            } else {
+                stp->MPI_ERROR = MPI_ERR_INTERN;
+            }
+        }
+        if (op)
+            mxe_op_release(op);
+    }
+}
+
+/* ------------------------------------------------------- in the capture */
+
+int mxi_graph_p2p(mxa_stream_t *s, int is_send, void *buf, size_t bytes, int contiguous, int peer,
+                  int tag, MPI_Comm comm, const mxi_comm_t *c, int synchronous, MPI_Request *req)
+{
+    const char *what = is_send ? "send" : "receive";
+    mxi_graph_state_t *gs = mxi_capture_of(s);
+    if (!gs)
+        return mxi_raise(comm, MXI_E_INTERN, "captured %s: the stream's capture is unknown", what);
+    if (!contiguous) {
+        mxa_host_capture_break(s, "a non-contiguous datatype cannot be captured into a host graph");
+        return mxi_raise(comm, MXI_E_UNSUPPORTED,
+                         "a %s of a non-contiguous datatype on a stream being captured: only "
+                         "contiguous data can be captured; the capture is broken",
+                         what);
+    }
+    mxi_tmpl_t *t = calloc(1, sizeof(*t));
+    if (!t)
+        return mxi_raise(comm, MXI_E_NO_MEM, "captured %s", what);
+    t->gs = gs;
+    t->is_send = is_send;
+    t->buf = buf;
+    t->bytes = bytes;
+    t->peer = peer == MPI_PROC_NULL    ? MXE_PROC_NULL
+              : peer == MPI_ANY_SOURCE ? MXE_ANY_SOURCE
+                                       : peer;
+    t->tag = tag == MPI_ANY_TAG ? MXE_ANY_TAG : tag;
+    t->synchronous = synchronous;
+    t->eager_limit = c->eager_limit;
+    t->ec = c->ec;
+    t->ec.match_dynamic = 1; /* start order: the order launches execute */
+    t->ec.sx = 0;
+    if (c->ec.world_ranks) {
+        t->world_ranks = malloc(sizeof(int) * (size_t)c->ec.size);
+        if (!t->world_ranks) {
+            free(t);
+            return mxi_raise(comm, MXI_E_NO_MEM, "captured %s", what);
+        }
+        memcpy(t->world_ranks, c->ec.world_ranks, sizeof(int) * (size_t)c->ec.size);
+        t->ec.world_ranks = t->world_ranks;
+    }
+    pthread_mutex_init(&t->lock, NULL);
+    atomic_init(&t->refs, 2);
+    atomic_init(&t->req_live, 1);
+
+    /* the request: a placeholder op, complete with an error for any wait but
+     * a captured stream wait (which never waits for it) */
+    mxe_op_t *op = NULL;
+    mxu_status_t st = mxe_op_create_local(mxa_none_stream(), is_send ? MXE_OP_SEND : MXE_OP_RECV,
+                                          0, &op);
+    if (st == MXU_OK)
+        st = mxa_host_capture_add(s, mxi_tmpl_fire, t);
+    if (st != MXU_OK) {
+        if (op) {
+            mxe_op_release(op);
+            mxe_op_release(op);
+        }
+        atomic_store(&t->refs, 1);
+        mxi_tmpl_release(t);
+        return mxi_raise_code(comm, mxi_status_to_mpi(st));
+    }
+    mxe_op_release(op); /* never submitted: the engine's reference */
+    op->user = t;
+    op->user_free = mxi_tmpl_req_gone;
+    op->user_flags |= MXI_OPF_TEMPLATE;
+    op->result.error = MXU_ERR_CAPTURED;
+    atomic_store_explicit(&op->state, MXE_STATE_COMPLETE, memory_order_release);
+    memcpy(&op->user_aux, &comm,
+           sizeof(comm) < sizeof(op->user_aux) ? sizeof(comm) : sizeof(op->user_aux));
+    pthread_mutex_lock(&mxi_cap_lock);
+    t->next = gs->tmpls;
+    gs->tmpls = t;
+    pthread_mutex_unlock(&mxi_cap_lock);
+    MPI_Request greq;
+    int rc = PMPI_Grequest_start(mxi_greq_query, mxi_greq_free, mxi_greq_cancel, op, &greq);
+    if (rc != MPI_SUCCESS) {
+        mxe_op_release(op); /* drops the template's request reference */
+        return mxi_raise_code(comm, rc);
+    }
+    atomic_fetch_add_explicit(&mxi.greqs_alive, 1, memory_order_relaxed);
+    memcpy(&op->user_handle, &greq,
+           sizeof(greq) < sizeof(op->user_handle) ? sizeof(greq) : sizeof(op->user_handle));
+    mxi_request_track(greq, op);
+    *req = greq;
+    return MPI_SUCCESS;
+}
+
+int mxi_graph_waitall(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *statuses,
+                      MPI_Comm err_comm)
+{
+    mxi_graph_state_t *gs = mxi_capture_of(s);
+    if (!gs)
+        return mxi_raise(err_comm, MXI_E_INTERN, "captured stream wait: the capture is unknown");
+    mxi_gwait_t *w = calloc(1, sizeof(*w));
+    if (w) {
+        w->t = calloc((size_t)(count ? count : 1), sizeof(*w->t));
+        w->status = calloc((size_t)(count ? count : 1), sizeof(*w->status));
+    }
+    if (!w || !w->t || !w->status) {
+        if (w) {
+            free(w->t);
+            free(w->status);
+        }
+        free(w);
+        return mxi_raise(err_comm, MXI_E_NO_MEM, "captured stream wait");
+    }
+    w->gs = gs;
+    const char *bad = NULL;
+    for (int i = 0; i < count && !bad; i++) {
+        if (reqs[i] == MPI_REQUEST_NULL)
+            continue;
+        mxe_op_t *op = mxi_request_op(reqs[i]);
+        mxi_tmpl_t *t = op && (op->user_flags & MXI_OPF_TEMPLATE) ? op->user : NULL;
+        if (!t)
+            bad = "a stream wait, captured into a host graph, on a request made outside the "
+                  "capture";
+        else if (t->gs != gs)
+            bad = "a stream wait on a request of another stream's capture";
+        else if (t->waited)
+            bad = "a second captured stream wait on one request";
+        else {
+            w->t[w->n] = t;
+            w->status[w->n] = statuses ? &statuses[i] : NULL;
+            w->n++;
+        }
+    }
+    if (!bad && mxa_host_capture_add(s, mxi_gwait_run, w) != MXU_OK)
+        bad = "out of memory recording a stream wait";
+    if (bad) {
+        free(w->t);
+        free(w->status);
+        free(w);
+        char why[200];
+        snprintf(why, sizeof(why), "%s", bad);
+        mxa_host_capture_break(s, why);
+        return mxi_raise(err_comm, MXI_E_REQUEST, "%s: the capture is broken", bad);
+    }
+    pthread_mutex_lock(&mxi_cap_lock);
+    w->next = gs->waits;
+    gs->waits = w;
+    pthread_mutex_unlock(&mxi_cap_lock);
+    /* the requests are the wait's now: retired (the templates stay) */
+    for (int i = 0; i < count; i++) {
+        if (reqs[i] == MPI_REQUEST_NULL) {
+            if (statuses) {
+                statuses[i].MPI_SOURCE = MPI_ANY_SOURCE;
+                statuses[i].MPI_TAG = MPI_ANY_TAG;
+                statuses[i].MPI_ERROR = MPI_SUCCESS;
+            }
+            continue;
+        }
+        mxe_op_t *op = mxi_request_op(reqs[i]);
+        ((mxi_tmpl_t *)op->user)->waited = 1;
+        mxi_request_retire(&reqs[i], op);
+    }
+    return MPI_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- API */
+
+int MPIX_Acc_Hoststream_begin_capture(MPIX_Acc_stream stream)
+{
+    if (!mxi_on())
+        return mxi_raise(MPI_COMM_SELF, MXI_E_NOT_ACTIVE, "MPIX_Acc_Hoststream_begin_capture");
+    mxa_stream_t *s = mxa_host_stream_find(stream);
+    if (!s)
+        return mxi_raise(MPI_COMM_SELF, MXI_E_BAD_STREAM,
+                         "MPIX_Acc_Hoststream_begin_capture: %p is not a host stream", stream);
+    mxi_graph_state_t *gs = calloc(1, sizeof(*gs));
+    if (!gs)
+        return mxi_raise(MPI_COMM_SELF, MXI_E_NO_MEM, "MPIX_Acc_Hoststream_begin_capture");
+    gs->s = s;
+    pthread_mutex_lock(&mxi_cap_lock);
+    mxu_status_t st = mxa_host_capture_begin(stream);
+    if (st == MXU_OK) {
+        gs->next_capture = mxi_captures;
+        mxi_captures = gs;
+    }
+    pthread_mutex_unlock(&mxi_cap_lock);
+    if (st != MXU_OK) {
+        free(gs);
+        return mxi_raise(MPI_COMM_SELF, st == MXU_ERR_INVALID_PARAM ? MXI_E_ARG : MXI_E_BAD_STREAM,
+                         "MPIX_Acc_Hoststream_begin_capture: stream %p %s", stream,
+                         st == MXU_ERR_INVALID_PARAM ? "is already being captured"
+                                                     : "is not a live host stream");
+    }
+    return MPI_SUCCESS;
+}
+
+int MPIX_Acc_Hoststream_end_capture(MPIX_Acc_stream stream, MPIX_Acc_hostgraph *graph)
+{
+    if (!mxi_on())
+        return mxi_raise(MPI_COMM_SELF, MXI_E_NOT_ACTIVE, "MPIX_Acc_Hoststream_end_capture");
+    if (!graph)
+        return mxi_raise(MPI_COMM_SELF, MXI_E_ARG,
+                         "MPIX_Acc_Hoststream_end_capture: graph pointer argument is NULL");
+    *graph = NULL;
+    mxa_stream_t *s = mxa_host_stream_find(stream);
+    pthread_mutex_lock(&mxi_cap_lock);
+    mxi_graph_state_t **pp = &mxi_captures;
+    while (*pp && (!s || (*pp)->s != s))
+        pp = &(*pp)->next_capture;
+    mxi_graph_state_t *gs = *pp;
+    if (gs)
+        *pp = gs->next_capture;
+    pthread_mutex_unlock(&mxi_cap_lock);
+    if (!gs)
+        return mxi_raise(MPI_COMM_SELF, MXI_E_ARG,
+                         "MPIX_Acc_Hoststream_end_capture: stream %p is not being captured",
+                         stream);
+    char why[200];
+    mxa_host_graph_t *hg = NULL;
+    mxu_status_t st = mxa_host_capture_end(stream, &hg, why, sizeof(why));
+    gs->s = NULL;
+    const char *live = NULL;
+    for (mxi_tmpl_t *t = gs->tmpls; t && st == MXU_OK; t = t->next)
+        if (!t->waited && atomic_load_explicit(&t->req_live, memory_order_acquire))
+            live = t->is_send ? "send" : "receive";
+    if (st != MXU_OK || live) {
+        mxa_host_graph_free(hg);
+        mxi_state_free(gs);
+        if (live)
+            return mxi_raise(MPI_COMM_SELF, MXI_E_REQUEST,
+                             "MPIX_Acc_Hoststream_end_capture: the request of a captured %s is "
+                             "still active: wait for it on the stream inside the capture "
+                             "(MPIX_Acc_Wait), or free it; no graph is made",
+                             live);
+        return mxi_raise(MPI_COMM_SELF, MXI_E_UNSUPPORTED,
+                         "MPIX_Acc_Hoststream_end_capture: the capture of stream %p was broken: "
+                         "%s; no graph is made",
+                         stream, why[0] ? why : "(see the error before)");
+    }
+    struct mpix_acc_hostgraph *g = calloc(1, sizeof(*g));
+    if (!g || mxu_locked_map_put(&mxi_graphs, (uint64_t)(uintptr_t)g, g) != MXU_OK) {
+        free(g);
+        mxa_host_graph_free(hg);
+        mxi_state_free(gs);
+        return mxi_raise(MPI_COMM_SELF, MXI_E_NO_MEM, "MPIX_Acc_Hoststream_end_capture");
+    }
+    g->magic = MXI_GRAPH_MAGIC;
+    g->hg = hg;
+    g->gs = gs;
+    *graph = g;
+    return MPI_SUCCESS;
+}
+
+static struct mpix_acc_hostgraph *mxi_graph_find(MPIX_Acc_hostgraph graph)
+{
+    if (!graph)
+        return NULL;
+    struct mpix_acc_hostgraph *g = mxu_locked_map_get(&mxi_graphs, (uint64_t)(uintptr_t)graph);
+    return g && g->magic == MXI_GRAPH_MAGIC ? g : NULL;
+}
+
+int MPIX_Acc_Hostgraph_launch(MPIX_Acc_hostgraph graph, MPIX_Acc_stream stream)
+{
+    if (!mxi_on())
+        return mxi_raise(MPI_COMM_SELF, MXI_E_NOT_ACTIVE, "MPIX_Acc_Hostgraph_launch");
+    struct mpix_acc_hostgraph *g = mxi_graph_find(graph);
+    if (!g)
+        return mxi_raise(MPI_COMM_SELF, MXI_E_ARG,
+                         "MPIX_Acc_Hostgraph_launch: %p is not a live host graph", (void *)graph);
+    mxu_status_t st = mxa_host_graph_launch(g->hg, stream);
+    if (st == MXU_OK)
+        return MPI_SUCCESS;
+    if (st == MXU_ERR_INVALID_STREAM)
+        return mxi_raise(MPI_COMM_SELF, MXI_E_BAD_STREAM,
+                         "MPIX_Acc_Hostgraph_launch: %p is not a live host stream", stream);
+    if (st == MXU_ERR_INVALID_PARAM)
+        return mxi_raise(MPI_COMM_SELF, MXI_E_ARG,
+                         "MPIX_Acc_Hostgraph_launch: stream %p is being captured", stream);
+    return mxi_raise_code(MPI_COMM_SELF, mxi_status_to_mpi(st));
+}
+
+int MPIX_Acc_Hostgraph_free(MPIX_Acc_hostgraph *graph)
+{
+    if (!mxi_on())
+        return mxi_raise(MPI_COMM_SELF, MXI_E_NOT_ACTIVE, "MPIX_Acc_Hostgraph_free");
+    if (!graph)
+        return mxi_raise(MPI_COMM_SELF, MXI_E_ARG, "MPIX_Acc_Hostgraph_free: NULL argument");
+    struct mpix_acc_hostgraph *g = mxi_graph_find(*graph);
+    if (!g)
+        return mxi_raise(MPI_COMM_SELF, MXI_E_ARG,
+                         "MPIX_Acc_Hostgraph_free: %p is not a live host graph", (void *)*graph);
+    long inflight = mxa_host_graph_inflight(g->hg);
+    if (inflight > 0)
+        return mxi_raise(MPI_COMM_SELF, MXI_E_ARG,
+                         "MPIX_Acc_Hostgraph_free: %ld launches of graph %p are still in flight: "
+                         "synchronize their streams first (the graph stays)",
+                         inflight, (void *)g);
+    mxu_locked_map_remove(&mxi_graphs, (uint64_t)(uintptr_t)g);
+    g->magic = 0;
+    mxa_host_graph_free(g->hg);
+    mxi_state_free(g->gs);
+    free(g);
+    *graph = NULL;
+    return MPI_SUCCESS;
+}
+
+int MPIX_Acc_Hostgraph_errors(MPIX_Acc_hostgraph graph, unsigned long *count)
+{
+    if (!mxi_on())
+        return mxi_raise(MPI_COMM_SELF, MXI_E_NOT_ACTIVE, "MPIX_Acc_Hostgraph_errors");
+    struct mpix_acc_hostgraph *g = mxi_graph_find(graph);
+    if (!g || !count)
+        return mxi_raise(MPI_COMM_SELF, MXI_E_ARG, "MPIX_Acc_Hostgraph_errors: %s",
+                         g ? "count pointer is NULL" : "not a live host graph");
+    *count = atomic_load(&g->gs->errors);
+    return MPI_SUCCESS;
+}

@@ -1,0 +1,321 @@
+/*
+ * hostgraph.c - host graphs (MPIX_Acc_Hoststream_begin_capture(3)): a ring
+ * exchange captured once and launched many times, with the data checked at
+ * every launch (issue 21, host streams).
+ *
+ *   A: ring: a captured step = fill(send buffer, launch k) -> Irecv from
+ *      prev -> Isend to next -> Waitall (statuses) -> check(receive buffer,
+ *      launch k, statuses). Launched N times (10 000; fewer with
+ *      MPIXACC_TEST_MODE=tsan), the stream synchronized every 1000
+ *      launches; every launch's data and statuses checked on the stream;
+ *      the graph's error count 0.
+ *   B: ranks replay different graphs: even ranks capture send-then-receive
+ *      with blocking calls (MPIX_Acc_Send/Recv), odd ranks receive-then-send
+ *      with Isend/Irecv/Wait in another order; 200 launches.
+ *   C: a graph mixed with plain enqueues on the same stream and
+ *      communicator (another tag), and a second graph launched on a second
+ *      stream (a third tag): interleaved launches, all data checked.
+ *   D: a request freed inside the capture: its sends go unwaited and still
+ *      arrive (checked by plain receives).
+ *   E: errors: a host wait on a captured request (MPI_ERR_REQUEST, no
+ *      hang), a collective on a capturing stream breaks the capture (its
+ *      end fails with MPI_ERR_UNSUPPORTED_OPERATION), a request left active
+ *      (end fails MPI_ERR_REQUEST), freeing a graph with launches in flight
+ *      (error; the graph stays and is freed after the synchronize),
+ *      synchronize of a capturing stream, bad handles.
+ */
+#include "common.h"
+
+#define MSG 257 /* doubles per message */
+
+typedef struct {
+    double *buf;
+    int n;
+    int rank; /* the producer whose data it is */
+    int tag;
+    _Atomic long launch; /* launches this function has seen (fill: made; check: checked) */
+    MPI_Status *st;      /* check: the captured wait's statuses (NULL: none) */
+    int st_src, st_tag;
+} step_arg_t;
+
+static double val(int rank, int tag, long k, int i) { return rank * 1e6 + tag * 1e3 + k + i * 1e-3; }
+
+static void fill_fn(void *p)
+{
+    step_arg_t *a = p;
+    long k = atomic_fetch_add(&a->launch, 1);
+    for (int i = 0; i < a->n; i++)
+        a->buf[i] = val(a->rank, a->tag, k, i);
+}
+
+static void check_fn(void *p)
+{
+    step_arg_t *a = p;
+    long k = atomic_fetch_add(&a->launch, 1);
+    for (int i = 0; i < a->n; i++)
+        if (a->buf[i] != val(a->rank, a->tag, k, i)) {
+            t_async_fail("launch %ld: element %d from rank %d tag %d: expected %.17g got %.17g", k,
+                         i, a->rank, a->tag, val(a->rank, a->tag, k, i), a->buf[i]);
+            return;
+        }
+    if (a->st && (a->st->MPI_SOURCE != a->st_src || a->st->MPI_TAG != a->st_tag ||
+                  a->st->MPI_ERROR != MPI_SUCCESS)) {
+        t_async_fail("launch %ld: status source %d tag %d error %d, expected %d %d 0", k,
+                     a->st->MPI_SOURCE, a->st->MPI_TAG, a->st->MPI_ERROR, a->st_src, a->st_tag);
+        return;
+    }
+    if (a->st)
+        a->st->MPI_SOURCE = -77; /* the next launch's wait must write it again */
+}
+
+static void expect_class(int rc, int cls, const char *what)
+{
+    T_CHECK(rc != MPI_SUCCESS, "%s: returned MPI_SUCCESS, expected error class %d", what, cls);
+    int c = -1;
+    T_MPI(MPI_Error_class(rc, &c));
+    T_CHECK(c == cls, "%s: error class %d, expected %d", what, c, cls);
+}
+
+static void no_graph_errors(MPIX_Acc_hostgraph g, const char *what)
+{
+    unsigned long e = 99;
+    T_MPI(MPIX_Acc_Hostgraph_errors(g, &e));
+    T_CHECK(e == 0, "%s: the graph counted %lu failed operations", what, e);
+}
+
+int main(int argc, char **argv)
+{
+    t_init(&argc, &argv, "hostgraph", 240);
+    const char *mode = getenv("MPIXACC_TEST_MODE");
+    const int tsan = mode && strcmp(mode, "tsan") == 0;
+    const long nlaunch = tsan ? 300 : 10000;
+    const int next = (t_rank + 1) % t_size, prev = (t_rank - 1 + t_size) % t_size;
+    const MPI_Comm W = MPI_COMM_WORLD;
+    T_MPI(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
+    T_MPI(MPI_Comm_set_errhandler(W, MPI_ERRORS_RETURN));
+    MPIX_Acc_stream s, s2;
+    T_MPI(MPIX_Acc_Hoststream_create(&s));
+    T_MPI(MPIX_Acc_Hoststream_create(&s2));
+    double *sb = calloc(MSG, sizeof(double)), *rb = calloc(MSG, sizeof(double));
+    T_CHECK(sb && rb, "malloc");
+
+    /* ---- A: the ring, launched nlaunch times ---- */
+    t_phase("A: capture the ring");
+    MPI_Status st[2];
+    step_arg_t fa = {.buf = sb, .n = MSG, .rank = t_rank, .tag = 5};
+    step_arg_t ca = {.buf = rb, .n = MSG, .rank = prev, .tag = 5, .st = &st[0], .st_src = prev,
+                     .st_tag = 5};
+    MPIX_Acc_hostgraph g = NULL;
+    MPI_Request rq[2];
+    T_MPI(MPIX_Acc_Hoststream_begin_capture(s));
+    T_MPI(MPIX_Acc_Hoststream_launch(s, fill_fn, &fa));
+    T_MPI(MPIX_Acc_Irecv(s, rb, MSG, MPI_DOUBLE, prev, 5, W, &rq[0]));
+    T_MPI(MPIX_Acc_Isend(s, sb, MSG, MPI_DOUBLE, next, 5, W, &rq[1]));
+    T_MPI(MPIX_Acc_Waitall(s, 2, rq, st));
+    T_CHECK(rq[0] == MPI_REQUEST_NULL && rq[1] == MPI_REQUEST_NULL,
+            "a captured Waitall left its handles");
+    T_MPI(MPIX_Acc_Hoststream_launch(s, check_fn, &ca));
+    T_MPI(MPIX_Acc_Hoststream_end_capture(s, &g));
+    T_CHECK(g != NULL, "end_capture gave no graph");
+    T_CHECK(atomic_load(&fa.launch) == 0 && atomic_load(&ca.launch) == 0,
+            "the capture ran its launches");
+    t_phase("A: launch the ring");
+    for (long k = 0; k < nlaunch; k++) {
+        T_MPI(MPIX_Acc_Hostgraph_launch(g, s));
+        if (k % 1000 == 999) {
+            T_MPI(MPIX_Acc_Hoststream_synchronize(s));
+            t_check_async();
+        }
+    }
+    T_MPI(MPIX_Acc_Hoststream_synchronize(s));
+    t_check_async();
+    T_CHECK(atomic_load(&ca.launch) == nlaunch, "the check ran %ld times, expected %ld",
+            atomic_load(&ca.launch), nlaunch);
+    no_graph_errors(g, "A");
+    T_MPI(MPIX_Acc_Hostgraph_free(&g));
+    T_CHECK(g == NULL, "Hostgraph_free did not clear the handle");
+
+    /* ---- B: different graphs on even and odd ranks ---- */
+    t_phase("B: different graphs per rank");
+    {
+        step_arg_t fb = {.buf = sb, .n = MSG, .rank = t_rank, .tag = 6};
+        step_arg_t cb = {.buf = rb, .n = MSG, .rank = prev, .tag = 6};
+        MPI_Status bst;
+        T_MPI(MPIX_Acc_Hoststream_begin_capture(s));
+        T_MPI(MPIX_Acc_Hoststream_launch(s, fill_fn, &fb));
+        if (t_rank % 2 == 0) {
+            T_MPI(MPIX_Acc_Send(s, sb, MSG, MPI_DOUBLE, next, 6, W));
+            T_MPI(MPIX_Acc_Recv(s, rb, MSG, MPI_DOUBLE, prev, 6, W, &bst));
+        } else {
+            MPI_Request r2[2];
+            T_MPI(MPIX_Acc_Isend(s, sb, MSG, MPI_DOUBLE, next, 6, W, &r2[1]));
+            T_MPI(MPIX_Acc_Irecv(s, rb, MSG, MPI_DOUBLE, prev, 6, W, &r2[0]));
+            T_MPI(MPIX_Acc_Wait(s, &r2[0], &bst));
+            T_MPI(MPIX_Acc_Wait(s, &r2[1], MPI_STATUS_IGNORE));
+        }
+        cb.st = &bst;
+        cb.st_src = prev;
+        cb.st_tag = 6;
+        T_MPI(MPIX_Acc_Hoststream_launch(s, check_fn, &cb));
+        T_MPI(MPIX_Acc_Hoststream_end_capture(s, &g));
+        for (int k = 0; k < 200; k++)
+            T_MPI(MPIX_Acc_Hostgraph_launch(g, s));
+        T_MPI(MPIX_Acc_Hoststream_synchronize(s));
+        t_check_async();
+        T_CHECK(atomic_load(&cb.launch) == 200, "B: checked %ld launches", atomic_load(&cb.launch));
+        no_graph_errors(g, "B");
+        T_MPI(MPIX_Acc_Hostgraph_free(&g));
+    }
+
+    /* ---- C: a graph mixed with plain enqueues, a second graph on s2 ---- */
+    t_phase("C: graphs mixed with plain enqueues");
+    {
+        double *sb2 = calloc(MSG, sizeof(double)), *rb2 = calloc(MSG, sizeof(double));
+        double *sp = calloc(MSG, sizeof(double)), *rp = calloc(MSG, sizeof(double));
+        T_CHECK(sb2 && rb2 && sp && rp, "malloc");
+        step_arg_t f1 = {.buf = sb, .n = MSG, .rank = t_rank, .tag = 7};
+        step_arg_t c1 = {.buf = rb, .n = MSG, .rank = prev, .tag = 7};
+        step_arg_t f2 = {.buf = sb2, .n = MSG, .rank = t_rank, .tag = 8};
+        step_arg_t c2 = {.buf = rb2, .n = MSG, .rank = prev, .tag = 8};
+        step_arg_t fp = {.buf = sp, .n = MSG, .rank = t_rank, .tag = 9};
+        step_arg_t cp = {.buf = rp, .n = MSG, .rank = prev, .tag = 9};
+        MPIX_Acc_hostgraph g1, g2;
+        MPI_Request r[2];
+        T_MPI(MPIX_Acc_Hoststream_begin_capture(s));
+        T_MPI(MPIX_Acc_Hoststream_launch(s, fill_fn, &f1));
+        T_MPI(MPIX_Acc_Irecv(s, rb, MSG, MPI_DOUBLE, prev, 7, W, &r[0]));
+        T_MPI(MPIX_Acc_Isend(s, sb, MSG, MPI_DOUBLE, next, 7, W, &r[1]));
+        T_MPI(MPIX_Acc_Waitall(s, 2, r, MPI_STATUSES_IGNORE));
+        T_MPI(MPIX_Acc_Hoststream_launch(s, check_fn, &c1));
+        T_MPI(MPIX_Acc_Hoststream_end_capture(s, &g1));
+        T_MPI(MPIX_Acc_Hoststream_begin_capture(s2));
+        T_MPI(MPIX_Acc_Hoststream_launch(s2, fill_fn, &f2));
+        T_MPI(MPIX_Acc_Irecv(s2, rb2, MSG, MPI_DOUBLE, prev, 8, W, &r[0]));
+        T_MPI(MPIX_Acc_Isend(s2, sb2, MSG, MPI_DOUBLE, next, 8, W, &r[1]));
+        T_MPI(MPIX_Acc_Waitall(s2, 2, r, MPI_STATUSES_IGNORE));
+        T_MPI(MPIX_Acc_Hoststream_launch(s2, check_fn, &c2));
+        T_MPI(MPIX_Acc_Hoststream_end_capture(s2, &g2));
+        for (int k = 0; k < 300; k++) {
+            T_MPI(MPIX_Acc_Hostgraph_launch(g1, s));
+            /* plain enqueues on the same stream and communicator, tag 9 */
+            T_MPI(MPIX_Acc_Hoststream_launch(s, fill_fn, &fp));
+            T_MPI(MPIX_Acc_Irecv(s, rp, MSG, MPI_DOUBLE, prev, 9, W, &r[0]));
+            T_MPI(MPIX_Acc_Isend(s, sp, MSG, MPI_DOUBLE, next, 9, W, &r[1]));
+            T_MPI(MPIX_Acc_Waitall(s, 2, r, MPI_STATUSES_IGNORE));
+            T_MPI(MPIX_Acc_Hoststream_launch(s, check_fn, &cp));
+            T_MPI(MPIX_Acc_Hostgraph_launch(g2, s2));
+            if (k % 100 == 99) {
+                T_MPI(MPIX_Acc_Hoststream_synchronize(s));
+                T_MPI(MPIX_Acc_Hoststream_synchronize(s2));
+                t_check_async();
+            }
+        }
+        T_MPI(MPIX_Acc_Hoststream_synchronize(s));
+        T_MPI(MPIX_Acc_Hoststream_synchronize(s2));
+        t_check_async();
+        T_CHECK(atomic_load(&c1.launch) == 300 && atomic_load(&c2.launch) == 300 &&
+                    atomic_load(&cp.launch) == 300,
+                "C: checked %ld / %ld / %ld of 300", atomic_load(&c1.launch),
+                atomic_load(&c2.launch), atomic_load(&cp.launch));
+        no_graph_errors(g1, "C g1");
+        no_graph_errors(g2, "C g2");
+        T_MPI(MPIX_Acc_Hostgraph_free(&g1));
+        T_MPI(MPIX_Acc_Hostgraph_free(&g2));
+        free(sb2);
+        free(rb2);
+        free(sp);
+        free(rp);
+    }
+
+    /* ---- D: a request freed in the capture: its sends go unwaited ---- */
+    t_phase("D: a freed captured request");
+    {
+        int one = t_rank + 100, got[20];
+        MPI_Request r;
+        T_MPI(MPIX_Acc_Hoststream_begin_capture(s));
+        T_MPI(MPIX_Acc_Isend(s, &one, 1, MPI_INT, next, 10, W, &r));
+        T_MPI(MPI_Request_free(&r));
+        T_MPI(MPIX_Acc_Hoststream_end_capture(s, &g));
+        for (int k = 0; k < 20; k++)
+            T_MPI(MPIX_Acc_Hostgraph_launch(g, s));
+        MPI_Request rr[20];
+        for (int k = 0; k < 20; k++)
+            T_MPI(MPIX_Acc_Irecv(s2, &got[k], 1, MPI_INT, prev, 10, W, &rr[k]));
+        T_MPI(MPIX_Acc_Waitall(s2, 20, rr, MPI_STATUSES_IGNORE));
+        T_MPI(MPIX_Acc_Hoststream_synchronize(s2));
+        T_MPI(MPIX_Acc_Hoststream_synchronize(s));
+        for (int k = 0; k < 20; k++)
+            T_CHECK(got[k] == prev + 100, "D: message %d: %d expected %d", k, got[k], prev + 100);
+        T_MPI(MPIX_Acc_Hostgraph_free(&g));
+    }
+
+    /* ---- E: errors ---- */
+    t_phase("E: errors");
+    {
+        int x = 0;
+        MPI_Request r;
+        /* a host wait on a captured request: an error at once, not a hang */
+        T_MPI(MPIX_Acc_Hoststream_begin_capture(s));
+        T_MPI(MPIX_Acc_Irecv(s, &x, 1, MPI_INT, prev, 11, W, &r));
+        expect_class(MPI_Wait(&r, MPI_STATUS_IGNORE), MPI_ERR_REQUEST,
+                     "MPI_Wait on a captured request");
+        T_CHECK(r == MPI_REQUEST_NULL, "MPI_Wait on a captured request left the handle");
+        expect_class(MPIX_Acc_Hoststream_synchronize(s), MPI_ERR_ARG,
+                     "synchronize of a capturing stream");
+        expect_class(MPIX_Acc_Hoststream_begin_capture(s), MPI_ERR_ARG, "a second begin_capture");
+        T_MPI(MPIX_Acc_Hoststream_end_capture(s, &g)); /* the receive goes unwaited */
+        T_MPI(MPIX_Acc_Hostgraph_free(&g));            /* never launched */
+
+        /* a request left active at the end: no graph */
+        T_MPI(MPIX_Acc_Hoststream_begin_capture(s));
+        T_MPI(MPIX_Acc_Isend(s, &x, 1, MPI_INT, next, 12, W, &r));
+        g = (MPIX_Acc_hostgraph)&x;
+        expect_class(MPIX_Acc_Hoststream_end_capture(s, &g), MPI_ERR_REQUEST,
+                     "end_capture with an active captured request");
+        T_CHECK(g == NULL, "a failed end_capture left a graph");
+        T_MPI(MPI_Request_free(&r));
+
+        /* a collective on a capturing stream breaks the capture */
+        MPI_Comm sc;
+        T_MPI(MPI_Comm_dup(W, &sc));
+        T_MPI(MPI_Comm_set_errhandler(sc, MPI_ERRORS_RETURN));
+        T_MPI(MPIX_Acc_Hoststream_begin_capture(s));
+        int in = 1, out = 0;
+        expect_class(MPIX_Acc_Allreduce(s, &in, &out, 1, MPI_INT, MPI_SUM, sc),
+                     MPI_ERR_UNSUPPORTED_OPERATION, "an Allreduce on a capturing stream");
+        expect_class(MPIX_Acc_Hoststream_end_capture(s, &g), MPI_ERR_UNSUPPORTED_OPERATION,
+                     "end_capture of a broken capture");
+        T_MPI(MPI_Comm_free(&sc));
+
+        /* freeing a graph with launches in flight: refused, the graph stays */
+        t_gate_t gate;
+        t_gate_init(&gate);
+        T_MPI(MPIX_Acc_Hoststream_begin_capture(s));
+        T_MPI(MPIX_Acc_Hoststream_launch(s, t_gate_fn, &gate));
+        T_MPI(MPIX_Acc_Hoststream_end_capture(s, &g));
+        T_MPI(MPIX_Acc_Hostgraph_launch(g, s));
+        MPIX_Acc_hostgraph g0 = g;
+        int rc = MPIX_Acc_Hostgraph_free(&g);
+        T_CHECK(rc != MPI_SUCCESS && g == g0, "freeing a graph in flight: rc %d, handle %p", rc,
+                (void *)g);
+        atomic_store(&gate.open, 1);
+        T_MPI(MPIX_Acc_Hoststream_synchronize(s));
+        T_MPI(MPIX_Acc_Hostgraph_free(&g));
+
+        /* bad handles */
+        expect_class(MPIX_Acc_Hostgraph_launch((MPIX_Acc_hostgraph)&x, s), MPI_ERR_ARG,
+                     "launch of a pointer that is no graph");
+        expect_class(MPIX_Acc_Hoststream_end_capture(s, &g), MPI_ERR_ARG,
+                     "end_capture of a stream not capturing");
+        expect_class(MPIX_Acc_Hoststream_begin_capture((MPIX_Acc_stream)&x), MPI_ERR_ARG,
+                     "begin_capture of a pointer that is no host stream");
+    }
+    /* the unwaited receive of E's first capture was never launched: nothing
+     * to drain; every rank is done */
+    T_MPI(MPI_Barrier(W));
+    T_MPI(MPIX_Acc_Hoststream_free(&s));
+    T_MPI(MPIX_Acc_Hoststream_free(&s2));
+    free(sb);
+    free(rb);
+    return t_finish();
+}
