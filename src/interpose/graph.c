@@ -248,8 +248,9 @@ static void mxi_gwait_run(void *arg)
 
 /* ------------------------------------------------------- in the capture */
 
-int mxi_graph_p2p(mxa_stream_t *s, int is_send, void *buf, size_t bytes, int contiguous, int peer,
-                  int tag, MPI_Comm comm, const mxi_comm_t *c, int synchronous, MPI_Request *req)
+int mxi_graph_p2p(mxa_stream_t *s, mxi_origin_t origin, int is_send, void *buf, size_t bytes,
+                  int contiguous, int peer, int tag, MPI_Comm comm, const mxi_comm_t *c,
+                  int synchronous, MPI_Request *req)
 {
     const char *what = is_send ? "send" : "receive";
     mxi_graph_state_t *gs = mxi_capture_of(s);
@@ -294,8 +295,8 @@ int mxi_graph_p2p(mxa_stream_t *s, int is_send, void *buf, size_t bytes, int con
     /* the request: a placeholder op, complete with an error for any wait but
      * a captured stream wait (which never waits for it) */
     mxe_op_t *op = NULL;
-    mxu_status_t st = mxe_op_create_local(mxa_none_stream(), is_send ? MXE_OP_SEND : MXE_OP_RECV,
-                                          0, &op);
+    mxu_status_t st =
+        mxe_op_create_local(mxa_none_stream(), is_send ? MXE_OP_SEND : MXE_OP_RECV, 0, &op);
     if (st == MXU_OK)
         st = mxa_host_capture_add(s, mxi_tmpl_fire, t);
     if (st != MXU_OK) {
@@ -311,6 +312,8 @@ int mxi_graph_p2p(mxa_stream_t *s, int is_send, void *buf, size_t bytes, int con
     op->user = t;
     op->user_free = mxi_tmpl_req_gone;
     op->user_flags |= MXI_OPF_TEMPLATE;
+    op->user_origin = (int)origin;
+    op->stream = s; /* (never submitted: where a stream communicator's wait looks) */
     op->result.error = MXU_ERR_CAPTURED;
     atomic_store_explicit(&op->state, MXE_STATE_COMPLETE, memory_order_release);
     memcpy(&op->user_aux, &comm,
@@ -333,8 +336,8 @@ int mxi_graph_p2p(mxa_stream_t *s, int is_send, void *buf, size_t bytes, int con
     return MPI_SUCCESS;
 }
 
-int mxi_graph_waitall(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *statuses,
-                      MPI_Comm err_comm)
+int mxi_graph_wait_handles(mxa_stream_t *s, int count, MPI_Request *const reqs[],
+                           MPI_Status *const statuses[], MPI_Comm err_comm)
 {
     mxi_graph_state_t *gs = mxi_capture_of(s);
     if (!gs)
@@ -355,9 +358,9 @@ int mxi_graph_waitall(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status
     w->gs = gs;
     const char *bad = NULL;
     for (int i = 0; i < count && !bad; i++) {
-        if (reqs[i] == MPI_REQUEST_NULL)
+        if (*reqs[i] == MPI_REQUEST_NULL)
             continue;
-        mxe_op_t *op = mxi_request_op(reqs[i]);
+        mxe_op_t *op = mxi_request_op(*reqs[i]);
         mxi_tmpl_t *t = op && (op->user_flags & MXI_OPF_TEMPLATE) ? op->user : NULL;
         if (!t)
             bad = "a stream wait, captured into a host graph, on a request made outside the "
@@ -368,7 +371,7 @@ int mxi_graph_waitall(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status
             bad = "a second captured stream wait on one request";
         else {
             w->t[w->n] = t;
-            w->status[w->n] = statuses ? &statuses[i] : NULL;
+            w->status[w->n] = statuses ? statuses[i] : NULL;
             w->n++;
         }
     }
@@ -389,19 +392,39 @@ int mxi_graph_waitall(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status
     pthread_mutex_unlock(&mxi_cap_lock);
     /* the requests are the wait's now: retired (the templates stay) */
     for (int i = 0; i < count; i++) {
-        if (reqs[i] == MPI_REQUEST_NULL) {
-            if (statuses) {
-                statuses[i].MPI_SOURCE = MPI_ANY_SOURCE;
-                statuses[i].MPI_TAG = MPI_ANY_TAG;
-                statuses[i].MPI_ERROR = MPI_SUCCESS;
+        if (*reqs[i] == MPI_REQUEST_NULL) {
+            if (statuses && statuses[i]) {
+                statuses[i]->MPI_SOURCE = MPI_ANY_SOURCE;
+                statuses[i]->MPI_TAG = MPI_ANY_TAG;
+                statuses[i]->MPI_ERROR = MPI_SUCCESS;
             }
             continue;
         }
-        mxe_op_t *op = mxi_request_op(reqs[i]);
+        mxe_op_t *op = mxi_request_op(*reqs[i]);
         ((mxi_tmpl_t *)op->user)->waited = 1;
-        mxi_request_retire(&reqs[i], op);
+        mxi_request_retire(reqs[i], op);
     }
     return MPI_SUCCESS;
+}
+
+int mxi_graph_waitall(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *statuses,
+                      MPI_Comm err_comm)
+{
+    MPI_Request **rq = malloc(sizeof(*rq) * (size_t)(count ? count : 1));
+    MPI_Status **st = malloc(sizeof(*st) * (size_t)(count ? count : 1));
+    if (!rq || !st) {
+        free(rq);
+        free(st);
+        return mxi_raise(err_comm, MXI_E_NO_MEM, "captured stream wait");
+    }
+    for (int i = 0; i < count; i++) {
+        rq[i] = &reqs[i];
+        st[i] = statuses ? &statuses[i] : NULL;
+    }
+    int rc = mxi_graph_wait_handles(s, count, rq, st, err_comm);
+    free(rq);
+    free(st);
+    return rc;
 }
 
 /* ---------------------------------------------------------------- API */

@@ -297,11 +297,16 @@ void mxi_request_retire(MPI_Request *req, mxe_op_t *op);
 int mxi_graph_capturing(const mxa_stream_t *s);
 /* A send or receive enqueued on a capturing stream (arguments checked):
  * recorded as a template; *req its placeholder request. */
-int mxi_graph_p2p(mxa_stream_t *s, int is_send, void *buf, size_t bytes, int contiguous, int peer,
-                  int tag, MPI_Comm comm, const mxi_comm_t *c, int synchronous, MPI_Request *req);
+int mxi_graph_p2p(mxa_stream_t *s, mxi_origin_t origin, int is_send, void *buf, size_t bytes,
+                  int contiguous, int peer, int tag, MPI_Comm comm, const mxi_comm_t *c,
+                  int synchronous, MPI_Request *req);
 /* A stream wait on a capturing stream: recorded; the requests are retired. */
 int mxi_graph_waitall(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *statuses,
                       MPI_Comm err_comm);
+/* The same for handles and statuses given by address (statuses may be NULL,
+ * or hold NULLs: not wanted). */
+int mxi_graph_wait_handles(mxa_stream_t *s, int count, MPI_Request *const reqs[],
+                           MPI_Status *const statuses[], MPI_Comm err_comm);
 
 /* Grequest callbacks */
 int mxi_greq_query(void *extra_state, MPI_Status *status);

@@ -805,8 +805,8 @@ static int mxi_isend_(mxa_stream_t *s, mxi_origin_t origin, const void *buf, int
     int contiguous;
     int rc = mxi_send_args(buf, count, dt, dest, tag, comm, req, &c, &bytes, &contiguous);
     if (rc == MPI_SUCCESS && mxi_graph_capturing(s))
-        return mxi_graph_p2p(s, 1, (void *)(uintptr_t)buf, bytes, contiguous, dest, tag, comm, c,
-                             synchronous, req);
+        return mxi_graph_p2p(s, origin, 1, (void *)(uintptr_t)buf, bytes, contiguous, dest, tag,
+                             comm, c, synchronous, req);
     if (rc == MPI_SUCCESS && dest == MPI_PROC_NULL && !c->ec.match_dynamic)
         return mxi_proc_null_request(comm, req);
     int staged = 0;
@@ -859,7 +859,7 @@ static int mxi_irecv_(mxa_stream_t *s, mxi_origin_t origin, void *buf, int count
     int contiguous;
     int rc = mxi_recv_args(buf, count, dt, source, tag, comm, req, &c, &bytes, &contiguous);
     if (rc == MPI_SUCCESS && mxi_graph_capturing(s))
-        return mxi_graph_p2p(s, 0, buf, bytes, contiguous, source, tag, comm, c, 0, req);
+        return mxi_graph_p2p(s, origin, 0, buf, bytes, contiguous, source, tag, comm, c, 0, req);
     if (rc == MPI_SUCCESS && source == MPI_PROC_NULL && !c->ec.match_dynamic)
         return mxi_proc_null_request(comm, req);
     int staged = 0;

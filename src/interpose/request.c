@@ -632,6 +632,22 @@ static int mxi_waitall_stream_part(int count, MPI_Request reqs[], MPI_Status sta
                 at[m++] = j;
             }
         }
+        if (mxi_graph_capturing(s)) { /* a wait captured into a host graph */
+            MPI_Request *rq[32];
+            MPI_Status *st[32];
+            for (int k = 0; k < m; k++) {
+                rq[k] = &reqs[at[k]];
+                st[k] = targets[k];
+            }
+            int grc = mxi_graph_wait_handles(s, m, rq, st, MPI_COMM_SELF);
+            if (grc != MPI_SUCCESS)
+                return grc;
+            for (int k = 0; k < m; k++)
+                released[at[k]] = 1;
+            *released_any = 1;
+            i--;
+            continue;
+        }
         mxu_trace_push(&mxi_tn_wait, (uint64_t)m);
         int trc = mxi_throttle(MPI_COMM_SELF, s, 0);
         mxu_status_t est = trc == MPI_SUCCESS ? mxe_stream_wait(s, sub, targets, m) : MXU_OK;

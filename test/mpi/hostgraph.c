@@ -17,6 +17,8 @@
  *      stream (a third tag): interleaved launches, all data checked.
  *   D: a request freed inside the capture: its sends go unwaited and still
  *      arrive (checked by plain receives).
+ *   F: a stream communicator's ordinary MPI_Irecv/MPI_Isend/MPI_Waitall
+ *      captured; 100 launches.
  *   E: errors: a host wait on a captured request (MPI_ERR_REQUEST, no
  *      hang), a collective on a capturing stream breaks the capture (its
  *      end fails with MPI_ERR_UNSUPPORTED_OPERATION), a request left active
@@ -38,7 +40,10 @@ typedef struct {
     int st_src, st_tag;
 } step_arg_t;
 
-static double val(int rank, int tag, long k, int i) { return rank * 1e6 + tag * 1e3 + k + i * 1e-3; }
+static double val(int rank, int tag, long k, int i)
+{
+    return rank * 1e6 + tag * 1e3 + k + i * 1e-3;
+}
 
 static void fill_fn(void *p)
 {
@@ -103,8 +108,8 @@ int main(int argc, char **argv)
     t_phase("A: capture the ring");
     MPI_Status st[2];
     step_arg_t fa = {.buf = sb, .n = MSG, .rank = t_rank, .tag = 5};
-    step_arg_t ca = {.buf = rb, .n = MSG, .rank = prev, .tag = 5, .st = &st[0], .st_src = prev,
-                     .st_tag = 5};
+    step_arg_t ca = {
+        .buf = rb, .n = MSG, .rank = prev, .tag = 5, .st = &st[0], .st_src = prev, .st_tag = 5};
     MPIX_Acc_hostgraph g = NULL;
     MPI_Request rq[2];
     T_MPI(MPIX_Acc_Hoststream_begin_capture(s));
@@ -249,6 +254,31 @@ int main(int argc, char **argv)
         T_MPI(MPIX_Acc_Hostgraph_free(&g));
     }
 
+    /* ---- F: a stream communicator's ordinary calls, captured ---- */
+    t_phase("F: a stream communicator captured");
+    {
+        MPIX_Acc_stream cs;
+        MPI_Comm sc = t_stream_comm(&cs);
+        step_arg_t ff = {.buf = sb, .n = MSG, .rank = t_rank, .tag = 13};
+        step_arg_t cf = {.buf = rb, .n = MSG, .rank = prev, .tag = 13};
+        MPI_Request r[2];
+        T_MPI(MPIX_Acc_Hoststream_begin_capture(cs));
+        T_MPI(MPIX_Acc_Hoststream_launch(cs, fill_fn, &ff));
+        T_MPI(MPI_Irecv(rb, MSG, MPI_DOUBLE, prev, 13, sc, &r[0]));
+        T_MPI(MPI_Isend(sb, MSG, MPI_DOUBLE, next, 13, sc, &r[1]));
+        T_MPI(MPI_Waitall(2, r, MPI_STATUSES_IGNORE));
+        T_MPI(MPIX_Acc_Hoststream_launch(cs, check_fn, &cf));
+        T_MPI(MPIX_Acc_Hoststream_end_capture(cs, &g));
+        for (int k = 0; k < 100; k++)
+            T_MPI(MPIX_Acc_Hostgraph_launch(g, cs));
+        T_MPI(MPIX_Acc_Hoststream_synchronize(cs));
+        t_check_async();
+        T_CHECK(atomic_load(&cf.launch) == 100, "F: checked %ld launches", atomic_load(&cf.launch));
+        no_graph_errors(g, "F");
+        T_MPI(MPIX_Acc_Hostgraph_free(&g));
+        t_stream_comm_free(&sc, &cs);
+    }
+
     /* ---- E: errors ---- */
     t_phase("E: errors");
     {
@@ -260,6 +290,15 @@ int main(int argc, char **argv)
         expect_class(MPI_Wait(&r, MPI_STATUS_IGNORE), MPI_ERR_REQUEST,
                      "MPI_Wait on a captured request");
         T_CHECK(r == MPI_REQUEST_NULL, "MPI_Wait on a captured request left the handle");
+        int flag = 0;
+        T_MPI(MPIX_Acc_Irecv(s, &x, 1, MPI_INT, prev, 11, W, &r));
+        expect_class(MPI_Test(&r, &flag, MPI_STATUS_IGNORE), MPI_ERR_REQUEST,
+                     "MPI_Test on a captured request");
+        T_CHECK(r == MPI_REQUEST_NULL, "MPI_Test on a captured request left the handle");
+        T_MPI(MPIX_Acc_Irecv(s, &x, 1, MPI_INT, prev, 11, W, &r));
+        expect_class(MPI_Waitall(1, &r, MPI_STATUSES_IGNORE), MPI_ERR_UNSUPPORTED_OPERATION,
+                     "MPI_Waitall on a captured request");
+        T_CHECK(r == MPI_REQUEST_NULL, "MPI_Waitall on a captured request left the handle");
         expect_class(MPIX_Acc_Hoststream_synchronize(s), MPI_ERR_ARG,
                      "synchronize of a capturing stream");
         expect_class(MPIX_Acc_Hoststream_begin_capture(s), MPI_ERR_ARG, "a second begin_capture");
