@@ -31,6 +31,12 @@
  *               grid-wide barrier after each half (stencil.h, st_ki_t). One
  *               MPIX_Acc_Start per request and one stream wait per run, not
  *               per step.
+ *   graph       host backend: two acc steps (even and odd: the grids swap)
+ *               captured once into a host graph
+ *               (MPIX_Acc_Hoststream_begin_capture) with their messages,
+ *               launched steps/2 times (an odd last step as acc); CUDA
+ *               graphs of stream-ordered communication are not supported
+ *               yet (the variant is skipped on the CUDA backend).
  *   streamcomm-classic  a textbook MPI step, unmodified apart from the one
  *               MPI_Comm_set_info of streamcomm: the halos straight from
  *               and into the grid -- columns as an MPI_Type_vector, rows as
@@ -60,9 +66,21 @@
 #include <inttypes.h>
 #include <math.h>
 
-enum { V_MPI = 0, V_MPICA, V_ACC, V_ACC2, V_STREAMCOMM, V_ACCSX, V_KI, V_CLASSIC, V_COUNT };
-static const char *const vname[V_COUNT] = {
-    "mpi", "mpi-cuda-aware", "acc", "acc2", "streamcomm", "acc-sx", "ki", "streamcomm-classic"};
+enum {
+    V_MPI = 0,
+    V_MPICA,
+    V_ACC,
+    V_ACC2,
+    V_STREAMCOMM,
+    V_ACCSX,
+    V_KI,
+    V_CLASSIC,
+    V_GRAPH,
+    V_COUNT
+};
+static const char *const vname[V_COUNT] = {"mpi",  "mpi-cuda-aware",     "acc",
+                                           "acc2", "streamcomm",         "acc-sx",
+                                           "ki",   "streamcomm-classic", "graph"};
 
 #define MAX_SIZES 32
 
@@ -87,7 +105,7 @@ static void usage(FILE *f)
         f,
         "usage: mpiexec -n P stencil2d [options]\n"
         "  --variant LIST     mpi,mpi-cuda-aware,acc,acc2,streamcomm,acc-sx,ki,\n"
-        "                     streamcomm-classic or all (default\n"
+        "                     streamcomm-classic, graph or all (default\n"
         "                     all; mpi-cuda-aware only where MPI reports CUDA support)\n"
         "  --sizes LIST       points per rank along each axis, e.g. 64,256 (default 64,256,1024)\n"
         "  --nmin N --nmax N  sweep N = nmin, 2*nmin, ... nmax (e.g. --nmin 8 --nmax 8192)\n"
@@ -446,6 +464,23 @@ static run_times_t run_once(run_t *r, int v, int steps)
 
     r->t_blocked = 0;
     double t0 = ex_now();
+    MPIX_Acc_hostgraph graph = NULL;
+    if (v == V_GRAPH) {
+        /* two steps (the grids swap every step) captured once, launched per
+         * pair of steps: the host enqueues one launch per two steps */
+        EX_MPI(MPIX_Acc_Hoststream_begin_capture(r->S));
+        step_acc(r, 0);
+        step_acc(r, 1);
+        EX_MPI(MPIX_Acc_Hoststream_end_capture(r->S, &graph));
+        for (int k = 0; k + 1 < steps; k += 2)
+            EX_MPI(MPIX_Acc_Hostgraph_launch(graph, r->S));
+        if (steps % 2) {
+            /* plain messages on the graph's tags: not beside a launch */
+            BLOCKED(r, ac->stream_sync(r->S));
+            step_acc(r, steps - 1);
+        }
+        steps = 0;
+    }
     if (v == V_KI) {
         /* one epoch per run: start, one kernel for every step, one stream wait */
         for (int q = 0; q < 2 * ST_NSIDES; q++)
@@ -485,6 +520,13 @@ static run_times_t run_once(run_t *r, int v, int steps)
     if (v == V_ACC2)
         ac->stream_sync(r->S2);
     double t2 = ex_now();
+    if (graph) {
+        unsigned long errs = 0;
+        EX_MPI(MPIX_Acc_Hostgraph_errors(graph, &errs));
+        if (errs)
+            ex_die("graph: %lu operations of the graph's launches failed", errs);
+        EX_MPI(MPIX_Acc_Hostgraph_free(&graph));
+    }
     t.run = t2 - t0;
     t.loop = t1 - t0;
     t.blocked = r->t_blocked;
@@ -771,6 +813,23 @@ int main(int argc, char **argv)
                 if (rank == 0)
                     printf("variant %s skipped: needs the CUDA backend (a cooperative kernel)\n",
                            vname[V_KI]);
+                continue;
+            }
+            o.variants[kept++] = o.variants[vi];
+        }
+        o.nvariants = kept;
+    }
+    /* graph: host graphs (CUDA graphs of stream-ordered messages: not yet);
+     * its capture bakes in step 0 and 1, so no injected fault */
+    {
+        int kept = 0;
+        for (int vi = 0; vi < o.nvariants; vi++) {
+            if (o.variants[vi] == V_GRAPH && (ac->is_device || o.fault_step >= 0)) {
+                if (rank == 0)
+                    printf("variant %s skipped: %s\n", vname[V_GRAPH],
+                           ac->is_device ? "host backend only (stream-ordered messages cannot be "
+                                           "captured into CUDA graphs yet)"
+                                         : "no --inject-fault with a captured step");
                 continue;
             }
             o.variants[kept++] = o.variants[vi];
