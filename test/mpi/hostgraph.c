@@ -235,7 +235,12 @@ int main(int argc, char **argv)
     /* ---- D: a request freed in the capture: its sends go unwaited ---- */
     t_phase("D: a freed captured request");
     {
-        int one = t_rank + 100, got[20];
+        /* an unwaited send's buffer must stay valid until it is known
+         * complete (synchronize does not wait for it): static, and the
+         * barrier below (every rank received every message) */
+        static int one;
+        int got[20];
+        one = t_rank + 100;
         MPI_Request r;
         T_MPI(MPIX_Acc_Hoststream_begin_capture(s));
         T_MPI(MPIX_Acc_Isend(s, &one, 1, MPI_INT, next, 10, W, &r));
@@ -251,6 +256,7 @@ int main(int argc, char **argv)
         T_MPI(MPIX_Acc_Hoststream_synchronize(s));
         for (int k = 0; k < 20; k++)
             T_CHECK(got[k] == prev + 100, "D: message %d: %d expected %d", k, got[k], prev + 100);
+        T_MPI(MPI_Barrier(W));
         T_MPI(MPIX_Acc_Hostgraph_free(&g));
     }
 
