@@ -399,7 +399,9 @@ struct hg_ki {
     int K;            /* runs per epoch                                         */
     int slot;         /* the next run's slot; 0: the next run starts an epoch   */
     uint64_t runs;    /* runs so far                                            */
-    uint64_t tickets; /* the receive kernels' blocks so far                     */
+    uint64_t tickets; /* the kernels' blocks so far                             */
+    uint64_t ghosts;  /* their local and unpack blocks so far                   */
+    uint64_t packs;   /* chunks per pack tile so far                            */
     int n_sg, n_rg;   /* send and receive groups              */
     double **bufs;    /* the groups' buffers (device)         */
     MPI_Request *req; /* n_sg sends, then n_rg receives       */
@@ -408,6 +410,9 @@ struct hg_ki {
     int *err_dev;
     hg_tile_t *pack_dev, *unpack_dev; /* tiles with their group and index in it */
 };
+
+/* a tile's offset in its side's messages */
+static int tile_off(const hg_tile_t *t, int is_send) { return is_send ? t->doff : t->soff; }
 
 static int cmp_int(const void *x, const void *y)
 {
@@ -436,7 +441,7 @@ static int ki_groups(const hg_prog_t *P, struct hg_ki *k, int is_send, hg_tile_t
     int *peer_of = calloc(cap, sizeof(int)), *size = calloc(cap, sizeof(int));
     int *gpeer = calloc(cap, sizeof(int));
     for (int i = 0; i < nt; i++) {
-        const int o = is_send ? t[i].doff : t[i].soff;
+        const int o = tile_off(&t[i], is_send);
         int n = 0;
         while (n + 1 < np && o >= off[n + 1])
             n++;
@@ -446,16 +451,20 @@ static int ki_groups(const hg_prog_t *P, struct hg_ki *k, int is_send, hg_tile_t
         }
         peer_of[i] = n;
     }
-    for (int i = 0; i < nt; i++) { /* extent: up to the next tile of the message, or its end */
-        const int o = is_send ? t[i].doff : t[i].soff;
-        int end = off[peer_of[i]] + count[peer_of[i]];
-        for (int j = 0; j < nt; j++) {
-            const int oj = is_send ? t[j].doff : t[j].soff;
-            if (peer_of[j] == peer_of[i] && oj > o && oj < end)
-                end = oj;
-        }
-        size[i] = end - o;
+    /* extent: up to the next tile of the message (by offset), or its end */
+    int(*ord)[2] = malloc(sizeof(*ord) * cap);
+    for (int i = 0; i < nt; i++) {
+        ord[i][0] = tile_off(&t[i], is_send);
+        ord[i][1] = i;
     }
+    qsort(ord, (size_t)nt, sizeof(*ord), cmp_int); /* by offset */
+    for (int x = 0; x < nt; x++) {
+        const int i = ord[x][1], n = peer_of[i];
+        const int end =
+            x + 1 < nt && peer_of[ord[x + 1][1]] == n ? ord[x + 1][0] : off[n] + count[n];
+        size[i] = end - ord[x][0];
+    }
+    free(ord);
     int ng = 0;
     for (int n = 0; n < np; n++) {
         int *sz = malloc(sizeof(int) * cap), m = 0;
@@ -573,7 +582,7 @@ static void ki_run(const hg_mg_t *mg, hg_prog_t *P, int vsrc, int vdst, int k_pa
     a.claim = k->words_dev + P->n_pack;
     a.ready = k->words_dev + P->n_pack + P->n_unpack;
     a.ticket = a.ready + P->n_unpack;
-    a.unpacked = a.ticket + 1;
+    a.ghosts = a.ticket + 1;
     a.ticket_base = k->tickets;
     if (bc)
         a.bc = *bc;
@@ -581,12 +590,14 @@ static void ki_run(const hg_mg_t *mg, hg_prog_t *P, int vsrc, int vdst, int k_pa
     a.slot = k->slot;
     a.pdl = mg->pdl;
     a.run = ++k->runs;
+    hg_ki_shape_t sh;
+    hg_cuda_ki_shape(&a, &sh);
+    k->tickets += (uint64_t)sh.blocks;
+    a.ghost_target = k->ghosts += (uint64_t)sh.ghost_blocks;
+    a.pack_target = k->packs += sh.cp;
     t = MPI_Wtime();
-    hg_cuda_ki_send(E->stream, &a);
+    hg_cuda_ki_run(E->stream, &a, &sh);
     T->pack += MPI_Wtime() - t;
-    t = MPI_Wtime();
-    k->tickets += (uint64_t)hg_cuda_ki_recv(E->stream, &a);
-    T->unpack += MPI_Wtime() - t;
     if (++k->slot == k->K) {
         t = MPI_Wtime();
         ki_complete(P, E);

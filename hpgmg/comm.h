@@ -30,8 +30,8 @@ void hg_prog_run(hg_mg_t *mg, hg_prog_t *P, int vsrc, int vdst, int k_pack, int 
                  int k_unpack, double prescale, hg_commtimer_t *T);
 
 /* ki backend: run exchange program P on vector v and apply the boundary
- * conditions bc in its receive kernel; 0 (nothing done) where P does not
- * run as ki with a receive kernel -- the caller then runs both itself */
+ * conditions bc in the same kernel; 0 (nothing done) where P does not
+ * run as ki with unpacks -- the caller then runs both itself */
 int hg_prog_run_bc(hg_mg_t *mg, hg_prog_t *P, int v, const hg_args_bc_t *bc, hg_commtimer_t *T);
 
 /* ki backend: complete every program's open epoch (the sender marks the

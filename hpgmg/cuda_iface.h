@@ -30,18 +30,17 @@ void hg_cuda_set_pdl(int on);
  * A program's messages are partitioned requests (MPIX_Acc_Psend_init /
  * Precv_init): per peer, one request pair per tile size (a group), with a
  * partition per tile and run (partition = run slot x tiles + the tile's
- * index in its group; an epoch is `partitions / tiles` runs). The send
- * kernel's blocks pack a tile into its partition and mark it ready
+ * index in its group; an epoch is `partitions / tiles` runs). A run is one
+ * kernel whose blocks take their work in the order they start (a ticket):
+ * first pack blocks -- a tile into its partition, then mark it ready
  * (mpix_acc_pready: the partition goes to the peer's slots from the
- * block); the receive kernel's blocks wait for their tile's partition
- * (mpix_acc_parrived_wait copies it into the buffer) and unpack it. A tile
- * cut into chunks (blocks along y): the last chunk packed readies it, the
- * first chunk of the receive side copies it in for the others. Local
- * tiles run in the send kernel, beside the transfers. The receive kernel
- * can also apply the boundary conditions that follow an exchange: its
- * blocks take their work in the order they start (a ticket), the unpacks
- * first, and a boundary block waits for every unpack (they started before
- * it, so they run) -- one kernel fewer per exchange. */
+ * block) --, then the local tiles, then unpack blocks -- wait for the
+ * tile's partition (mpix_acc_parrived_wait copies it into the buffer),
+ * unpack it --, then, after an exchange, the boundary conditions
+ * (hg_apply_bc), whose blocks wait for every local and unpack block. A
+ * tile cut into chunks: the last chunk packed readies it, the first chunk
+ * of the receive side copies it in for the others. A block waits only for
+ * blocks that started before it (so run) or for the peer's pack blocks. */
 typedef struct {
     double *base; /* the group's buffer: partition p at base + p * size    */
     int size;     /* doubles per tile (partition)                           */
@@ -54,12 +53,14 @@ typedef struct {
                                             group is tile.peer, its index in the group
                                             doff (pack) / soff (unpack)             */
     const hg_ki_group_t *send, *recv;    /* device arrays                           */
-    unsigned long long *packed;          /* per pack tile: chunks packed            */
+    unsigned long long *packed;          /* per pack tile: chunks packed (all runs)   */
+    unsigned long long pack_target;      /* ... when this run's are                  */
     unsigned long long *claim, *ready;   /* per unpack tile: run claimed / copied in */
-    unsigned long long *ticket;          /* receive kernel: blocks started (its order) */
+    unsigned long long *ticket;          /* the kernels' blocks started (their order) */
     unsigned long long ticket_base;      /* ... before this launch                   */
-    unsigned long long *unpacked;        /* receive kernel: unpack blocks done       */
-    hg_args_bc_t bc;                     /* bc.nbc > 0: the receive kernel then applies
+    unsigned long long *ghosts;          /* local and unpack blocks done (all runs)  */
+    unsigned long long ghost_target;     /* ... when this run's are                  */
+    hg_args_bc_t bc;                     /* bc.nbc > 0: the kernel then applies
                                             these boundary conditions (hg_apply_bc)  */
     int *err;                            /* failed device calls (device word)       */
     int slot;                            /* run slot in the epoch                   */
@@ -70,9 +71,15 @@ typedef struct {
 /* load the kernels now (hg_cuda_init says why: a first launch under lazy
  * loading can wait for a kernel that waits for the peer) */
 void hg_cuda_ki_load(void);
-/* enqueue the send kernel (pack + pready, local tiles) / the receive kernel */
-void hg_cuda_ki_send(void *stream, const hg_args_ki_t *a);
-long long hg_cuda_ki_recv(void *stream, const hg_args_ki_t *a); /* returns its blocks */
+/* a run's kernel: chunks per pack/local tile (cp), unpack tile (cu) and
+ * boundary region (cb); local + unpack blocks; all blocks */
+typedef struct {
+    unsigned cp, cu, cb;
+    long long ghost_blocks, blocks;
+} hg_ki_shape_t;
+void hg_cuda_ki_shape(const hg_args_ki_t *a, hg_ki_shape_t *shape);
+/* enqueue a run's kernel (its shape from hg_cuda_ki_shape) */
+void hg_cuda_ki_run(void *stream, const hg_args_ki_t *a, const hg_ki_shape_t *shape);
 /* mark partitions lo.. of n send groups ready, each up to its last (an
  * epoch cut short: lo_slot is the first run slot not made) */
 void hg_cuda_ki_fill(void *stream, const hg_ki_group_t *send_dev, int n, int lo_slot, int runs,

@@ -4,22 +4,23 @@
  * how a program runs). Built only with the library (its device header
  * mpix_acc_device.cuh).
  *
- * Two kernels per program run, in stream order on the level's stream:
- *   send    blocks [0, npack) x chunks: pack tile b's chunk into partition
- *           `slot` of its peer's buffer; the block that completes a peer's
- *           message (a counter per peer, only growing: run x blocks) marks
- *           the partition ready -- its bytes go to the peer's slots from
- *           this kernel. Blocks [npack, npack + nlocal): the local tiles.
- *   receive blocks [0, nunpack) x chunks: the first block of a peer to
- *           claim the run waits for the partition (which copies it into
- *           the receive buffer), publishes that, the peer's other blocks
- *           wait for it; each then unpacks its tile's chunk.
- * No block waits for a block that has not started (a waiter waits for a
- * block that claimed, i.e. runs), and the receive kernel follows the send
- * kernel in the stream, so every wait is on work that is already running
- * or done. Every wait is bounded: a failed or timed-out device call counts
- * in *err (the host checks it) and the request keeps the error, which its
- * completion reports.
+ * One kernel per program run, in stream order on the level's stream. Its
+ * blocks take their work by ticket, in the order they start:
+ *   pack     tile b's chunk into partition `slot` of its peer's buffer; the
+ *            chunk that completes the tile (a counter per tile, only
+ *            growing) marks the partition ready -- its bytes go to the
+ *            peer's slots from this block. Then the local tiles.
+ *   unpack   the first chunk of a tile to claim the run waits for the
+ *            partition (which copies it into the receive buffer) and
+ *            publishes that, the tile's other chunks wait for it; each then
+ *            unpacks its chunk.
+ *   boundary after an exchange, once every unpack and local block is done.
+ * A block waits only for blocks with a smaller ticket (they run: they
+ * started before it) or for the peer's pack blocks of the same run (which
+ * wait for nothing, and the peer's kernels before this one wait only for
+ * this rank's runs before this one). Every wait is bounded: a failed or
+ * timed-out device call counts in *err (the host checks it) and the
+ * request keeps the error, which its completion reports.
  */
 #include <cuda_runtime.h>
 
@@ -50,25 +51,17 @@ __device__ __forceinline__ unsigned long long ki_now()
     return t;
 }
 
-__global__ void k_ki_send(hg_args_ki_t a)
+/* a pack block: chunk `chunk` of `cp` of pack tile b, then (the chunk that
+ * completes the tile) its partition ready */
+__device__ __forceinline__ void ki_pack(const hg_args_ki_t &a, int b, unsigned chunk, unsigned cp)
 {
     __shared__ int last;
-    /* the tiles read what the kernels before wrote; then the receive
-     * kernel may be scheduled (it waits for this one before it unpacks) */
-    hg_pdl_enter();
-    const int b = blockIdx.x;
-    if (b >= a.pack.nt) { /* a local tile */
-        const hg_tile_t T = a.local.t[b - a.pack.nt];
-        hg_tile_run(a.local, T, a.local.sbuf, a.local.dbuf, blockIdx.y, gridDim.y, false);
-        return;
-    }
     hg_tile_t T = a.pack.t[b];
     const hg_ki_group_t G = a.send[T.peer];
     const int part = a.slot * G.tiles + T.doff;
     T.doff = 0;
-    hg_tile_run(a.pack, T, nullptr, G.base + (long long)part * G.size, blockIdx.y, gridDim.y,
-                false);
-    if (gridDim.y == 1) {
+    hg_tile_run(a.pack, T, nullptr, G.base + (long long)part * G.size, chunk, cp, false);
+    if (cp == 1) {
         __syncthreads();
     } else {
         /* the block's stores, then its count: the chunk that counts last
@@ -76,7 +69,7 @@ __global__ void k_ki_send(hg_args_ki_t a)
         __threadfence();
         __syncthreads();
         if (threadIdx.x == 0) {
-            last = atomicAdd(&a.packed[b], 1ull) + 1 == a.run * gridDim.y;
+            last = atomicAdd(&a.packed[b], 1ull) + 1 == a.pack_target;
             if (last)
                 __threadfence();
         }
@@ -89,39 +82,24 @@ __global__ void k_ki_send(hg_args_ki_t a)
         atomicAdd(a.err, 1);
 }
 
-/* Blocks take their work by ticket, in the order they start: logical
- * blocks [0, U) unpack (tile id / cu, chunk id % cu), [U, U + B) apply the
- * boundary conditions (region (id - U) / cb, chunk (id - U) % cb) once
- * every unpack is done. */
-__global__ void k_ki_recv(hg_args_ki_t a, int cu, int cb)
+/* thread 0 spins until *w >= target (bounded: then counts an error) */
+__device__ __forceinline__ bool ki_spin(const unsigned long long *w, unsigned long long target,
+                                        int *err)
+{
+    const unsigned long long t0 = ki_now();
+    for (unsigned i = 0; *(const volatile unsigned long long *)w < target; i++)
+        if ((i & 255) == 255 && ki_now() - t0 > WAIT_LIMIT_NS) {
+            atomicAdd(err, 1);
+            return false;
+        }
+    __threadfence();
+    return true;
+}
+
+/* an unpack block: chunk `chunk` of `cu` of unpack tile b */
+__device__ __forceinline__ void ki_unpack(const hg_args_ki_t &a, int b, unsigned chunk, unsigned cu)
 {
     __shared__ int first, ok;
-    __shared__ unsigned long long id;
-    /* the next kernel may be scheduled (it waits for this one); this one
-     * waits for the send kernel before it writes the level, below */
-    hg_pdl_trigger();
-    const unsigned long long U = (unsigned long long)a.unpack.nt * cu;
-    if (threadIdx.x == 0)
-        id = atomicAdd(a.ticket, 1ull) - a.ticket_base;
-    __syncthreads();
-    if (id >= U) { /* a boundary block */
-        if (threadIdx.x == 0) {
-            const unsigned long long t0 = ki_now();
-            for (unsigned i = 0; *(volatile unsigned long long *)a.unpacked < a.run * U; i++)
-                if ((i & 255) == 255 && ki_now() - t0 > WAIT_LIMIT_NS) {
-                    atomicAdd(a.err, 1);
-                    break;
-                }
-            __threadfence();
-        }
-        hg_pdl_wait(); /* the local tiles (send kernel) are in too */
-        __syncthreads();
-        const int r = (int)((id - U) / cb);
-        hg_bc_run(a.bc, r, (unsigned)((id - U) % cb), cb);
-        return;
-    }
-    const int b = (int)(id / cu);
-    const unsigned chunk = (unsigned)(id % cu);
     const hg_tile_t T = a.unpack.t[b];
     const hg_ki_group_t G = a.recv[T.peer];
     const int part = a.slot * G.tiles + T.soff;
@@ -147,31 +125,58 @@ __global__ void k_ki_recv(hg_args_ki_t a, int cu, int cb)
             if (cu > 1)
                 atomicExch(&a.ready[b], a.run);
         }
-    } else if (threadIdx.x == 0) {
-        const unsigned long long t0 = ki_now();
-        for (unsigned i = 0; *(volatile unsigned long long *)&a.ready[b] < a.run; i++)
-            if ((i & 255) == 255 && ki_now() - t0 > WAIT_LIMIT_NS) {
-                atomicAdd(a.err, 1);
-                ok = 0;
-                break;
-            }
-        __threadfence();
+    } else if (threadIdx.x == 0 && !ki_spin(&a.ready[b], a.run, a.err)) {
+        ok = 0;
     }
-    /* the send kernel (and so every kernel before it) is done before the
-     * tile is written: the tile's cells may be read by kernels before */
-    hg_pdl_wait();
     __syncthreads();
     if (ok) {
         hg_tile_t V = T;
         V.soff = 0;
         hg_tile_run(a.unpack, V, G.base + (long long)part * G.size, nullptr, chunk, cu, cu > 1);
     }
-    /* this block's cells, then its count (boundary blocks wait for all:
-     * run x U after this run's; every run counts, with or without them) */
-    __threadfence();
-    __syncthreads();
+}
+
+/* Logical blocks (by ticket): [0, P) pack (tile id / cp, chunk id % cp),
+ * [P, P + L) local tiles alike, [P + L, P + L + U) unpack (cu chunks per
+ * tile), then the boundary conditions (region, chunk of cb). */
+__global__ void k_ki_run(hg_args_ki_t a, unsigned cp, unsigned cu, unsigned cb)
+{
+    __shared__ unsigned long long id;
+    /* the tiles read what the kernels before wrote; then the next kernel
+     * may be scheduled (it waits for this one in its own hg_pdl_enter) */
+    hg_pdl_enter();
     if (threadIdx.x == 0)
-        atomicAdd(a.unpacked, 1ull);
+        id = atomicAdd(a.ticket, 1ull) - a.ticket_base;
+    __syncthreads();
+    const unsigned long long P = (unsigned long long)a.pack.nt * cp,
+                             L = (unsigned long long)a.local.nt * cp,
+                             U = (unsigned long long)a.unpack.nt * cu;
+    if (id < P) {
+        ki_pack(a, (int)(id / cp), (unsigned)(id % cp), cp);
+        return;
+    }
+    if (id < P + L + U) {
+        if (id < P + L) {
+            const hg_tile_t T = a.local.t[(id - P) / cp];
+            hg_tile_run(a.local, T, a.local.sbuf, a.local.dbuf, (unsigned)((id - P) % cp), cp,
+                        false);
+        } else {
+            const unsigned long long u = id - P - L;
+            ki_unpack(a, (int)(u / cu), (unsigned)(u % cu), cu);
+        }
+        /* this block's cells, then its count (the boundary blocks wait for
+         * every local and unpack block of this run and the runs before) */
+        __threadfence();
+        __syncthreads();
+        if (threadIdx.x == 0)
+            atomicAdd(a.ghosts, 1ull);
+        return;
+    }
+    const unsigned long long r = id - P - L - U;
+    if (threadIdx.x == 0)
+        ki_spin(a.ghosts, a.ghost_target, a.err);
+    __syncthreads();
+    hg_bc_run(a.bc, (int)(r / cb), (unsigned)(r % cb), cb);
 }
 
 __global__ void k_ki_fill(const hg_ki_group_t *send, int lo_slot, int runs, int *err)
@@ -186,32 +191,28 @@ __global__ void k_ki_fill(const hg_ki_group_t *send, int lo_slot, int runs, int 
 extern "C" void hg_cuda_ki_load(void)
 {
     cudaFuncAttributes fa;
-    CK(cudaFuncGetAttributes(&fa, (const void *)k_ki_send));
-    CK(cudaFuncGetAttributes(&fa, (const void *)k_ki_recv));
+    CK(cudaFuncGetAttributes(&fa, (const void *)k_ki_run));
     CK(cudaFuncGetAttributes(&fa, (const void *)k_ki_fill));
 }
 
-extern "C" void hg_cuda_ki_send(void *stream, const hg_args_ki_t *a)
+extern "C" void hg_cuda_ki_shape(const hg_args_ki_t *a, hg_ki_shape_t *sh)
 {
-    const int nb = a->pack.nt + a->local.nt;
-    if (nb == 0)
-        return;
     long long cells = tile_cells(a->pack);
     if (tile_cells(a->local) > cells)
         cells = tile_cells(a->local);
-    CK(hg_launch(k_ki_send, dim3((unsigned)nb, chunks_for(cells)), NT, (cudaStream_t)stream, a->pdl,
-                 *a));
+    sh->cp = chunks_for(cells);
+    sh->cu = chunks_for(tile_cells(a->unpack));
+    sh->cb = a->bc.nbc ? chunks_for((long long)a->bc.g.n * a->bc.g.n * a->bc.g.g) : 1;
+    sh->ghost_blocks = (long long)a->local.nt * sh->cp + (long long)a->unpack.nt * sh->cu;
+    sh->blocks = (long long)a->pack.nt * sh->cp + sh->ghost_blocks + (long long)a->bc.nbc * sh->cb;
 }
 
-extern "C" long long hg_cuda_ki_recv(void *stream, const hg_args_ki_t *a)
+extern "C" void hg_cuda_ki_run(void *stream, const hg_args_ki_t *a, const hg_ki_shape_t *sh)
 {
-    if (a->unpack.nt == 0)
-        return 0;
-    const int cu = (int)chunks_for(tile_cells(a->unpack));
-    const int cb = a->bc.nbc ? (int)chunks_for((long long)a->bc.g.n * a->bc.g.n * a->bc.g.g) : 1;
-    const long long nblk = (long long)a->unpack.nt * cu + (long long)a->bc.nbc * cb;
-    CK(hg_launch(k_ki_recv, dim3((unsigned)nblk), NT, (cudaStream_t)stream, a->pdl, *a, cu, cb));
-    return nblk;
+    if (sh->blocks == 0)
+        return;
+    CK(hg_launch(k_ki_run, dim3((unsigned)sh->blocks), NT, (cudaStream_t)stream, a->pdl, *a, sh->cp,
+                 sh->cu, sh->cb));
 }
 
 extern "C" void hg_cuda_ki_fill(void *stream, const hg_ki_group_t *send_dev, int n, int lo_slot,

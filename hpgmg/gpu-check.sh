@@ -34,7 +34,8 @@
 # on the GPU levels (median of N runs of the timed solves).
 # HPGMG_BENCH_BACKENDS: the bench's backends (default: mpi acc streamcomm
 # acc-sx streamcomm-sx ki mpi+bound acc-sx+bound; also NAME-nopdl: backend
-# NAME with the GPU kernels launched without programmatic dependent launch).
+# NAME with the GPU kernels launched without programmatic dependent launch;
+# NAME-rN: backend NAME with --ki-runs N).
 # Logs go to $OUT (device tool) or ./hpgmg-gpu-logs.
 set -u -o pipefail
 
@@ -181,6 +182,7 @@ if [ "$MODE" != check ]; then
       case "$be" in
       *+bound) bargs="$bargs --skip-exchange" ;;
       *-nopdl) bargs="--backend ${be%-nopdl} --no-pdl" ;;
+      *-r[0-9]*) bargs="--backend ${be%-r*} --ki-runs ${be##*-r}" ;;
       esac
       for r in $(seq 1 "$REPS"); do
         run "bench_${l}_${be}_$r" 2 $l 8 $bargs --min-solves 10 --min-time 1 --no-richardson || continue

@@ -484,8 +484,8 @@ void hg_print_timing(hg_mg_t *mg, int from)
                    ? (mg->no_wildcards ? "acc-sx" : "acc")
                    : (mg->no_wildcards ? "streamcomm-sx" : "streamcomm"));
         if (mg->backend == HG_BACKEND_KI)
-            printf(".  ki levels: the pack row is the send kernel (pack, pready), the unpack\n"
-                   "    row the receive kernel (parrived, unpack), the waitall row the epochs'\n"
+            printf(".  ki levels: the pack row is a run's kernel (pack, pready, local tiles,\n"
+                   "    parrived, unpack, boundary conditions), the waitall row the epochs'\n"
                    "    starts and completions (one each per %d runs of a program)",
                    mg->ki_runs);
         if (!mg->cpu_streams)

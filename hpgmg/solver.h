@@ -37,7 +37,7 @@ void hg_collective_done(hg_mg_t *mg, hg_level_t *L);
 void hg_exchange(hg_mg_t *mg, hg_level_t *L, int v, int shape);
 void hg_apply_bc(hg_mg_t *mg, hg_level_t *L, int v, int shape, int order);
 /* the exchange, then the boundary conditions (on ki levels one kernel
- * fewer: the receive kernel applies them; their time counts as exchange) */
+ * fewer: the run's kernel applies them; their time counts as exchange) */
 void hg_exchange_bc(hg_mg_t *mg, hg_level_t *L, int v, int shape, int order);
 int hg_op_shape(const hg_mg_t *mg);
 int hg_op_bc_order(const hg_mg_t *mg, const hg_level_t *L);
