@@ -184,13 +184,21 @@ void hg_apply_bc(hg_mg_t *mg, hg_level_t *L, int v, int shape, int order)
     L->t.bc += hg_now() - t;
 }
 
+/* ki levels: the exchange of v, its boundary conditions and (st non-NULL)
+ * the stencil sweep st as one kernel; 0 where the level does not run so */
+static int exchange_ki(hg_mg_t *mg, hg_level_t *L, int v, int shape, int order,
+                       const hg_args_stencil_t *st)
+{
+    if (L->exec->kind != HG_EXEC_CUDA)
+        return 0;
+    hg_args_bc_t a = {L->geom, L->vec[v], L->bc_dev[shape], L->nbc[shape], order};
+    return hg_prog_run_bc(mg, &L->exchange[shape], v, &a, st, &L->t.ghost);
+}
+
 void hg_exchange_bc(hg_mg_t *mg, hg_level_t *L, int v, int shape, int order)
 {
-    if (L->nbc[shape] && L->exec->kind == HG_EXEC_CUDA) {
-        hg_args_bc_t a = {L->geom, L->vec[v], L->bc_dev[shape], L->nbc[shape], order};
-        if (hg_prog_run_bc(mg, &L->exchange[shape], v, &a, &L->t.ghost))
-            return;
-    }
+    if (exchange_ki(mg, L, v, shape, order, NULL))
+        return;
     hg_exchange(mg, L, v, shape);
     hg_apply_bc(mg, L, v, shape, order);
 }
@@ -209,45 +217,61 @@ int hg_op_bc_order(const hg_mg_t *mg, const hg_level_t *L)
     return L->box_dim >= 4 ? 4 : L->box_dim >= 2 ? 2 : 1;
 }
 
+static void stencil_args(const hg_mg_t *mg, const hg_level_t *L, hg_args_stencil_t *a, int variant,
+                         int x, int xnm1, int out, int rhs, int sweep, int copy_other, double c1,
+                         double c2)
+{
+    memset(a, 0, sizeof(*a));
+    a->g = L->geom;
+    a->op = mg->op;
+    a->variant = variant;
+    a->sweep = sweep;
+    a->copy_other = copy_other;
+    a->h2inv = 1.0 / (L->h * L->h);
+    a->b = 1.0;
+    a->c1 = c1;
+    a->c2 = c2;
+    a->x = L->vec[x];
+    a->xnm1 = xnm1 >= 0 ? L->vec[xnm1] : NULL;
+    a->out = L->vec[out];
+    a->rhs = rhs >= 0 ? L->vec[rhs] : NULL;
+    a->beta_i = L->vec[HG_VEC_BETA_I];
+    a->beta_j = L->vec[HG_VEC_BETA_J];
+    a->beta_k = L->vec[HG_VEC_BETA_K];
+    a->dinv = L->vec[HG_VEC_DINV];
+}
+
 void hg_stencil(hg_mg_t *mg, hg_level_t *L, int variant, int x, int xnm1, int out, int rhs,
                 int sweep, int copy_other, double c1, double c2)
 {
     if (!L->nb)
         return;
     hg_args_stencil_t a;
-    memset(&a, 0, sizeof(a));
-    a.g = L->geom;
-    a.op = mg->op;
-    a.variant = variant;
-    a.sweep = sweep;
-    a.copy_other = copy_other;
-    a.h2inv = 1.0 / (L->h * L->h);
-    a.b = 1.0;
-    a.c1 = c1;
-    a.c2 = c2;
-    a.x = L->vec[x];
-    a.xnm1 = xnm1 >= 0 ? L->vec[xnm1] : NULL;
-    a.out = L->vec[out];
-    a.rhs = rhs >= 0 ? L->vec[rhs] : NULL;
-    a.beta_i = L->vec[HG_VEC_BETA_I];
-    a.beta_j = L->vec[HG_VEC_BETA_J];
-    a.beta_k = L->vec[HG_VEC_BETA_K];
-    a.dinv = L->vec[HG_VEC_DINV];
+    stencil_args(mg, L, &a, variant, x, xnm1, out, rhs, sweep, copy_other, c1, c2);
     hg_exec_launch(L->exec, HG_K_STENCIL, &a, sizeof(a));
+}
+
+void hg_exchange_stencil(hg_mg_t *mg, hg_level_t *L, double *t_row, int variant, int x, int xnm1,
+                         int out, int rhs, int sweep, int copy_other, double c1, double c2)
+{
+    const int shape = hg_op_shape(mg), order = hg_op_bc_order(mg, L);
+    hg_args_stencil_t a;
+    stencil_args(mg, L, &a, variant, x, xnm1, out, rhs, sweep, copy_other, c1, c2);
+    if (exchange_ki(mg, L, x, shape, order, L->nb ? &a : NULL))
+        return;
+    hg_exchange(mg, L, x, shape);
+    hg_apply_bc(mg, L, x, shape, order);
+    double t = hg_now();
+    hg_stencil(mg, L, variant, x, xnm1, out, rhs, sweep, copy_other, c1, c2);
+    *t_row += hg_now() - t;
 }
 
 void hg_apply_op(hg_mg_t *mg, hg_level_t *L, int ax, int x)
 {
-    hg_exchange_bc(mg, L, x, hg_op_shape(mg), hg_op_bc_order(mg, L));
-    double t = hg_now();
-    hg_stencil(mg, L, HG_S_APPLY, x, -1, ax, -1, 0, 0, 0.0, 0.0);
-    L->t.apply_op += hg_now() - t;
+    hg_exchange_stencil(mg, L, &L->t.apply_op, HG_S_APPLY, x, -1, ax, -1, 0, 0, 0.0, 0.0);
 }
 
 void hg_residual(hg_mg_t *mg, hg_level_t *L, int r, int x, int rhs)
 {
-    hg_exchange_bc(mg, L, x, hg_op_shape(mg), hg_op_bc_order(mg, L));
-    double t = hg_now();
-    hg_stencil(mg, L, HG_S_RESIDUAL, x, -1, r, rhs, 0, 0, 0.0, 0.0);
-    L->t.residual += hg_now() - t;
+    hg_exchange_stencil(mg, L, &L->t.residual, HG_S_RESIDUAL, x, -1, r, rhs, 0, 0, 0.0, 0.0);
 }

@@ -400,7 +400,7 @@ struct hg_ki {
     int slot;         /* the next run's slot; 0: the next run starts an epoch   */
     uint64_t runs;    /* runs so far                                            */
     uint64_t tickets; /* the kernels' blocks so far                             */
-    uint64_t ghosts;  /* their local and unpack blocks so far                   */
+    uint64_t done;    /* their blocks that count in *done so far                */
     uint64_t packs;   /* chunks per pack tile so far                            */
     int n_sg, n_rg;   /* send and receive groups              */
     double **bufs;    /* the groups' buffers (device)         */
@@ -558,7 +558,8 @@ static void ki_complete(hg_prog_t *P, hg_exec_t *E)
 }
 
 static void ki_run(const hg_mg_t *mg, hg_prog_t *P, int vsrc, int vdst, int k_pack, int k_local,
-                   int k_unpack, double prescale, const hg_args_bc_t *bc, hg_commtimer_t *T)
+                   int k_unpack, double prescale, const hg_args_bc_t *bc,
+                   const hg_args_stencil_t *st, hg_commtimer_t *T)
 {
     struct hg_ki *k = P->ki;
     hg_exec_t *E = P->owner->exec;
@@ -582,10 +583,12 @@ static void ki_run(const hg_mg_t *mg, hg_prog_t *P, int vsrc, int vdst, int k_pa
     a.claim = k->words_dev + P->n_pack;
     a.ready = k->words_dev + P->n_pack + P->n_unpack;
     a.ticket = a.ready + P->n_unpack;
-    a.ghosts = a.ticket + 1;
+    a.done = a.ticket + 1;
     a.ticket_base = k->tickets;
     if (bc)
         a.bc = *bc;
+    if (st)
+        a.st = *st;
     a.err = k->err_dev;
     a.slot = k->slot;
     a.pdl = mg->pdl;
@@ -593,7 +596,8 @@ static void ki_run(const hg_mg_t *mg, hg_prog_t *P, int vsrc, int vdst, int k_pa
     hg_ki_shape_t sh;
     hg_cuda_ki_shape(&a, &sh);
     k->tickets += (uint64_t)sh.blocks;
-    a.ghost_target = k->ghosts += (uint64_t)sh.ghost_blocks;
+    a.bc_target = k->done + (uint64_t)sh.pre_bc;
+    a.st_target = k->done += (uint64_t)sh.pre_st;
     a.pack_target = k->packs += sh.cp;
     t = MPI_Wtime();
     hg_cuda_ki_run(E->stream, &a, &sh);
@@ -624,7 +628,8 @@ static int ki_finish_prog(hg_prog_t *P)
 }
 #endif /* HG_KI */
 
-int hg_prog_run_bc(hg_mg_t *mg, hg_prog_t *P, int v, const hg_args_bc_t *bc, hg_commtimer_t *T)
+int hg_prog_run_bc(hg_mg_t *mg, hg_prog_t *P, int v, const hg_args_bc_t *bc,
+                   const hg_args_stencil_t *st, hg_commtimer_t *T)
 {
 #ifdef HG_KI
     /* (a program has ki state only on a GPU level of the ki backend) */
@@ -633,11 +638,11 @@ int hg_prog_run_bc(hg_mg_t *mg, hg_prog_t *P, int v, const hg_args_bc_t *bc, hg_
         return 0;
     const double t0 = MPI_Wtime();
     hg_exec_use(P->owner->exec);
-    ki_run(mg, P, v, v, HG_T_COPY, HG_T_COPY, HG_T_COPY, 0.0, bc, T);
+    ki_run(mg, P, v, v, HG_T_COPY, HG_T_COPY, HG_T_COPY, 0.0, bc, st, T);
     T->total += MPI_Wtime() - t0;
     return 1;
 #else
-    (void)mg, (void)P, (void)v, (void)bc, (void)T;
+    (void)mg, (void)P, (void)v, (void)bc, (void)st, (void)T;
     return 0;
 #endif
 }
@@ -747,7 +752,7 @@ void hg_prog_run(hg_mg_t *mg, hg_prog_t *P, int vsrc, int vdst, int k_pack, int 
     hg_exec_use(E);
 #ifdef HG_KI
     if (P->ki && be == HG_BACKEND_KI && msgs) {
-        ki_run(mg, P, vsrc, vdst, k_pack, k_local, k_unpack, prescale, NULL, T);
+        ki_run(mg, P, vsrc, vdst, k_pack, k_local, k_unpack, prescale, NULL, NULL, T);
         T->total += MPI_Wtime() - t0;
         return;
     }

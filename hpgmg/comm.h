@@ -29,10 +29,12 @@ void hg_prog_prepare_gpu(hg_mg_t *mg, hg_level_t *L);
 void hg_prog_run(hg_mg_t *mg, hg_prog_t *P, int vsrc, int vdst, int k_pack, int k_local,
                  int k_unpack, double prescale, hg_commtimer_t *T);
 
-/* ki backend: run exchange program P on vector v and apply the boundary
- * conditions bc in the same kernel; 0 (nothing done) where P does not
- * run as ki with unpacks -- the caller then runs both itself */
-int hg_prog_run_bc(hg_mg_t *mg, hg_prog_t *P, int v, const hg_args_bc_t *bc, hg_commtimer_t *T);
+/* ki backend: run exchange program P on vector v, then in the same kernel
+ * apply the boundary conditions bc and (st non-NULL) the stencil sweep st;
+ * 0 (nothing done) where P does not run as ki with unpacks -- the caller
+ * then runs them itself */
+int hg_prog_run_bc(hg_mg_t *mg, hg_prog_t *P, int v, const hg_args_bc_t *bc,
+                   const hg_args_stencil_t *st, hg_commtimer_t *T);
 
 /* ki backend: complete every program's open epoch (the sender marks the
  * partitions of the runs not made ready, every request is waited for on

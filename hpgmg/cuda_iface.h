@@ -37,7 +37,9 @@ void hg_cuda_set_pdl(int on);
  * block) --, then the local tiles, then unpack blocks -- wait for the
  * tile's partition (mpix_acc_parrived_wait copies it into the buffer),
  * unpack it --, then, after an exchange, the boundary conditions
- * (hg_apply_bc), whose blocks wait for every local and unpack block. A
+ * (hg_apply_bc), whose blocks wait for every block before them, then a
+ * stencil sweep on the exchanged vector (hg_stencil: the smoother, the
+ * residual), whose blocks wait for every block before them too. A
  * tile cut into chunks: the last chunk packed readies it, the first chunk
  * of the receive side copies it in for the others. A block waits only for
  * blocks that started before it (so run) or for the peer's pack blocks. */
@@ -58,10 +60,14 @@ typedef struct {
     unsigned long long *claim, *ready;   /* per unpack tile: run claimed / copied in */
     unsigned long long *ticket;          /* the kernels' blocks started (their order) */
     unsigned long long ticket_base;      /* ... before this launch                   */
-    unsigned long long *ghosts;          /* local and unpack blocks done (all runs)  */
-    unsigned long long ghost_target;     /* ... when this run's are                  */
+    unsigned long long *done;            /* pack, local, unpack, boundary blocks done
+                                            (all runs)                               */
+    unsigned long long bc_target;        /* ... when this run's before the boundary
+                                            blocks are                               */
+    unsigned long long st_target;        /* ... when all of this run's are           */
     hg_args_bc_t bc;                     /* bc.nbc > 0: the kernel then applies
                                             these boundary conditions (hg_apply_bc)  */
+    hg_args_stencil_t st;                /* st.out != NULL: then this stencil sweep  */
     int *err;                            /* failed device calls (device word)       */
     int slot;                            /* run slot in the epoch                   */
     int pdl;                             /* launch with programmatic dependent launch */
@@ -72,10 +78,11 @@ typedef struct {
  * loading can wait for a kernel that waits for the peer) */
 void hg_cuda_ki_load(void);
 /* a run's kernel: chunks per pack/local tile (cp), unpack tile (cu) and
- * boundary region (cb); local + unpack blocks; all blocks */
+ * boundary region (cb); its blocks before the boundary blocks, before the
+ * stencil blocks, and all */
 typedef struct {
     unsigned cp, cu, cb;
-    long long ghost_blocks, blocks;
+    long long pre_bc, pre_st, blocks;
 } hg_ki_shape_t;
 void hg_cuda_ki_shape(const hg_args_ki_t *a, hg_ki_shape_t *shape);
 /* enqueue a run's kernel (its shape from hg_cuda_ki_shape) */

@@ -29,17 +29,6 @@ static int g_pdl = 1;
 
 extern "C" void hg_cuda_set_pdl(int on) { g_pdl = on; }
 
-/* cell idx (interior cells of all boxes, i fastest) -> box and offset */
-__device__ __forceinline__ void cell_of(const hg_geom_t &g, long long idx, int &b, int &i, int &j,
-                                        int &k)
-{
-    const long long n = g.n;
-    i = (int)(idx % n);
-    j = (int)((idx / n) % n);
-    k = (int)((idx / (n * n)) % n);
-    b = (int)(idx / (n * n * n));
-}
-
 __global__ void k_axpby(hg_args_axpby_t a)
 {
     hg_pdl_enter();
@@ -128,42 +117,7 @@ __global__ void k_combine(hg_args_combine_t a)
 __global__ void k_stencil(hg_args_stencil_t a)
 {
     hg_pdl_enter();
-    long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    const long long total = (long long)a.g.nb * a.g.n * a.g.n * a.g.n;
-    if (idx >= total)
-        return;
-    int b, i, j, k;
-    cell_of(a.g, idx, b, i, j, k);
-    const int js = a.g.js, ks = a.g.ks;
-    const long long o = origin(a.g, b);
-    const int c = i + j * js + k * ks;
-    const double *x = a.x + o, *bi = a.beta_i + o, *bj = a.beta_j + o, *bk = a.beta_k + o;
-    double *out = a.out + o;
-    const double bh2 = a.b * a.h2inv;
-    switch (a.variant) {
-    case HG_S_APPLY:
-        out[c] = hg_apply(a.op, x + c, bi + c, bj + c, bk + c, js, ks, bh2);
-        break;
-    case HG_S_RESIDUAL:
-        out[c] = a.rhs[o + c] - hg_apply(a.op, x + c, bi + c, bj + c, bk + c, js, ks, bh2);
-        break;
-    case HG_S_GSRB: {
-        const int *lo = a.g.low + 3 * b;
-        const int p0 = (lo[0] + lo[1] + lo[2] + a.sweep) & 1;
-        if (((i + j + k + p0) & 1) == 0) {
-            const double ax = hg_apply(a.op, x + c, bi + c, bj + c, bk + c, js, ks, bh2);
-            out[c] = x[c] + a.dinv[o + c] * (a.rhs[o + c] - ax);
-        } else if (a.copy_other) {
-            out[c] = x[c];
-        }
-        break;
-    }
-    case HG_S_CHEBY: {
-        const double ax = hg_apply(a.op, x + c, bi + c, bj + c, bk + c, js, ks, bh2);
-        out[c] = x[c] + a.c1 * (x[c] - a.xnm1[o + c]) + a.c2 * a.dinv[o + c] * (a.rhs[o + c] - ax);
-        break;
-    }
-    }
+    hg_stencil_cell(a, (long long)blockIdx.x * blockDim.x + threadIdx.x);
 }
 
 /* grid (ghost regions, chunks): a block covers a chunk of one region */
@@ -179,8 +133,6 @@ __global__ void k_tiles(hg_args_tiles_t a)
     hg_pdl_enter();
     hg_tile_run(a, a.t[blockIdx.x], a.sbuf, a.dbuf, blockIdx.y, gridDim.y, false);
 }
-
-static unsigned blocks_for(long long total) { return (unsigned)((total + NT - 1) / NT); }
 
 extern "C" void hg_cuda_run(void *stream, int kind, const void *args)
 {

@@ -14,7 +14,9 @@
  *            partition (which copies it into the receive buffer) and
  *            publishes that, the tile's other chunks wait for it; each then
  *            unpacks its chunk.
- *   boundary after an exchange, once every unpack and local block is done.
+ *   boundary after an exchange, once every block before is done;
+ *   stencil  then a stencil sweep on the exchanged vector (the smoother's,
+ *            the residual's), once every block before is done.
  * A block waits only for blocks with a smaller ticket (they run: they
  * started before it) or for the peer's pack blocks of the same run (which
  * wait for nothing, and the peer's kernels before this one wait only for
@@ -138,7 +140,10 @@ __device__ __forceinline__ void ki_unpack(const hg_args_ki_t &a, int b, unsigned
 
 /* Logical blocks (by ticket): [0, P) pack (tile id / cp, chunk id % cp),
  * [P, P + L) local tiles alike, [P + L, P + L + U) unpack (cu chunks per
- * tile), then the boundary conditions (region, chunk of cb). */
+ * tile), then B boundary blocks (region, chunk of cb), then the stencil's
+ * blocks. Every block before the stencil's counts itself in *done once its
+ * stores are out; the boundary blocks wait for the P + L + U before them,
+ * the stencil blocks for all. */
 __global__ void k_ki_run(hg_args_ki_t a, unsigned cp, unsigned cu, unsigned cb)
 {
     __shared__ unsigned long long id;
@@ -150,33 +155,35 @@ __global__ void k_ki_run(hg_args_ki_t a, unsigned cp, unsigned cu, unsigned cb)
     __syncthreads();
     const unsigned long long P = (unsigned long long)a.pack.nt * cp,
                              L = (unsigned long long)a.local.nt * cp,
-                             U = (unsigned long long)a.unpack.nt * cu;
+                             U = (unsigned long long)a.unpack.nt * cu,
+                             B = (unsigned long long)a.bc.nbc * cb;
+    if (id >= P + L + U + B) { /* a stencil block */
+        if (threadIdx.x == 0)
+            ki_spin(a.done, a.st_target, a.err);
+        __syncthreads();
+        hg_stencil_cell(a.st, (long long)(id - P - L - U - B) * blockDim.x + threadIdx.x);
+        return;
+    }
     if (id < P) {
         ki_pack(a, (int)(id / cp), (unsigned)(id % cp), cp);
-        return;
-    }
-    if (id < P + L + U) {
-        if (id < P + L) {
-            const hg_tile_t T = a.local.t[(id - P) / cp];
-            hg_tile_run(a.local, T, a.local.sbuf, a.local.dbuf, (unsigned)((id - P) % cp), cp,
-                        false);
-        } else {
-            const unsigned long long u = id - P - L;
-            ki_unpack(a, (int)(u / cu), (unsigned)(u % cu), cu);
-        }
-        /* this block's cells, then its count (the boundary blocks wait for
-         * every local and unpack block of this run and the runs before) */
-        __threadfence();
-        __syncthreads();
+    } else if (id < P + L) {
+        const hg_tile_t T = a.local.t[(id - P) / cp];
+        hg_tile_run(a.local, T, a.local.sbuf, a.local.dbuf, (unsigned)((id - P) % cp), cp, false);
+    } else if (id < P + L + U) {
+        const unsigned long long u = id - P - L;
+        ki_unpack(a, (int)(u / cu), (unsigned)(u % cu), cu);
+    } else {
+        const unsigned long long r = id - P - L - U;
         if (threadIdx.x == 0)
-            atomicAdd(a.ghosts, 1ull);
-        return;
+            ki_spin(a.done, a.bc_target, a.err);
+        __syncthreads();
+        hg_bc_run(a.bc, (int)(r / cb), (unsigned)(r % cb), cb);
     }
-    const unsigned long long r = id - P - L - U;
-    if (threadIdx.x == 0)
-        ki_spin(a.ghosts, a.ghost_target, a.err);
+    /* this block's stores, then its count */
+    __threadfence();
     __syncthreads();
-    hg_bc_run(a.bc, (int)(r / cb), (unsigned)(r % cb), cb);
+    if (threadIdx.x == 0)
+        atomicAdd(a.done, 1ull);
 }
 
 __global__ void k_ki_fill(const hg_ki_group_t *send, int lo_slot, int runs, int *err)
@@ -203,8 +210,11 @@ extern "C" void hg_cuda_ki_shape(const hg_args_ki_t *a, hg_ki_shape_t *sh)
     sh->cp = chunks_for(cells);
     sh->cu = chunks_for(tile_cells(a->unpack));
     sh->cb = a->bc.nbc ? chunks_for((long long)a->bc.g.n * a->bc.g.n * a->bc.g.g) : 1;
-    sh->ghost_blocks = (long long)a->local.nt * sh->cp + (long long)a->unpack.nt * sh->cu;
-    sh->blocks = (long long)a->pack.nt * sh->cp + sh->ghost_blocks + (long long)a->bc.nbc * sh->cb;
+    sh->pre_bc = (long long)(a->pack.nt + a->local.nt) * sh->cp + (long long)a->unpack.nt * sh->cu;
+    sh->pre_st = sh->pre_bc + (long long)a->bc.nbc * sh->cb;
+    sh->blocks = sh->pre_st;
+    if (a->st.out)
+        sh->blocks += blocks_for((long long)a->st.g.nb * a->st.g.n * a->st.g.n * a->st.g.n);
 }
 
 extern "C" void hg_cuda_ki_run(void *stream, const hg_args_ki_t *a, const hg_ki_shape_t *sh)

@@ -2,7 +2,7 @@
  * hpgmg/smoothers.c - Gauss-Seidel red-black and Chebyshev smoothers.
  *
  * GSRB: a ghost-zone exchange and the boundary conditions before every
- * sweep.  7-point: 2 smooths (R-B-R-B) in place (a red cell's neighbours are
+ * sweep (hg_exchange_stencil: on ki levels with the sweep, one kernel).  7-point: 2 smooths (R-B-R-B) in place (a red cell's neighbours are
  * all black).  fv4: 3 smooths (R-B-R-B-R-B) out of place, ping-ponging
  * between x and TEMP (the stencil reaches cells of its own colour).
  * Chebyshev: one polynomial of degree 4 (7-point) or 6 (fv4) in D^{-1}A on
@@ -14,17 +14,14 @@ void hg_smooth(hg_mg_t *mg, hg_level_t *L, int x, int rhs)
 {
     if (!L->nb)
         return;
-    const int shape = hg_op_shape(mg), order = hg_op_bc_order(mg, L);
     if (mg->smoother == HG_SMOOTH_GSRB) {
         const int oop = (mg->op == HG_OP_FV4);
         const int sweeps = 2 * (mg->op == HG_OP_FV4 ? 3 : 2);
         for (int s = 0; s < sweeps; s++) {
             const int src = (oop && (s & 1)) ? HG_VEC_TEMP : x;
             const int dst = oop ? ((s & 1) ? x : HG_VEC_TEMP) : x;
-            hg_exchange_bc(mg, L, src, shape, order);
-            double t = hg_now();
-            hg_stencil(mg, L, HG_S_GSRB, src, -1, dst, rhs, s, oop, 0.0, 0.0);
-            L->t.smooth += hg_now() - t;
+            hg_exchange_stencil(mg, L, &L->t.smooth, HG_S_GSRB, src, -1, dst, rhs, s, oop, 0.0,
+                                0.0);
         }
         return;
     }
@@ -45,9 +42,6 @@ void hg_smooth(hg_mg_t *mg, hg_level_t *L, int x, int rhs)
     for (int s = 0; s < degree; s++) {
         const int xn = (s & 1) ? HG_VEC_TEMP : x;
         const int xo = (s & 1) ? x : HG_VEC_TEMP; /* x_{n-1}, overwritten by x_{n+1} */
-        hg_exchange_bc(mg, L, xn, shape, order);
-        double t = hg_now();
-        hg_stencil(mg, L, HG_S_CHEBY, xn, xo, xo, rhs, s, 0, c1[s], c2[s]);
-        L->t.smooth += hg_now() - t;
+        hg_exchange_stencil(mg, L, &L->t.smooth, HG_S_CHEBY, xn, xo, xo, rhs, s, 0, c1[s], c2[s]);
     }
 }

@@ -43,6 +43,11 @@ int hg_op_shape(const hg_mg_t *mg);
 int hg_op_bc_order(const hg_mg_t *mg, const hg_level_t *L);
 void hg_stencil(hg_mg_t *mg, hg_level_t *L, int variant, int x, int xnm1, int out, int rhs,
                 int sweep, int copy_other, double c1, double c2);
+/* hg_exchange_bc of x (the operator's shape and order), then hg_stencil;
+ * on ki levels one kernel whose stencil blocks wait for the ghosts (its
+ * time counts as exchange), else the stencil's time goes to *t_row */
+void hg_exchange_stencil(hg_mg_t *mg, hg_level_t *L, double *t_row, int variant, int x, int xnm1,
+                         int out, int rhs, int sweep, int copy_other, double c1, double c2);
 void hg_apply_op(hg_mg_t *mg, hg_level_t *L, int ax, int x);
 void hg_residual(hg_mg_t *mg, hg_level_t *L, int r, int x, int rhs);
 

@@ -3,9 +3,9 @@
  * share: the checking macro, block size and chunking, programmatic
  * dependent launch, one tile of a tile list (pack,
  * local, unpack, restrict, interpolate) -- the body of k_tiles, which the
- * ki kernels call with each tile's own buffer base -- and one ghost region's
- * boundary condition (the body of k_bc, which the ki receive kernel runs
- * after its unpacks).
+ * ki kernel calls with each tile's own buffer base --, one ghost region's
+ * boundary condition (the body of k_bc) and one cell of a stencil sweep
+ * (the body of k_stencil), which the ki kernel runs after its unpacks.
  */
 #ifndef HPGMG_TILE_CUH
 #define HPGMG_TILE_CUH
@@ -44,6 +44,9 @@ static unsigned chunks_for(long long cells)
         c = 65535;
     return (unsigned)c;
 }
+
+/* blocks of NT threads for `total` cells, a cell per thread */
+static unsigned blocks_for(long long total) { return (unsigned)((total + NT - 1) / NT); }
 
 /* Programmatic dependent launch (sm_90; nothing before): a kernel launched
  * with it may start while the kernel before it in the stream still runs.
@@ -188,6 +191,59 @@ __device__ __forceinline__ void hg_bc_run(const hg_args_bc_t &a, int t, unsigned
     for (int c = chunk * blockDim.x + threadIdx.x; c < cells; c += nchunks * blockDim.x) {
         const int i = il + c % ni, j = jl + (c / ni) % nj, k = kl + c / (ni * nj);
         x0[i + j * js + k * ks] = hg_bc_value(x0, js, ks, n, i, j, k, si, sj, sk, a.order);
+    }
+}
+
+/* cell idx (interior cells of all boxes, i fastest) -> box and offset */
+__device__ __forceinline__ void cell_of(const hg_geom_t &g, long long idx, int &b, int &i, int &j,
+                                        int &k)
+{
+    const long long n = g.n;
+    i = (int)(idx % n);
+    j = (int)((idx / n) % n);
+    k = (int)((idx / (n * n)) % n);
+    b = (int)(idx / (n * n * n));
+}
+
+/* One cell (idx: interior cells of all boxes, i fastest) of a stencil
+ * sweep: apply, residual, a GSRB sweep or a Chebyshev step (the body of
+ * k_stencil, which the ki kernel also runs after an exchange). */
+__device__ __forceinline__ void hg_stencil_cell(const hg_args_stencil_t &a, long long idx)
+{
+    const long long total = (long long)a.g.nb * a.g.n * a.g.n * a.g.n;
+    if (idx >= total)
+        return;
+    int b, i, j, k;
+    cell_of(a.g, idx, b, i, j, k);
+    const int js = a.g.js, ks = a.g.ks;
+    const long long o = origin(a.g, b);
+    const int c = i + j * js + k * ks;
+    const double *x = a.x + o, *bi = a.beta_i + o, *bj = a.beta_j + o, *bk = a.beta_k + o;
+    double *out = a.out + o;
+    const double bh2 = a.b * a.h2inv;
+    switch (a.variant) {
+    case HG_S_APPLY:
+        out[c] = hg_apply(a.op, x + c, bi + c, bj + c, bk + c, js, ks, bh2);
+        break;
+    case HG_S_RESIDUAL:
+        out[c] = a.rhs[o + c] - hg_apply(a.op, x + c, bi + c, bj + c, bk + c, js, ks, bh2);
+        break;
+    case HG_S_GSRB: {
+        const int *lo = a.g.low + 3 * b;
+        const int p0 = (lo[0] + lo[1] + lo[2] + a.sweep) & 1;
+        if (((i + j + k + p0) & 1) == 0) {
+            const double ax = hg_apply(a.op, x + c, bi + c, bj + c, bk + c, js, ks, bh2);
+            out[c] = x[c] + a.dinv[o + c] * (a.rhs[o + c] - ax);
+        } else if (a.copy_other) {
+            out[c] = x[c];
+        }
+        break;
+    }
+    case HG_S_CHEBY: {
+        const double ax = hg_apply(a.op, x + c, bi + c, bj + c, bk + c, js, ks, bh2);
+        out[c] = x[c] + a.c1 * (x[c] - a.xnm1[o + c]) + a.c2 * a.dinv[o + c] * (a.rhs[o + c] - ax);
+        break;
+    }
     }
 }
 
