@@ -463,11 +463,7 @@ static uint64_t backend_poll_trigger(mxa_stream_t *s)
 static int backend_capturing(mxa_stream_t *s)
 {
     cuda_stream_t *cs = (cuda_stream_t *)s;
-    int entered = ctx_enter(cs->ctx->ctx);
-    CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
-    CUresult r = cu_capture_status(cs->cu, &cap);
-    ctx_leave(entered);
-    return r == CUDA_SUCCESS && cap != CU_STREAM_CAPTURE_STATUS_NONE;
+    return stream_in_capture(cs->ctx->ctx, cs->cu);
 }
 
 /* Invalidate the capture s is in: synchronizing a capturing stream is one
