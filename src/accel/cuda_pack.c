@@ -19,7 +19,6 @@
 
 #include <pthread.h>
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
 #include "util/log.h"
@@ -164,26 +163,11 @@ mxu_status_t mxa_cuda_stream_pack(mxa_stream_t *s, const mxa_pack_args_t *args)
         a.limit_at = (uint64_t)limit_word;
     }
     void *kargs[] = {&a};
-    if (r == CUDA_SUCCESS && cx->sx_pdl) {
-        /* programmatic dependent launch (sm_90, as the SX steps): the
-         * launch overlaps the kernel ahead -- a receive step lets its
-         * dependents start at once -- and the kernel waits for it */
-        CUlaunchAttribute at;
-        memset(&at, 0, sizeof(at));
-        at.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-        at.value.programmaticStreamSerializationAllowed = 1;
-        CUlaunchConfig cfg;
-        memset(&cfg, 0, sizeof(cfg));
-        cfg.gridDimX = blocks, cfg.gridDimY = 1, cfg.gridDimZ = 1;
-        cfg.blockDimX = threads, cfg.blockDimY = 1, cfg.blockDimZ = 1;
-        cfg.hStream = cs->cu;
-        cfg.attrs = &at;
-        cfg.numAttrs = 1;
-        r = MXA_CU(cuLaunchKernelEx)(&cfg, cx->fn_pack, kargs, NULL);
-    } else if (r == CUDA_SUCCESS) {
-        r = MXA_CU(cuLaunchKernel)(cx->fn_pack, blocks, 1, 1, threads, 1, 1, 0, cs->cu, kargs,
-                                   NULL);
-    }
+    /* programmatic dependent launch as the SX steps: the launch overlaps
+     * the kernel ahead -- a receive step lets its dependents start at
+     * once -- and the kernel waits for it */
+    if (r == CUDA_SUCCESS)
+        r = cu_launch(cx->fn_pack, blocks, threads, cs->cu, cx->sx_pdl, kargs, NULL);
     ctx_leave(entered);
     if (r != CUDA_SUCCESS)
         MXU_FAIL(cu_err_is_bad_handle(r) ? MXU_ERR_INVALID_STREAM : MXU_ERR_NO_DEVICE,

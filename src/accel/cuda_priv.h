@@ -198,6 +198,15 @@ void *mxa_cuda_driver_proc(void *lib, const char *name, int since, const char *d
 mxu_status_t mxa_cuda_slot_alloc(unsigned char **host_out);
 mxu_status_t mxa_cuda_host_to_dev(void *host, CUdeviceptr *d);
 
+/* cuda_stream.c: launch f on stream (the caller made its context current):
+ * grid x block threads, the parameters as kargs or extra (cuLaunchKernel's
+ * kernelParams and extra). pdl: with programmatic dependent launch (sm_90:
+ * cuda_ctx_t.sx_pdl), so f may start before the kernel ahead of it ends --
+ * f waits for it (griddepcontrol.wait) before it depends on it; a plain
+ * launch without cuLaunchKernelEx. */
+CUresult cu_launch(CUfunction f, unsigned grid, unsigned block, CUstream stream, int pdl,
+                   void **kargs, void **extra);
+
 /* cuda_ctx.c: contexts (mxa_cuda_g.lock held for mxa_cuda_ctx_get and mxa_cuda_wait_until_warm) */
 mxu_status_t mxa_cuda_ctx_get(CUcontext c, cuda_ctx_t **out);
 void mxa_cuda_run_new_context_hook(void);

@@ -351,6 +351,27 @@ out:
     return status;
 }
 
+/* ----------------------------------------------------------- launches */
+
+CUresult cu_launch(CUfunction f, unsigned grid, unsigned block, CUstream stream, int pdl,
+                   void **kargs, void **extra)
+{
+    if (!pdl || MXA_CU(cuLaunchKernelEx) == NULL)
+        return MXA_CU(cuLaunchKernel)(f, grid, 1, 1, block, 1, 1, 0, stream, kargs, extra);
+    CUlaunchAttribute at;
+    memset(&at, 0, sizeof(at));
+    at.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    at.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.gridDimX = grid, cfg.gridDimY = 1, cfg.gridDimZ = 1;
+    cfg.blockDimX = block, cfg.blockDimY = 1, cfg.blockDimZ = 1;
+    cfg.hStream = stream;
+    cfg.attrs = &at;
+    cfg.numAttrs = 1;
+    return MXA_CU(cuLaunchKernelEx)(&cfg, f, kargs, extra);
+}
+
 /* ------------------------------------------------------- stream points */
 
 static mxu_status_t enqueue_point_(cuda_stream_t *cs, int is_wait, uint64_t seq);

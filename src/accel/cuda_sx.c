@@ -319,25 +319,9 @@ static mxu_status_t sx_launch(cuda_stream_t *cs, CUfunction f, unsigned blocks, 
                  cs->pub.handle);
     void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, param, CU_LAUNCH_PARAM_BUFFER_SIZE,
                      &param_bytes, CU_LAUNCH_PARAM_END};
-    CUresult r;
-    if (pdl) {
-        /* the step may start before the kernel ahead of it finishes; it
-         * waits for that kernel (griddepcontrol.wait) before its reads */
-        CUlaunchAttribute at;
-        memset(&at, 0, sizeof(at));
-        at.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-        at.value.programmaticStreamSerializationAllowed = 1;
-        CUlaunchConfig cfg;
-        memset(&cfg, 0, sizeof(cfg));
-        cfg.gridDimX = blocks, cfg.gridDimY = 1, cfg.gridDimZ = 1;
-        cfg.blockDimX = threads, cfg.blockDimY = 1, cfg.blockDimZ = 1;
-        cfg.hStream = cs->cu;
-        cfg.attrs = &at;
-        cfg.numAttrs = 1;
-        r = MXA_CU(cuLaunchKernelEx)(&cfg, f, NULL, extra);
-    } else {
-        r = MXA_CU(cuLaunchKernel)(f, blocks, 1, 1, threads, 1, 1, 0, cs->cu, NULL, extra);
-    }
+    /* pdl: the step may start before the kernel ahead of it finishes; it
+     * waits for that kernel (griddepcontrol.wait) before its reads */
+    CUresult r = cu_launch(f, blocks, threads, cs->cu, pdl, NULL, extra);
     ctx_leave(entered);
     mxu_ct_inner_end(f == cs->ctx->fn_sx_recv || f == cs->ctx->fn_sx_recv1 ? MXU_CT_CU_LAUNCH_RECV
                                                                            : MXU_CT_CU_LAUNCH,
