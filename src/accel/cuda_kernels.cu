@@ -690,11 +690,7 @@ template <typename P> static __device__ __forceinline__ void mxa_sx_recv_body(co
         if (d->len_word) {
             /* the received length for work after the step (a derived
              * type's unpack reads it in stream order: no host between) */
-            uint64_t len = s_gave_up                                             ? 0
-                           : outcome == MXA_SX_OK || outcome == MXA_SX_TRUNCATED ? take
-                           : outcome == MXA_SX_DELIVERED
-                               ? *(volatile const mxa_u64 *)&rec->delivered_bytes
-                               : 0;
+            uint64_t len = s_gave_up ? 0 : mxa_sx_recv_len(rec, outcome, take);
             *(volatile mxa_u64 *)(size_t)d->len_word = len;
         }
         if (s_gave_up) {

@@ -1227,13 +1227,9 @@ typedef struct {
 static void host_recv_finish(const mxa_sx_recv_desc_t *d, mxa_sx_record_t *rec, uint64_t take,
                              int outcome, int32_t slot)
 {
-    if (d->len_word) {
-        uint64_t len = outcome == MXA_SX_OK || outcome == MXA_SX_TRUNCATED ? take
-                       : outcome == MXA_SX_DELIVERED
-                           ? __atomic_load_n(&rec->delivered_bytes, __ATOMIC_RELAXED)
-                           : 0;
-        __atomic_store_n((uint64_t *)(uintptr_t)d->len_word, len, __ATOMIC_RELEASE);
-    }
+    if (d->len_word)
+        __atomic_store_n((uint64_t *)(uintptr_t)d->len_word, mxa_sx_recv_len(rec, outcome, take),
+                         __ATOMIC_RELEASE);
     mxa_sx_record_finish(rec, take, outcome, slot);
 }
 

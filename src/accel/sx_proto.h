@@ -503,4 +503,14 @@ MXA_SX_FN void mxa_sx_record_finish_relaxed(mxa_sx_record_t *r, uint64_t bytes, 
     mxa_sx_store_relaxed(&r->done, mxa_sx_done_word(bytes, error, slot));
 }
 
+/* Receiver: the received length a step with outcome `outcome` writes into
+ * its desc's len_word: what it copied (take) for OK and TRUNCATED, the
+ * record's delivered_bytes for a message UCX delivered, else 0. */
+MXA_SX_FN uint64_t mxa_sx_recv_len(const mxa_sx_record_t *r, int32_t outcome, uint64_t take)
+{
+    if (outcome == MXA_SX_OK || outcome == MXA_SX_TRUNCATED)
+        return take;
+    return outcome == MXA_SX_DELIVERED ? mxa_sx_load_relaxed(&r->delivered_bytes) : 0;
+}
+
 #endif
