@@ -185,6 +185,40 @@ static int host_errors(int *d)
     return h;
 }
 
+/* B and G: one epoch of n round trips in one kernel (value 0: B's
+ * pingpong_kernel; 1: G's pingpong_value_kernel), timed on the GPU and
+ * its errors checked */
+static void pingpong_epoch(cudaStream_t s, MPI_Comm c, MPI_Request *ps, MPI_Request *pr,
+                           mpix_acc_dreq_t *pds, mpix_acc_dreq_t *pdr, uint64_t *out,
+                           const uint64_t *in, int n, int value, int rep, const char *mode,
+                           int *derr)
+{
+    const char *what = value ? "value ping-pong" : "ping-pong";
+    T_MPI(MPIX_Acc_Start(s, pr));
+    T_MPI(MPIX_Acc_Start(s, ps));
+    cudaEvent_t e0, e1;
+    GT_CUDA(cudaEventCreate(&e0));
+    GT_CUDA(cudaEventCreate(&e1));
+    T_MPI(MPI_Barrier(c));
+    GT_CUDA(cudaEventRecord(e0, s));
+    if (value)
+        pingpong_value_kernel<<<1, 1, 0, s>>>(pds, pdr, t_rank, n, derr);
+    else
+        pingpong_kernel<<<1, 32, 0, s>>>(pds, pdr, out, in, t_rank, n, derr);
+    GT_CUDA(cudaEventRecord(e1, s));
+    T_MPI(MPIX_Acc_Wait(s, ps, MPI_STATUS_IGNORE));
+    T_MPI(MPIX_Acc_Wait(s, pr, MPI_STATUS_IGNORE));
+    GT_CUDA(cudaStreamSynchronize(s));
+    float ms = 0;
+    GT_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+    if (t_rank == 0)
+        printf("[partitioned] %s in one epoch: %d round trips, %.2f us per half round trip (GPU "
+               "time, %s)\n",
+               what, n, ms * 1000.0 / (2.0 * n), mode);
+    int e = host_errors(derr);
+    T_CHECK(e == 0, "%s rep %d: %d errors", what, rep, e);
+}
+
 int main(int argc, char **argv)
 {
     gt_init(&argc, &argv, "partitioned", 240);
@@ -309,54 +343,15 @@ int main(int argc, char **argv)
     mpix_acc_dreq_t *pds, *pdr;
     T_MPI(MPIX_Acc_Prequest_get_device(ps, &pds));
     T_MPI(MPIX_Acc_Prequest_get_device(pr, &pdr));
-    for (int rep = 0; rep < 3; rep++) {
-        T_MPI(MPIX_Acc_Start(s, &pr));
-        T_MPI(MPIX_Acc_Start(s, &ps));
-        cudaEvent_t e0, e1;
-        GT_CUDA(cudaEventCreate(&e0));
-        GT_CUDA(cudaEventCreate(&e1));
-        T_MPI(MPI_Barrier(c));
-        GT_CUDA(cudaEventRecord(e0, s));
-        pingpong_kernel<<<1, 32, 0, s>>>(pds, pdr, out, in, t_rank, N, derr);
-        GT_CUDA(cudaEventRecord(e1, s));
-        T_MPI(MPIX_Acc_Wait(s, &ps, MPI_STATUS_IGNORE));
-        T_MPI(MPIX_Acc_Wait(s, &pr, MPI_STATUS_IGNORE));
-        GT_CUDA(cudaStreamSynchronize(s));
-        float ms = 0;
-        GT_CUDA(cudaEventElapsedTime(&ms, e0, e1));
-        if (t_rank == 0)
-            printf("[partitioned] ping-pong in one epoch: %d round trips, %.2f us per half "
-                   "round trip (GPU time, %s)\n",
-                   N, ms * 1000.0 / (2.0 * N), mode);
-        e = host_errors(derr);
-        T_CHECK(e == 0, "ping-pong rep %d: %d errors", rep, e);
-    }
+    for (int rep = 0; rep < 3; rep++)
+        pingpong_epoch(s, c, &ps, &pr, pds, pdr, out, in, N, 0, rep, mode, derr);
     if (t_rank == 0)
         printf("[partitioned] B ok\n"), fflush(stdout);
 
     t_phase("G. value calls: ping-pong, receive buffer, a value of the wrong size");
     for (int rep = 0; rep < 3; rep++) {
         GT_CUDA(cudaMemset(in, 0, sizeof(uint64_t) * N));
-        T_MPI(MPIX_Acc_Start(s, &pr));
-        T_MPI(MPIX_Acc_Start(s, &ps));
-        cudaEvent_t e0, e1;
-        GT_CUDA(cudaEventCreate(&e0));
-        GT_CUDA(cudaEventCreate(&e1));
-        T_MPI(MPI_Barrier(c));
-        GT_CUDA(cudaEventRecord(e0, s));
-        pingpong_value_kernel<<<1, 1, 0, s>>>(pds, pdr, t_rank, N, derr);
-        GT_CUDA(cudaEventRecord(e1, s));
-        T_MPI(MPIX_Acc_Wait(s, &ps, MPI_STATUS_IGNORE));
-        T_MPI(MPIX_Acc_Wait(s, &pr, MPI_STATUS_IGNORE));
-        GT_CUDA(cudaStreamSynchronize(s));
-        float ms = 0;
-        GT_CUDA(cudaEventElapsedTime(&ms, e0, e1));
-        if (t_rank == 0)
-            printf("[partitioned] value ping-pong in one epoch: %d round trips, %.2f us per half "
-                   "round trip (GPU time, %s)\n",
-                   N, ms * 1000.0 / (2.0 * N), mode);
-        e = host_errors(derr);
-        T_CHECK(e == 0, "value ping-pong rep %d: %d errors", rep, e);
+        pingpong_epoch(s, c, &ps, &pr, pds, pdr, out, in, N, 1, rep, mode, derr);
         /* the value calls fill the receive buffer too */
         uint64_t *h = (uint64_t *)malloc(sizeof(uint64_t) * N);
         GT_CUDA(cudaMemcpy(h, in, sizeof(uint64_t) * N, cudaMemcpyDeviceToHost));
