@@ -260,15 +260,22 @@ extern "C" int bench_ki_latency(MPI_Comm comm, int role, void *stream, const voi
 
 extern "C" int bench_ki_value_ok(size_t n) { return n > 0 && n % 4 == 0 && n <= 16; }
 
-extern "C" int bench_ki_latency_value(MPI_Comm comm, int role, void *stream, const void *sbuf,
-                                      void *rbuf, size_t n, int iters, char *why, size_t len)
+/* ki_setup for ki-value, whose messages are 4, 8, 12 or 16 bytes */
+static int ki_value_setup(MPI_Comm comm, int role, int mode, size_t n, int parts, void *rbuf,
+                          char *why, size_t len)
 {
-    cudaStream_t s = (cudaStream_t)stream;
     if (!bench_ki_value_ok(n)) {
         snprintf(why, len, "ki-value takes messages of 4, 8, 12 or 16 bytes, not %zu", n);
         return -1;
     }
-    if (ki_setup(comm, role, 1, n, iters, NULL, why, len) != 0)
+    return ki_setup(comm, role, mode, n, parts, rbuf, why, len);
+}
+
+extern "C" int bench_ki_latency_value(MPI_Comm comm, int role, void *stream, const void *sbuf,
+                                      void *rbuf, size_t n, int iters, char *why, size_t len)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    if (ki_value_setup(comm, role, 1, n, iters, NULL, why, len) != 0)
         return -1;
     KI_MPI(MPIX_Acc_Start(s, &ki.r));
     KI_MPI(MPIX_Acc_Start(s, &ki.s));
@@ -292,11 +299,7 @@ extern "C" int bench_ki_bandwidth_value(MPI_Comm comm, int role, void *stream, c
                                         size_t len)
 {
     cudaStream_t s = (cudaStream_t)stream;
-    if (!bench_ki_value_ok(n)) {
-        snprintf(why, len, "ki-value takes messages of 4, 8, 12 or 16 bytes, not %zu", n);
-        return -1;
-    }
-    if (ki_setup(comm, role, 2, n, window, rbuf, why, len) != 0)
+    if (ki_value_setup(comm, role, 2, n, window, rbuf, why, len) != 0)
         return -1;
 #define KI_BW_VALUE_SEND(K)                                                                        \
     ki_bw_value_send_kernel<K><<<window, 1, 0, s>>>(ki.ds, (const ki_val<K> *)sbuf, ki.err)
