@@ -61,9 +61,8 @@ typedef struct mxi_tmpl {
 
 typedef struct mxi_gwait {
     struct mxi_gwait *next;
-    mxi_graph_state_t *gs;
     int n;
-    mxi_tmpl_t **t;
+    mxi_tmpl_t **t;      /* all of one capture (their gs) */
     MPI_Status **status; /* per template, the status to write (NULL: none) */
 } mxi_gwait_t;
 
@@ -232,7 +231,7 @@ static void mxi_gwait_run(void *arg)
                         (double)(mxu_now_ns() - start) / 1e9);
         }
         if (!op || op->result.error != MXU_OK)
-            atomic_fetch_add(&w->gs->errors, 1);
+            atomic_fetch_add(&w->t[i]->gs->errors, 1);
         MPI_Status *stp = w->status[i];
         if (stp) {
             if (op) {
@@ -355,7 +354,6 @@ int mxi_graph_wait_handles(mxa_stream_t *s, int count, MPI_Request *const reqs[]
         free(w);
         return mxi_raise(err_comm, MXI_E_NO_MEM, "captured stream wait");
     }
-    w->gs = gs;
     const char *bad = NULL;
     for (int i = 0; i < count && !bad; i++) {
         if (*reqs[i] == MPI_REQUEST_NULL)
