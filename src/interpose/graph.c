@@ -335,8 +335,8 @@ int mxi_graph_p2p(mxa_stream_t *s, mxi_origin_t origin, int is_send, void *buf, 
     return MPI_SUCCESS;
 }
 
-int mxi_graph_wait_handles(mxa_stream_t *s, int count, MPI_Request *const reqs[],
-                           MPI_Status *const statuses[], MPI_Comm err_comm)
+int mxi_graph_wait(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *statuses,
+                   const int *at, MPI_Comm err_comm)
 {
     mxi_graph_state_t *gs = mxi_capture_of(s);
     if (!gs)
@@ -356,9 +356,10 @@ int mxi_graph_wait_handles(mxa_stream_t *s, int count, MPI_Request *const reqs[]
     }
     const char *bad = NULL;
     for (int i = 0; i < count && !bad; i++) {
-        if (*reqs[i] == MPI_REQUEST_NULL)
+        int k = at ? at[i] : i;
+        if (reqs[k] == MPI_REQUEST_NULL)
             continue;
-        mxe_op_t *op = mxi_request_op(*reqs[i]);
+        mxe_op_t *op = mxi_request_op(reqs[k]);
         mxi_tmpl_t *t = op && (op->user_flags & MXI_OPF_TEMPLATE) ? op->user : NULL;
         if (!t)
             bad = "a stream wait, captured into a host graph, on a request made outside the "
@@ -369,7 +370,7 @@ int mxi_graph_wait_handles(mxa_stream_t *s, int count, MPI_Request *const reqs[]
             bad = "a second captured stream wait on one request";
         else {
             w->t[w->n] = t;
-            w->status[w->n] = statuses ? statuses[i] : NULL;
+            w->status[w->n] = statuses ? &statuses[k] : NULL;
             w->n++;
         }
     }
@@ -390,39 +391,20 @@ int mxi_graph_wait_handles(mxa_stream_t *s, int count, MPI_Request *const reqs[]
     pthread_mutex_unlock(&mxi_cap_lock);
     /* the requests are the wait's now: retired (the templates stay) */
     for (int i = 0; i < count; i++) {
-        if (*reqs[i] == MPI_REQUEST_NULL) {
-            if (statuses && statuses[i]) {
-                statuses[i]->MPI_SOURCE = MPI_ANY_SOURCE;
-                statuses[i]->MPI_TAG = MPI_ANY_TAG;
-                statuses[i]->MPI_ERROR = MPI_SUCCESS;
+        int k = at ? at[i] : i;
+        if (reqs[k] == MPI_REQUEST_NULL) {
+            if (statuses) {
+                statuses[k].MPI_SOURCE = MPI_ANY_SOURCE;
+                statuses[k].MPI_TAG = MPI_ANY_TAG;
+                statuses[k].MPI_ERROR = MPI_SUCCESS;
             }
             continue;
         }
-        mxe_op_t *op = mxi_request_op(*reqs[i]);
+        mxe_op_t *op = mxi_request_op(reqs[k]);
         ((mxi_tmpl_t *)op->user)->waited = 1;
-        mxi_request_retire(reqs[i], op);
+        mxi_request_retire(&reqs[k], op);
     }
     return MPI_SUCCESS;
-}
-
-int mxi_graph_waitall(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *statuses,
-                      MPI_Comm err_comm)
-{
-    MPI_Request **rq = malloc(sizeof(*rq) * (size_t)(count ? count : 1));
-    MPI_Status **st = malloc(sizeof(*st) * (size_t)(count ? count : 1));
-    if (!rq || !st) {
-        free(rq);
-        free(st);
-        return mxi_raise(err_comm, MXI_E_NO_MEM, "captured stream wait");
-    }
-    for (int i = 0; i < count; i++) {
-        rq[i] = &reqs[i];
-        st[i] = statuses ? &statuses[i] : NULL;
-    }
-    int rc = mxi_graph_wait_handles(s, count, rq, st, err_comm);
-    free(rq);
-    free(st);
-    return rc;
 }
 
 /* ---------------------------------------------------------------- API */

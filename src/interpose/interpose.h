@@ -300,13 +300,11 @@ int mxi_graph_capturing(const mxa_stream_t *s);
 int mxi_graph_p2p(mxa_stream_t *s, mxi_origin_t origin, int is_send, void *buf, size_t bytes,
                   int contiguous, int peer, int tag, MPI_Comm comm, const mxi_comm_t *c,
                   int synchronous, MPI_Request *req);
-/* A stream wait on a capturing stream: recorded; the requests are retired. */
-int mxi_graph_waitall(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *statuses,
-                      MPI_Comm err_comm);
-/* The same for handles and statuses given by address (statuses may be NULL,
- * or hold NULLs: not wanted). */
-int mxi_graph_wait_handles(mxa_stream_t *s, int count, MPI_Request *const reqs[],
-                           MPI_Status *const statuses[], MPI_Comm err_comm);
+/* A stream wait on a capturing stream: recorded; the requests are retired.
+ * Its count requests are reqs[at[i]] (at NULL: reqs[0..count-1]), their
+ * statuses the same elements of statuses (NULL: none wanted). */
+int mxi_graph_wait(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *statuses,
+                   const int *at, MPI_Comm err_comm);
 
 /* Grequest callbacks */
 int mxi_greq_query(void *extra_state, MPI_Status *status);

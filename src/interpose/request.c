@@ -283,6 +283,8 @@ int mxi_stream_waitall(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Statu
 static int mxi_stream_waitall_(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *statuses,
                                MPI_Comm err_comm)
 {
+    if (mxi_graph_capturing(s))
+        return mxi_graph_wait(s, count, reqs, statuses, NULL, err_comm);
     mxe_op_t *ops_local[16];
     void *targets_local[16];
     mxe_op_t **ops = ops_local;
@@ -297,13 +299,6 @@ static int mxi_stream_waitall_(mxa_stream_t *s, int count, MPI_Request reqs[], M
         }
     }
     int rc = MPI_SUCCESS, n = 0, stale = 0;
-    if (mxi_graph_capturing(s)) {
-        if (ops != ops_local) {
-            free(ops);
-            free(targets);
-        }
-        return mxi_graph_waitall(s, count, reqs, statuses, err_comm);
-    }
     mxi_reap(0);
     for (int i = 0; i < count; i++) {
         MPI_Status *st = statuses ? &statuses[i] : MPI_STATUS_IGNORE;
@@ -633,13 +628,8 @@ static int mxi_waitall_stream_part(int count, MPI_Request reqs[], MPI_Status sta
             }
         }
         if (mxi_graph_capturing(s)) { /* a wait captured into a host graph */
-            MPI_Request *rq[32];
-            MPI_Status *st[32];
-            for (int k = 0; k < m; k++) {
-                rq[k] = &reqs[at[k]];
-                st[k] = targets[k];
-            }
-            int grc = mxi_graph_wait_handles(s, m, rq, st, MPI_COMM_SELF);
+            int grc = mxi_graph_wait(s, m, reqs, statuses == MPI_STATUSES_IGNORE ? NULL : statuses,
+                                     at, MPI_COMM_SELF);
             if (grc != MPI_SUCCESS)
                 return grc;
             for (int k = 0; k < m; k++)

@@ -18,7 +18,7 @@
  *   D: a request freed inside the capture: its sends go unwaited and still
  *      arrive (checked by plain receives).
  *   F: a stream communicator's ordinary MPI_Irecv/MPI_Isend/MPI_Waitall
- *      captured; 100 launches.
+ *      (statuses) captured; 100 launches, statuses checked.
  *   E: errors: a host wait on a captured request (MPI_ERR_REQUEST, no
  *      hang), a collective on a capturing stream breaks the capture (its
  *      end fails with MPI_ERR_UNSUPPORTED_OPERATION), a request left active
@@ -266,13 +266,20 @@ int main(int argc, char **argv)
         MPIX_Acc_stream cs;
         MPI_Comm sc = t_stream_comm(&cs);
         step_arg_t ff = {.buf = sb, .n = MSG, .rank = t_rank, .tag = 13};
-        step_arg_t cf = {.buf = rb, .n = MSG, .rank = prev, .tag = 13};
+        MPI_Status fst[2];
+        step_arg_t cf = {.buf = rb,
+                         .n = MSG,
+                         .rank = prev,
+                         .tag = 13,
+                         .st = &fst[0],
+                         .st_src = prev,
+                         .st_tag = 13};
         MPI_Request r[2];
         T_MPI(MPIX_Acc_Hoststream_begin_capture(cs));
         T_MPI(MPIX_Acc_Hoststream_launch(cs, fill_fn, &ff));
         T_MPI(MPI_Irecv(rb, MSG, MPI_DOUBLE, prev, 13, sc, &r[0]));
         T_MPI(MPI_Isend(sb, MSG, MPI_DOUBLE, next, 13, sc, &r[1]));
-        T_MPI(MPI_Waitall(2, r, MPI_STATUSES_IGNORE));
+        T_MPI(MPI_Waitall(2, r, fst));
         T_MPI(MPIX_Acc_Hoststream_launch(cs, check_fn, &cf));
         T_MPI(MPIX_Acc_Hoststream_end_capture(cs, &g));
         for (int k = 0; k < 100; k++)
