@@ -22,6 +22,9 @@
  * lets it go (its request was freed). A wait entry blocks the stream's
  * thread until its operations completed and writes their statuses where the
  * capture's wait said. No host call per launch besides the launch itself.
+ * A template with MPI_PROC_NULL records no fire entry: as outside graphs
+ * (p2p.c's mxi_proc_null_request), a launch makes no operation for it, and
+ * a wait on it writes MPI's PROC_NULL status.
  * (CUDA graphs need device-side fire and wait nodes -- a counter the
  * progress thread watches; the operations made from it are the same.)
  */
@@ -217,6 +220,14 @@ static void mxi_gwait_run(void *arg)
 {
     mxi_gwait_t *w = arg;
     for (int i = 0; i < w->n; i++) {
+        MPI_Status *stp = w->status[i];
+        if (w->t[i]->peer == MXE_PROC_NULL) { /* no operation (no fire entry): MPI's status */
+            if (stp) {
+                mxi_proc_null_status(stp);
+                stp->MPI_ERROR = MPI_SUCCESS;
+            }
+            continue;
+        }
         int none = 0;
         mxe_op_t *op = mxi_fifo_pop(w->t[i], &none);
         if (none)
@@ -232,7 +243,6 @@ static void mxi_gwait_run(void *arg)
         }
         if (!op || op->result.error != MXU_OK)
             atomic_fetch_add(&w->t[i]->gs->errors, 1);
-        MPI_Status *stp = w->status[i];
         if (stp) {
             if (op) {
                 mxi_fill_status(op, stp);
@@ -296,7 +306,9 @@ int mxi_graph_p2p(mxa_stream_t *s, mxi_origin_t origin, int is_send, void *buf, 
     mxe_op_t *op = NULL;
     mxu_status_t st =
         mxe_op_create_local(mxa_none_stream(), is_send ? MXE_OP_SEND : MXE_OP_RECV, 0, &op);
-    if (st == MXU_OK)
+    /* MPI_PROC_NULL: no fire entry -- a launch makes no operation, as
+     * mxi_proc_null_request makes none, and the wait writes its status */
+    if (st == MXU_OK && t->peer != MXE_PROC_NULL)
         st = mxa_host_capture_add(s, mxi_tmpl_fire, t);
     if (st != MXU_OK) {
         if (op) {

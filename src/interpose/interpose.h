@@ -292,6 +292,11 @@ void mxi_result_writer(mxe_op_t *op, void *target);
  * a captured stream wait takes its requests). *req = MPI_REQUEST_NULL. */
 void mxi_request_retire(MPI_Request *req, mxe_op_t *op);
 
+/* p2p.c: MPI's status of an operation with MPI_PROC_NULL (source
+ * MPI_PROC_NULL, tag MPI_ANY_TAG, count 0, not cancelled; MPI_ERROR is
+ * left alone), as the shortcut's requests give it. */
+void mxi_proc_null_status(MPI_Status *st);
+
 /* ---- graph.c: host graphs (MPIX_Acc_Hoststream_begin_capture(3)) ---- */
 /* Is s a host stream being captured? */
 int mxi_graph_capturing(const mxa_stream_t *s);

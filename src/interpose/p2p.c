@@ -764,13 +764,18 @@ static int mxi_packing_begin(mxa_stream_t *s, mxi_comm_t *c, MPI_Comm comm, cons
  * (request.c: requests that are not the library's complete there). Not
  * the MPI library's own MPI_PROC_NULL request: MPICH 4.0.2's reports
  * source 0 in its status (test/mpi/matching). */
-static int mxi_proc_null_query(void *extra, MPI_Status *st)
+void mxi_proc_null_status(MPI_Status *st)
 {
-    (void)extra;
     PMPI_Status_set_elements_x(st, MPI_BYTE, 0);
     PMPI_Status_set_cancelled(st, 0);
     st->MPI_SOURCE = MPI_PROC_NULL;
     st->MPI_TAG = MPI_ANY_TAG;
+}
+
+static int mxi_proc_null_query(void *extra, MPI_Status *st)
+{
+    (void)extra;
+    mxi_proc_null_status(st);
     return MPI_SUCCESS;
 }
 

@@ -8,7 +8,7 @@
  *      launch k, statuses). Launched N times (10 000; fewer with
  *      MPIXACC_TEST_MODE=tsan), the stream synchronized every 1000
  *      launches; every launch's data and statuses checked on the stream;
- *      the graph's error count 0.
+ *      the last count and the graph's error count 0.
  *   B: ranks replay different graphs: even ranks capture send-then-receive
  *      with blocking calls (MPIX_Acc_Send/Recv), odd ranks receive-then-send
  *      with Isend/Irecv/Wait in another order; 200 launches.
@@ -19,6 +19,11 @@
  *      arrive (checked by plain receives).
  *   F: a stream communicator's ordinary MPI_Irecv/MPI_Isend/MPI_Waitall
  *      (statuses) captured; 100 launches, statuses checked.
+ *   L: A's step along a line (the ring without its wrap-around): rank 0
+ *      receives from MPI_PROC_NULL and the last rank sends to it (one
+ *      rank: both); 1000 launches (30 with tsan), the data, the PROC_NULL
+ *      statuses (source MPI_PROC_NULL, tag MPI_ANY_TAG, count 0) and the
+ *      untouched receive buffer checked.
  *   E: errors: a host wait on a captured request (MPI_ERR_REQUEST, no
  *      hang), a collective on a capturing stream breaks the capture (its
  *      end fails with MPI_ERR_UNSUPPORTED_OPERATION), a request left active
@@ -57,12 +62,15 @@ static void check_fn(void *p)
 {
     step_arg_t *a = p;
     long k = atomic_fetch_add(&a->launch, 1);
-    for (int i = 0; i < a->n; i++)
-        if (a->buf[i] != val(a->rank, a->tag, k, i)) {
+    for (int i = 0; i < a->n; i++) {
+        /* a receive from MPI_PROC_NULL leaves the buffer as it was (-1) */
+        double want = a->rank == MPI_PROC_NULL ? -1.0 : val(a->rank, a->tag, k, i);
+        if (a->buf[i] != want) {
             t_async_fail("launch %ld: element %d from rank %d tag %d: expected %.17g got %.17g", k,
-                         i, a->rank, a->tag, val(a->rank, a->tag, k, i), a->buf[i]);
+                         i, a->rank, a->tag, want, a->buf[i]);
             return;
         }
+    }
     if (a->st && (a->st->MPI_SOURCE != a->st_src || a->st->MPI_TAG != a->st_tag ||
                   a->st->MPI_ERROR != MPI_SUCCESS)) {
         t_async_fail("launch %ld: status source %d tag %d error %d, expected %d %d 0", k,
@@ -88,6 +96,68 @@ static void no_graph_errors(MPIX_Acc_hostgraph g, const char *what)
     T_CHECK(e == 0, "%s: the graph counted %lu failed operations", what, e);
 }
 
+/* A and L: fill -> Irecv from `from` -> Isend to `to` -> Waitall with
+ * statuses -> check, captured once (tag) and launched n times, the stream
+ * synchronized and the checks collected every `every` launches and at the
+ * end. Either peer may be MPI_PROC_NULL: the receive buffer then stays -1,
+ * and the statuses are MPI's (a PROC_NULL send's is checked too). The last
+ * receive's count and the graph's error count are checked at the end. */
+static void exchange_phase(MPIX_Acc_stream s, double *sb, double *rb, int from, int to, int tag,
+                           long n, long every, const char *capture_phase, const char *launch_phase)
+{
+    t_phase(capture_phase);
+    for (int i = 0; i < MSG; i++)
+        rb[i] = -1.0;
+    MPI_Status st[2];
+    step_arg_t fa = {.buf = sb, .n = MSG, .rank = t_rank, .tag = tag};
+    step_arg_t ca = {.buf = rb,
+                     .n = MSG,
+                     .rank = from,
+                     .tag = tag,
+                     .st = &st[0],
+                     .st_src = from,
+                     .st_tag = from == MPI_PROC_NULL ? MPI_ANY_TAG : tag};
+    /* the send's status where it names MPI_PROC_NULL (else MPI says little) */
+    step_arg_t cn = {.rank = MPI_PROC_NULL,
+                     .st = to == MPI_PROC_NULL ? &st[1] : NULL,
+                     .st_src = MPI_PROC_NULL,
+                     .st_tag = MPI_ANY_TAG};
+    MPIX_Acc_hostgraph g = NULL;
+    MPI_Request rq[2];
+    T_MPI(MPIX_Acc_Hoststream_begin_capture(s));
+    T_MPI(MPIX_Acc_Hoststream_launch(s, fill_fn, &fa));
+    T_MPI(MPIX_Acc_Irecv(s, rb, MSG, MPI_DOUBLE, from, tag, MPI_COMM_WORLD, &rq[0]));
+    T_MPI(MPIX_Acc_Isend(s, sb, MSG, MPI_DOUBLE, to, tag, MPI_COMM_WORLD, &rq[1]));
+    T_MPI(MPIX_Acc_Waitall(s, 2, rq, st));
+    T_CHECK(rq[0] == MPI_REQUEST_NULL && rq[1] == MPI_REQUEST_NULL,
+            "a captured Waitall left its handles");
+    T_MPI(MPIX_Acc_Hoststream_launch(s, check_fn, &ca));
+    T_MPI(MPIX_Acc_Hoststream_launch(s, check_fn, &cn));
+    T_MPI(MPIX_Acc_Hoststream_end_capture(s, &g));
+    T_CHECK(g != NULL, "end_capture gave no graph");
+    T_CHECK(atomic_load(&fa.launch) == 0 && atomic_load(&ca.launch) == 0,
+            "the capture ran its launches");
+    t_phase(launch_phase);
+    for (long k = 0; k < n; k++) {
+        T_MPI(MPIX_Acc_Hostgraph_launch(g, s));
+        if (k % every == every - 1) {
+            T_MPI(MPIX_Acc_Hoststream_synchronize(s));
+            t_check_async();
+        }
+    }
+    T_MPI(MPIX_Acc_Hoststream_synchronize(s));
+    t_check_async();
+    T_CHECK(atomic_load(&ca.launch) == n && atomic_load(&cn.launch) == n,
+            "the checks ran %ld / %ld times, expected %ld", atomic_load(&ca.launch),
+            atomic_load(&cn.launch), n);
+    int cnt = -1;
+    T_MPI(MPI_Get_count(&st[0], MPI_DOUBLE, &cnt));
+    T_CHECK(cnt == (from == MPI_PROC_NULL ? 0 : MSG), "the last receive's count %d", cnt);
+    no_graph_errors(g, launch_phase);
+    T_MPI(MPIX_Acc_Hostgraph_free(&g));
+    T_CHECK(g == NULL, "Hostgraph_free did not clear the handle");
+}
+
 int main(int argc, char **argv)
 {
     t_init(&argc, &argv, "hostgraph", 240);
@@ -105,40 +175,9 @@ int main(int argc, char **argv)
     T_CHECK(sb && rb, "malloc");
 
     /* ---- A: the ring, launched nlaunch times ---- */
-    t_phase("A: capture the ring");
-    MPI_Status st[2];
-    step_arg_t fa = {.buf = sb, .n = MSG, .rank = t_rank, .tag = 5};
-    step_arg_t ca = {
-        .buf = rb, .n = MSG, .rank = prev, .tag = 5, .st = &st[0], .st_src = prev, .st_tag = 5};
+    exchange_phase(s, sb, rb, prev, next, 5, nlaunch, 1000, "A: capture the ring",
+                   "A: launch the ring");
     MPIX_Acc_hostgraph g = NULL;
-    MPI_Request rq[2];
-    T_MPI(MPIX_Acc_Hoststream_begin_capture(s));
-    T_MPI(MPIX_Acc_Hoststream_launch(s, fill_fn, &fa));
-    T_MPI(MPIX_Acc_Irecv(s, rb, MSG, MPI_DOUBLE, prev, 5, W, &rq[0]));
-    T_MPI(MPIX_Acc_Isend(s, sb, MSG, MPI_DOUBLE, next, 5, W, &rq[1]));
-    T_MPI(MPIX_Acc_Waitall(s, 2, rq, st));
-    T_CHECK(rq[0] == MPI_REQUEST_NULL && rq[1] == MPI_REQUEST_NULL,
-            "a captured Waitall left its handles");
-    T_MPI(MPIX_Acc_Hoststream_launch(s, check_fn, &ca));
-    T_MPI(MPIX_Acc_Hoststream_end_capture(s, &g));
-    T_CHECK(g != NULL, "end_capture gave no graph");
-    T_CHECK(atomic_load(&fa.launch) == 0 && atomic_load(&ca.launch) == 0,
-            "the capture ran its launches");
-    t_phase("A: launch the ring");
-    for (long k = 0; k < nlaunch; k++) {
-        T_MPI(MPIX_Acc_Hostgraph_launch(g, s));
-        if (k % 1000 == 999) {
-            T_MPI(MPIX_Acc_Hoststream_synchronize(s));
-            t_check_async();
-        }
-    }
-    T_MPI(MPIX_Acc_Hoststream_synchronize(s));
-    t_check_async();
-    T_CHECK(atomic_load(&ca.launch) == nlaunch, "the check ran %ld times, expected %ld",
-            atomic_load(&ca.launch), nlaunch);
-    no_graph_errors(g, "A");
-    T_MPI(MPIX_Acc_Hostgraph_free(&g));
-    T_CHECK(g == NULL, "Hostgraph_free did not clear the handle");
 
     /* ---- B: different graphs on even and odd ranks ---- */
     t_phase("B: different graphs per rank");
@@ -291,6 +330,11 @@ int main(int argc, char **argv)
         T_MPI(MPIX_Acc_Hostgraph_free(&g));
         t_stream_comm_free(&sc, &cs);
     }
+
+    /* ---- L: a line (the ring cut open): MPI_PROC_NULL at its ends ---- */
+    exchange_phase(s, sb, rb, t_rank == 0 ? MPI_PROC_NULL : prev,
+                   t_rank == t_size - 1 ? MPI_PROC_NULL : next, 14, tsan ? 30 : 1000, 100,
+                   "L: capture a line with MPI_PROC_NULL ends", "L: launch the line");
 
     /* ---- E: errors ---- */
     t_phase("E: errors");
