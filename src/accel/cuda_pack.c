@@ -167,7 +167,7 @@ mxu_status_t mxa_cuda_stream_pack(mxa_stream_t *s, const mxa_pack_args_t *args)
      * the kernel ahead -- a receive step lets its dependents start at
      * once -- and the kernel waits for it */
     if (r == CUDA_SUCCESS)
-        r = cu_launch(cx->fn_pack, blocks, threads, cs->cu, cx->sx_pdl, kargs, NULL);
+        r = mxa_cuda_launch(cx->fn_pack, blocks, threads, cs->cu, cx->sx_pdl, kargs, NULL);
     ctx_leave(entered);
     if (r != CUDA_SUCCESS)
         MXU_FAIL(cu_err_is_bad_handle(r) ? MXU_ERR_INVALID_STREAM : MXU_ERR_NO_DEVICE,

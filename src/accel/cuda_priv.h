@@ -204,8 +204,8 @@ mxu_status_t mxa_cuda_host_to_dev(void *host, CUdeviceptr *d);
  * cuda_ctx_t.sx_pdl), so f may start before the kernel ahead of it ends --
  * f waits for it (griddepcontrol.wait) before it depends on it; a plain
  * launch without cuLaunchKernelEx. */
-CUresult cu_launch(CUfunction f, unsigned grid, unsigned block, CUstream stream, int pdl,
-                   void **kargs, void **extra);
+CUresult mxa_cuda_launch(CUfunction f, unsigned grid, unsigned block, CUstream stream, int pdl,
+                         void **kargs, void **extra);
 
 /* cuda_ctx.c: contexts (mxa_cuda_g.lock held for mxa_cuda_ctx_get and mxa_cuda_wait_until_warm) */
 mxu_status_t mxa_cuda_ctx_get(CUcontext c, cuda_ctx_t **out);

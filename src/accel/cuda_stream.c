@@ -353,8 +353,8 @@ out:
 
 /* ----------------------------------------------------------- launches */
 
-CUresult cu_launch(CUfunction f, unsigned grid, unsigned block, CUstream stream, int pdl,
-                   void **kargs, void **extra)
+CUresult mxa_cuda_launch(CUfunction f, unsigned grid, unsigned block, CUstream stream, int pdl,
+                         void **kargs, void **extra)
 {
     if (!pdl || MXA_CU(cuLaunchKernelEx) == NULL)
         return MXA_CU(cuLaunchKernel)(f, grid, 1, 1, block, 1, 1, 0, stream, kargs, extra);

@@ -321,7 +321,7 @@ static mxu_status_t sx_launch(cuda_stream_t *cs, CUfunction f, unsigned blocks, 
                      &param_bytes, CU_LAUNCH_PARAM_END};
     /* pdl: the step may start before the kernel ahead of it finishes; it
      * waits for that kernel (griddepcontrol.wait) before its reads */
-    CUresult r = cu_launch(f, blocks, threads, cs->cu, pdl, NULL, extra);
+    CUresult r = mxa_cuda_launch(f, blocks, threads, cs->cu, pdl, NULL, extra);
     ctx_leave(entered);
     mxu_ct_inner_end(f == cs->ctx->fn_sx_recv || f == cs->ctx->fn_sx_recv1 ? MXU_CT_CU_LAUNCH_RECV
                                                                            : MXU_CT_CU_LAUNCH,
