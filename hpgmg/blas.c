@@ -179,7 +179,7 @@ void hg_apply_bc(hg_mg_t *mg, hg_level_t *L, int v, int shape, int order)
         return;
     double t = hg_now();
     const int *list = L->exec->kind == HG_EXEC_CUDA ? L->bc_dev[shape] : L->bc[shape];
-    hg_args_bc_t a = {L->geom, L->vec[v], list, L->nbc[shape], order};
+    hg_args_bc_t a = {L->geom, L->vec[v], list, L->nbc[shape], order, L->nbc_own[shape]};
     hg_exec_launch(L->exec, HG_K_BC, &a, sizeof(a));
     L->t.bc += hg_now() - t;
 }
@@ -191,7 +191,8 @@ static int exchange_ki(hg_mg_t *mg, hg_level_t *L, int v, int shape, int order,
 {
     if (L->exec->kind != HG_EXEC_CUDA)
         return 0;
-    hg_args_bc_t a = {L->geom, L->vec[v], L->bc_dev[shape], L->nbc[shape], order};
+    hg_args_bc_t a = {L->geom,       L->vec[v], L->bc_dev[shape],
+                      L->nbc[shape], order,     L->nbc_own[shape]};
     return hg_prog_run_bc(mg, &L->exchange[shape], v, &a, st, &L->t.ghost);
 }
 

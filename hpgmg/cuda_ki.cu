@@ -14,7 +14,9 @@
  *            partition (which copies it into the receive buffer) and
  *            publishes that, the tile's other chunks wait for it; each then
  *            unpacks its chunk.
- *   boundary after an exchange, once every block before is done;
+ *   boundary after an exchange: the regions that read no exchanged ghost
+ *            cell beside the pack (before the unpacks), the others once
+ *            every block before is done;
  *   stencil  then a stencil sweep on the exchanged vector (the smoother's,
  *            the residual's), once every block before is done.
  * A block waits only for blocks with a smaller ticket (they run: they
@@ -84,17 +86,31 @@ __device__ __forceinline__ void ki_pack(const hg_args_ki_t &a, int b, unsigned c
         atomicAdd(a.err, 1);
 }
 
+/* the counters blocks wait on: a block's stores, a barrier, then its
+ * thread 0 counts with release semantics (gpu scope); a waiting thread 0
+ * loads with acquire semantics, then its block's barrier */
+__device__ __forceinline__ unsigned long long ld_acquire_gpu(const unsigned long long *p)
+{
+    unsigned long long v;
+    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void count_release_gpu(unsigned long long *p)
+{
+    asm volatile("fence.acq_rel.gpu;\n\tred.relaxed.gpu.global.add.u64 [%0], 1;" ::"l"(p)
+                 : "memory");
+}
+
 /* thread 0 spins until *w >= target (bounded: then counts an error) */
 __device__ __forceinline__ bool ki_spin(const unsigned long long *w, unsigned long long target,
                                         int *err)
 {
     const unsigned long long t0 = ki_now();
-    for (unsigned i = 0; *(const volatile unsigned long long *)w < target; i++)
+    for (unsigned i = 0; ld_acquire_gpu(w) < target; i++)
         if ((i & 255) == 255 && ki_now() - t0 > WAIT_LIMIT_NS) {
             atomicAdd(err, 1);
             return false;
         }
-    __threadfence();
     return true;
 }
 
@@ -139,11 +155,12 @@ __device__ __forceinline__ void ki_unpack(const hg_args_ki_t &a, int b, unsigned
 }
 
 /* Logical blocks (by ticket): [0, P) pack (tile id / cp, chunk id % cp),
- * [P, P + L) local tiles alike, [P + L, P + L + U) unpack (cu chunks per
- * tile), then B boundary blocks (region, chunk of cb), then the stencil's
- * blocks. Every block before the stencil's counts itself in *done once its
- * stores are out; the boundary blocks wait for the P + L + U before them,
- * the stencil blocks for all. */
+ * then L local tiles alike, then Bo boundary blocks of the regions that
+ * read no exchanged ghost cell (region id / cb, chunk id % cb), then U
+ * unpack blocks (cu chunks per tile), then Br boundary blocks of the other
+ * regions, then the stencil's blocks. Every block before the stencil's
+ * counts itself in *done once its stores are out; the Br blocks wait for
+ * all blocks before them, the stencil blocks for all. */
 __global__ void k_ki_run(hg_args_ki_t a, unsigned cp, unsigned cu, unsigned cb)
 {
     __shared__ unsigned long long id;
@@ -155,13 +172,15 @@ __global__ void k_ki_run(hg_args_ki_t a, unsigned cp, unsigned cu, unsigned cb)
     __syncthreads();
     const unsigned long long P = (unsigned long long)a.pack.nt * cp,
                              L = (unsigned long long)a.local.nt * cp,
+                             Bo = (unsigned long long)a.bc.n_own * cb,
                              U = (unsigned long long)a.unpack.nt * cu,
-                             B = (unsigned long long)a.bc.nbc * cb;
-    if (id >= P + L + U + B) { /* a stencil block */
+                             Br = (unsigned long long)(a.bc.nbc - a.bc.n_own) * cb;
+    const unsigned long long pre_st = P + L + Bo + U + Br;
+    if (id >= pre_st) { /* a stencil block */
         if (threadIdx.x == 0)
             ki_spin(a.done, a.st_target, a.err);
         __syncthreads();
-        hg_stencil_cell(a.st, (long long)(id - P - L - U - B) * blockDim.x + threadIdx.x);
+        hg_stencil_cell(a.st, (long long)(id - pre_st) * blockDim.x + threadIdx.x);
         return;
     }
     if (id < P) {
@@ -169,21 +188,25 @@ __global__ void k_ki_run(hg_args_ki_t a, unsigned cp, unsigned cu, unsigned cb)
     } else if (id < P + L) {
         const hg_tile_t T = a.local.t[(id - P) / cp];
         hg_tile_run(a.local, T, a.local.sbuf, a.local.dbuf, (unsigned)((id - P) % cp), cp, false);
-    } else if (id < P + L + U) {
-        const unsigned long long u = id - P - L;
+    } else if (id < P + L + Bo) {
+        const unsigned long long r = id - P - L;
+        hg_bc_run(a.bc, (int)(r / cb), (unsigned)(r % cb), cb);
+    } else if (id < P + L + Bo + U) {
+        const unsigned long long u = id - P - L - Bo;
         ki_unpack(a, (int)(u / cu), (unsigned)(u % cu), cu);
     } else {
-        const unsigned long long r = id - P - L - U;
+        /* the region's place first (no exchanged data), then the wait */
+        const unsigned long long r = id - P - L - Bo - U;
+        const hg_bc_region R = hg_bc_region_of(a.bc, a.bc.n_own + (int)(r / cb));
         if (threadIdx.x == 0)
             ki_spin(a.done, a.bc_target, a.err);
         __syncthreads();
-        hg_bc_run(a.bc, (int)(r / cb), (unsigned)(r % cb), cb);
+        hg_bc_apply(a.bc, R, (unsigned)(r % cb), cb);
     }
     /* this block's stores, then its count */
-    __threadfence();
     __syncthreads();
     if (threadIdx.x == 0)
-        atomicAdd(a.done, 1ull);
+        count_release_gpu(a.done);
 }
 
 __global__ void k_ki_fill(const hg_ki_group_t *send, int lo_slot, int runs, int *err)
@@ -210,8 +233,9 @@ extern "C" void hg_cuda_ki_shape(const hg_args_ki_t *a, hg_ki_shape_t *sh)
     sh->cp = chunks_for(cells);
     sh->cu = chunks_for(tile_cells(a->unpack));
     sh->cb = a->bc.nbc ? chunks_for((long long)a->bc.g.n * a->bc.g.n * a->bc.g.g) : 1;
-    sh->pre_bc = (long long)(a->pack.nt + a->local.nt) * sh->cp + (long long)a->unpack.nt * sh->cu;
-    sh->pre_st = sh->pre_bc + (long long)a->bc.nbc * sh->cb;
+    sh->pre_bc = (long long)(a->pack.nt + a->local.nt) * sh->cp + (long long)a->bc.n_own * sh->cb +
+                 (long long)a->unpack.nt * sh->cu;
+    sh->pre_st = sh->pre_bc + (long long)(a->bc.nbc - a->bc.n_own) * sh->cb;
     sh->blocks = sh->pre_st;
     if (a->st.out)
         sh->blocks += blocks_for((long long)a->st.g.nb * a->st.g.n * a->st.g.n * a->st.g.n);

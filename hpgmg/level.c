@@ -31,26 +31,42 @@ static void morton_decode(uint64_t m, int *i, int *j, int *k)
     *k = c;
 }
 
+/* Does direction dir (-1, 0, 1) along an axis leave the domain, from a
+ * box whose low corner along it is lo? */
+static int outside(const hg_level_t *L, int dir, int lo)
+{
+    return (dir < 0 && lo == 0) || (dir > 0 && lo + L->box_dim == L->dim);
+}
+
+/* The ghost regions outside the domain, per shape: first those outside
+ * along every axis they extend beyond the box (their values come from the
+ * box's own cells: no ghost cell an exchange fills), then the others. */
 static void build_bc_lists(hg_level_t *L)
 {
     for (int s = 0; s < HG_NUM_SHAPES; s++) {
         L->bc[s] = hg_alloc(sizeof(int) * 2 * 26 * (size_t)(L->nb ? L->nb : 1), HG_MEM_HOST);
         int n = 0;
-        for (int b = 0; b < L->nb; b++) {
-            const int *lo = L->low + 3 * b;
-            for (int d = 0; d < 27; d++) {
-                int di = hg_dir_di(d), dj = hg_dir_dj(d), dk = hg_dir_dk(d);
-                if (!hg_shape_has(s, di, dj, dk))
-                    continue;
-                int out = (di < 0 && lo[0] == 0) || (di > 0 && lo[0] + L->box_dim == L->dim) ||
-                          (dj < 0 && lo[1] == 0) || (dj > 0 && lo[1] + L->box_dim == L->dim) ||
-                          (dk < 0 && lo[2] == 0) || (dk > 0 && lo[2] + L->box_dim == L->dim);
-                if (!out)
-                    continue;
-                L->bc[s][2 * n] = b;
-                L->bc[s][2 * n + 1] = d;
-                n++;
+        for (int pass = 0; pass < 2; pass++) {
+            for (int b = 0; b < L->nb; b++) {
+                const int *lo = L->low + 3 * b;
+                for (int d = 0; d < 27; d++) {
+                    const int di = hg_dir_di(d), dj = hg_dir_dj(d), dk = hg_dir_dk(d);
+                    if (!hg_shape_has(s, di, dj, dk))
+                        continue;
+                    const int oi = outside(L, di, lo[0]), oj = outside(L, dj, lo[1]),
+                              ok = outside(L, dk, lo[2]);
+                    if (!(oi || oj || ok))
+                        continue;
+                    const int own = (!di || oi) && (!dj || oj) && (!dk || ok);
+                    if (own != (pass == 0))
+                        continue;
+                    L->bc[s][2 * n] = b;
+                    L->bc[s][2 * n + 1] = d;
+                    n++;
+                }
             }
+            if (pass == 0)
+                L->nbc_own[s] = n;
         }
         L->nbc[s] = n;
     }

@@ -84,6 +84,8 @@ typedef struct hg_level {
     int *bc[HG_NUM_SHAPES];     /* (box, direction) ghost regions outside the domain */
     int *bc_dev[HG_NUM_SHAPES]; /* GPU levels: device copies                  */
     int nbc[HG_NUM_SHAPES];
+    int nbc_own[HG_NUM_SHAPES]; /* the first ones, outside along every axis they
+                                   extend along: no exchanged ghost cell in them */
 
     hg_prog_t exchange[HG_NUM_SHAPES];
     hg_prog_t restriction[4]; /* this level -> next coarser: CELL, FACE_I/J/K */

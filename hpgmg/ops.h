@@ -105,6 +105,7 @@ typedef struct {
     const int *bc; /* pairs (local box, direction index) of ghost regions outside the domain */
     int nbc;
     int order; /* 1 linear, 2 quadratic, 4 quartic (volume averages) */
+    int n_own; /* the first n_own regions read no ghost cell an exchange fills */
 } hg_args_bc_t;
 
 typedef struct {

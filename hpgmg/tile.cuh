@@ -169,29 +169,52 @@ __device__ __forceinline__ void hg_region(int d, int n, int g, int &lo, int &len
     }
 }
 
-/* The boundary condition of ghost region t of a.bc (its box, direction):
- * chunk `chunk` of `nchunks` of its cells, by this block's threads. */
-__device__ __forceinline__ void hg_bc_run(const hg_args_bc_t &a, int t, unsigned chunk,
-                                          unsigned nchunks)
+/* Ghost region t of a.bc (its box, direction): where its cells are and
+ * which axes leave the domain (hg_bc_region_of; then hg_bc_apply). */
+struct hg_bc_region {
+    double *x0; /* the box's first interior cell */
+    int il, ni, jl, nj, kl, nk;
+    int si, sj, sk;
+};
+
+__device__ __forceinline__ hg_bc_region hg_bc_region_of(const hg_args_bc_t &a, int t)
 {
     const int b = a.bc[2 * t], d = a.bc[2 * t + 1];
     const hg_geom_t &g = a.g;
-    const int n = g.n, js = g.js, ks = g.ks;
+    const int n = g.n;
     const int *lo = g.low + 3 * b;
     const int di = hg_dir_di(d), dj = hg_dir_dj(d), dk = hg_dir_dk(d);
-    const int si = (di < 0 && lo[0] == 0) ? -1 : (di > 0 && lo[0] + n == g.dim) ? 1 : 0;
-    const int sj = (dj < 0 && lo[1] == 0) ? -1 : (dj > 0 && lo[1] + n == g.dim) ? 1 : 0;
-    const int sk = (dk < 0 && lo[2] == 0) ? -1 : (dk > 0 && lo[2] + n == g.dim) ? 1 : 0;
-    int il, ni, jl, nj, kl, nk;
-    hg_region(di, n, g.g, il, ni);
-    hg_region(dj, n, g.g, jl, nj);
-    hg_region(dk, n, g.g, kl, nk);
-    double *x0 = a.x + origin(g, b);
-    const int cells = ni * nj * nk;
+    hg_bc_region R;
+    R.si = (di < 0 && lo[0] == 0) ? -1 : (di > 0 && lo[0] + n == g.dim) ? 1 : 0;
+    R.sj = (dj < 0 && lo[1] == 0) ? -1 : (dj > 0 && lo[1] + n == g.dim) ? 1 : 0;
+    R.sk = (dk < 0 && lo[2] == 0) ? -1 : (dk > 0 && lo[2] + n == g.dim) ? 1 : 0;
+    hg_region(di, n, g.g, R.il, R.ni);
+    hg_region(dj, n, g.g, R.jl, R.nj);
+    hg_region(dk, n, g.g, R.kl, R.nk);
+    R.x0 = a.x + origin(g, b);
+    return R;
+}
+
+/* The boundary condition of region R: chunk `chunk` of `nchunks` of its
+ * cells, by this block's threads. */
+__device__ __forceinline__ void hg_bc_apply(const hg_args_bc_t &a, const hg_bc_region &R,
+                                            unsigned chunk, unsigned nchunks)
+{
+    const hg_geom_t &g = a.g;
+    const int cells = R.ni * R.nj * R.nk;
     for (int c = chunk * blockDim.x + threadIdx.x; c < cells; c += nchunks * blockDim.x) {
-        const int i = il + c % ni, j = jl + (c / ni) % nj, k = kl + c / (ni * nj);
-        x0[i + j * js + k * ks] = hg_bc_value(x0, js, ks, n, i, j, k, si, sj, sk, a.order);
+        const int i = R.il + c % R.ni, j = R.jl + (c / R.ni) % R.nj, k = R.kl + c / (R.ni * R.nj);
+        R.x0[i + j * g.js + k * g.ks] =
+            hg_bc_value(R.x0, g.js, g.ks, g.n, i, j, k, R.si, R.sj, R.sk, a.order);
     }
+}
+
+/* The boundary condition of ghost region t of a.bc: chunk `chunk` of
+ * `nchunks` of its cells, by this block's threads. */
+__device__ __forceinline__ void hg_bc_run(const hg_args_bc_t &a, int t, unsigned chunk,
+                                          unsigned nchunks)
+{
+    hg_bc_apply(a, hg_bc_region_of(a, t), chunk, nchunks);
 }
 
 /* cell idx (interior cells of all boxes, i fastest) -> box and offset */
