@@ -43,7 +43,7 @@
 
 typedef struct mxi_graph_state mxi_graph_state_t;
 
-typedef struct mxi_tmpl {
+struct mxi_tmpl {
     struct mxi_tmpl *next;
     _Atomic int refs; /* the graph's (or capture's), its request's while live */
     mxi_graph_state_t *gs;
@@ -60,20 +60,28 @@ typedef struct mxi_tmpl {
     pthread_mutex_t lock;
     mxe_op_t **fifo; /* operations made and not taken by the wait yet */
     size_t head, n, cap;
-} mxi_tmpl_t;
+};
 
 typedef struct mxi_gwait {
     struct mxi_gwait *next;
     int n;
     mxi_tmpl_t **t;      /* all of one capture (their gs) */
-    MPI_Status **status; /* per template, the status to write (NULL: none) */
+    MPI_Status **status; /* per template, the status to write (NULL: none; a
+                            collective's round: no statuses at all) */
 } mxi_gwait_t;
+
+/* memory of the graph's steps (collectives), freed with it */
+typedef struct mxi_gkeep {
+    struct mxi_gkeep *next;
+    void *p;
+} mxi_gkeep_t;
 
 /* A capture's, then its graph's, templates and waits. */
 struct mxi_graph_state {
     mxa_stream_t *s; /* while capturing */
     mxi_tmpl_t *tmpls;
     mxi_gwait_t *waits;
+    mxi_gkeep_t *keep;
     _Atomic unsigned long errors; /* operations that failed, at launches */
     mxi_graph_state_t *next_capture;
 };
@@ -139,6 +147,11 @@ static void mxi_state_free(mxi_graph_state_t *gs)
     for (mxi_tmpl_t *t = gs->tmpls, *nt; t; t = nt) {
         nt = t->next;
         mxi_tmpl_release(t);
+    }
+    for (mxi_gkeep_t *k = gs->keep, *nk; k; k = nk) {
+        nk = k->next;
+        free(k->p);
+        free(k);
     }
     free(gs);
 }
@@ -220,7 +233,7 @@ static void mxi_gwait_run(void *arg)
 {
     mxi_gwait_t *w = arg;
     for (int i = 0; i < w->n; i++) {
-        MPI_Status *stp = w->status[i];
+        MPI_Status *stp = w->status ? w->status[i] : NULL;
         if (w->t[i]->peer == MXE_PROC_NULL) { /* no operation (no fire entry): MPI's status */
             if (stp) {
                 mxi_proc_null_status(stp);
@@ -243,6 +256,10 @@ static void mxi_gwait_run(void *arg)
         }
         if (!op || op->result.error != MXU_OK)
             atomic_fetch_add(&w->t[i]->gs->errors, 1);
+        if (op && op->result.error != MXU_OK && !w->status) /* a collective's: no status */
+            MXU_LOG(MXU_LOG_ERROR, "host graph: a collective's %s rank %d (%zu bytes) failed: %s",
+                    op->type == MXE_OP_SEND ? "send to" : "receive from", op->peer, op->bytes,
+                    mxu_status_string(op->result.error));
         if (stp) {
             if (op) {
                 mxi_fill_status(op, stp);
@@ -256,6 +273,144 @@ static void mxi_gwait_run(void *arg)
 }
 
 /* ------------------------------------------------------- in the capture */
+
+/* A template (engine forms of peer and tag) with `refs` references, its
+ * communicator view matched in start order (the order launches execute),
+ * not on the stream-executed path; NULL when out of memory. */
+static mxi_tmpl_t *mxi_tmpl_new(mxi_graph_state_t *gs, int is_send, void *buf, size_t bytes,
+                                const mxe_comm_t *ec, int peer, int tag, int synchronous,
+                                size_t eager_limit, int refs)
+{
+    mxi_tmpl_t *t = calloc(1, sizeof(*t));
+    if (!t)
+        return NULL;
+    t->gs = gs;
+    t->is_send = is_send;
+    t->buf = buf;
+    t->bytes = bytes;
+    t->peer = peer;
+    t->tag = tag;
+    t->synchronous = synchronous;
+    t->eager_limit = eager_limit;
+    t->ec = *ec;
+    t->ec.match_dynamic = 1;
+    t->ec.sx = 0;
+    if (ec->world_ranks) {
+        t->world_ranks = malloc(sizeof(int) * (size_t)ec->size);
+        if (!t->world_ranks) {
+            free(t);
+            return NULL;
+        }
+        memcpy(t->world_ranks, ec->world_ranks, sizeof(int) * (size_t)ec->size);
+        t->ec.world_ranks = t->world_ranks;
+    }
+    pthread_mutex_init(&t->lock, NULL);
+    atomic_init(&t->refs, refs);
+    return t;
+}
+
+static void mxi_tmpl_link(mxi_graph_state_t *gs, mxi_tmpl_t *t)
+{
+    pthread_mutex_lock(&mxi_cap_lock);
+    t->next = gs->tmpls;
+    gs->tmpls = t;
+    pthread_mutex_unlock(&mxi_cap_lock);
+}
+
+/* the capture of s; else its capture is broken, saying what could not be recorded */
+static mxi_graph_state_t *mxi_capture_or_break(mxa_stream_t *s, const char *what)
+{
+    mxi_graph_state_t *gs = mxi_capture_of(s);
+    if (!gs) {
+        char why[200];
+        snprintf(why, sizeof(why), "%s: the stream's capture is unknown", what);
+        mxa_host_capture_break(s, why);
+    }
+    return gs;
+}
+
+mxu_status_t mxi_graph_keep(mxa_stream_t *s, void *p)
+{
+    mxi_graph_state_t *gs = mxi_capture_or_break(s, "a collective's memory");
+    mxi_gkeep_t *k = gs ? malloc(sizeof(*k)) : NULL;
+    if (!k) {
+        free(p);
+        if (gs)
+            mxa_host_capture_break(s, "out of memory recording a collective");
+        return gs ? MXU_ERR_NO_MEMORY : MXU_ERR_INVALID_STREAM;
+    }
+    k->p = p;
+    pthread_mutex_lock(&mxi_cap_lock);
+    k->next = gs->keep;
+    gs->keep = k;
+    pthread_mutex_unlock(&mxi_cap_lock);
+    return MXU_OK;
+}
+
+mxu_status_t mxi_graph_step(mxa_stream_t *s, void (*fn)(void *), void *arg)
+{
+    mxu_status_t st = mxi_graph_keep(s, arg);
+    if (st == MXU_OK && (st = mxa_host_capture_add(s, fn, arg)) != MXU_OK)
+        mxa_host_capture_break(s, "out of memory recording a collective's step");
+    return st;
+}
+
+mxu_status_t mxi_graph_coll_post(mxa_stream_t *s, int is_send, void *buf, size_t bytes,
+                                 const mxe_comm_t *ec, int peer, int tag, size_t eager_limit,
+                                 mxi_tmpl_t **out)
+{
+    *out = NULL;
+    mxi_graph_state_t *gs = mxi_capture_or_break(s, "a collective's message");
+    if (!gs)
+        return MXU_ERR_INVALID_STREAM;
+    /* no request: the graph's reference only; the round's wait takes its
+     * operations */
+    mxi_tmpl_t *t = mxi_tmpl_new(gs, is_send, buf, bytes, ec, peer, tag, 0, eager_limit, 1);
+    if (!t) {
+        mxa_host_capture_break(s, "out of memory recording a collective");
+        return MXU_ERR_NO_MEMORY;
+    }
+    t->waited = 1;
+    mxi_tmpl_link(gs, t); /* freed with the state from here on */
+    mxu_status_t st = mxa_host_capture_add(s, mxi_tmpl_fire, t);
+    if (st != MXU_OK) {
+        mxa_host_capture_break(s, "out of memory recording a collective");
+        return st;
+    }
+    *out = t;
+    return MXU_OK;
+}
+
+mxu_status_t mxi_graph_coll_wait(mxa_stream_t *s, mxi_tmpl_t *const *t, int n)
+{
+    mxi_graph_state_t *gs = mxi_capture_or_break(s, "a collective's round");
+    if (!gs)
+        return MXU_ERR_INVALID_STREAM;
+    mxi_gwait_t *w = calloc(1, sizeof(*w));
+    if (w)
+        w->t = malloc(sizeof(*w->t) * (size_t)(n ? n : 1));
+    if (!w || !w->t) {
+        if (w)
+            free(w->t);
+        free(w);
+        mxa_host_capture_break(s, "out of memory recording a collective");
+        return MXU_ERR_NO_MEMORY;
+    }
+    memcpy(w->t, t, sizeof(*w->t) * (size_t)n);
+    w->n = n;
+    mxu_status_t st = mxa_host_capture_add(s, mxi_gwait_run, w);
+    if (st != MXU_OK) {
+        free(w->t);
+        free(w);
+        mxa_host_capture_break(s, "out of memory recording a collective");
+        return st;
+    }
+    pthread_mutex_lock(&mxi_cap_lock);
+    w->next = gs->waits;
+    gs->waits = w;
+    pthread_mutex_unlock(&mxi_cap_lock);
+    return MXU_OK;
+}
 
 int mxi_graph_p2p(mxa_stream_t *s, mxi_origin_t origin, int is_send, void *buf, size_t bytes,
                   int contiguous, int peer, int tag, MPI_Comm comm, const mxi_comm_t *c,
@@ -272,33 +427,14 @@ int mxi_graph_p2p(mxa_stream_t *s, mxi_origin_t origin, int is_send, void *buf, 
                          "contiguous data can be captured; the capture is broken",
                          what);
     }
-    mxi_tmpl_t *t = calloc(1, sizeof(*t));
+    mxi_tmpl_t *t =
+        mxi_tmpl_new(gs, is_send, buf, bytes, &c->ec,
+                     peer == MPI_PROC_NULL    ? MXE_PROC_NULL
+                     : peer == MPI_ANY_SOURCE ? MXE_ANY_SOURCE
+                                              : peer,
+                     tag == MPI_ANY_TAG ? MXE_ANY_TAG : tag, synchronous, c->eager_limit, 2);
     if (!t)
         return mxi_raise(comm, MXI_E_NO_MEM, "captured %s", what);
-    t->gs = gs;
-    t->is_send = is_send;
-    t->buf = buf;
-    t->bytes = bytes;
-    t->peer = peer == MPI_PROC_NULL    ? MXE_PROC_NULL
-              : peer == MPI_ANY_SOURCE ? MXE_ANY_SOURCE
-                                       : peer;
-    t->tag = tag == MPI_ANY_TAG ? MXE_ANY_TAG : tag;
-    t->synchronous = synchronous;
-    t->eager_limit = c->eager_limit;
-    t->ec = c->ec;
-    t->ec.match_dynamic = 1; /* start order: the order launches execute */
-    t->ec.sx = 0;
-    if (c->ec.world_ranks) {
-        t->world_ranks = malloc(sizeof(int) * (size_t)c->ec.size);
-        if (!t->world_ranks) {
-            free(t);
-            return mxi_raise(comm, MXI_E_NO_MEM, "captured %s", what);
-        }
-        memcpy(t->world_ranks, c->ec.world_ranks, sizeof(int) * (size_t)c->ec.size);
-        t->ec.world_ranks = t->world_ranks;
-    }
-    pthread_mutex_init(&t->lock, NULL);
-    atomic_init(&t->refs, 2);
     atomic_init(&t->req_live, 1);
 
     /* the request: a placeholder op, complete with an error for any wait but
@@ -329,10 +465,7 @@ int mxi_graph_p2p(mxa_stream_t *s, mxi_origin_t origin, int is_send, void *buf, 
     atomic_store_explicit(&op->state, MXE_STATE_COMPLETE, memory_order_release);
     memcpy(&op->user_aux, &comm,
            sizeof(comm) < sizeof(op->user_aux) ? sizeof(comm) : sizeof(op->user_aux));
-    pthread_mutex_lock(&mxi_cap_lock);
-    t->next = gs->tmpls;
-    gs->tmpls = t;
-    pthread_mutex_unlock(&mxi_cap_lock);
+    mxi_tmpl_link(gs, t);
     MPI_Request greq;
     int rc = PMPI_Grequest_start(mxi_greq_query, mxi_greq_free, mxi_greq_cancel, op, &greq);
     if (rc != MPI_SUCCESS) {

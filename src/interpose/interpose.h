@@ -310,6 +310,21 @@ int mxi_graph_p2p(mxa_stream_t *s, mxi_origin_t origin, int is_send, void *buf, 
  * statuses the same elements of statuses (NULL: none wanted). */
 int mxi_graph_wait(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *statuses,
                    const int *at, MPI_Comm err_comm);
+/* A stream-ordered collective (streamcoll.c) on a capturing stream: each
+ * round's sends and receives become templates without requests
+ * (mxi_graph_coll_post; ec: the communicator's collective context, peer
+ * and tag engine forms) whose operations the round's wait entry takes
+ * (mxi_graph_coll_wait); its copies and reductions are steps fn(arg) run
+ * at every launch, arg (malloc'ed) the graph's (mxi_graph_step); memory
+ * they use is the graph's (mxi_graph_keep). Every one frees what it was
+ * given when it fails (and the capture is then broken). */
+typedef struct mxi_tmpl mxi_tmpl_t;
+mxu_status_t mxi_graph_coll_post(mxa_stream_t *s, int is_send, void *buf, size_t bytes,
+                                 const mxe_comm_t *ec, int peer, int tag, size_t eager_limit,
+                                 mxi_tmpl_t **out);
+mxu_status_t mxi_graph_coll_wait(mxa_stream_t *s, mxi_tmpl_t *const *t, int n);
+mxu_status_t mxi_graph_step(mxa_stream_t *s, void (*fn)(void *), void *arg);
+mxu_status_t mxi_graph_keep(mxa_stream_t *s, void *p);
 
 /* Grequest callbacks */
 int mxi_greq_query(void *extra_state, MPI_Status *status);

@@ -136,14 +136,21 @@ static void sc_op_done(mxe_op_t *op)
 long mxi_streamcoll_failed(void) { return atomic_load(&sc_failed); }
 
 #define SC_TAG 0
+/* A collective captured into a host graph: its messages are made when a
+ * launch runs and match in the order launches execute (graph.c), the plain
+ * ones' when called and in call order; their own tag keeps the two orders
+ * apart on one communicator (each is the same on every member). */
+#define SC_TAG_GRAPH 1
 
 typedef struct {
     mxa_stream_t *s;
     MPI_Comm comm;
     const mxe_comm_t *ec;
     size_t eager_limit;
-    mxe_op_t **ops; /* the current round's operations */
+    mxe_op_t **ops;  /* the current round's operations */
+    mxi_tmpl_t **tm; /* ... captured into a host graph: its templates */
     int n, cap;
+    int capture;         /* the stream is a host stream being captured (graph.c) */
     int rc;              /* the first error: nothing more is enqueued */
     int enqueued;        /* something of the call is on the stream or with the engine */
     int dev;             /* CUDA stream, working buffers in device (or managed) memory */
@@ -159,9 +166,23 @@ static void sc_begin(sc_t *x, mxa_stream_t *s, MPI_Comm comm, const mxi_comm_t *
     x->comm = comm;
     x->ec = &c->coll_ec;
     x->eager_limit = c->eager_limit;
-    mxu_status_t st = mxa_stream_refuse_capture(s, "a stream-ordered collective");
+    /* a capturing host stream records the collective (a host graph); a
+     * capturing CUDA stream cannot take it */
+    x->capture = mxi_graph_capturing(s);
+    mxu_status_t st =
+        x->capture ? MXU_OK : mxa_stream_refuse_capture(s, "a stream-ordered collective");
     if (st != MXU_OK) /* nothing of the call is enqueued */
         x->rc = mxi_raise_code(comm, mxi_status_to_mpi(st));
+}
+
+/* an error while capturing: the capture is broken (graph.c has said why
+ * where it failed; this says what) */
+static void sc_capture_failed(sc_t *x, mxu_status_t st)
+{
+    x->rc = mxi_raise(x->comm, MXI_E_UNSUPPORTED,
+                      "a stream-ordered collective on a stream being captured could not be "
+                      "recorded (%s); the capture is broken",
+                      mxu_status_string(st));
 }
 
 /* A send or receive of this round (bytes of buf with rank peer). */
@@ -169,7 +190,7 @@ static void sc_post(sc_t *x, int is_send, void *buf, size_t bytes, int peer)
 {
     if (x->rc != MPI_SUCCESS)
         return;
-    int rc = mxi_throttle(x->comm, x->s, 0);
+    int rc = x->capture ? MPI_SUCCESS : mxi_throttle(x->comm, x->s, 0);
     if (rc != MPI_SUCCESS) {
         x->rc = rc;
         return;
@@ -177,12 +198,29 @@ static void sc_post(sc_t *x, int is_send, void *buf, size_t bytes, int peer)
     if (x->n == x->cap) {
         int cap = x->cap ? 2 * x->cap : 8;
         mxe_op_t **ops = realloc(x->ops, sizeof(*ops) * (size_t)cap);
-        if (!ops) {
+        if (ops)
+            x->ops = ops;
+        mxi_tmpl_t **tm = ops ? realloc(x->tm, sizeof(*tm) * (size_t)cap) : NULL;
+        if (tm)
+            x->tm = tm;
+        if (!ops || !tm) {
             x->rc = mxi_raise(x->comm, MXI_E_NO_MEM, "collective of %d ranks", x->ec->size);
+            if (x->capture)
+                mxa_host_capture_break(x->s, "out of memory recording a collective");
             return;
         }
-        x->ops = ops;
         x->cap = cap;
+    }
+    if (x->capture) {
+        mxu_status_t st = mxi_graph_coll_post(x->s, is_send, buf, bytes, x->ec, peer, SC_TAG_GRAPH,
+                                              x->eager_limit, &x->tm[x->n]);
+        if (st != MXU_OK) {
+            sc_capture_failed(x, st);
+            return;
+        }
+        x->n++;
+        x->enqueued = 1;
+        return;
     }
     mxe_op_t *op;
     mxu_status_t st =
@@ -205,6 +243,14 @@ static void sc_post(sc_t *x, int is_send, void *buf, size_t bytes, int peer)
 /* The stream waits for the round's operations. */
 static void sc_wait(sc_t *x)
 {
+    if (x->capture) {
+        mxu_status_t st =
+            x->n > 0 && x->rc == MPI_SUCCESS ? mxi_graph_coll_wait(x->s, x->tm, x->n) : MXU_OK;
+        if (st != MXU_OK)
+            sc_capture_failed(x, st);
+        x->n = 0; /* the templates are the graph's */
+        return;
+    }
     if (x->n > 0 && x->rc == MPI_SUCCESS) {
         int rc = mxi_throttle(x->comm, x->s, 0);
         mxu_status_t st = rc == MPI_SUCCESS ? mxe_stream_wait(x->s, x->ops, NULL, x->n) : MXU_OK;
@@ -228,11 +274,49 @@ static void sc_enqueued(sc_t *x, mxu_status_t st)
         x->enqueued = 1;
 }
 
+/* A copy or reduction recorded into a host graph: run at every launch,
+ * its arguments the graph's. */
+typedef struct {
+    void *out;
+    const void *a, *b; /* b NULL: a copy of `bytes` */
+    size_t n, bytes;
+    mxa_red_kind_t kind;
+    mxa_red_op_t op;
+} sc_step_t;
+
+static void sc_step_run(void *arg)
+{
+    const sc_step_t *t = arg;
+    if (t->b)
+        mxa_reduce_host(t->kind, t->op, t->out, t->a, t->b, t->n);
+    else
+        memcpy(t->out, t->a, t->bytes);
+}
+
+static void sc_capture_step(sc_t *x, const sc_step_t *v)
+{
+    sc_step_t *t = malloc(sizeof(*t));
+    mxu_status_t st = MXU_ERR_NO_MEMORY;
+    if (t) {
+        *t = *v;
+        st = mxi_graph_step(x->s, sc_step_run, t);
+    } else {
+        mxa_host_capture_break(x->s, "out of memory recording a collective");
+    }
+    if (st != MXU_OK)
+        sc_capture_failed(x, st);
+    else
+        x->enqueued = 1;
+}
+
 static void sc_copy(sc_t *x, void *dst, const void *src, size_t bytes)
 {
     if (dst == src || bytes == 0 || x->rc != MPI_SUCCESS)
         return;
-    sc_enqueued(x, mxa_stream_copy(x->s, dst, src, bytes));
+    if (x->capture)
+        sc_capture_step(x, &(sc_step_t){.out = dst, .a = src, .bytes = bytes});
+    else
+        sc_enqueued(x, mxa_stream_copy(x->s, dst, src, bytes));
 }
 
 /* out = a op b over n elements, in stream order */
@@ -240,7 +324,11 @@ static void sc_reduce(sc_t *x, void *out, const void *a, const void *b, size_t n
 {
     if (n == 0 || x->rc != MPI_SUCCESS)
         return;
-    sc_enqueued(x, mxa_stream_reduce(x->s, x->kind, x->op, out, a, b, n));
+    if (x->capture)
+        sc_capture_step(
+            x, &(sc_step_t){.out = out, .a = a, .b = b, .n = n, .kind = x->kind, .op = x->op});
+    else
+        sc_enqueued(x, mxa_stream_reduce(x->s, x->kind, x->op, out, a, b, n));
 }
 
 /*
@@ -279,7 +367,10 @@ static int sc_same_side(const sc_t *x, const void *p, size_t bytes)
  * enqueued, it is left allocated, and logged). */
 static int sc_end(sc_t *x)
 {
-    if (x->heap) {
+    if (x->capture && x->heap) { /* the graph's steps use it at every launch */
+        if (mxi_graph_keep(x->s, x->heap) != MXU_OK && x->rc == MPI_SUCCESS)
+            sc_capture_failed(x, MXU_ERR_NO_MEMORY);
+    } else if (x->heap) {
         if (!x->enqueued)
             free(x->heap);
         else if (mxa_stream_host_call(x->s, sc_free_step, x->heap) != MXU_OK)
@@ -287,6 +378,7 @@ static int sc_end(sc_t *x)
                                   "stream order; it is left allocated");
     }
     free(x->ops);
+    free(x->tm);
     return x->rc;
 }
 
@@ -678,6 +770,13 @@ static int sc_request(MPIX_Acc_stream stream, MPI_Comm comm, mxi_origin_t origin
     rc = mxi_stream_resolve(stream, comm, &s);
     if (rc != MPI_SUCCESS)
         return rc;
+    /* its request cannot be recorded (the blocking form can: it is as
+     * stream-ordered); the collective recorded just now goes with the
+     * broken capture */
+    mxu_status_t st = mxa_stream_refuse_capture(
+        s, "a nonblocking collective (its blocking form is stream-ordered too and can be)");
+    if (st != MXU_OK)
+        return mxi_raise_code(comm, mxi_status_to_mpi(st));
     mxe_op_t *op = NULL;
     if (mxe_op_create_local(s, MXE_OP_RECV, 0, &op) != MXU_OK)
         return mxi_raise(comm, MXI_E_NO_MEM, "the request of a nonblocking collective");
@@ -770,11 +869,18 @@ static mxa_stream_t *sc_stream_of(MPI_Comm comm)
     return c->stream;
 }
 
-/* The MPI library's call, after stream s drained (NULL: no stream). */
-#define SC_HOST(s, call)                                                                           \
+/* The MPI library's call, after stream s drained (NULL: no stream). It
+ * cannot be recorded into a graph: on a stream being captured the capture
+ * is broken and the call fails (it would run now, not at the launches). */
+#define SC_HOST(s, comm, call)                                                                     \
     do {                                                                                           \
-        if (s)                                                                                     \
+        if (s) {                                                                                   \
+            mxu_status_t st_ = mxa_stream_refuse_capture(                                          \
+                (s), "a collective the stream-ordered code does not take (the MPI library's)");    \
+            if (st_ != MXU_OK)                                                                     \
+                return mxi_raise_code((comm), mxi_status_to_mpi(st_));                             \
             (void)mxa_stream_synchronize(s);                                                       \
+        }                                                                                          \
         return (call);                                                                             \
     } while (0)
 
@@ -819,7 +925,7 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm co
     mxa_stream_t *h = sc_stream_of(comm);
     if (h && sc_root_ok(comm, root) && sc_can_move(buf, count, datatype))
         return MPIX_Acc_Bcast(h->handle, buf, count, datatype, root, comm);
-    SC_HOST(h, PMPI_Bcast(buf, count, datatype, root, comm));
+    SC_HOST(h, comm, PMPI_Bcast(buf, count, datatype, root, comm));
 }
 
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
@@ -828,7 +934,7 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
     mxa_stream_t *h = sc_stream_of(comm);
     if (h && sc_can_reduce(sendbuf, recvbuf, count, datatype, op, 1))
         return MPIX_Acc_Allreduce(h->handle, sendbuf, recvbuf, count, datatype, op, comm);
-    SC_HOST(h, PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm));
+    SC_HOST(h, comm, PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm));
 }
 
 int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
@@ -841,7 +947,7 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
     if (h && sc_root_ok(comm, root) &&
         sc_can_reduce(sendbuf, recvbuf, count, datatype, op, rank == root))
         return MPIX_Acc_Reduce(h->handle, sendbuf, recvbuf, count, datatype, op, root, comm);
-    SC_HOST(h, PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm));
+    SC_HOST(h, comm, PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm));
 }
 
 /* Allgather/Alltoall: blocks of the same size, movable buffers */
@@ -869,7 +975,8 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
     if (h && sc_can_exchange(comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype))
         return MPIX_Acc_Allgather(h->handle, sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                   recvtype, comm);
-    SC_HOST(h, PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm));
+    SC_HOST(h, comm,
+            PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm));
 }
 
 int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
@@ -879,7 +986,8 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
     if (h && sc_can_exchange(comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype))
         return MPIX_Acc_Alltoall(h->handle, sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                  recvtype, comm);
-    SC_HOST(h, PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm));
+    SC_HOST(h, comm,
+            PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm));
 }
 
 /* The nonblocking collectives on a stream communicator of a host stream:
@@ -892,7 +1000,7 @@ int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
     if (h && request)
         return sc_request(h->handle, comm, MXI_ORIGIN_STREAMCOMM, MPIX_Acc_Barrier(h->handle, comm),
                           request);
-    SC_HOST(h, PMPI_Ibarrier(comm, request));
+    SC_HOST(h, comm, PMPI_Ibarrier(comm, request));
 }
 
 int MPI_Ibcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
@@ -902,7 +1010,7 @@ int MPI_Ibcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm c
     if (h && request && sc_root_ok(comm, root) && sc_can_move(buf, count, datatype))
         return sc_request(h->handle, comm, MXI_ORIGIN_STREAMCOMM,
                           MPIX_Acc_Bcast(h->handle, buf, count, datatype, root, comm), request);
-    SC_HOST(h, PMPI_Ibcast(buf, count, datatype, root, comm, request));
+    SC_HOST(h, comm, PMPI_Ibcast(buf, count, datatype, root, comm, request));
 }
 
 int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
@@ -913,7 +1021,7 @@ int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
         return sc_request(
             h->handle, comm, MXI_ORIGIN_STREAMCOMM,
             MPIX_Acc_Allreduce(h->handle, sendbuf, recvbuf, count, datatype, op, comm), request);
-    SC_HOST(h, PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request));
+    SC_HOST(h, comm, PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request));
 }
 
 int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
@@ -929,7 +1037,7 @@ int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype data
                 MPIX_Acc_Reduce(h->handle, sendbuf, recvbuf, count, datatype, op, root, comm),
                 request);
     }
-    SC_HOST(h, PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request));
+    SC_HOST(h, comm, PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request));
 }
 
 /* MPI_Iallgather (all = 0) and MPI_Ialltoall (all = 1) */
@@ -945,10 +1053,11 @@ static int sc_iexchange(int all, const void *sendbuf, int sendcount, MPI_Datatyp
                                            sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                            recvtype, comm),
                           request);
-    SC_HOST(h, all ? PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
-                                    comm, request)
-                   : PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
-                                     comm, request));
+    SC_HOST(h, comm,
+            all ? PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                                 request)
+                : PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                                  request));
 }
 
 int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,

@@ -15,6 +15,11 @@
  *   C: a graph mixed with plain enqueues on the same stream and
  *      communicator (another tag), and a second graph launched on a second
  *      stream (a third tag): interleaved launches, all data checked.
+ *   M: a graph and plain operations on one channel (communicator, peer,
+ *      tag) and stream: on a communicator with mpix_acc_match=dynamic (on
+ *      a call-order one, plain calls are matched at the call and a launch's
+ *      operations when it runs: they cannot share a channel); 300 launches
+ *      (60 with tsan), each followed by a plain exchange, all data checked.
  *   D: a request freed inside the capture: its sends go unwaited and still
  *      arrive (checked by plain receives).
  *   F: a stream communicator's ordinary MPI_Irecv/MPI_Isend/MPI_Waitall
@@ -24,9 +29,19 @@
  *      rank: both); 1000 launches (30 with tsan), the data, the PROC_NULL
  *      statuses (source MPI_PROC_NULL, tag MPI_ANY_TAG, count 0) and the
  *      untouched receive buffer checked.
+ *   G: the blocking stream-ordered collectives captured: fill -> Allreduce
+ *      (MPI_LONG sum) -> Bcast (root 1 % size) -> Allgather -> Reduce (root
+ *      0; its scratch is the graph's) -> Alltoall -> Barrier ->
+ *      check, launched 1000 times (60 with tsan), every launch's results
+ *      checked exactly on the stream; every 10th launch a plain Allreduce
+ *      on the same stream and communicator between the launches (checked
+ *      too); then a stream communicator's MPI_Allreduce captured (100
+ *      launches).
  *   E: errors: a host wait on a captured request (MPI_ERR_REQUEST, no
- *      hang), a collective on a capturing stream breaks the capture (its
- *      end fails with MPI_ERR_UNSUPPORTED_OPERATION), a request left active
+ *      hang), a nonblocking collective and a stream communicator's
+ *      collective that runs as the MPI library's (MPI_BAND) on a capturing
+ *      stream break the capture (its end fails with
+ *      MPI_ERR_UNSUPPORTED_OPERATION), a request left active
  *      (end fails MPI_ERR_REQUEST), freeing a graph with launches in flight
  *      (error; the graph stays and is freed after the synchronize),
  *      synchronize of a capturing stream, bad handles.
@@ -96,6 +111,24 @@ static void no_graph_errors(MPIX_Acc_hostgraph g, const char *what)
     T_CHECK(e == 0, "%s: the graph counted %lu failed operations", what, e);
 }
 
+/* fill -> Irecv from `from` -> Isend to `to` -> Waitall (no statuses) ->
+ * check on stream s (communicator comm, tag): enqueued plainly, or, with
+ * g, captured into *g */
+static void ring_step(MPIX_Acc_stream s, MPI_Comm comm, int tag, double *sb, double *rb, int from,
+                      int to, step_arg_t *f, step_arg_t *c, MPIX_Acc_hostgraph *g)
+{
+    MPI_Request r[2];
+    if (g)
+        T_MPI(MPIX_Acc_Hoststream_begin_capture(s));
+    T_MPI(MPIX_Acc_Hoststream_launch(s, fill_fn, f));
+    T_MPI(MPIX_Acc_Irecv(s, rb, MSG, MPI_DOUBLE, from, tag, comm, &r[0]));
+    T_MPI(MPIX_Acc_Isend(s, sb, MSG, MPI_DOUBLE, to, tag, comm, &r[1]));
+    T_MPI(MPIX_Acc_Waitall(s, 2, r, MPI_STATUSES_IGNORE));
+    T_MPI(MPIX_Acc_Hoststream_launch(s, check_fn, c));
+    if (g)
+        T_MPI(MPIX_Acc_Hoststream_end_capture(s, g));
+}
+
 /* A and L: fill -> Irecv from `from` -> Isend to `to` -> Waitall with
  * statuses -> check, captured once (tag) and launched n times, the stream
  * synchronized and the checks collected every `every` launches and at the
@@ -156,6 +189,69 @@ static void exchange_phase(MPIX_Acc_stream s, double *sb, double *rb, int from, 
     no_graph_errors(g, launch_phase);
     T_MPI(MPIX_Acc_Hostgraph_free(&g));
     T_CHECK(g == NULL, "Hostgraph_free did not clear the handle");
+}
+
+/* G: collectives. Launch k's send data of rank r: cval(r, k, i). */
+#define CN 33 /* longs per rank */
+typedef struct {
+    long sb[CN], ar[CN], bc[CN], rd[CN], *ag, *as, *ar2; /* ar2: alltoall's result */
+    int root;
+    _Atomic long fill_k, check_k;
+} coll_arg_t;
+
+static long cval(int rank, long k, int i) { return rank * 1000003L + 7 * k + i; }
+
+static void coll_fill(void *p)
+{
+    coll_arg_t *a = p;
+    long k = atomic_fetch_add(&a->fill_k, 1);
+    for (int i = 0; i < CN; i++) {
+        a->sb[i] = cval(t_rank, k, i);
+        a->ar[i] = -1;
+        a->bc[i] = t_rank == a->root ? cval(t_rank, k, i) : -1;
+        a->rd[i] = -1;
+        for (int j = 0; j < t_size; j++) {
+            a->ag[j * CN + i] = -1;
+            if (a->as) {
+                a->as[j * CN + i] = cval(t_rank, k, i) + 100 * j; /* to rank j */
+                a->ar2[j * CN + i] = -1;
+            }
+        }
+    }
+}
+
+static void coll_check(void *p)
+{
+    coll_arg_t *a = p;
+    long k = atomic_fetch_add(&a->check_k, 1);
+    for (int i = 0; i < CN; i++) {
+        long sum = 0;
+        for (int j = 0; j < t_size; j++) {
+            sum += cval(j, k, i);
+            if (a->ag[j * CN + i] != cval(j, k, i)) {
+                t_async_fail("launch %ld: allgather block %d element %d: %ld, expected %ld", k, j,
+                             i, a->ag[j * CN + i], cval(j, k, i));
+                return;
+            }
+        }
+        for (int j = 0; a->as && j < t_size; j++)
+            if (a->ar2[j * CN + i] != cval(j, k, i) + 100 * t_rank) {
+                t_async_fail("launch %ld: alltoall block %d element %d: %ld, expected %ld", k, j, i,
+                             a->ar2[j * CN + i], cval(j, k, i) + 100 * t_rank);
+                return;
+            }
+        if (a->as && a->rd[i] != (t_rank == 0 ? sum : -1)) {
+            t_async_fail("launch %ld: reduce element %d: %ld, expected %ld", k, i, a->rd[i],
+                         t_rank == 0 ? sum : -1);
+            return;
+        }
+        if (a->ar[i] != sum || a->bc[i] != cval(a->root, k, i)) {
+            t_async_fail("launch %ld: element %d: allreduce %ld (expected %ld), bcast %ld "
+                         "(expected %ld)",
+                         k, i, a->ar[i], sum, a->bc[i], cval(a->root, k, i));
+            return;
+        }
+    }
 }
 
 int main(int argc, char **argv)
@@ -224,29 +320,12 @@ int main(int argc, char **argv)
         step_arg_t fp = {.buf = sp, .n = MSG, .rank = t_rank, .tag = 9};
         step_arg_t cp = {.buf = rp, .n = MSG, .rank = prev, .tag = 9};
         MPIX_Acc_hostgraph g1, g2;
-        MPI_Request r[2];
-        T_MPI(MPIX_Acc_Hoststream_begin_capture(s));
-        T_MPI(MPIX_Acc_Hoststream_launch(s, fill_fn, &f1));
-        T_MPI(MPIX_Acc_Irecv(s, rb, MSG, MPI_DOUBLE, prev, 7, W, &r[0]));
-        T_MPI(MPIX_Acc_Isend(s, sb, MSG, MPI_DOUBLE, next, 7, W, &r[1]));
-        T_MPI(MPIX_Acc_Waitall(s, 2, r, MPI_STATUSES_IGNORE));
-        T_MPI(MPIX_Acc_Hoststream_launch(s, check_fn, &c1));
-        T_MPI(MPIX_Acc_Hoststream_end_capture(s, &g1));
-        T_MPI(MPIX_Acc_Hoststream_begin_capture(s2));
-        T_MPI(MPIX_Acc_Hoststream_launch(s2, fill_fn, &f2));
-        T_MPI(MPIX_Acc_Irecv(s2, rb2, MSG, MPI_DOUBLE, prev, 8, W, &r[0]));
-        T_MPI(MPIX_Acc_Isend(s2, sb2, MSG, MPI_DOUBLE, next, 8, W, &r[1]));
-        T_MPI(MPIX_Acc_Waitall(s2, 2, r, MPI_STATUSES_IGNORE));
-        T_MPI(MPIX_Acc_Hoststream_launch(s2, check_fn, &c2));
-        T_MPI(MPIX_Acc_Hoststream_end_capture(s2, &g2));
+        ring_step(s, W, 7, sb, rb, prev, next, &f1, &c1, &g1);
+        ring_step(s2, W, 8, sb2, rb2, prev, next, &f2, &c2, &g2);
         for (int k = 0; k < 300; k++) {
             T_MPI(MPIX_Acc_Hostgraph_launch(g1, s));
             /* plain enqueues on the same stream and communicator, tag 9 */
-            T_MPI(MPIX_Acc_Hoststream_launch(s, fill_fn, &fp));
-            T_MPI(MPIX_Acc_Irecv(s, rp, MSG, MPI_DOUBLE, prev, 9, W, &r[0]));
-            T_MPI(MPIX_Acc_Isend(s, sp, MSG, MPI_DOUBLE, next, 9, W, &r[1]));
-            T_MPI(MPIX_Acc_Waitall(s, 2, r, MPI_STATUSES_IGNORE));
-            T_MPI(MPIX_Acc_Hoststream_launch(s, check_fn, &cp));
+            ring_step(s, W, 9, sp, rp, prev, next, &fp, &cp, NULL);
             T_MPI(MPIX_Acc_Hostgraph_launch(g2, s2));
             if (k % 100 == 99) {
                 T_MPI(MPIX_Acc_Hoststream_synchronize(s));
@@ -267,6 +346,40 @@ int main(int argc, char **argv)
         T_MPI(MPIX_Acc_Hostgraph_free(&g2));
         free(sb2);
         free(rb2);
+        free(sp);
+        free(rp);
+    }
+
+    /* ---- M: a graph and plain operations on one channel ---- */
+    t_phase("M: one channel, captured and plain (mpix_acc_match=dynamic)");
+    {
+        const int nm = tsan ? 60 : 300;
+        double *sp = calloc(MSG, sizeof(double)), *rp = calloc(MSG, sizeof(double));
+        T_CHECK(sp && rp, "malloc");
+        MPI_Comm DW;
+        MPI_Info inf;
+        T_MPI(MPI_Info_create(&inf));
+        T_MPI(MPI_Info_set(inf, "mpix_acc_match", "dynamic"));
+        T_MPI(MPI_Comm_dup_with_info(W, inf, &DW));
+        T_MPI(MPI_Info_free(&inf));
+        /* the data says whose it is: tag 15 (graph) and 16 (plain), both on tag 15 */
+        step_arg_t fg = {.buf = sb, .n = MSG, .rank = t_rank, .tag = 15};
+        step_arg_t cg = {.buf = rb, .n = MSG, .rank = prev, .tag = 15};
+        step_arg_t fp = {.buf = sp, .n = MSG, .rank = t_rank, .tag = 16};
+        step_arg_t cp = {.buf = rp, .n = MSG, .rank = prev, .tag = 16};
+        ring_step(s, DW, 15, sb, rb, prev, next, &fg, &cg, &g);
+        for (int k = 0; k < nm; k++) {
+            T_MPI(MPIX_Acc_Hostgraph_launch(g, s));
+            ring_step(s, DW, 15, sp, rp, prev, next, &fp, &cp, NULL);
+        }
+        T_MPI(MPIX_Acc_Hoststream_synchronize(s));
+        t_check_async();
+        T_CHECK(atomic_load(&cg.launch) == nm && atomic_load(&cp.launch) == nm,
+                "M: checked %ld launches and %ld plain exchanges of %d", atomic_load(&cg.launch),
+                atomic_load(&cp.launch), nm);
+        no_graph_errors(g, "M");
+        T_MPI(MPIX_Acc_Hostgraph_free(&g));
+        T_MPI(MPI_Comm_free(&DW));
         free(sp);
         free(rp);
     }
@@ -331,6 +444,75 @@ int main(int argc, char **argv)
         t_stream_comm_free(&sc, &cs);
     }
 
+    /* ---- G: the collectives captured ---- */
+    t_phase("G: collectives captured");
+    {
+        const long ng = tsan ? 60 : 1000;
+        coll_arg_t ca = {.root = 1 % t_size}, pa = {.root = 0};
+        ca.ag = calloc((size_t)t_size * CN, sizeof(long));
+        ca.as = calloc((size_t)t_size * CN, sizeof(long));
+        ca.ar2 = calloc((size_t)t_size * CN, sizeof(long));
+        pa.ag = calloc((size_t)t_size * CN, sizeof(long));
+        T_CHECK(ca.ag && ca.as && ca.ar2 && pa.ag, "malloc");
+        T_MPI(MPIX_Acc_Hoststream_begin_capture(s));
+        T_MPI(MPIX_Acc_Hoststream_launch(s, coll_fill, &ca));
+        T_MPI(MPIX_Acc_Allreduce(s, ca.sb, ca.ar, CN, MPI_LONG, MPI_SUM, W));
+        T_MPI(MPIX_Acc_Bcast(s, ca.bc, CN, MPI_LONG, ca.root, W));
+        T_MPI(MPIX_Acc_Allgather(s, ca.sb, CN, MPI_LONG, ca.ag, CN, MPI_LONG, W));
+        T_MPI(MPIX_Acc_Reduce(s, ca.sb, ca.rd, CN, MPI_LONG, MPI_SUM, 0, W));
+        T_MPI(MPIX_Acc_Alltoall(s, ca.as, CN, MPI_LONG, ca.ar2, CN, MPI_LONG, W));
+        T_MPI(MPIX_Acc_Barrier(s, W));
+        T_MPI(MPIX_Acc_Hoststream_launch(s, coll_check, &ca));
+        T_MPI(MPIX_Acc_Hoststream_end_capture(s, &g));
+        for (long k = 0; k < ng; k++) {
+            T_MPI(MPIX_Acc_Hostgraph_launch(g, s));
+            if (k % 10 == 9) { /* plain collectives between the launches */
+                T_MPI(MPIX_Acc_Hoststream_launch(s, coll_fill, &pa));
+                T_MPI(MPIX_Acc_Allreduce(s, pa.sb, pa.ar, CN, MPI_LONG, MPI_SUM, W));
+                T_MPI(MPIX_Acc_Bcast(s, pa.bc, CN, MPI_LONG, pa.root, W));
+                T_MPI(MPIX_Acc_Allgather(s, pa.sb, CN, MPI_LONG, pa.ag, CN, MPI_LONG, W));
+                T_MPI(MPIX_Acc_Hoststream_launch(s, coll_check, &pa));
+            }
+            if (k % 100 == 99) {
+                T_MPI(MPIX_Acc_Hoststream_synchronize(s));
+                t_check_async();
+            }
+        }
+        T_MPI(MPIX_Acc_Hoststream_synchronize(s));
+        t_check_async();
+        T_CHECK(atomic_load(&ca.check_k) == ng && atomic_load(&pa.check_k) == ng / 10,
+                "G: checked %ld launches and %ld plain collectives", atomic_load(&ca.check_k),
+                atomic_load(&pa.check_k));
+        no_graph_errors(g, "G");
+        T_MPI(MPIX_Acc_Hostgraph_free(&g));
+
+        /* a stream communicator's MPI_Allreduce, captured */
+        MPIX_Acc_stream cs;
+        MPI_Comm sc = t_stream_comm(&cs);
+        coll_arg_t sa = {.root = 0};
+        sa.ag = ca.ag;
+        T_MPI(MPIX_Acc_Hoststream_begin_capture(cs));
+        T_MPI(MPIX_Acc_Hoststream_launch(cs, coll_fill, &sa));
+        T_MPI(MPI_Allreduce(sa.sb, sa.ar, CN, MPI_LONG, MPI_SUM, sc));
+        T_MPI(MPI_Bcast(sa.bc, CN, MPI_LONG, sa.root, sc));
+        T_MPI(MPI_Allgather(sa.sb, CN, MPI_LONG, sa.ag, CN, MPI_LONG, sc));
+        T_MPI(MPIX_Acc_Hoststream_launch(cs, coll_check, &sa));
+        T_MPI(MPIX_Acc_Hoststream_end_capture(cs, &g));
+        for (int k = 0; k < 100; k++)
+            T_MPI(MPIX_Acc_Hostgraph_launch(g, cs));
+        T_MPI(MPIX_Acc_Hoststream_synchronize(cs));
+        t_check_async();
+        T_CHECK(atomic_load(&sa.check_k) == 100, "G: stream communicator: checked %ld launches",
+                atomic_load(&sa.check_k));
+        no_graph_errors(g, "G (stream communicator)");
+        T_MPI(MPIX_Acc_Hostgraph_free(&g));
+        t_stream_comm_free(&sc, &cs);
+        free(ca.ag);
+        free(ca.as);
+        free(ca.ar2);
+        free(pa.ag);
+    }
+
     /* ---- L: a line (the ring cut open): MPI_PROC_NULL at its ends ---- */
     exchange_phase(s, sb, rb, t_rank == 0 ? MPI_PROC_NULL : prev,
                    t_rank == t_size - 1 ? MPI_PROC_NULL : next, 14, tsan ? 30 : 1000, 100,
@@ -371,17 +553,29 @@ int main(int argc, char **argv)
         T_CHECK(g == NULL, "a failed end_capture left a graph");
         T_MPI(MPI_Request_free(&r));
 
-        /* a collective on a capturing stream breaks the capture */
+        /* a nonblocking collective on a capturing stream breaks the capture */
         MPI_Comm sc;
         T_MPI(MPI_Comm_dup(W, &sc));
         T_MPI(MPI_Comm_set_errhandler(sc, MPI_ERRORS_RETURN));
         T_MPI(MPIX_Acc_Hoststream_begin_capture(s));
         int in = 1, out = 0;
-        expect_class(MPIX_Acc_Allreduce(s, &in, &out, 1, MPI_INT, MPI_SUM, sc),
-                     MPI_ERR_UNSUPPORTED_OPERATION, "an Allreduce on a capturing stream");
+        expect_class(MPIX_Acc_Iallreduce(s, &in, &out, 1, MPI_INT, MPI_SUM, sc, &r),
+                     MPI_ERR_UNSUPPORTED_OPERATION, "an Iallreduce on a capturing stream");
         expect_class(MPIX_Acc_Hoststream_end_capture(s, &g), MPI_ERR_UNSUPPORTED_OPERATION,
-                     "end_capture of a broken capture");
+                     "end_capture of a broken capture (Iallreduce)");
         T_MPI(MPI_Comm_free(&sc));
+        /* ... and so does a stream communicator's collective that would run
+         * as the MPI library's call (MPI_BAND: not a stream-ordered op) */
+        MPIX_Acc_stream cs;
+        sc = t_stream_comm(&cs);
+        T_MPI(MPI_Comm_set_errhandler(sc, MPI_ERRORS_RETURN));
+        T_MPI(MPIX_Acc_Hoststream_begin_capture(cs));
+        expect_class(MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_BAND, sc),
+                     MPI_ERR_UNSUPPORTED_OPERATION, "an MPI_BAND Allreduce on a capturing stream");
+        expect_class(MPIX_Acc_Hoststream_end_capture(cs, &g), MPI_ERR_UNSUPPORTED_OPERATION,
+                     "end_capture of a broken capture (MPI_BAND)");
+        T_CHECK(out == 0, "the MPI_BAND Allreduce ran while capturing (out %d)", out);
+        t_stream_comm_free(&sc, &cs);
 
         /* freeing a graph with launches in flight: refused, the graph stays */
         t_gate_t gate;
