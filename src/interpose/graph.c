@@ -25,6 +25,12 @@
  * A template with MPI_PROC_NULL records no fire entry: as outside graphs
  * (p2p.c's mxi_proc_null_request), a launch makes no operation for it, and
  * a wait on it writes MPI's PROC_NULL status.
+ * Collectives (streamcoll.c): a blocking stream-ordered collective records
+ * its rounds -- templates without requests, a wait entry per round without
+ * statuses, its copies and reductions as steps whose arguments (and heap
+ * scratch) the graph keeps; its messages use a tag of their own on the
+ * collective context, so plain collectives (matched at the call) and a
+ * launch's (matched when it runs) never take each other's messages.
  * (CUDA graphs need device-side fire and wait nodes -- a counter the
  * progress thread watches; the operations made from it are the same.)
  */
