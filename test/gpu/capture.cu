@@ -10,7 +10,9 @@
  *
  * For each capture mode (global, thread-local, relaxed) and each kind of
  * call (MPIX_Acc_Isend, MPIX_Acc_Irecv, MPIX_Acc_Wait on a request made
- * before the capture, MPI_Allreduce and MPI_Send on a stream communicator):
+ * before the capture, MPI_Allreduce and MPI_Send on a stream communicator,
+ * and an MPI_Allreduce the stream-ordered code does not take -- MPI_BAND,
+ * which would run as the MPI library's call: it must not run now):
  *   - the call returns an error of class MPI_ERR_UNSUPPORTED_OPERATION;
  *   - cudaStreamEndCapture reports an error and no graph;
  *   - the stream, the library and the matching are unharmed: a ring
@@ -52,13 +54,17 @@ int main(int argc, char **argv)
                                             cudaStreamCaptureModeThreadLocal,
                                             cudaStreamCaptureModeRelaxed};
     const char *mname[3] = {"global", "thread-local", "relaxed"};
-    const char *cname[5] = {"MPIX_Acc_Isend", "MPIX_Acc_Irecv", "MPIX_Acc_Wait",
+    const char *cname[6] = {"MPIX_Acc_Isend",
+                            "MPIX_Acc_Irecv",
+                            "MPIX_Acc_Wait",
                             "MPI_Allreduce on a stream communicator",
-                            "MPI_Send on a stream communicator"};
+                            "MPI_Send on a stream communicator",
+                            "an MPI_BAND Allreduce on a stream communicator"};
+    int band = 0x5a; /* host memory: if it ran anyway, it would run cleanly */
     long it = 0;
     char what[160];
     for (int m = 0; m < 3; m++)
-        for (int c = 0; c < 5; c++, it++) {
+        for (int c = 0; c < 6; c++, it++) {
             snprintf(what, sizeof what, "%s while capturing (%s mode)", cname[c], mname[m]);
             t_phase(what);
             /* a request made before the capture, for MPIX_Acc_Wait */
@@ -84,8 +90,11 @@ int main(int argc, char **argv)
             case 3:
                 rc = MPI_Allreduce(MPI_IN_PLACE, red, 1, MPI_DOUBLE, MPI_SUM, sc);
                 break;
-            default:
+            case 4:
                 rc = MPI_Send(sbuf, (int)n, MPI_BYTE, next, 900, sc);
+                break;
+            default:
+                rc = MPI_Allreduce(MPI_IN_PLACE, &band, 1, MPI_INT, MPI_BAND, sc);
                 break;
             }
             cudaGraph_t g = NULL;
@@ -95,6 +104,7 @@ int main(int argc, char **argv)
                     "%s: returned %d (class %d), expected MPI_ERR_UNSUPPORTED_OPERATION", what, rc,
                     err_class(rc));
             T_CHECK(mine == MPI_REQUEST_NULL, "%s: a request was made", what);
+            T_CHECK(band == 0x5a, "%s: the MPI library's Allreduce ran during the capture", what);
             T_CHECK(ce != cudaSuccess && g == NULL,
                     "%s: cudaStreamEndCapture returned %s and %s graph: the capture was not "
                     "invalidated",
