@@ -142,13 +142,18 @@ static void mxi_tmpl_req_gone(void *user)
     mxi_tmpl_release(t);
 }
 
+static void mxi_gwait_free(mxi_gwait_t *w)
+{
+    free(w->t);
+    free(w->status);
+    free(w);
+}
+
 static void mxi_state_free(mxi_graph_state_t *gs)
 {
     for (mxi_gwait_t *w = gs->waits, *nw; w; w = nw) {
         nw = w->next;
-        free(w->t);
-        free(w->status);
-        free(w);
+        mxi_gwait_free(w);
     }
     for (mxi_tmpl_t *t = gs->tmpls, *nt; t; t = nt) {
         nt = t->next;
@@ -323,6 +328,38 @@ static void mxi_tmpl_link(mxi_graph_state_t *gs, mxi_tmpl_t *t)
     pthread_mutex_unlock(&mxi_cap_lock);
 }
 
+/* A wait entry for up to n templates, with a status pointer per template
+ * when `statuses`; NULL when out of memory. */
+static mxi_gwait_t *mxi_gwait_new(int n, int statuses)
+{
+    mxi_gwait_t *w = calloc(1, sizeof(*w));
+    if (!w)
+        return NULL;
+    w->t = calloc((size_t)(n ? n : 1), sizeof(*w->t));
+    w->status = statuses ? calloc((size_t)(n ? n : 1), sizeof(*w->status)) : NULL;
+    if (!w->t || (statuses && !w->status)) {
+        mxi_gwait_free(w);
+        return NULL;
+    }
+    return w;
+}
+
+/* Record wait entry w on capturing stream s and keep it with gs (freed with
+ * it); when that fails w is freed. */
+static mxu_status_t mxi_gwait_record(mxa_stream_t *s, mxi_graph_state_t *gs, mxi_gwait_t *w)
+{
+    mxu_status_t st = mxa_host_capture_add(s, mxi_gwait_run, w);
+    if (st != MXU_OK) {
+        mxi_gwait_free(w);
+        return st;
+    }
+    pthread_mutex_lock(&mxi_cap_lock);
+    w->next = gs->waits;
+    gs->waits = w;
+    pthread_mutex_unlock(&mxi_cap_lock);
+    return MXU_OK;
+}
+
 /* the capture of s; else its capture is broken, saying what could not be recorded */
 static mxi_graph_state_t *mxi_capture_or_break(mxa_stream_t *s, const char *what)
 {
@@ -392,30 +429,16 @@ mxu_status_t mxi_graph_coll_wait(mxa_stream_t *s, mxi_tmpl_t *const *t, int n)
     mxi_graph_state_t *gs = mxi_capture_or_break(s, "a collective's round");
     if (!gs)
         return MXU_ERR_INVALID_STREAM;
-    mxi_gwait_t *w = calloc(1, sizeof(*w));
-    if (w)
-        w->t = malloc(sizeof(*w->t) * (size_t)(n ? n : 1));
-    if (!w || !w->t) {
-        if (w)
-            free(w->t);
-        free(w);
-        mxa_host_capture_break(s, "out of memory recording a collective");
-        return MXU_ERR_NO_MEMORY;
+    mxi_gwait_t *w = mxi_gwait_new(n, 0);
+    mxu_status_t st = MXU_ERR_NO_MEMORY;
+    if (w) {
+        memcpy(w->t, t, sizeof(*w->t) * (size_t)n);
+        w->n = n;
+        st = mxi_gwait_record(s, gs, w);
     }
-    memcpy(w->t, t, sizeof(*w->t) * (size_t)n);
-    w->n = n;
-    mxu_status_t st = mxa_host_capture_add(s, mxi_gwait_run, w);
-    if (st != MXU_OK) {
-        free(w->t);
-        free(w);
+    if (st != MXU_OK)
         mxa_host_capture_break(s, "out of memory recording a collective");
-        return st;
-    }
-    pthread_mutex_lock(&mxi_cap_lock);
-    w->next = gs->waits;
-    gs->waits = w;
-    pthread_mutex_unlock(&mxi_cap_lock);
-    return MXU_OK;
+    return st;
 }
 
 int mxi_graph_p2p(mxa_stream_t *s, mxi_origin_t origin, int is_send, void *buf, size_t bytes,
@@ -492,19 +515,9 @@ int mxi_graph_wait(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *s
     mxi_graph_state_t *gs = mxi_capture_of(s);
     if (!gs)
         return mxi_raise(err_comm, MXI_E_INTERN, "captured stream wait: the capture is unknown");
-    mxi_gwait_t *w = calloc(1, sizeof(*w));
-    if (w) {
-        w->t = calloc((size_t)(count ? count : 1), sizeof(*w->t));
-        w->status = calloc((size_t)(count ? count : 1), sizeof(*w->status));
-    }
-    if (!w || !w->t || !w->status) {
-        if (w) {
-            free(w->t);
-            free(w->status);
-        }
-        free(w);
+    mxi_gwait_t *w = mxi_gwait_new(count, 1);
+    if (!w)
         return mxi_raise(err_comm, MXI_E_NO_MEM, "captured stream wait");
-    }
     const char *bad = NULL;
     for (int i = 0; i < count && !bad; i++) {
         int k = at ? at[i] : i;
@@ -525,21 +538,14 @@ int mxi_graph_wait(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *s
             w->n++;
         }
     }
-    if (!bad && mxa_host_capture_add(s, mxi_gwait_run, w) != MXU_OK)
+    if (bad)
+        mxi_gwait_free(w);
+    else if (mxi_gwait_record(s, gs, w) != MXU_OK)
         bad = "out of memory recording a stream wait";
     if (bad) {
-        free(w->t);
-        free(w->status);
-        free(w);
-        char why[200];
-        snprintf(why, sizeof(why), "%s", bad);
-        mxa_host_capture_break(s, why);
+        mxa_host_capture_break(s, bad);
         return mxi_raise(err_comm, MXI_E_REQUEST, "%s: the capture is broken", bad);
     }
-    pthread_mutex_lock(&mxi_cap_lock);
-    w->next = gs->waits;
-    gs->waits = w;
-    pthread_mutex_unlock(&mxi_cap_lock);
     /* the requests are the wait's now: retired (the templates stay) */
     for (int i = 0; i < count; i++) {
         int k = at ? at[i] : i;
