@@ -147,8 +147,8 @@ typedef struct {
     MPI_Comm comm;
     const mxe_comm_t *ec;
     size_t eager_limit;
-    mxe_op_t **ops;  /* the current round's operations */
-    mxi_tmpl_t **tm; /* ... captured into a host graph: its templates */
+    mxe_op_t **ops;  /* the current round's operations ...                 */
+    mxi_tmpl_t **tm; /* ... or, captured into a host graph, its templates */
     int n, cap;
     int capture;         /* the stream is a host stream being captured (graph.c) */
     int rc;              /* the first error: nothing more is enqueued */
@@ -195,20 +195,20 @@ static void sc_post(sc_t *x, int is_send, void *buf, size_t bytes, int peer)
         x->rc = rc;
         return;
     }
-    if (x->n == x->cap) {
+    if (x->n == x->cap) { /* the round's array: templates when capturing, else ops */
         int cap = x->cap ? 2 * x->cap : 8;
-        mxe_op_t **ops = realloc(x->ops, sizeof(*ops) * (size_t)cap);
-        if (ops)
-            x->ops = ops;
-        mxi_tmpl_t **tm = ops ? realloc(x->tm, sizeof(*tm) * (size_t)cap) : NULL;
-        if (tm)
-            x->tm = tm;
-        if (!ops || !tm) {
+        void *p = x->capture ? realloc(x->tm, sizeof(*x->tm) * (size_t)cap)
+                             : realloc(x->ops, sizeof(*x->ops) * (size_t)cap);
+        if (!p) {
             x->rc = mxi_raise(x->comm, MXI_E_NO_MEM, "collective of %d ranks", x->ec->size);
             if (x->capture)
                 mxa_host_capture_break(x->s, "out of memory recording a collective");
             return;
         }
+        if (x->capture)
+            x->tm = p;
+        else
+            x->ops = p;
         x->cap = cap;
     }
     if (x->capture) {
