@@ -111,6 +111,15 @@ static void no_graph_errors(MPIX_Acc_hostgraph g, const char *what)
     T_CHECK(e == 0, "%s: the graph counted %lu failed operations", what, e);
 }
 
+/* launch g n times on s, then synchronize s and collect the checks */
+static void launch_n(MPIX_Acc_hostgraph g, MPIX_Acc_stream s, int n)
+{
+    for (int k = 0; k < n; k++)
+        T_MPI(MPIX_Acc_Hostgraph_launch(g, s));
+    T_MPI(MPIX_Acc_Hoststream_synchronize(s));
+    t_check_async();
+}
+
 /* fill -> Irecv from `from` -> Isend to `to` -> Waitall (no statuses) ->
  * check on stream s (communicator comm, tag): enqueued plainly, or, with
  * g, captured into *g */
@@ -298,10 +307,7 @@ int main(int argc, char **argv)
         cb.st_tag = 6;
         T_MPI(MPIX_Acc_Hoststream_launch(s, check_fn, &cb));
         T_MPI(MPIX_Acc_Hoststream_end_capture(s, &g));
-        for (int k = 0; k < 200; k++)
-            T_MPI(MPIX_Acc_Hostgraph_launch(g, s));
-        T_MPI(MPIX_Acc_Hoststream_synchronize(s));
-        t_check_async();
+        launch_n(g, s, 200);
         T_CHECK(atomic_load(&cb.launch) == 200, "B: checked %ld launches", atomic_load(&cb.launch));
         no_graph_errors(g, "B");
         T_MPI(MPIX_Acc_Hostgraph_free(&g));
@@ -434,10 +440,7 @@ int main(int argc, char **argv)
         T_MPI(MPI_Waitall(2, r, fst));
         T_MPI(MPIX_Acc_Hoststream_launch(cs, check_fn, &cf));
         T_MPI(MPIX_Acc_Hoststream_end_capture(cs, &g));
-        for (int k = 0; k < 100; k++)
-            T_MPI(MPIX_Acc_Hostgraph_launch(g, cs));
-        T_MPI(MPIX_Acc_Hoststream_synchronize(cs));
-        t_check_async();
+        launch_n(g, cs, 100);
         T_CHECK(atomic_load(&cf.launch) == 100, "F: checked %ld launches", atomic_load(&cf.launch));
         no_graph_errors(g, "F");
         T_MPI(MPIX_Acc_Hostgraph_free(&g));
@@ -498,10 +501,7 @@ int main(int argc, char **argv)
         T_MPI(MPI_Allgather(sa.sb, CN, MPI_LONG, sa.ag, CN, MPI_LONG, sc));
         T_MPI(MPIX_Acc_Hoststream_launch(cs, coll_check, &sa));
         T_MPI(MPIX_Acc_Hoststream_end_capture(cs, &g));
-        for (int k = 0; k < 100; k++)
-            T_MPI(MPIX_Acc_Hostgraph_launch(g, cs));
-        T_MPI(MPIX_Acc_Hoststream_synchronize(cs));
-        t_check_async();
+        launch_n(g, cs, 100);
         T_CHECK(atomic_load(&sa.check_k) == 100, "G: stream communicator: checked %ld launches",
                 atomic_load(&sa.check_k));
         no_graph_errors(g, "G (stream communicator)");
