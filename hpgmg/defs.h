@@ -19,12 +19,6 @@
 #else
 #define HOSTDEV static inline
 #endif
-/* unroll the next loop in device code (the host compilers do as they see fit) */
-#ifdef __CUDA_ARCH__
-#define HG_UNROLL _Pragma("unroll")
-#else
-#define HG_UNROLL
-#endif
 
 /* ---- vector ids (every level stores these, the coarsest level adds the
  *      BiCGStab work vectors after HG_VEC_RESERVED) ---------------------- */

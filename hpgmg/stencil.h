@@ -76,8 +76,6 @@ HOSTDEV int hg_bc_taps(int c, int side, int n, int order, int *t, double *w)
     if (side == 0) {
         t[0] = c;
         w[0] = 1.0;
-        t[1] = t[2] = t[3] = 0;
-        w[1] = w[2] = w[3] = 0.0;
         return 1;
     }
     int depth = side < 0 ? -c : c - (n - 1);
@@ -108,22 +106,9 @@ HOSTDEV int hg_bc_taps(int c, int side, int n, int order, int *t, double *w)
             cnt = 1;
         }
     }
-    /* the unused taps name a cell every box has (hg_bc_value loads them) */
-    HG_UNROLL
-    for (int m = 0; m < 4; m++) {
-        t[m] = m >= cnt ? 0 : side < 0 ? m : n - 1 - m;
-        if (m >= cnt)
-            w[m] = 0.0;
-    }
+    for (int m = 0; m < cnt; m++)
+        t[m] = side < 0 ? m : n - 1 - m;
     return cnt;
-}
-
-/* v[k] for k in 0..3, without indexing the array by a variable (on a GPU
- * the array then stays in registers) */
-HOSTDEV int hg_pick4i(const int *v, int k) { return k == 0 ? v[0] : k == 1 ? v[1] : k == 2 ? v[2] : v[3]; }
-HOSTDEV double hg_pick4d(const double *v, int k)
-{
-    return k == 0 ? v[0] : k == 1 ? v[1] : k == 2 ? v[2] : v[3];
 }
 
 /* weighted sum over the tensor product of taps (same arithmetic on CPU and GPU) */
@@ -143,63 +128,16 @@ HOSTDEV double hg_bc_combine(const double *x0, int js, int ks, const int *ti, co
 }
 
 /* value of ghost cell (ci,cj,ck) of a box whose interior origin is x0;
- * (si,sj,sk): -1/+1 for the dimensions in which the cell is outside the domain.
- * The same operations in the same order as hg_bc_combine (the CPU's form),
- * arranged for a GPU: the values of up to 16 taps (a cell outside along at
- * most two axes) are all loaded before any is summed. In the combine's
- * loops each tap's load sits behind its own branch and waited for the one
- * before: a ghost cell next to the domain's edge that reads another box's
- * exchanged ghost cells made 16 dependent trips to L2 (~6 us of a ~17 us
- * 16^3 smoother sweep, hpgmg's ki trace, 2 x H100). */
+ * (si,sj,sk): -1/+1 for the dimensions in which the cell is outside the domain */
 HOSTDEV double hg_bc_value(const double *x0, int js, int ks, int n, int ci, int cj, int ck, int si,
                            int sj, int sk, int order)
 {
     int ti[4], tj[4], tk[4];
     double wi[4], wj[4], wk[4];
-    const int ni = hg_bc_taps(ci, si, n, order, ti, wi);
-    const int nj = hg_bc_taps(cj, sj, n, order, tj, wj);
-    const int nk = hg_bc_taps(ck, sk, n, order, tk, wk);
-    const int taps = ni * nj * nk;
-    if (taps > 16) /* outside along three axes: loads in the combine's order */
-        return hg_bc_combine(x0, js, ks, ti, wi, ni, tj, wj, nj, tk, wk, nk);
-    /* tap f of the combine's order (a fastest, then b, then c); past the
-     * last, a tap every box has (hg_bc_taps pads to 4) */
-    double xv[16];
-    int a = 0, b = 0, c = 0;
-    HG_UNROLL
-    for (int f = 0; f < 16; f++) {
-        xv[f] = x0[hg_pick4i(ti, a) + hg_pick4i(tj, b) * js + hg_pick4i(tk, c) * ks];
-        if (f + 1 < taps) {
-            if (++a == ni) {
-                a = 0;
-                if (++b == nj) {
-                    b = 0;
-                    c++;
-                }
-            }
-        } else {
-            a = b = c = 0;
-        }
-    }
-    double v = 0.0, s = 0.0;
-    a = b = c = 0;
-    HG_UNROLL
-    for (int f = 0; f < 16; f++) {
-        if (f < taps) {
-            if (a == 0)
-                s = 0.0;
-            s += hg_pick4d(wi, a) * xv[f];
-            if (++a == ni) {
-                v += (hg_pick4d(wk, c) * hg_pick4d(wj, b)) * s;
-                a = 0;
-                if (++b == nj) {
-                    b = 0;
-                    c++;
-                }
-            }
-        }
-    }
-    return v;
+    int ni = hg_bc_taps(ci, si, n, order, ti, wi);
+    int nj = hg_bc_taps(cj, sj, n, order, tj, wj);
+    int nk = hg_bc_taps(ck, sk, n, order, tk, wk);
+    return hg_bc_combine(x0, js, ks, ti, wi, ni, tj, wj, nj, tk, wk, nk);
 }
 
 /* ---- interpolation weights ------------------------------------------------
