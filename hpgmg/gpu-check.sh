@@ -35,7 +35,9 @@
 # HPGMG_BENCH_BACKENDS: the bench's backends (default: mpi acc streamcomm
 # acc-sx streamcomm-sx ki mpi+bound acc-sx+bound; also NAME-nopdl: backend
 # NAME with the GPU kernels launched without programmatic dependent launch;
-# NAME-rN: backend NAME with --ki-runs N).
+# NAME-rN: backend NAME with --ki-runs N; NAME@LABEL: backend NAME of the
+# binary in $HPGMG_BIN_LABEL, an A/B of two builds in one run). Repetitions
+# are interleaved across the backends.
 # Logs go to $OUT (device tool) or ./hpgmg-gpu-logs.
 set -u -o pipefail
 
@@ -175,28 +177,49 @@ if [ "$MODE" != check ]; then
   printf '%-10s %-14s %14s %14s %14s  %s\n' "box" "backend" "GPU levels [s]" "MGSolve [s]" "GPU levels" "rel" | tee -a "$LOG/gpu-check.log"
   # NAME+bound: the same with --skip-exchange (GPU levels skip their messages:
   # the time without communication, a bound; its rel is not a result)
+  # the repetitions are interleaved (rep 1 of every backend, then rep 2, ...):
+  # a drift of the machine's speed during the bench touches every row alike
+  BES=${HPGMG_BENCH_BACKENDS:-mpi acc streamcomm acc-sx streamcomm-sx ki mpi+bound acc-sx+bound}
+  med() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
   for l in $SIZES; do
-    for be in ${HPGMG_BENCH_BACKENDS:-mpi acc streamcomm acc-sx streamcomm-sx ki mpi+bound acc-sx+bound}; do
-      ts=() ms=()
-      bargs="--backend ${be%+bound}"
-      case "$be" in
-      *+bound) bargs="$bargs --skip-exchange" ;;
-      *-nopdl) bargs="--backend ${be%-nopdl} --no-pdl" ;;
-      *-r[0-9]*) bargs="--backend ${be%-r*} --ki-runs ${be##*-r}" ;;
-      esac
-      for r in $(seq 1 "$REPS"); do
-        run "bench_${l}_${be}_$r" 2 $l 8 $bargs --min-solves 10 --min-time 1 --no-richardson || continue
+    declare -A TS=() MS=() NL=() RL=()
+    for r in $(seq 1 "$REPS"); do
+      for be in $BES; do
+        # NAME@LABEL: backend NAME of the binary in $HPGMG_BIN_LABEL (an A/B
+        # of two builds in one run)
+        bin=$BIN name=$be
+        case "$be" in
+        *@*)
+          v="HPGMG_BIN_${be##*@}"
+          bin=${!v:-}
+          name=${be%@*}
+          [ -x "$bin" ] || { ko "$be: \$$v is not an executable"; continue; }
+          ;;
+        esac
+        bargs="--backend ${name%+bound}"
+        case "$name" in
+        *+bound) bargs="$bargs --skip-exchange" ;;
+        *-nopdl) bargs="--backend ${name%-nopdl} --no-pdl" ;;
+        *-r[0-9]*) bargs="--backend ${name%-r*} --ki-runs ${name##*-r}" ;;
+        esac
+        obin=$BIN BIN=$bin
+        run "bench_${l}_${be}_$r" 2 $l 8 $bargs --min-solves 10 --min-time 1 --no-richardson
+        rc=$? BIN=$obin
+        [ $rc = 0 ] || continue
         f="$LOG/bench_${l}_${be}_$r.log"
         # the first Timing Breakdown is the h (finest) benchmark
-        ts+=("$(grep -m1 'MGSolve on GPU levels' "$f" | awk '{print $5}')")
-        ms+=("$(grep -m1 'Total time in MGSolve' "$f" | awk '{print $5}')")
-        nl=$(grep -m1 'MGSolve on GPU levels' "$f" | sed 's/.*(\([0-9]* levels*\)).*/\1/')
-        rl=$(grep -m1 'f-cycle' "$f" | sed 's/.*rel=\([^ ]*\).*/\1/')
+        TS[$be]+=" $(grep -m1 'MGSolve on GPU levels' "$f" | awk '{print $5}')"
+        MS[$be]+=" $(grep -m1 'Total time in MGSolve' "$f" | awk '{print $5}')"
+        NL[$be]=$(grep -m1 'MGSolve on GPU levels' "$f" | sed 's/.*(\([0-9]* levels*\)).*/\1/')
+        RL[$be]=$(grep -m1 'f-cycle' "$f" | sed 's/.*rel=\([^ ]*\).*/\1/')
       done
-      med() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-      printf '%-10s %-14s %14s %14s %14s  %s\n' "$((1 << l))^3" "$be" "$(med "${ts[@]}")" "$(med "${ms[@]}")" "${nl:-?}" "${rl:-?}" |
+    done
+    for be in $BES; do
+      # shellcheck disable=SC2086 # the runs' times, one word each
+      printf '%-10s %-14s %14s %14s %14s  %s\n' "$((1 << l))^3" "$be" "$(med ${TS[$be]:-})" "$(med ${MS[$be]:-})" "${NL[$be]:-?}" "${RL[$be]:-?}" |
         tee -a "$LOG/gpu-check.log"
     done
+    unset TS MS NL RL
   done
 fi
 finish
