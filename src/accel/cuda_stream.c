@@ -274,12 +274,22 @@ static mxu_status_t stream_lookup(void *handle, mxa_stream_t **out)
     if (cs != NULL) {
         /* Fast path: one driver call validates the handle. */
         if (cs->have_id) {
+            /* a stream being captured has no id to ask for (CUDA 13.0), and
+             * asking invalidates its capture (seen on 2 x H100 at 2ef6f3b's
+             * successor: a partitioned start captured after the lookup
+             * failed with CUDA_ERROR_STREAM_CAPTURE_INVALIDATED): its capture
+             * status first, which a capturing stream answers */
+            CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
+            if (!cs->ctx->stale && atomic_load(&cs->ctx->warm) &&
+                cu_capture_status(cu, &cap) == CUDA_SUCCESS &&
+                cap != CU_STREAM_CAPTURE_STATUS_NONE) {
+                *out = &cs->pub;
+                return MXU_OK;
+            }
             unsigned long long id;
             CUresult r = MXA_CU(cuStreamGetId)(cu, &id);
             if (r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED && !cs->ctx->stale &&
                 atomic_load(&cs->ctx->warm) && stream_in_capture(cs->ctx->ctx, cu)) {
-                /* a stream being captured has no id to ask for (CUDA 13.0);
-                 * the engine refuses the call (mxa_stream_refuse_capture) */
                 *out = &cs->pub;
                 return MXU_OK;
             }
