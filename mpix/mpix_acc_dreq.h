@@ -21,7 +21,10 @@
  *           completion) sees the flags and copies the data out. No host
  *           thread in between.
  * Epochs count the starts of a request (1, 2, ...) and only grow, so no
- * flag is ever reset.
+ * flag is ever reset. On the direct path every step of an epoch reads the
+ * epoch from the handle (a start in a CUDA graph capture adds one to it on
+ * the device): a captured start, kernels and stream wait replay as new
+ * epochs each launch, with no host work.
  */
 #ifndef MPIX_ACC_DREQ_H
 #define MPIX_ACC_DREQ_H
@@ -70,6 +73,8 @@ typedef struct mpix_acc_dreq {
     uint64_t *consumed;       /* in the receiver's slot memory: the last epoch it completed */
     uint64_t consumed_seen;   /* send: the last value read of *consumed */
     unsigned long long *done; /* send: partitions delivered, over all epochs */
+    unsigned long long fin;   /* receive: blocks of completion kernels finished, over all
+                                 epochs (the last block of each writes the credit) */
 } mpix_acc_dreq_t;
 
 #endif /* MPIX_ACC_DREQ_H */

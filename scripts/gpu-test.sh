@@ -479,7 +479,8 @@ fi
 # kernel-initiated partitioned requests (issue 19, test/gpu/partitioned):
 # kernels make partitions ready and see them arrive; the direct protocol
 # (LL lines into the peer's slots) where the GPUs reach each other, and the
-# host proxy forced with MPIX_ACC_KI=proxy
+# host proxy forced with MPIX_ACC_KI=proxy; phase H: an epoch captured into
+# a CUDA graph and launched 10000 times (issue 21; on the proxy: refused)
 # (the program's own guard first: it names the phase and dumps the stacks)
 run_test "ki/partitioned" 150 'protocol: direct' -- env MPIX_ACC_LOG=warn MPIX_ACC_KI_TIMEOUT=20 \
     "$MPIEXEC" $LAUNCH -n 2 "$BIN/partitioned" --expect=direct --timeout=100
@@ -548,7 +549,7 @@ if [ "$SANITIZER" = 1 ]; then
                 "$MPIEXEC" $LAUNCH -n 2 $SAN --tool $tool "$BIN/sx_path" --basic=1 --timeout=280
             run_test "sanitizer-$tool/partitioned" 300 "$ok" -- env MPIX_ACC_MEMOPS=1 \
                 "$MPIEXEC" $LAUNCH -n 2 $SAN --tool $tool "$BIN/partitioned" --epochs=5 \
-                --pp=50 --timeout=280
+                --pp=50 --launches=50 --timeout=280
             run_test "sanitizer-$tool/collectives" 400 "$ok" -- env MPIX_ACC_MEMOPS=1 \
                 "$MPIEXEC" $LAUNCH -n 2 $SAN --tool $tool "$BIN/collectives" --quick \
                 --timeout=380
@@ -767,6 +768,12 @@ if [ "$APPS" = 1 ]; then
         "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/stencil2d/stencil2d" --backend cuda \
         --variant mpi,acc,acc-sx,ki --sizes 64,256,1024,4096 --steps 100 --repeats 5 \
         --csv "$RES/stencil-ki.csv"
+    # CUDA graphs (issue 21): a ki epoch of 10 steps captured once, launched
+    # 10 times per run, beside mpi and ki (bitwise against the reference)
+    run_test "apps/stencil2d-graph" 240 'RESULT: OK' -- env MPIX_ACC_LOG=warn \
+        "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/stencil2d/stencil2d" --backend cuda \
+        --variant mpi,ki,graph --sizes 64,256,1024,4096 --steps 100 --repeats 5 \
+        --csv "$RES/stencil-graph.csv"
     # the same without programmatic dependent launch of the send steps
     run_test "apps/bench-sx-nopdl" 120 'RESULT: OK' -- env MPIX_ACC_LOG=warn MPIX_ACC_SX=on \
         MPIX_ACC_SX_PDL=0 "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/bench/mpixacc_bench" --backend cuda \

@@ -338,3 +338,46 @@ extern "C" int st_ki_launch(const st_ki_t *k, void *cudastream, char *why, size_
     }
     return 0;
 }
+
+extern "C" int st_graph_begin(void *cudastream, char *why, size_t len)
+{
+    cudaError_t e = cudaStreamBeginCapture((cudaStream_t)cudastream, cudaStreamCaptureModeGlobal);
+    if (e != cudaSuccess) {
+        snprintf(why, len, "cudaStreamBeginCapture: %s", cudaGetErrorString(e));
+        return -1;
+    }
+    return 0;
+}
+
+extern "C" int st_graph_end(void *cudastream, void **exec, char *why, size_t len)
+{
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t x = NULL;
+    cudaError_t e = cudaStreamEndCapture((cudaStream_t)cudastream, &g);
+    if (e == cudaSuccess)
+        e = cudaGraphInstantiate(&x, g, 0);
+    if (g)
+        cudaGraphDestroy(g);
+    if (e != cudaSuccess) {
+        snprintf(why, len, "capture into a CUDA graph: %s", cudaGetErrorString(e));
+        return -1;
+    }
+    *exec = (void *)x;
+    return 0;
+}
+
+extern "C" int st_graph_launch(void *exec, void *cudastream, char *why, size_t len)
+{
+    cudaError_t e = cudaGraphLaunch((cudaGraphExec_t)exec, (cudaStream_t)cudastream);
+    if (e != cudaSuccess) {
+        snprintf(why, len, "cudaGraphLaunch: %s", cudaGetErrorString(e));
+        return -1;
+    }
+    return 0;
+}
+
+extern "C" void st_graph_free(void *exec)
+{
+    if (exec)
+        cudaGraphExecDestroy((cudaGraphExec_t)exec);
+}

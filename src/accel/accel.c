@@ -330,9 +330,14 @@ mxu_status_t mxa_dev_upload(void *ctx, const void *host, size_t bytes, void **dp
     return MXU_ERR_UNSUPPORTED;
 }
 
+int mxa_stream_capturing(mxa_stream_t *s)
+{
+    return s && s->backend && s->backend->capturing && s->backend->capturing(s);
+}
+
 mxu_status_t mxa_stream_refuse_capture(mxa_stream_t *s, const char *what)
 {
-    if (!s || !s->backend || !s->backend->capturing || !s->backend->capturing(s))
+    if (!mxa_stream_capturing(s))
         return MXU_OK;
     if (s->kind == MXA_KIND_HOST) {
         char why[200];
@@ -351,9 +356,10 @@ mxu_status_t mxa_stream_refuse_capture(mxa_stream_t *s, const char *what)
     mxa_cuda_stream_break_capture(s);
 #endif
     MXU_FAIL(MXU_ERR_CAPTURED,
-             "%s on CUDA stream %p, which is being captured into a graph: stream-ordered "
-             "communication cannot be captured yet (a graph launched twice would skip its "
-             "messages); the capture is invalidated. Enqueue it outside the capture.",
+             "%s on CUDA stream %p, which is being captured into a graph: of stream-ordered "
+             "communication only partitioned requests on the direct protocol can be captured "
+             "yet (their MPIX_Acc_Start and stream waits; a graph launched twice would skip "
+             "other messages); the capture is invalidated. Enqueue it outside the capture.",
              what, s->handle);
 }
 
@@ -553,18 +559,28 @@ int mxa_part_reaches(void *ctx, const char *peer_busid)
 }
 
 mxu_status_t mxa_part_complete(mxa_stream_t *s, void *dreq, int is_send, int partitions,
-                               uint64_t part_bytes, uint64_t target)
+                               uint64_t part_bytes)
 {
 #ifdef MPIXACC_HAVE_CUDA
     if (s->kind == MXA_KIND_CUDA)
-        return mxa_cuda_part_complete(s, dreq, is_send, partitions, part_bytes, target);
+        return mxa_cuda_part_complete(s, dreq, is_send, partitions, part_bytes);
 #endif
     (void)s;
     (void)dreq;
     (void)is_send;
     (void)partitions;
     (void)part_bytes;
-    (void)target;
+    return MXU_ERR_UNSUPPORTED;
+}
+
+mxu_status_t mxa_part_start_dev(mxa_stream_t *s, void *dreq)
+{
+#ifdef MPIXACC_HAVE_CUDA
+    if (s->kind == MXA_KIND_CUDA)
+        return mxa_cuda_part_start(s, dreq);
+#endif
+    (void)s;
+    (void)dreq;
     return MXU_ERR_UNSUPPORTED;
 }
 

@@ -245,6 +245,8 @@ mxu_status_t mxa_part_dev_write(void *ctx, void *dptr, const void *src, size_t b
 /* In stream order: *addr = v (addr as s's executor addresses it: device
  * or mapped host memory for CUDA streams, host memory otherwise). */
 mxu_status_t mxa_stream_write64(mxa_stream_t *s, uint64_t *addr, uint64_t v);
+/* Is s being captured into a graph (CUDA or host)? */
+int mxa_stream_capturing(mxa_stream_t *s);
 
 /* The direct protocol's device side (CUDA; MXU_ERR_UNSUPPORTED, 0 or ""
  * otherwise): slots in device memory of ctx's device exportable as a POSIX
@@ -259,12 +261,16 @@ mxu_status_t mxa_part_slots_import(void *ctx, int fd, size_t bytes, void **dptr)
 void mxa_part_slots_free(void *ctx, void *dptr, size_t bytes);
 void mxa_part_busid(void *ctx, char *buf, size_t len);
 int mxa_part_reaches(void *ctx, const char *peer_busid);
-/* Enqueue on s (a CUDA stream) the completion of an epoch on the direct
- * path, for the handle dreq (device memory): a receive's kernel (the
- * partitions' copy-out), or a send's, which waits until the handle's
- * `done` reaches target. */
+/* Enqueue on s (a CUDA stream) the completion of the handle's current
+ * epoch on the direct path, for the handle dreq (device memory): a
+ * receive's kernel (the partitions' copy-out, then the sender's credit),
+ * or a send's, which waits until the handle's `done` reaches epoch x
+ * partitions. Both read the epoch from the handle when they run. */
 mxu_status_t mxa_part_complete(mxa_stream_t *s, void *dreq, int is_send, int partitions,
-                               uint64_t part_bytes, uint64_t target);
+                               uint64_t part_bytes);
+/* Enqueue on s (a CUDA stream) a start counted on the device: the handle's
+ * epoch + 1 when the stream gets there (capturable; replays count). */
+mxu_status_t mxa_part_start_dev(mxa_stream_t *s, void *dreq);
 
 /* Call fn(stream) for every stream the layer knows (finalize, reporting). */
 void mxa_foreach_stream(void (*fn)(mxa_stream_t *s, void *arg), void *arg);

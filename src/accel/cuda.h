@@ -75,7 +75,8 @@ void mxa_cuda_part_vmm_free(void *ctx, void *dptr, size_t bytes);
 void mxa_cuda_part_busid(void *ctx, char *buf, size_t len);
 int mxa_cuda_part_reaches(void *ctx, const char *peer_busid);
 mxu_status_t mxa_cuda_part_complete(mxa_stream_t *s, void *dreq, int is_send, int partitions,
-                                    uint64_t part_bytes, uint64_t target);
+                                    uint64_t part_bytes);
+mxu_status_t mxa_cuda_part_start(mxa_stream_t *s, void *dreq);
 
 /* cuda_sx.c: the stream-executed path's device side (for sx.c) */
 #include "accel/sx_proto.h"

@@ -252,8 +252,10 @@ static void ctx_load_kernels(cuda_ctx_t *cx)
             if (MXA_CU(cuModuleGetFunction)(&cx->fn_part_recv, cx->module,
                                             MXA_CUDA_KERNEL_PART_RECV) != CUDA_SUCCESS ||
                 MXA_CU(cuModuleGetFunction)(&cx->fn_part_send, cx->module,
-                                            MXA_CUDA_KERNEL_PART_SEND) != CUDA_SUCCESS)
-                cx->fn_part_recv = cx->fn_part_send = NULL;
+                                            MXA_CUDA_KERNEL_PART_SEND) != CUDA_SUCCESS ||
+                MXA_CU(cuModuleGetFunction)(&cx->fn_part_start, cx->module,
+                                            MXA_CUDA_KERNEL_PART_START) != CUDA_SUCCESS)
+                cx->fn_part_recv = cx->fn_part_send = cx->fn_part_start = NULL;
             if (MXA_CU(cuModuleGetFunction)(&cx->fn_reduce, cx->module, MXA_CUDA_KERNEL_REDUCE) !=
                 CUDA_SUCCESS)
                 cx->fn_reduce = NULL;
@@ -277,6 +279,7 @@ static void ctx_load_kernels(cuda_ctx_t *cx)
                 if (cx->fn_part_recv) {
                     MXA_CU(cuFuncLoad)(cx->fn_part_recv);
                     MXA_CU(cuFuncLoad)(cx->fn_part_send);
+                    MXA_CU(cuFuncLoad)(cx->fn_part_start);
                 }
                 if (cx->fn_reduce)
                     MXA_CU(cuFuncLoad)(cx->fn_reduce);

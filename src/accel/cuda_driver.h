@@ -125,6 +125,7 @@ extern const size_t mxa_cuda_fatbin_size;
 #define MXA_CUDA_KERNEL_SX_RECV1 "mxa_sx_recv1_kernel"
 #define MXA_CUDA_KERNEL_PART_RECV "mxa_part_recv_done_kernel"
 #define MXA_CUDA_KERNEL_PART_SEND "mxa_part_send_done_kernel"
+#define MXA_CUDA_KERNEL_PART_START "mxa_part_start_kernel"
 #define MXA_CUDA_KERNEL_REDUCE "mxa_reduce_kernel"
 #define MXA_CUDA_KERNEL_LLRED "mxa_llred_kernel"
 #define MXA_CUDA_KERNEL_PACK "mxa_pack_kernel"

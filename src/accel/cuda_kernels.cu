@@ -738,11 +738,15 @@ extern "C" __global__ void mxa_sx_recv1_kernel(const __grid_constant__ mxa_sx_re
  * handle mpix/mpix_acc_dreq.h):
  *   receive  one block per partition (grid-stride): wait for its LL lines,
  *            copy them into the receive buffer (unless parrived did),
- *            mark it; the host enqueues the credit (consumed = epoch)
- *            after the kernel
+ *            mark it; the launch's last block to finish gives the sender
+ *            its credit (consumed = epoch)
  *   send     one thread: wait until every partition of the epoch was
- *            delivered (done >= target)
- * Both bounded by the request's timeout: the error is kept in the handle. */
+ *            delivered (done >= epoch x partitions)
+ *   start    one thread: epoch + 1 (a start in a CUDA graph capture, and
+ *            every later start of that request: interpose/partitioned.c)
+ * Every step reads the epoch from the handle, so a captured sequence
+ * replays as a new epoch per launch. Waits are bounded by the request's
+ * timeout: the error is kept in the handle. */
 #include "mpix_acc_device.cuh"
 
 extern "C" __global__ void mxa_part_recv_done_kernel(mpix_acc_dreq_t *r)
@@ -784,13 +788,29 @@ extern "C" __global__ void mxa_part_recv_done_kernel(mpix_acc_dreq_t *r)
         if (threadIdx.x == 0 && !skip)
             d::st_vol(&r->pstate[p], e);
     }
+    /* the credit, once every block of this launch copied its partitions
+     * out (a launch's blocks count gridDim.x onto the handle's total) */
+    if (threadIdx.x == 0) {
+        __threadfence();
+        if ((atomicAdd(&r->fin, 1ull) + 1) % gridDim.x == 0) {
+            __threadfence_system();
+            d::st_release_sys(r->consumed, e);
+        }
+    }
 }
 
-extern "C" __global__ void mxa_part_send_done_kernel(mpix_acc_dreq_t *r, unsigned long long target)
+extern "C" __global__ void mxa_part_start_kernel(mpix_acc_dreq_t *r)
+{
+    if (threadIdx.x == 0 && blockIdx.x == 0)
+        r->epoch = r->epoch + 1;
+}
+
+extern "C" __global__ void mxa_part_send_done_kernel(mpix_acc_dreq_t *r)
 {
     namespace d = mpix_acc_detail;
     if (threadIdx.x == 0 && blockIdx.x == 0 &&
-        !d::wait_geq((const uint64_t *)r->done, target, r->timeout_ns, false))
+        !d::wait_geq((const uint64_t *)r->done, r->epoch * (uint64_t)r->partitions, r->timeout_ns,
+                     false))
         d::fail(r, MPIX_ACC_DERR_TIMEOUT);
 }
 

@@ -204,7 +204,7 @@ int mxa_cuda_part_reaches(void *ctx, const char *peer_busid)
 }
 
 mxu_status_t mxa_cuda_part_complete(mxa_stream_t *s, void *dreq, int is_send, int partitions,
-                                    uint64_t part_bytes, uint64_t target)
+                                    uint64_t part_bytes)
 {
     cuda_stream_t *cs = (cuda_stream_t *)s;
     cuda_ctx_t *cx = cs->ctx;
@@ -215,10 +215,9 @@ mxu_status_t mxa_cuda_part_complete(mxa_stream_t *s, void *dreq, int is_send, in
     if (entered < 0)
         MXU_FAIL(MXU_ERR_INVALID_STREAM, "cannot make the context of stream %p current", s->handle);
     CUdeviceptr d = (CUdeviceptr)(uintptr_t)dreq;
-    unsigned long long t = target;
     CUresult r;
     if (is_send) {
-        void *args[] = {&d, &t};
+        void *args[] = {&d};
         r = MXA_CU(cuLaunchKernel)(f, 1, 1, 1, 1, 1, 1, 0, cs->cu, args, NULL);
     } else {
         /* a block per partition, a thread per LL line up to 256 */
@@ -234,6 +233,25 @@ mxu_status_t mxa_cuda_part_complete(mxa_stream_t *s, void *dreq, int is_send, in
     if (r != CUDA_SUCCESS)
         MXU_FAIL(cu_err_is_bad_handle(r) ? MXU_ERR_INVALID_STREAM : MXU_ERR_NO_DEVICE,
                  "partitioned completion on stream %p: %s", s->handle, cu_err(r));
+    return MXU_OK;
+}
+
+mxu_status_t mxa_cuda_part_start(mxa_stream_t *s, void *dreq)
+{
+    cuda_stream_t *cs = (cuda_stream_t *)s;
+    cuda_ctx_t *cx = cs->ctx;
+    if (cx->fn_part_start == NULL)
+        MXU_FAIL(MXU_ERR_UNSUPPORTED, "partitioned request: the start kernel is not loaded");
+    int entered = ctx_enter(cx->ctx);
+    if (entered < 0)
+        MXU_FAIL(MXU_ERR_INVALID_STREAM, "cannot make the context of stream %p current", s->handle);
+    CUdeviceptr d = (CUdeviceptr)(uintptr_t)dreq;
+    void *args[] = {&d};
+    CUresult r = MXA_CU(cuLaunchKernel)(cx->fn_part_start, 1, 1, 1, 1, 1, 1, 0, cs->cu, args, NULL);
+    ctx_leave(entered);
+    if (r != CUDA_SUCCESS)
+        MXU_FAIL(cu_err_is_bad_handle(r) ? MXU_ERR_INVALID_STREAM : MXU_ERR_NO_DEVICE,
+                 "partitioned start on stream %p: %s", s->handle, cu_err(r));
     return MXU_OK;
 }
 

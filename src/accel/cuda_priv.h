@@ -48,6 +48,7 @@ typedef struct cuda_ctx {
     CUfunction fn_sx_send, fn_sx_recv;     /* SX steps (NULL: not in the module) */
     CUfunction fn_sx_recv1;                /* SX receive step of one receive (or NULL) */
     CUfunction fn_part_recv, fn_part_send; /* partitioned epochs' completions (ditto) */
+    CUfunction fn_part_start;              /* ... and device-counted starts (ditto) */
     CUfunction fn_reduce;                  /* collectives' element-wise reduction (ditto) */
     CUfunction fn_llred;                   /* the one-kernel Allreduce (ditto) */
     CUfunction fn_pack;                    /* non-contiguous datatypes' pack/unpack (ditto) */

@@ -547,6 +547,11 @@ static mxu_status_t mxe_stream_wait_(mxa_stream_t *s, mxe_op_t *const *ops, void
 /* the ops' user_stream_wait hooks, after their wait is enqueued */
 mxu_status_t mxe_stream_wait(mxa_stream_t *s, mxe_op_t *const *ops, void *const *targets, int n)
 {
+    int any = 0;
+    for (int i = 0; i < n && !any; i++)
+        any = ops[i] != NULL;
+    if (!any) /* nothing to wait for enqueues nothing (so a capture may hold it) */
+        return MXU_OK;
     MXU_TRY(mxa_stream_refuse_capture(s, "a stream wait"));
     int hooks = 0;
     for (int i = 0; i < n && !hooks; i++)

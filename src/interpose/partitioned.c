@@ -118,6 +118,9 @@ struct mxi_part {
     uint64_t direct_pending;
     mxa_stream_t *start_stream;
     mxi_origin_t start_origin;
+    int start_captured; /* the pending epoch's start is in a CUDA graph capture */
+    int dev_counted;    /* starts count on the device (once one was captured: the
+                           graph's launches start epochs the host does not see) */
     uint32_t reported_error;
 
     /* proxy send: started epochs (lock), and the poller's list link */
@@ -752,17 +755,34 @@ static void part_direct_checked(mxe_op_t *op)
 
 static void part_epoch_free(void *arg);
 
-/* The completion of p's pending direct epoch on stream s. */
+/* The completion of p's pending direct epoch on stream s: kernels that
+ * read the epoch from the handle (a receive's also gives the sender its
+ * credit), so a capture of start, kernels and wait replays as a new epoch
+ * per launch. An epoch started in a capture completes in the same capture
+ * (a stream wait on the capturing stream), one started outside outside. */
 static int part_direct_complete(mxi_part_t *p, mxa_stream_t *s)
 {
-    uint64_t e = p->direct_pending;
-    mxu_status_t st = mxa_part_complete(s, p->dreq, p->is_send, p->partitions, p->part_bytes,
-                                        e * (uint64_t)p->partitions);
-    if (st == MXU_OK && !p->is_send) /* the credit: the sender may overwrite the slots */
-        st = mxa_stream_write64(s, p->hd.consumed, e);
+    int capturing = mxa_stream_capturing(s);
+    if (capturing != p->start_captured) {
+        const char *why =
+            p->start_captured
+                ? "its epoch was started in a CUDA graph capture: complete it by a stream wait "
+                  "in that capture"
+                : "its epoch was started outside the CUDA graph capture this wait is in: "
+                  "complete it outside (a graph launched twice would complete epochs it "
+                  "never started)";
+        if (capturing) {
+            mxu_status_t cst = mxa_stream_refuse_capture(s, "a stream wait");
+            (void)cst;
+        }
+        return mxi_raise(p->comm, MXI_E_REQUEST, "wait of a partitioned %s (peer %d, tag %d): %s",
+                         part_what(p), p->peer, p->tag, why);
+    }
+    mxu_status_t st = mxa_part_complete(s, p->dreq, p->is_send, p->partitions, p->part_bytes);
     if (st != MXU_OK)
         return mxi_raise_code(p->comm, mxi_status_to_mpi(st));
     p->direct_pending = 0;
+    p->start_captured = 0;
     return MPI_SUCCESS;
 }
 
@@ -785,6 +805,12 @@ int mxi_part_prepare(int count, MPI_Request reqs[], mxa_stream_t *s)
         }
         /* the host waits: the completion on the start's stream, then an op
          * that completes when the stream passed it */
+        if (p->start_captured)
+            return mxi_raise(p->comm, MXI_E_REQUEST,
+                             "host wait of a partitioned %s (peer %d, tag %d) whose epoch was "
+                             "started in a CUDA graph capture: a graph's epochs complete by a "
+                             "stream wait in the capture (MPIX_Acc_Wait(3))",
+                             part_what(p), p->peer, p->tag);
         uint64_t e = p->direct_pending;
         int rc = part_direct_complete(p, p->start_stream);
         if (rc != MPI_SUCCESS)
@@ -820,9 +846,6 @@ static void part_epoch_free(void *arg)
 
 int mxi_part_start(mxi_part_t *p, mxa_stream_t *s, MPI_Request *active)
 {
-    mxu_status_t cst = mxa_stream_refuse_capture(s, "MPIX_Acc_Start of a partitioned request");
-    if (cst != MXU_OK)
-        return mxi_raise_code(p->comm, mxi_status_to_mpi(cst));
     mxi_origin_t origin = MXI_ORIGIN_EXPLICIT;
     if (*active != MPI_REQUEST_NULL)
         return mxi_raise(p->comm, MXI_E_REQUEST,
@@ -856,16 +879,38 @@ int mxi_part_start(mxi_part_t *p, mxa_stream_t *s, MPI_Request *active)
                              "matching init was not seen within MPIX_ACC_KI_TIMEOUT=%g s",
                              part_what(p), p->peer, p->tag, limit);
     }
+    int direct = atomic_load_explicit(&p->mode, memory_order_acquire) == MPIX_ACC_DREQ_DIRECT;
+    /* A capture into a CUDA graph: only the direct protocol (no host work
+     * per epoch) replays; its start then counts on the device, and so does
+     * every later start of the request (the graph's launches start epochs
+     * the host never sees). The set-up above happened before, on the host. */
+    int capturing = mxa_stream_capturing(s);
+    if (capturing && (!direct || s->kind != MXA_KIND_CUDA)) {
+        mxu_status_t cst = mxa_stream_refuse_capture(
+            s, direct ? "MPIX_Acc_Start of a partitioned request on a host stream"
+                      : "MPIX_Acc_Start of a partitioned request the host proxy carries (not the "
+                        "direct protocol: its GPUs do not reach each other, host memory, or "
+                        "MPIX_ACC_KI=proxy)");
+        return mxi_raise_code(p->comm, mxi_status_to_mpi(cst != MXU_OK ? cst : MXU_ERR_CAPTURED));
+    }
     uint64_t e = p->epoch + 1;
-    mxu_status_t st = mxa_stream_write64(s, &p->dreq->epoch, e);
+    mxu_status_t st;
+    if (direct && (capturing || p->dev_counted)) {
+        st = mxa_part_start_dev(s, p->dreq);
+        if (st == MXU_OK)
+            p->dev_counted = 1;
+    } else {
+        st = mxa_stream_write64(s, &p->dreq->epoch, e);
+    }
     if (st != MXU_OK)
         return mxi_raise_code(p->comm, mxi_status_to_mpi(st));
-    p->epoch = e;
-    if (atomic_load_explicit(&p->mode, memory_order_acquire) == MPIX_ACC_DREQ_DIRECT) {
+    p->epoch = e; /* the host's count (the device's once a graph replays) */
+    if (direct) {
         /* no host work: the kernels move it; a wait enqueues the completion */
         p->direct_pending = e;
         p->start_stream = s;
         p->start_origin = origin;
+        p->start_captured = capturing;
         return MPI_SUCCESS;
     }
     /* the epoch's op, started when the stream reaches the start (after its

@@ -22,8 +22,18 @@
  *   F  the protocol in use is what MPIX_ACC_KI asks (direct by default
  *      where the GPUs reach each other, proxy with MPIX_ACC_KI=proxy):
  *      --expect=direct|proxy
+ *   H  CUDA graphs (issue 21): a launch counter kernel, both starts, A's
+ *      kernels (the pattern of launch k) and the stream Waitall captured
+ *      once (global mode) and launched N times, every launch's data checked
+ *      on the device; plain epochs between launches; launches on a second
+ *      stream; a second capture (relaxed mode, another pattern) applied
+ *      with cudaGraphExecUpdate and launched, its data read back on the
+ *      host; a host wait of a captured start refused. On the proxy the
+ *      captured start is refused, the capture invalidated, and the
+ *      requests work on outside it.
  *
- * Options: --timeout=S, --expect=direct|proxy, --epochs=N, --pp=N (round trips of B)
+ * Options: --timeout=S, --expect=direct|proxy, --epochs=N, --pp=N (round trips of B),
+ * --launches=N (graph launches of H, default 10000)
  */
 #include "gpu_common.h"
 
@@ -32,7 +42,7 @@
 #define NP 8
 #define PB (4096 + 12)
 
-__device__ unsigned char pat(int src, int ep, int p, size_t i)
+__host__ __device__ unsigned char pat(int src, int ep, int p, size_t i)
 {
     return (unsigned char)(src * 31 + ep * 7 + p * 13 + (int)(i * 5 % 251));
 }
@@ -166,6 +176,41 @@ __global__ void thread_poll_kernel(mpix_acc_dreq_t *r, const unsigned char *buf,
             atomicAdd(errors, 1);
 }
 
+/* H: the graph's launch counter, and A's kernels with the epoch from it
+ * (launch k, pattern salt: epoch k * 16 + salt) */
+__global__ void bump_kernel(int *k)
+{
+    if (threadIdx.x == 0 && blockIdx.x == 0)
+        *k += 1;
+}
+
+__global__ void gsend_kernel(mpix_acc_dreq_t *r, unsigned char *buf, int src, const int *k,
+                             int salt, int *errors)
+{
+    int p = blockIdx.x, ep = *k * 16 + salt;
+    for (size_t i = threadIdx.x; i < PB; i += blockDim.x)
+        buf[(size_t)p * PB + i] = pat(src, ep, p, i);
+    __syncthreads();
+    int rc = mpix_acc_pready<MPIX_ACC_BLOCK>(r, p);
+    if (rc != MPIX_ACC_DSUCCESS && threadIdx.x == 0)
+        atomicAdd(errors, 1000 + rc);
+}
+
+__global__ void grecv_kernel(mpix_acc_dreq_t *r, const unsigned char *buf, int src, const int *k,
+                             int salt, int *errors)
+{
+    int p = blockIdx.x, ep = *k * 16 + salt;
+    int rc = mpix_acc_parrived_wait<MPIX_ACC_BLOCK>(r, p, 0);
+    if (rc != MPIX_ACC_DSUCCESS) {
+        if (threadIdx.x == 0)
+            atomicAdd(errors, 1000 + rc);
+        return;
+    }
+    for (size_t i = threadIdx.x; i < PB; i += blockDim.x)
+        if (buf[(size_t)p * PB + i] != pat(src, ep, p, i))
+            atomicAdd(errors, 1);
+}
+
 /* E: ready partition 0 twice and partition NP (out of range) */
 __global__ void misuse_kernel(mpix_acc_dreq_t *r, int *codes)
 {
@@ -217,6 +262,160 @@ static void pingpong_epoch(cudaStream_t s, MPI_Comm c, MPI_Request *ps, MPI_Requ
                what, n, ms * 1000.0 / (2.0 * n), mode);
     int e = host_errors(derr);
     T_CHECK(e == 0, "%s rep %d: %d errors", what, rep, e);
+}
+
+/* H: one epoch of the graph's sequence on s (captured or not): the
+ * launch counter, both starts, the kernels, the stream wait */
+static void graph_epoch(cudaStream_t s, MPI_Request *gq, mpix_acc_dreq_t *gds, mpix_acc_dreq_t *gdr,
+                        unsigned char *sb, unsigned char *rb, int peer, int *kc, int salt,
+                        int *derr)
+{
+    bump_kernel<<<1, 1, 0, s>>>(kc);
+    T_MPI(MPIX_Acc_Start(s, &gq[0]));
+    T_MPI(MPIX_Acc_Start(s, &gq[1]));
+    gsend_kernel<<<NP, 128, 0, s>>>(gds, sb, t_rank, kc, salt, derr);
+    grecv_kernel<<<NP, 128, 0, s>>>(gdr, rb, peer, kc, salt, derr);
+    T_MPI(MPIX_Acc_Waitall(s, 2, gq, MPI_STATUSES_IGNORE));
+}
+
+/* H: the receive buffer holds launch k's partitions of the peer (salt) */
+static int graph_rb_bad(const unsigned char *rb, int peer, int k, int salt)
+{
+    unsigned char *h = (unsigned char *)malloc((size_t)NP * PB);
+    GT_CUDA(cudaMemcpy(h, rb, (size_t)NP * PB, cudaMemcpyDeviceToHost));
+    int bad = 0;
+    for (int p = 0; p < NP; p++)
+        for (size_t i = 0; i < PB; i++)
+            bad += h[(size_t)p * PB + i] != pat(peer, k * 16 + salt, p, i);
+    free(h);
+    return bad;
+}
+
+static void phase_graph(cudaStream_t s, MPI_Comm c, unsigned char *sb, unsigned char *rb, int peer,
+                        const char *mode, int *derr)
+{
+    const int L = (int)gt_opt_long("--launches", 10000);
+    MPI_Request gq[2];
+    T_MPI(MPIX_Acc_Precv_init(rb, NP, PB, MPI_BYTE, peer, 3, c, MPI_INFO_NULL, &gq[0]));
+    T_MPI(MPIX_Acc_Psend_init(sb, NP, PB, MPI_BYTE, peer, 3, c, MPI_INFO_NULL, &gq[1]));
+    mpix_acc_dreq_t *gdr, *gds;
+    T_MPI(MPIX_Acc_Prequest_get_device(gq[0], &gdr));
+    T_MPI(MPIX_Acc_Prequest_get_device(gq[1], &gds));
+    int *kc;
+    GT_CUDA(cudaMalloc(&kc, sizeof(int)));
+    GT_CUDA(cudaMemset(kc, 0, sizeof(int)));
+    int k = 0; /* launches and epochs so far (the device's *kc) */
+    /* a plain epoch first: the protocol's set-up happens outside the capture */
+    graph_epoch(s, gq, gds, gdr, sb, rb, peer, kc, 0, derr);
+    k++;
+    GT_CUDA(cudaStreamSynchronize(s));
+    int e = host_errors(derr);
+    T_CHECK(e == 0, "graph: first plain epoch: %d errors", e);
+
+    cudaGraph_t g = NULL;
+    GT_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    if (strcmp(mode, "direct") != 0) {
+        /* the proxy needs the host per epoch: the start is refused and the
+         * capture invalidated; the requests work on outside it */
+        int rc = MPIX_Acc_Start(s, &gq[0]);
+        cudaError_t ce = cudaStreamEndCapture(s, &g);
+        T_CHECK(rc != MPI_SUCCESS && ce != cudaSuccess && g == NULL,
+                "proxy: captured start rc %d, end of capture %s (want refused, invalidated)", rc,
+                cudaGetErrorString(ce));
+        (void)cudaGetLastError();
+        if (t_rank == 0)
+            printf("[partitioned] H proxy: captured start refused (%s)\n", cudaGetErrorString(ce));
+        graph_epoch(s, gq, gds, gdr, sb, rb, peer, kc, 0, derr);
+        k++;
+        GT_CUDA(cudaStreamSynchronize(s));
+        e = host_errors(derr);
+        T_CHECK(e == 0, "proxy: epoch after the refused capture: %d errors", e);
+        T_CHECK(graph_rb_bad(rb, peer, k, 0) == 0, "proxy: receive buffer after the refusal");
+    } else {
+        graph_epoch(s, gq, gds, gdr, sb, rb, peer, kc, 0, derr);
+        GT_CUDA(cudaStreamEndCapture(s, &g));
+        cudaGraphExec_t ge;
+        GT_CUDA(cudaGraphInstantiate(&ge, g, 0));
+        /* a host wait of an epoch started in a capture: refused */
+        GT_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+        T_MPI(MPIX_Acc_Start(s, &gq[0]));
+        int rc = MPI_Wait(&gq[0], MPI_STATUS_IGNORE);
+        cudaGraph_t gx = NULL;
+        cudaError_t ce = cudaStreamEndCapture(s, &gx);
+        if (gx) {
+            /* the start alone was captured: its graph is never launched */
+            GT_CUDA(cudaGraphDestroy(gx));
+        }
+        (void)ce;
+        T_CHECK(rc != MPI_SUCCESS, "host wait of a captured start: rc %d (want an error)", rc);
+        /* (the request's captured epoch is still pending: a stream wait in a
+         * capture completes it, in a graph that is dropped) */
+        GT_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+        T_MPI(MPIX_Acc_Wait(s, &gq[0], MPI_STATUS_IGNORE));
+        GT_CUDA(cudaStreamEndCapture(s, &gx));
+        if (gx)
+            GT_CUDA(cudaGraphDestroy(gx));
+
+        cudaStream_t s2;
+        GT_CUDA(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+        double t0 = t_now();
+        for (int j = 0; j < L; j++) {
+            GT_CUDA(cudaGraphLaunch(ge, s));
+            k++;
+            if ((j + 1) % 1000 == 0 || j + 1 == L) {
+                GT_CUDA(cudaStreamSynchronize(s));
+                e = host_errors(derr);
+                T_CHECK(e == 0, "graph: %d errors by launch %d", e, j + 1);
+            }
+        }
+        double dt = t_now() - t0;
+        T_CHECK(graph_rb_bad(rb, peer, k, 0) == 0, "graph: receive buffer after %d launches", L);
+        if (t_rank == 0)
+            printf("[partitioned] H graph: %d launches, every one checked, %.2f us per launch "
+                   "(%d x %d bytes each way)\n",
+                   L, dt * 1e6 / L, NP, PB);
+        /* plain epochs between launches, and launches on another stream */
+        for (int j = 0; j < 20; j++) {
+            if (j % 2) {
+                graph_epoch(s, gq, gds, gdr, sb, rb, peer, kc, 0, derr);
+            } else {
+                GT_CUDA(cudaGraphLaunch(ge, s));
+            }
+            k++;
+        }
+        GT_CUDA(cudaStreamSynchronize(s));
+        for (int j = 0; j < 50; j++, k++)
+            GT_CUDA(cudaGraphLaunch(ge, s2));
+        GT_CUDA(cudaStreamSynchronize(s2));
+        e = host_errors(derr);
+        T_CHECK(e == 0, "graph: mixed with plain epochs and a second stream: %d errors", e);
+        T_CHECK(graph_rb_bad(rb, peer, k, 0) == 0, "graph: receive buffer after the mixed part");
+        /* a second capture (relaxed mode, salt 5) applied to the instance */
+        cudaGraph_t g2 = NULL;
+        GT_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
+        graph_epoch(s, gq, gds, gdr, sb, rb, peer, kc, 5, derr);
+        GT_CUDA(cudaStreamEndCapture(s, &g2));
+        cudaGraphExecUpdateResultInfo info;
+        GT_CUDA(cudaGraphExecUpdate(ge, g2, &info));
+        for (int j = 0; j < 100; j++, k++)
+            GT_CUDA(cudaGraphLaunch(ge, s));
+        GT_CUDA(cudaStreamSynchronize(s));
+        e = host_errors(derr);
+        T_CHECK(e == 0, "graph after cudaGraphExecUpdate: %d errors", e);
+        int bad = graph_rb_bad(rb, peer, k, 5);
+        T_CHECK(bad == 0, "graph after cudaGraphExecUpdate: %d bytes are not the update's", bad);
+        mpix_acc_dreq_t h;
+        GT_CUDA(cudaMemcpy(&h, gdr, sizeof h, cudaMemcpyDeviceToHost));
+        T_CHECK(h.epoch == (uint64_t)k, "receive handle's epoch %llu after %d epochs",
+                (unsigned long long)h.epoch, k);
+        GT_CUDA(cudaGraphExecDestroy(ge));
+        GT_CUDA(cudaGraphDestroy(g));
+        GT_CUDA(cudaGraphDestroy(g2));
+        GT_CUDA(cudaStreamDestroy(s2));
+    }
+    T_MPI(MPI_Request_free(&gq[0]));
+    T_MPI(MPI_Request_free(&gq[1]));
+    GT_CUDA(cudaFree(kc));
 }
 
 int main(int argc, char **argv)
@@ -381,6 +580,11 @@ int main(int argc, char **argv)
     T_CHECK(cls == MPI_ERR_ARG, "start after a value of the wrong size: rc %d class %d", rc, cls);
     if (t_rank == 0)
         printf("[partitioned] G ok\n"), fflush(stdout);
+
+    t_phase("H. CUDA graphs: a captured epoch launched many times");
+    phase_graph(s, c, sb, rb, peer, mode, derr);
+    if (t_rank == 0)
+        printf("[partitioned] H ok\n"), fflush(stdout);
 
     T_MPI(MPI_Request_free(&ps));
     T_MPI(MPI_Request_free(&pr));
