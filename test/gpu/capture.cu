@@ -4,9 +4,11 @@
  *
  * A captured operation would carry the sequence numbers of its one call,
  * so a graph launched twice would skip its messages. Until replays are
- * built, every call on a stream that is being captured returns
- * MPI_ERR_UNSUPPORTED_OPERATION and invalidates the capture, so the
- * application's cudaStreamEndCapture fails and no graph exists.
+ * built for them, every such call on a stream that is being captured
+ * returns MPI_ERR_UNSUPPORTED_OPERATION and invalidates the capture, so
+ * the application's cudaStreamEndCapture fails and no graph exists.
+ * (Partitioned requests on the direct protocol replay: test/gpu/partitioned
+ * phase H.)
  *
  * For each capture mode (global, thread-local, relaxed) and each kind of
  * call (MPIX_Acc_Isend, MPIX_Acc_Irecv, MPIX_Acc_Wait on a request made
