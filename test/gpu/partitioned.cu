@@ -47,7 +47,9 @@ __host__ __device__ unsigned char pat(int src, int ep, int p, size_t i)
     return (unsigned char)(src * 31 + ep * 7 + p * 13 + (int)(i * 5 % 251));
 }
 
-__global__ void send_kernel(mpix_acc_dreq_t *r, unsigned char *buf, int src, int ep, int *errors)
+/* A's block p: fill partition p of epoch ep and make it ready / wait for
+ * partition p and check it (also the bodies of H's graph kernels) */
+__device__ void send_part(mpix_acc_dreq_t *r, unsigned char *buf, int src, int ep, int *errors)
 {
     int p = blockIdx.x;
     for (size_t i = threadIdx.x; i < PB; i += blockDim.x)
@@ -58,8 +60,8 @@ __global__ void send_kernel(mpix_acc_dreq_t *r, unsigned char *buf, int src, int
         atomicAdd(errors, 1000 + rc);
 }
 
-__global__ void recv_kernel(mpix_acc_dreq_t *r, const unsigned char *buf, int src, int ep,
-                            int *errors)
+__device__ void recv_part(mpix_acc_dreq_t *r, const unsigned char *buf, int src, int ep,
+                          int *errors)
 {
     int p = blockIdx.x;
     int rc = mpix_acc_parrived_wait<MPIX_ACC_BLOCK>(r, p, 0);
@@ -71,6 +73,17 @@ __global__ void recv_kernel(mpix_acc_dreq_t *r, const unsigned char *buf, int sr
     for (size_t i = threadIdx.x; i < PB; i += blockDim.x)
         if (buf[(size_t)p * PB + i] != pat(src, ep, p, i))
             atomicAdd(errors, 1);
+}
+
+__global__ void send_kernel(mpix_acc_dreq_t *r, unsigned char *buf, int src, int ep, int *errors)
+{
+    send_part(r, buf, src, ep, errors);
+}
+
+__global__ void recv_kernel(mpix_acc_dreq_t *r, const unsigned char *buf, int src, int ep,
+                            int *errors)
+{
+    recv_part(r, buf, src, ep, errors);
 }
 
 __global__ void pingpong_kernel(mpix_acc_dreq_t *s, mpix_acc_dreq_t *r, uint64_t *out,
@@ -187,28 +200,13 @@ __global__ void bump_kernel(int *k)
 __global__ void gsend_kernel(mpix_acc_dreq_t *r, unsigned char *buf, int src, const int *k,
                              int salt, int *errors)
 {
-    int p = blockIdx.x, ep = *k * 16 + salt;
-    for (size_t i = threadIdx.x; i < PB; i += blockDim.x)
-        buf[(size_t)p * PB + i] = pat(src, ep, p, i);
-    __syncthreads();
-    int rc = mpix_acc_pready<MPIX_ACC_BLOCK>(r, p);
-    if (rc != MPIX_ACC_DSUCCESS && threadIdx.x == 0)
-        atomicAdd(errors, 1000 + rc);
+    send_part(r, buf, src, *k * 16 + salt, errors);
 }
 
 __global__ void grecv_kernel(mpix_acc_dreq_t *r, const unsigned char *buf, int src, const int *k,
                              int salt, int *errors)
 {
-    int p = blockIdx.x, ep = *k * 16 + salt;
-    int rc = mpix_acc_parrived_wait<MPIX_ACC_BLOCK>(r, p, 0);
-    if (rc != MPIX_ACC_DSUCCESS) {
-        if (threadIdx.x == 0)
-            atomicAdd(errors, 1000 + rc);
-        return;
-    }
-    for (size_t i = threadIdx.x; i < PB; i += blockDim.x)
-        if (buf[(size_t)p * PB + i] != pat(src, ep, p, i))
-            atomicAdd(errors, 1);
+    recv_part(r, buf, src, *k * 16 + salt, errors);
 }
 
 /* E: ready partition 0 twice and partition NP (out of range) */
@@ -264,6 +262,17 @@ static void pingpong_epoch(cudaStream_t s, MPI_Comm c, MPI_Request *ps, MPI_Requ
     T_CHECK(e == 0, "%s rep %d: %d errors", what, rep, e);
 }
 
+/* A's and H's request pair: NP partitions of PB bytes each way with the
+ * peer on tag (rq[0] the receive, rq[1] the send) and their device handles */
+static void ring_pair(MPI_Comm c, unsigned char *sb, unsigned char *rb, int peer, int tag,
+                      MPI_Request rq[2], mpix_acc_dreq_t **dr, mpix_acc_dreq_t **ds)
+{
+    T_MPI(MPIX_Acc_Precv_init(rb, NP, PB, MPI_BYTE, peer, tag, c, MPI_INFO_NULL, &rq[0]));
+    T_MPI(MPIX_Acc_Psend_init(sb, NP, PB, MPI_BYTE, peer, tag, c, MPI_INFO_NULL, &rq[1]));
+    T_MPI(MPIX_Acc_Prequest_get_device(rq[0], dr));
+    T_MPI(MPIX_Acc_Prequest_get_device(rq[1], ds));
+}
+
 /* H: one epoch of the graph's sequence on s (captured or not): the
  * launch counter, both starts, the kernels, the stream wait */
 static void graph_epoch(cudaStream_t s, MPI_Request *gq, mpix_acc_dreq_t *gds, mpix_acc_dreq_t *gdr,
@@ -296,11 +305,8 @@ static void phase_graph(cudaStream_t s, MPI_Comm c, unsigned char *sb, unsigned 
 {
     const int L = (int)gt_opt_long("--launches", 10000);
     MPI_Request gq[2];
-    T_MPI(MPIX_Acc_Precv_init(rb, NP, PB, MPI_BYTE, peer, 3, c, MPI_INFO_NULL, &gq[0]));
-    T_MPI(MPIX_Acc_Psend_init(sb, NP, PB, MPI_BYTE, peer, 3, c, MPI_INFO_NULL, &gq[1]));
     mpix_acc_dreq_t *gdr, *gds;
-    T_MPI(MPIX_Acc_Prequest_get_device(gq[0], &gdr));
-    T_MPI(MPIX_Acc_Prequest_get_device(gq[1], &gds));
+    ring_pair(c, sb, rb, peer, 3, gq, &gdr, &gds);
     int *kc;
     GT_CUDA(cudaMalloc(&kc, sizeof(int)));
     GT_CUDA(cudaMemset(kc, 0, sizeof(int)));
@@ -441,11 +447,8 @@ int main(int argc, char **argv)
 
     t_phase("A. ring of kernel-driven epochs");
     MPI_Request rq[2];
-    T_MPI(MPIX_Acc_Precv_init(rb, NP, PB, MPI_BYTE, peer, 1, c, MPI_INFO_NULL, &rq[0]));
-    T_MPI(MPIX_Acc_Psend_init(sb, NP, PB, MPI_BYTE, peer, 1, c, MPI_INFO_NULL, &rq[1]));
     mpix_acc_dreq_t *dr, *ds;
-    T_MPI(MPIX_Acc_Prequest_get_device(rq[0], &dr));
-    T_MPI(MPIX_Acc_Prequest_get_device(rq[1], &ds));
+    ring_pair(c, sb, rb, peer, 1, rq, &dr, &ds);
     for (int ep = 0; ep < epochs; ep++) {
         T_MPI(MPIX_Acc_Start(s, &rq[0]));
         T_MPI(MPIX_Acc_Start(s, &rq[1]));
