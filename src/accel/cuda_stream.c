@@ -205,7 +205,7 @@ out:
 }
 
 /* Is the live handle cu being captured? (The capture query works where
- * cuStreamGetId does not: on a capturing stream.) */
+ * cuStreamGetId does not: on a capturing stream; backend_capturing.) */
 static int stream_in_capture(CUcontext ctx, CUstream cu)
 {
     int entered = ctx_enter(ctx);
@@ -274,11 +274,12 @@ static mxu_status_t stream_lookup(void *handle, mxa_stream_t **out)
     if (cs != NULL) {
         /* Fast path: one driver call validates the handle. */
         if (cs->have_id) {
-            /* a stream being captured has no id to ask for (CUDA 13.0), and
-             * asking invalidates its capture (seen on 2 x H100 at 2ef6f3b's
-             * successor: a partitioned start captured after the lookup
-             * failed with CUDA_ERROR_STREAM_CAPTURE_INVALIDATED): its capture
-             * status first, which a capturing stream answers */
+            /* a stream being captured has no id to ask for (CUDA 13.0:
+             * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED), and asking invalidates
+             * its capture (2 x H100, session 19: a partitioned start
+             * captured after the lookup failed with
+             * CUDA_ERROR_STREAM_CAPTURE_INVALIDATED): its capture status
+             * first, which a capturing stream answers */
             CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
             if (!cs->ctx->stale && atomic_load(&cs->ctx->warm) &&
                 cu_capture_status(cu, &cap) == CUDA_SUCCESS &&
@@ -288,11 +289,6 @@ static mxu_status_t stream_lookup(void *handle, mxa_stream_t **out)
             }
             unsigned long long id;
             CUresult r = MXA_CU(cuStreamGetId)(cu, &id);
-            if (r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED && !cs->ctx->stale &&
-                atomic_load(&cs->ctx->warm) && stream_in_capture(cs->ctx->ctx, cu)) {
-                *out = &cs->pub;
-                return MXU_OK;
-            }
             if (r != CUDA_SUCCESS) {
                 MXU_LOG(MXU_LOG_DEBUG, "CUDA backend: stream %p: cuStreamGetId: %s", handle,
                         cu_err(r));
