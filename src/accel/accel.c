@@ -151,7 +151,7 @@ void *mxa_stream_scratch(mxa_stream_t *s, mxa_memtype_t k, size_t bytes)
         pthread_mutex_unlock(&scratch_lock);
         return p;
     }
-    if (s->kind == MXA_KIND_CUDA && s->backend->capturing && s->backend->capturing(s)) {
+    if (s->kind == MXA_KIND_CUDA && mxa_stream_capturing(s)) {
         /* allocating while a stream is captured (CUDA's global mode)
          * would invalidate the capture */
         pthread_mutex_unlock(&scratch_lock);

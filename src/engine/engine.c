@@ -391,7 +391,7 @@ long mxe_stream_points_ahead(const mxa_stream_t *s)
 long mxe_stream_backlog(mxa_stream_t *s)
 {
     long n = mxe_stream_points_ahead(s);
-    if (n > 0 && s->backend->capturing != NULL && s->backend->capturing(s))
+    if (n > 0 && mxa_stream_capturing(s))
         return 0;
     return n;
 }

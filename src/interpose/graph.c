@@ -115,8 +115,7 @@ static mxi_graph_state_t *mxi_capture_of(const mxa_stream_t *s)
 
 int mxi_graph_capturing(const mxa_stream_t *s)
 {
-    return s && s->kind == MXA_KIND_HOST && s->backend->capturing &&
-           s->backend->capturing((mxa_stream_t *)s);
+    return s && s->kind == MXA_KIND_HOST && mxa_stream_capturing((mxa_stream_t *)s);
 }
 
 static void mxi_tmpl_release(mxi_tmpl_t *t)
