@@ -771,10 +771,8 @@ static int part_direct_complete(mxi_part_t *p, mxa_stream_t *s)
                 : "its epoch was started outside the CUDA graph capture this wait is in: "
                   "complete it outside (a graph launched twice would complete epochs it "
                   "never started)";
-        if (capturing) {
-            mxu_status_t cst = mxa_stream_refuse_capture(s, "a stream wait");
-            (void)cst;
-        }
+        if (capturing) /* (it fails: the error raised is this call's) */
+            (void)mxa_stream_refuse_capture(s, "a stream wait");
         return mxi_raise(p->comm, MXI_E_REQUEST, "wait of a partitioned %s (peer %d, tag %d): %s",
                          part_what(p), p->peer, p->tag, why);
     }
@@ -891,7 +889,7 @@ int mxi_part_start(mxi_part_t *p, mxa_stream_t *s, MPI_Request *active)
                       : "MPIX_Acc_Start of a partitioned request the host proxy carries (not the "
                         "direct protocol: its GPUs do not reach each other, host memory, or "
                         "MPIX_ACC_KI=proxy)");
-        return mxi_raise_code(p->comm, mxi_status_to_mpi(cst != MXU_OK ? cst : MXU_ERR_CAPTURED));
+        return mxi_raise_code(p->comm, mxi_status_to_mpi(cst)); /* capturing: never MXU_OK */
     }
     uint64_t e = p->epoch + 1;
     mxu_status_t st;
