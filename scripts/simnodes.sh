@@ -16,14 +16,17 @@
 #       remove the nodes, exit with mpiexec's status. In the job,
 #       SIMNODES_DIR names the state folder: `simnodes.sh link I down|up`
 #       cuts or restores node I's link from inside the job (or from a test
-#       script beside it).
+#       script beside it). SIMNODES_NET=X asks for the subnet
+#       10.78.X.0/24 (taken only if nothing here routes it yet).
 #   scripts/simnodes.sh check          can nodes be made here? (exit 0/1)
 #   scripts/simnodes.sh rsh HOST CMD   (hydra's launcher: run CMD on HOST)
 #   scripts/simnodes.sh link I down|up (needs SIMNODES_DIR)
 #
 # Needs root (or CAP_SYS_ADMIN + CAP_NET_ADMIN), unshare, nsenter, ip
 # (iproute2) and a kernel with bridge and veth. Names are unique per run
-# (bridge mxsnXXXX, 10.78.X.0/24), so runs may overlap.
+# (bridge mxsnXXXX, a 10.78.X.0/24 not routed here yet, chosen under
+# /tmp/simnodes.lock), so runs may overlap; a killed run's leftovers are
+# removed by the next run.
 set -euo pipefail
 self=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")
 
@@ -76,17 +79,61 @@ teardown() {
     rm -rf "$d"
 }
 
+# Alive? (a node's or unshare's recorded process still exists)
+pid_alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null; }
+
+# Remove what runs killed before their teardown left behind (a SIGKILL
+# skips the EXIT trap): their bridges keep their 10.78.X.1/24 address and
+# route in this namespace. A state folder counts as stale when it is older
+# than a minute and none of its recorded processes lives.
+reap_stale() { # OWN_DIR
+    local d f live
+    for d in /tmp/simnodes.*/; do
+        d=${d%/}
+        [ -d "$d" ] && [ "$d" != "$1" ] || continue
+        [ -n "$(find "$d" -maxdepth 0 -mmin +1 2>/dev/null)" ] || continue
+        live=0
+        for f in "$d"/node*.pid "$d"/unshare*.pid; do
+            [ -e "$f" ] && pid_alive "$(cat "$f")" && live=1
+        done
+        if [ $live = 0 ]; then teardown "$d"; fi
+    done
+    return 0
+}
+
 setup() { # DIR NODES
     local d=$1 n=$2
     mkdir -p "$d"
-    local id
-    id=$(printf '%04x' $((RANDOM % 65536)))
-    local net=$((RANDOM % 200 + 20))
+    # The subnet must be free in this namespace: a second route to the same
+    # 10.78.X.0/24 (a concurrent run, a killed run's bridge) sends the
+    # host's replies to hydra's proxies out of the wrong bridge, and the
+    # job hangs before MPI_Init returns. Choice and bridge under one lock.
+    exec 9>/tmp/simnodes.lock
+    flock 9
+    reap_stale "$d"
+    local id net="" tries
+    for ((tries = 0; tries < 100; tries++)); do
+        id=$(printf '%04x' $((RANDOM % 65536)))
+        ip link show "mxsn$id" >/dev/null 2>&1 || break
+    done
+    for ((tries = 0; tries < 200; tries++)); do
+        local cand=$((RANDOM % 200 + 20))
+        # SIMNODES_NET=X asks for 10.78.X.0/24 first (tests of the choice)
+        [ $tries = 0 ] && [ -n "${SIMNODES_NET:-}" ] && cand=$SIMNODES_NET
+        if [ -z "$(ip -4 route show "10.78.$cand.0/24" 2>/dev/null)" ] &&
+            ! ip -4 -o addr show 2>/dev/null | grep -q " inet 10\.78\.$cand\."; then
+            net=$cand
+            break
+        fi
+    done
+    [ -n "$net" ] || die "no free 10.78.X.0/24 subnet (200 tries)"
     local br=mxsn$id
     ip link add "$br" type bridge || die "cannot make a bridge (root and the bridge module needed)"
     echo "$br" >"$d/bridge"
     ip addr add "10.78.$net.1/24" dev "$br"
     ip link set "$br" up
+    flock -u 9
+    exec 9>&-
     echo "10.78.$net.1" >"$d/gateway"
     {
         echo "127.0.0.1 localhost"
@@ -184,5 +231,5 @@ check) cmd_check ;;
 link) shift; cmd_link "$@" ;;
 node*) cmd_rsh "$@" ;; # hydra's rsh launcher: HOST CMD...
 rsh) shift; cmd_rsh "$@" ;;
-*) sed -n '2,27p' "$0" >&2; exit 2 ;;
+*) sed -n '2,29p' "$0" >&2; exit 2 ;;
 esac

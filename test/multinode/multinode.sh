@@ -25,6 +25,13 @@
 #                 most 8 KiB go through host memory across the nodes (every
 #                 rank's stats line counts them).
 #   ring-3x1      3 nodes.
+#   stale-bridge  ring-2x1 while this namespace already routes the subnet
+#                 the run asks for (SIMNODES_NET; a bridge like the one a
+#                 killed run leaves behind) and a killed run's state folder
+#                 exists: the run takes another subnet (it hung before
+#                 MPI_Init returned when it took the same one: the host's
+#                 replies to hydra's proxies left by the stale bridge) and
+#                 removes the leftovers. Needs a free bridge name here.
 #   link-down-errors
 #                 MPIX_ACC_PEER_ERRORS=1, node 1's link cut for 10 s while
 #                 rank 0 has receives (host wait, stream wait) and a send
@@ -53,7 +60,7 @@ fi
 log=$(mktemp /tmp/mpixacc-multinode.XXXXXX)
 trap 'rm -f "$log"' EXIT
 fails=0
-cases=${MULTINODE_CASES:-ring-2x1 pingpong-2x1 pingpong-staged-2x1 nonovertaking-2x1 call_order-2x1 stream_comm-2x2 sx_path-2x2 ring-3x1 link-down-errors link-down-default}
+cases=${MULTINODE_CASES:-ring-2x1 pingpong-2x1 pingpong-staged-2x1 nonovertaking-2x1 call_order-2x1 stream_comm-2x2 sx_path-2x2 ring-3x1 stale-bridge link-down-errors link-down-default}
 want() { [[ " $cases " == *" $1 "* ]]; }
 
 fail() {
@@ -138,6 +145,36 @@ run_case call_order-2x1 2 1 call_order
 run_case stream_comm-2x2 2 2 stream_comm
 run_case sx_path-2x2 2 2 sx_path
 run_case ring-3x1 3 1 ring
+
+# stale-bridge: what a run killed by SIGKILL leaves (its EXIT trap skipped):
+# a bridge routing the subnet the run asks for, and a state folder (with a
+# bridge of its own) whose processes are gone
+stale_case() {
+    want stale-bridge || return 0
+    local cases=stale-bridge-run # run_case's filter
+    local id=$((RANDOM % 1000)) net=$((RANDOM % 200 + 20)) d why="" t0=$SECONDS
+    local br=mxsnsa$id br2=mxsnsb$id
+    ip link add "$br" type bridge 2>/dev/null || { fail stale-bridge "cannot make bridge $br"; return; }
+    ip addr add "10.78.$net.1/24" dev "$br" && ip link set "$br" up
+    d=$(mktemp -d /tmp/simnodes.XXXXXX)
+    ip link add "$br2" type bridge 2>/dev/null && echo "$br2" >"$d/bridge"
+    echo 2147483646 >"$d/node0.pid" # no such process
+    touch -d '-5 min' "$d"
+    SIMNODES_NET=$net run_case stale-bridge-run 2 1 ring
+    if [ -d "$d" ] || ip link show "$br2" >/dev/null 2>&1; then
+        why="the killed run's state folder $d or its bridge $br2 is still there"
+    fi
+    ip link show "$br" >/dev/null 2>&1 || why="${why:+$why, }bridge $br (no state folder) was removed"
+    ip link del "$br" 2>/dev/null
+    ip link del "$br2" 2>/dev/null
+    rm -rf "$d"
+    if [ -n "$why" ]; then
+        fail stale-bridge "$why"
+    else
+        echo "multinode.sh: ok (stale-bridge, $((SECONDS - t0)) s): subnet 10.78.$net.0/24 left to $br, leftovers of $d removed"
+    fi
+}
+stale_case
 
 # link_down MODE: node 1's link is cut by the program (rank 1 runs
 # `simnodes.sh link 1 down` once both have posted their operations)
