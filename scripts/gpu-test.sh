@@ -512,11 +512,19 @@ run_test "dt/derived" 200 'PASS' -- env MPIX_ACC_LOG=warn \
 run_test "dt/derived-sx" 200 'PASS' -- env MPIX_ACC_LOG=warn \
     "$MPIEXEC" $LAUNCH -n 2 "$BIN/derived" --sx --timeout=180
 
-# stream-ordered calls on a stream being captured into a CUDA graph are
-# refused and invalidate the capture (until issue 21 makes them
-# replayable), in every capture mode; the stream and matching stay sound
+# stream-ordered calls that cannot be captured into a CUDA graph (derived
+# datatypes, collectives, a wait on a request made before) are refused and
+# invalidate the capture, in every capture mode; the stream and matching
+# stay sound
 run_test "graph/capture" 150 '\[capture\] PASS' -- env MPIX_ACC_LOG=warn \
     "$MPIEXEC" $LAUNCH -n 2 "$BIN/capture" --timeout=100
+# sends, receives and stream waits captured (issue 21, test/gpu/graph_p2p:
+# fire and wait nodes of the counter protocol): a ring launched 10000 times
+# with every launch checked, different graphs per rank, graphs beside plain
+# enqueues and on a second stream, one channel shared (dynamic matching),
+# cudaGraphExecUpdate, a stream communicator's calls, errors
+run_test "graph/p2p" 300 '\[graph_p2p\] PASS' -- env MPIX_ACC_LOG=warn MPIX_ACC_STATS=1 \
+    "$MPIEXEC" $LAUNCH -n 2 "$BIN/graph_p2p" --timeout=280
 
 # device messages staged through pinned host memory (issue 22 item 1,
 # MPIX_ACC_NET_STAGE; all: every peer, as auto does for peers on other
@@ -550,6 +558,9 @@ if [ "$SANITIZER" = 1 ]; then
             run_test "sanitizer-$tool/partitioned" 300 "$ok" -- env MPIX_ACC_MEMOPS=1 \
                 "$MPIEXEC" $LAUNCH -n 2 $SAN --tool $tool "$BIN/partitioned" --epochs=5 \
                 --pp=50 --launches=50 --timeout=280
+            run_test "sanitizer-$tool/graph_p2p" 300 "$ok" -- env MPIX_ACC_MEMOPS=1 \
+                "$MPIEXEC" $LAUNCH -n 2 $SAN --tool $tool "$BIN/graph_p2p" --launches=50 \
+                --timeout=280
             run_test "sanitizer-$tool/collectives" 400 "$ok" -- env MPIX_ACC_MEMOPS=1 \
                 "$MPIEXEC" $LAUNCH -n 2 $SAN --tool $tool "$BIN/collectives" --quick \
                 --timeout=380

@@ -357,9 +357,10 @@ mxu_status_t mxa_stream_refuse_capture(mxa_stream_t *s, const char *what)
 #endif
     MXU_FAIL(MXU_ERR_CAPTURED,
              "%s on CUDA stream %p, which is being captured into a graph: of stream-ordered "
-             "communication only partitioned requests on the direct protocol can be captured "
-             "yet (their MPIX_Acc_Start and stream waits; a graph launched twice would skip "
-             "other messages); the capture is invalidated. Enqueue it outside the capture.",
+             "communication only sends and receives of contiguous data with stream waits on "
+             "their requests, and partitioned requests on the direct protocol (their "
+             "MPIX_Acc_Start and stream waits) can be captured; the capture is invalidated. "
+             "Enqueue it outside the capture.",
              what, s->handle);
 }
 
@@ -581,6 +582,74 @@ mxu_status_t mxa_part_start_dev(mxa_stream_t *s, void *dreq)
 #endif
     (void)s;
     (void)dreq;
+    return MXU_ERR_UNSUPPORTED;
+}
+
+mxu_status_t mxa_graph_words_alloc(mxa_stream_t *s, uint64_t **pair)
+{
+    *pair = NULL;
+    if (s->kind == MXA_KIND_HOST)
+        return mxa_host_graph_word_alloc(pair);
+#ifdef MPIXACC_HAVE_CUDA
+    if (s->kind == MXA_KIND_CUDA)
+        return mxa_cuda_graph_words_alloc(s, pair);
+#endif
+    return MXU_ERR_UNSUPPORTED;
+}
+
+void mxa_graph_words_free(int kind, uint64_t *pair)
+{
+    if (!pair)
+        return;
+#ifdef MPIXACC_HAVE_CUDA
+    if (kind == MXA_KIND_CUDA) {
+        mxa_cuda_graph_words_free(pair);
+        return;
+    }
+#endif
+    (void)kind;
+    free(pair);
+}
+
+mxu_status_t mxa_stream_graph_fire(mxa_stream_t *s, uint64_t *pair)
+{
+    if (s->kind == MXA_KIND_HOST)
+        return mxa_host_graph_fire(s, pair);
+#ifdef MPIXACC_HAVE_CUDA
+    if (s->kind == MXA_KIND_CUDA)
+        return mxa_cuda_graph_node(s, pair, 0);
+#endif
+    return MXU_ERR_UNSUPPORTED;
+}
+
+mxu_status_t mxa_stream_graph_wait(mxa_stream_t *s, uint64_t *pair)
+{
+    if (s->kind == MXA_KIND_HOST)
+        return mxa_host_graph_wait(s, pair);
+#ifdef MPIXACC_HAVE_CUDA
+    if (s->kind == MXA_KIND_CUDA)
+        return mxa_cuda_graph_node(s, pair, 1);
+#endif
+    return MXU_ERR_UNSUPPORTED;
+}
+
+mxu_status_t mxa_stream_capture_info(mxa_stream_t *s, uint64_t *id, void **graph)
+{
+#ifdef MPIXACC_HAVE_CUDA
+    if (s->kind == MXA_KIND_CUDA)
+        return mxa_cuda_capture_info(s, id, graph);
+#endif
+    (void)s, (void)id, (void)graph;
+    return MXU_ERR_UNSUPPORTED;
+}
+
+mxu_status_t mxa_graph_on_destroy(mxa_stream_t *s, void *graph, void (*fn)(void *), void *arg)
+{
+#ifdef MPIXACC_HAVE_CUDA
+    if (s->kind == MXA_KIND_CUDA)
+        return mxa_cuda_graph_on_destroy(graph, fn, arg);
+#endif
+    (void)s, (void)graph, (void)fn, (void)arg;
     return MXU_ERR_UNSUPPORTED;
 }
 

@@ -353,6 +353,36 @@ mxu_status_t mxa_host_graph_launch(mxa_host_graph_t *g, void *handle);
 long mxa_host_graph_inflight(const mxa_host_graph_t *g);
 void mxa_host_graph_free(mxa_host_graph_t *g);
 
+/* Graph words (interpose/graph.c's counter protocol, issue 21): a pair of
+ * 64-bit counters, word 0 and word MXA_GRAPH_DONE_WORD (on separate cache
+ * lines), zeroed, in memory that the host and the stream's device both
+ * reach (CUDA: mapped pinned memory; host streams: ordinary memory). A fire
+ * node increments word 0 when the stream reaches it (the progress thread
+ * watches it and makes one launch's operation per increment); a wait node
+ * takes ticket k = ++word 0 and holds the stream until word
+ * MXA_GRAPH_DONE_WORD >= k (the progress thread publishes the count of
+ * launches whose operations completed). Both are recorded on a stream that
+ * is being captured (a host graph's entries, a CUDA graph's kernel nodes)
+ * and replay as such at every launch. The free may run on any thread and
+ * calls no driver function (a CUDA user object's destructor frees them). */
+#define MXA_GRAPH_DONE_WORD 8
+#define MXA_GRAPH_WORDS_BYTES 128
+mxu_status_t mxa_graph_words_alloc(mxa_stream_t *s, uint64_t **pair);
+void mxa_graph_words_free(int kind, uint64_t *pair);
+mxu_status_t mxa_stream_graph_fire(mxa_stream_t *s, uint64_t *pair);
+mxu_status_t mxa_stream_graph_wait(mxa_stream_t *s, uint64_t *pair);
+/* The capture s is in (a CUDA stream): its id, unique in the process, and
+ * its graph; MXU_ERR_UNSUPPORTED where the backend cannot tell. */
+mxu_status_t mxa_stream_capture_info(mxa_stream_t *s, uint64_t *id, void **graph);
+/* fn(arg) once graph (mxa_stream_capture_info's) and every executable graph
+ * made from it are destroyed -- on a driver thread, where fn must call no
+ * driver function. On failure fn is never called. */
+mxu_status_t mxa_graph_on_destroy(mxa_stream_t *s, void *graph, void (*fn)(void *), void *arg);
+/* host backend's (accel/host.c) */
+mxu_status_t mxa_host_graph_word_alloc(uint64_t **pair);
+mxu_status_t mxa_host_graph_fire(mxa_stream_t *s, uint64_t *pair);
+mxu_status_t mxa_host_graph_wait(mxa_stream_t *s, uint64_t *pair);
+
 /* Stream-ordered communication is not captured into CUDA graphs (issue
  * 21): its points carry sequence numbers fixed at the call, so a graph
  * launched twice would skip its messages. On a stream that is being

@@ -77,6 +77,13 @@ int mxa_cuda_part_reaches(void *ctx, const char *peer_busid);
 mxu_status_t mxa_cuda_part_complete(mxa_stream_t *s, void *dreq, int is_send, int partitions,
                                     uint64_t part_bytes);
 mxu_status_t mxa_cuda_part_start(mxa_stream_t *s, void *dreq);
+/* graphs (cuda_graph.c; accel.h's graph words, mxa_stream_capture_info,
+ * mxa_graph_on_destroy) */
+mxu_status_t mxa_cuda_graph_words_alloc(mxa_stream_t *s, uint64_t **pair);
+void mxa_cuda_graph_words_free(uint64_t *pair);
+mxu_status_t mxa_cuda_graph_node(mxa_stream_t *s, uint64_t *pair, int wait);
+mxu_status_t mxa_cuda_capture_info(mxa_stream_t *s, uint64_t *id, void **graph);
+mxu_status_t mxa_cuda_graph_on_destroy(void *graph, void (*fn)(void *), void *arg);
 
 /* cuda_sx.c: the stream-executed path's device side (for sx.c) */
 #include "accel/sx_proto.h"

@@ -256,6 +256,11 @@ static void ctx_load_kernels(cuda_ctx_t *cx)
                 MXA_CU(cuModuleGetFunction)(&cx->fn_part_start, cx->module,
                                             MXA_CUDA_KERNEL_PART_START) != CUDA_SUCCESS)
                 cx->fn_part_recv = cx->fn_part_send = cx->fn_part_start = NULL;
+            if (MXA_CU(cuModuleGetFunction)(&cx->fn_graph_fire, cx->module,
+                                            MXA_CUDA_KERNEL_GRAPH_FIRE) != CUDA_SUCCESS ||
+                MXA_CU(cuModuleGetFunction)(&cx->fn_graph_wait, cx->module,
+                                            MXA_CUDA_KERNEL_GRAPH_WAIT) != CUDA_SUCCESS)
+                cx->fn_graph_fire = cx->fn_graph_wait = NULL;
             if (MXA_CU(cuModuleGetFunction)(&cx->fn_reduce, cx->module, MXA_CUDA_KERNEL_REDUCE) !=
                 CUDA_SUCCESS)
                 cx->fn_reduce = NULL;
@@ -280,6 +285,10 @@ static void ctx_load_kernels(cuda_ctx_t *cx)
                     MXA_CU(cuFuncLoad)(cx->fn_part_recv);
                     MXA_CU(cuFuncLoad)(cx->fn_part_send);
                     MXA_CU(cuFuncLoad)(cx->fn_part_start);
+                }
+                if (cx->fn_graph_fire) {
+                    MXA_CU(cuFuncLoad)(cx->fn_graph_fire);
+                    MXA_CU(cuFuncLoad)(cx->fn_graph_wait);
                 }
                 if (cx->fn_reduce)
                     MXA_CU(cuFuncLoad)(cx->fn_reduce);

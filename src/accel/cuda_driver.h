@@ -97,7 +97,11 @@
     X(cuEventCreate, 0, 2000)                                                                      \
     X(cuEventRecord, 0, 2000)                                                                      \
     X(cuEventQuery, 0, 2000)                                                                       \
-    X(cuEventDestroy, 0, 4000)
+    X(cuEventDestroy, 0, 4000)                                                                     \
+    X(cuStreamGetCaptureInfo, 0, 12030)                                                            \
+    X(cuUserObjectCreate, 0, 11030)                                                                \
+    X(cuUserObjectRelease, 0, 11030)                                                               \
+    X(cuGraphRetainUserObject, 0, 11030)
 
 #define MXA_CU_FIELD_(name, req, since) __typeof__(&name) f_##name;
 typedef struct {
@@ -126,6 +130,8 @@ extern const size_t mxa_cuda_fatbin_size;
 #define MXA_CUDA_KERNEL_PART_RECV "mxa_part_recv_done_kernel"
 #define MXA_CUDA_KERNEL_PART_SEND "mxa_part_send_done_kernel"
 #define MXA_CUDA_KERNEL_PART_START "mxa_part_start_kernel"
+#define MXA_CUDA_KERNEL_GRAPH_FIRE "mxa_graph_fire_kernel"
+#define MXA_CUDA_KERNEL_GRAPH_WAIT "mxa_graph_wait_kernel"
 #define MXA_CUDA_KERNEL_REDUCE "mxa_reduce_kernel"
 #define MXA_CUDA_KERNEL_LLRED "mxa_llred_kernel"
 #define MXA_CUDA_KERNEL_PACK "mxa_pack_kernel"

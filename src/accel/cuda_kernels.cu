@@ -805,6 +805,34 @@ extern "C" __global__ void mxa_part_start_kernel(mpix_acc_dreq_t *r)
         r->epoch = r->epoch + 1;
 }
 
+/* Graphs' fire and wait nodes (accel.h's graph words; interpose/graph.c's
+ * counter protocol). The words are mapped pinned host memory; one writer
+ * each (the stream's nodes, in stream order), so plain stores do. Fire:
+ * word 0 + 1 (the progress thread makes that launch's operation). Wait:
+ * ticket k = ++word 0, then hold the stream until the progress thread has
+ * published word 8 >= k (launch k's operations complete). */
+extern "C" __global__ void mxa_graph_fire_kernel(unsigned long long *pair)
+{
+    if (threadIdx.x == 0 && blockIdx.x == 0) {
+        volatile unsigned long long *fire = pair;
+        *fire = *fire + 1;
+        __threadfence_system();
+    }
+}
+
+extern "C" __global__ void mxa_graph_wait_kernel(unsigned long long *pair)
+{
+    if (threadIdx.x == 0 && blockIdx.x == 0) {
+        volatile unsigned long long *tickets = pair, *done = pair + 8;
+        unsigned long long k = *tickets + 1;
+        *tickets = k;
+        __threadfence_system();
+        while (*done < k)
+            __nanosleep(256);
+        __threadfence_system();
+    }
+}
+
 extern "C" __global__ void mxa_part_send_done_kernel(mpix_acc_dreq_t *r)
 {
     namespace d = mpix_acc_detail;

@@ -45,13 +45,14 @@ typedef struct cuda_ctx {
     _Atomic int warm;  /* the engine's context hook has run (or was not needed) */
     CUmodule module;
     CUfunction fn_set, fn_wait, fn_wait_set;
-    CUfunction fn_sx_send, fn_sx_recv;     /* SX steps (NULL: not in the module) */
-    CUfunction fn_sx_recv1;                /* SX receive step of one receive (or NULL) */
-    CUfunction fn_part_recv, fn_part_send; /* partitioned epochs' completions (ditto) */
-    CUfunction fn_part_start;              /* ... and device-counted starts (ditto) */
-    CUfunction fn_reduce;                  /* collectives' element-wise reduction (ditto) */
-    CUfunction fn_llred;                   /* the one-kernel Allreduce (ditto) */
-    CUfunction fn_pack;                    /* non-contiguous datatypes' pack/unpack (ditto) */
+    CUfunction fn_sx_send, fn_sx_recv;       /* SX steps (NULL: not in the module) */
+    CUfunction fn_sx_recv1;                  /* SX receive step of one receive (or NULL) */
+    CUfunction fn_part_recv, fn_part_send;   /* partitioned epochs' completions (ditto) */
+    CUfunction fn_part_start;                /* ... and device-counted starts (ditto) */
+    CUfunction fn_graph_fire, fn_graph_wait; /* graphs' counter nodes (ditto) */
+    CUfunction fn_reduce;                    /* collectives' element-wise reduction (ditto) */
+    CUfunction fn_llred;                     /* the one-kernel Allreduce (ditto) */
+    CUfunction fn_pack;                      /* non-contiguous datatypes' pack/unpack (ditto) */
     int sx_pdl;                /* launch send steps with programmatic dependent launch (sm_90+) */
     CUstream sx_stream;        /* library stream for SX steps and ring set-up */
     int kernels_ok;            /* fallback kernels loaded and self-tested */

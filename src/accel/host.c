@@ -40,6 +40,7 @@
 #include "accel/accel.h"
 #include "accel/seq_word.h"
 
+#include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -789,4 +790,59 @@ void mxa_host_graph_free(mxa_host_graph_t *g)
         return;
     free(g->e);
     free(g);
+}
+
+/* ---- graph words (graph.c's counter protocol) on host streams ---- */
+
+/* a wait reports every this many ns while its launch's operations are out */
+#define GRAPH_WAIT_REPORT_NS (10ull * 1000000000ull)
+
+static void graph_fire_fn(void *arg)
+{
+    atomic_fetch_add_explicit((_Atomic uint64_t *)arg, 1, memory_order_acq_rel);
+}
+
+/* k = ++tickets, then wait (spin, then naps to 50 us) until done >= k --
+ * what the CUDA backend's wait kernel does on the device */
+static void graph_wait_fn(void *arg)
+{
+    _Atomic uint64_t *tickets = arg, *done = (_Atomic uint64_t *)arg + MXA_GRAPH_DONE_WORD;
+    uint64_t k = atomic_fetch_add_explicit(tickets, 1, memory_order_acq_rel) + 1;
+    uint64_t start = mxu_now_ns(), report = start + GRAPH_WAIT_REPORT_NS, nap = 0;
+    for (int spins = 0; atomic_load_explicit(done, memory_order_acquire) < k; spins++) {
+        if (spins < 1000)
+            continue;
+        nap = nap ? nap * 2 : 1000;
+        if (nap > 50000)
+            nap = 50000;
+        nap_ns(nap);
+        uint64_t now = mxu_now_ns();
+        if (now >= report) {
+            MXU_LOG(MXU_LOG_WARN,
+                    "host graph: the wait of launch %" PRIu64 " is still waiting for its "
+                    "operations after %.0f s",
+                    k, (double)(now - start) / 1e9);
+            report = now + GRAPH_WAIT_REPORT_NS;
+        }
+    }
+}
+
+mxu_status_t mxa_host_graph_word_alloc(uint64_t **pair)
+{
+    void *p = aligned_alloc(64, MXA_GRAPH_WORDS_BYTES);
+    if (!p)
+        MXU_FAIL(MXU_ERR_NO_MEMORY, "host graph: out of memory for its counters");
+    memset(p, 0, MXA_GRAPH_WORDS_BYTES);
+    *pair = p;
+    return MXU_OK;
+}
+
+mxu_status_t mxa_host_graph_fire(mxa_stream_t *s, uint64_t *pair)
+{
+    return mxa_host_capture_add(s, graph_fire_fn, pair);
+}
+
+mxu_status_t mxa_host_graph_wait(mxa_stream_t *s, uint64_t *pair)
+{
+    return mxa_host_capture_add(s, graph_wait_fn, pair);
 }

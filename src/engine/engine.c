@@ -370,10 +370,17 @@ mxu_status_t mxe_op_create_local(mxa_stream_t *s, mxe_op_type_t type, int parts,
     return MXU_OK;
 }
 
-void mxe_set_poller(unsigned (*poll)(void), int (*busy)(void))
+mxu_status_t mxe_add_poller(unsigned (*poll)(void), int (*busy)(void))
 {
-    mxe.poller_busy = busy;
-    mxe.poller = poll;
+    for (int i = 0; i < mxe.npollers; i++)
+        if (mxe.poller[i] == poll)
+            return MXU_OK; /* (again after a re-initialization) */
+    if (mxe.npollers == MXE_POLLERS)
+        MXU_FAIL(MXU_ERR_INVALID_PARAM, "engine: more than %d pollers", MXE_POLLERS);
+    mxe.poller_busy[mxe.npollers] = busy;
+    mxe.poller[mxe.npollers] = poll;
+    mxe.npollers++;
+    return MXU_OK;
 }
 
 long mxe_stream_points_ahead(const mxa_stream_t *s)

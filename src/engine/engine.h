@@ -297,8 +297,10 @@ mxu_status_t mxe_op_create_local(mxa_stream_t *s, mxe_op_type_t type, int parts,
 void mxe_op_local_part_done(mxe_op_t *op, mxu_status_t error);
 /* A poller the progress thread calls at every pass (returns the work it
  * did), and asks whether it has anything to watch (then the thread polls
- * instead of sleeping in epoll). Set once, before mxe_start. */
-void mxe_set_poller(unsigned (*poll)(void), int (*busy)(void));
+ * instead of sleeping in epoll). Added before mxe_start; at most
+ * MXE_POLLERS (MXU_ERR_INVALID_PARAM beyond). */
+#define MXE_POLLERS 4
+mxu_status_t mxe_add_poller(unsigned (*poll)(void), int (*busy)(void));
 /* Is this world rank a process of this node (mxe_set_node; not self)? */
 int mxe_world_on_node(int world_rank);
 /* Were this node's processes set (mxe_set_node)? Else nothing is known

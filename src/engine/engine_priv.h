@@ -81,8 +81,10 @@ typedef struct {
     int epoll_fd;
     int placed_near_gpu; /* progress thread bound near a GPU */
 
-    unsigned (*poller)(void); /* mxe_set_poller */
-    int (*poller_busy)(void);
+    /* mxe_add_poller: set before the thread starts */
+    unsigned (*poller[MXE_POLLERS])(void);
+    int (*poller_busy[MXE_POLLERS])(void);
+    int npollers;
 
     /* failed peers (written by the progress thread, read by any thread:
      * entries [0, nfailed) are valid) */

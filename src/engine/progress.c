@@ -942,8 +942,10 @@ static void mxe_nap(uint64_t ns)
 static void mxe_sleep(uint64_t *nap_ns)
 {
     atomic_fetch_add_explicit(&mxe.st_sleeps, 1, memory_order_relaxed);
-    int must_poll = mxe.polling_streams > 0 || mxt_event_fd() < 0 || mxe_sx_watching() ||
-                    mxe.finishing_head || (mxe.poller_busy && mxe.poller_busy());
+    int must_poll =
+        mxe.polling_streams > 0 || mxt_event_fd() < 0 || mxe_sx_watching() || mxe.finishing_head;
+    for (int i = 0; i < mxe.npollers && !must_poll; i++)
+        must_poll = mxe.poller_busy[i]();
     if (must_poll) {
         /* Accelerator triggers or UCX without wake-up: nap, growing to the cap. */
         uint64_t cap =
@@ -993,8 +995,8 @@ void *mxe_progress_main(void *arg)
         if (mxe_sx_watching())
             work += mxe_sx_poll();
         work += mxe_sx_serve();
-        if (mxe.poller)
-            work += mxe.poller();
+        for (int i = 0; i < mxe.npollers; i++)
+            work += mxe.poller[i]();
         if (mxe.finishing_head)
             work += mxe_poll_finishing();
         if (mxe.waits_dirty) {

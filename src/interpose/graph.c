@@ -31,11 +31,18 @@
  * scratch) the graph keeps; its messages use a tag of their own on the
  * collective context, so plain collectives (matched at the call) and a
  * launch's (matched when it runs) never take each other's messages.
- * (CUDA graphs need device-side fire and wait nodes -- a counter the
- * progress thread watches; the operations made from it are the same.)
+ * Counter protocol (CUDA graphs; host graphs with
+ * MPIX_ACC_GRAPH_PROTOCOL=counter): the fire and wait entries become nodes
+ * over graph words (accel.h) -- a fire node increments its template's
+ * counter, a wait node takes a ticket and waits for the count of launches
+ * the progress thread published -- and the progress thread's poller
+ * (mxi_graph_poll) makes the operations and releases the waits. A CUDA
+ * capture's state is found by the capture's id and freed with its graph (a
+ * CUDA user object). Collectives are captured on host streams only.
  */
 #include "interpose/interpose.h"
 
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +73,12 @@ struct mxi_tmpl {
     pthread_mutex_t lock;
     mxe_op_t **fifo; /* operations made and not taken by the wait yet */
     size_t head, n, cap;
+    /* counter protocol: word 0 counts the launches that reached the fire
+     * node (accel's graph words); made: operations made from them (the
+     * progress thread's) */
+    uint64_t *words;
+    int words_kind;
+    uint64_t made;
 };
 
 typedef struct mxi_gwait {
@@ -74,6 +87,13 @@ typedef struct mxi_gwait {
     mxi_tmpl_t **t;      /* all of one capture (their gs) */
     MPI_Status **status; /* per template, the status to write (NULL: none; a
                             collective's round: no statuses at all) */
+    /* counter protocol: word 0 the wait node's tickets, word
+     * MXA_GRAPH_DONE_WORD the launches whose operations completed
+     * (published by the progress thread) */
+    uint64_t *words;
+    int words_kind;
+    uint64_t published;
+    uint64_t behind_since, reported; /* a launch's wait outstanding since (ns) */
 } mxi_gwait_t;
 
 /* memory of the graph's steps (collectives), freed with it */
@@ -90,6 +110,17 @@ struct mxi_graph_state {
     mxi_gkeep_t *keep;
     _Atomic unsigned long errors; /* operations that failed, at launches */
     mxi_graph_state_t *next_capture;
+    /* counter protocol (MPIX_ACC_GRAPH_PROTOCOL=counter on host streams):
+     * fire and wait are counters the progress thread watches (graph_poll),
+     * on the list of counted states from capture to free */
+    int counter;
+    mxi_graph_state_t *next_counted;
+    /* a CUDA capture's (counter protocol; s is NULL: several streams may
+     * join one capture): its id, unique in the process; freed when the
+     * driver destroys its graph and the executable graphs made from it
+     * (mxi_cuda_graph_gone) */
+    int cuda;
+    uint64_t cap_id;
 };
 
 struct mpix_acc_hostgraph {
@@ -98,13 +129,72 @@ struct mpix_acc_hostgraph {
     mxi_graph_state_t *gs;
 };
 
+/* captures, templates and waits of a capture, counted states (graph_poll) */
 static pthread_mutex_t mxi_cap_lock = PTHREAD_MUTEX_INITIALIZER;
 static mxi_graph_state_t *mxi_captures;
+static mxi_graph_state_t *mxi_counted;
+static _Atomic int mxi_ncounted;
+/* statistics (MPIX_ACC_STATS): counted states made, operations the poller
+ * made, launches whose waits it released */
+static _Atomic unsigned long long mxi_nstates, mxi_nmade, mxi_ndone;
 /* live graphs by address: a handle is looked up, never dereferenced blind */
 static mxu_locked_map_t mxi_graphs = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-static mxi_graph_state_t *mxi_capture_of(const mxa_stream_t *s)
+static void mxi_state_free(mxi_graph_state_t *gs);
+
+/* The driver destroyed a CUDA capture's graph and every executable graph
+ * made from it (a driver thread: no driver call here, graph words go to
+ * the backend's free list). */
+static void mxi_cuda_graph_gone(void *arg)
 {
+    mxi_graph_state_t *gs = arg;
+    pthread_mutex_lock(&mxi_cap_lock);
+    for (mxi_graph_state_t **pp = &mxi_captures; *pp; pp = &(*pp)->next_capture)
+        if (*pp == gs) {
+            *pp = gs->next_capture;
+            break;
+        }
+    pthread_mutex_unlock(&mxi_cap_lock);
+    mxi_state_free(gs);
+}
+
+/* A CUDA stream's capture: found by its id, else made -- counted, and freed
+ * with the capture's graph. NULL (logged) when the capture cannot be told
+ * or its graph not given the state's lifetime. */
+static mxi_graph_state_t *mxi_cuda_capture_of(mxa_stream_t *s)
+{
+    uint64_t id = 0;
+    void *graph = NULL;
+    if (mxa_stream_capture_info(s, &id, &graph) != MXU_OK)
+        return NULL;
+    pthread_mutex_lock(&mxi_cap_lock);
+    mxi_graph_state_t *g = mxi_captures;
+    while (g && !(g->cuda && g->cap_id == id))
+        g = g->next_capture;
+    if (!g && (g = calloc(1, sizeof(*g))) != NULL) {
+        g->cuda = 1;
+        g->cap_id = id;
+        g->counter = 1;
+        if (mxa_graph_on_destroy(s, graph, mxi_cuda_graph_gone, g) != MXU_OK) {
+            free(g);
+            g = NULL;
+        } else {
+            g->next_capture = mxi_captures;
+            mxi_captures = g;
+            g->next_counted = mxi_counted;
+            mxi_counted = g;
+            atomic_fetch_add_explicit(&mxi_ncounted, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&mxi_nstates, 1, memory_order_relaxed);
+        }
+    }
+    pthread_mutex_unlock(&mxi_cap_lock);
+    return g;
+}
+
+static mxi_graph_state_t *mxi_capture_of(mxa_stream_t *s)
+{
+    if (s->kind == MXA_KIND_CUDA)
+        return mxi_cuda_capture_of(s);
     pthread_mutex_lock(&mxi_cap_lock);
     mxi_graph_state_t *g = mxi_captures;
     while (g && g->s != s)
@@ -115,7 +205,19 @@ static mxi_graph_state_t *mxi_capture_of(const mxa_stream_t *s)
 
 int mxi_graph_capturing(const mxa_stream_t *s)
 {
-    return s && s->kind == MXA_KIND_HOST && mxa_stream_capturing((mxa_stream_t *)s);
+    return s && (s->kind == MXA_KIND_HOST || s->kind == MXA_KIND_CUDA) &&
+           mxa_stream_capturing((mxa_stream_t *)s);
+}
+
+/* The capture of s cannot be completed correctly: a host stream's capture
+ * is broken (its end fails saying why), a CUDA stream's invalidated (the
+ * application's end of capture fails). */
+static void mxi_capture_break(mxa_stream_t *s, const char *why)
+{
+    if (s->kind == MXA_KIND_HOST)
+        mxa_host_capture_break(s, why);
+    else
+        (void)mxa_stream_refuse_capture(s, why);
 }
 
 static void mxi_tmpl_release(mxi_tmpl_t *t)
@@ -129,6 +231,7 @@ static void mxi_tmpl_release(mxi_tmpl_t *t)
     }
     free(t->fifo);
     free(t->world_ranks);
+    mxa_graph_words_free(t->words_kind, t->words);
     pthread_mutex_destroy(&t->lock);
     free(t);
 }
@@ -143,6 +246,7 @@ static void mxi_tmpl_req_gone(void *user)
 
 static void mxi_gwait_free(mxi_gwait_t *w)
 {
+    mxa_graph_words_free(w->words_kind, w->words);
     free(w->t);
     free(w->status);
     free(w);
@@ -150,6 +254,16 @@ static void mxi_gwait_free(mxi_gwait_t *w)
 
 static void mxi_state_free(mxi_graph_state_t *gs)
 {
+    if (gs->counter) { /* off the poller's list first (it polls under the lock) */
+        pthread_mutex_lock(&mxi_cap_lock);
+        for (mxi_graph_state_t **pp = &mxi_counted; *pp; pp = &(*pp)->next_counted)
+            if (*pp == gs) {
+                *pp = gs->next_counted;
+                atomic_fetch_sub_explicit(&mxi_ncounted, 1, memory_order_relaxed);
+                break;
+            }
+        pthread_mutex_unlock(&mxi_cap_lock);
+    }
     for (mxi_gwait_t *w = gs->waits, *nw; w; w = nw) {
         nw = w->next;
         mxi_gwait_free(w);
@@ -238,23 +352,49 @@ static void mxi_tmpl_fire(void *arg)
         mxe_op_release(op); /* its request was freed: it completes alone */
 }
 
+/* Template i of wait w in this launch, its operation op complete (or NULL:
+ * its fire failed, or none was made when `none`): the status, the error
+ * count, the operation released. */
+static void mxi_gwait_finish(mxi_gwait_t *w, int i, mxe_op_t *op, int none)
+{
+    MPI_Status *stp = w->status ? w->status[i] : NULL;
+    if (w->t[i]->peer == MXE_PROC_NULL) { /* no operation (no fire entry): MPI's status */
+        if (stp) {
+            mxi_proc_null_status(stp);
+            stp->MPI_ERROR = MPI_SUCCESS;
+        }
+        return;
+    }
+    if (none)
+        MXU_LOG(MXU_LOG_ERROR, "host graph: a wait found no operation of its launch");
+    if (!op || op->result.error != MXU_OK)
+        atomic_fetch_add(&w->t[i]->gs->errors, 1);
+    if (op && op->result.error != MXU_OK && !w->status) /* a collective's: no status */
+        MXU_LOG(MXU_LOG_ERROR, "graph: a collective's %s rank %d (%zu bytes) failed: %s",
+                op->type == MXE_OP_SEND ? "send to" : "receive from", op->peer, op->bytes,
+                mxu_status_string(op->result.error));
+    if (stp) {
+        if (op) {
+            mxi_fill_status(op, stp);
+        } else {
+            stp->MPI_ERROR = MPI_ERR_INTERN;
+        }
+    }
+    if (op)
+        mxe_op_release(op);
+}
+
 /* a wait entry (the stream's thread): this launch's operations */
 static void mxi_gwait_run(void *arg)
 {
     mxi_gwait_t *w = arg;
     for (int i = 0; i < w->n; i++) {
-        MPI_Status *stp = w->status ? w->status[i] : NULL;
-        if (w->t[i]->peer == MXE_PROC_NULL) { /* no operation (no fire entry): MPI's status */
-            if (stp) {
-                mxi_proc_null_status(stp);
-                stp->MPI_ERROR = MPI_SUCCESS;
-            }
+        if (w->t[i]->peer == MXE_PROC_NULL) {
+            mxi_gwait_finish(w, i, NULL, 0);
             continue;
         }
         int none = 0;
         mxe_op_t *op = mxi_fifo_pop(w->t[i], &none);
-        if (none)
-            MXU_LOG(MXU_LOG_ERROR, "host graph: a wait found no operation of its launch");
         if (op) {
             uint64_t start = mxu_now_ns();
             while (mxe_op_wait_host(op, (int64_t)MXI_GRAPH_WAIT_REPORT_NS) != MXU_OK)
@@ -264,22 +404,132 @@ static void mxi_gwait_run(void *arg)
                         op->type == MXE_OP_SEND ? "send" : "receive", op->peer, op->tag,
                         (double)(mxu_now_ns() - start) / 1e9);
         }
-        if (!op || op->result.error != MXU_OK)
-            atomic_fetch_add(&w->t[i]->gs->errors, 1);
-        if (op && op->result.error != MXU_OK && !w->status) /* a collective's: no status */
-            MXU_LOG(MXU_LOG_ERROR, "host graph: a collective's %s rank %d (%zu bytes) failed: %s",
-                    op->type == MXE_OP_SEND ? "send to" : "receive from", op->peer, op->bytes,
-                    mxu_status_string(op->result.error));
-        if (stp) {
-            if (op) {
-                mxi_fill_status(op, stp);
-            } else {
-                stp->MPI_ERROR = MPI_ERR_INTERN;
+        mxi_gwait_finish(w, i, op, none);
+    }
+}
+
+/* ------------------------------------------- counter protocol (poller) */
+
+/* The oldest operation made and not taken, left in place: 1 when there is
+ * one (*op may be NULL: its fire failed), else 0. */
+static int mxi_fifo_peek(mxi_tmpl_t *t, mxe_op_t **op)
+{
+    pthread_mutex_lock(&t->lock);
+    int any = t->n > 0;
+    *op = any ? t->fifo[t->head] : NULL;
+    pthread_mutex_unlock(&t->lock);
+    return any;
+}
+
+/* Wait w's next launch: when its wait node has taken its ticket (so its
+ * statuses are written where and when the host protocol's wait entry would
+ * write them: a launch of only MPI_PROC_NULL templates has no operation to
+ * wait for) and every template's operation of it exists and is complete,
+ * finish them, publish the count of launches done (the wait node of that
+ * launch goes on) and return 1; else 0. */
+static int mxi_gwait_advance(mxi_gwait_t *w)
+{
+    if (atomic_load_explicit((_Atomic uint64_t *)w->words, memory_order_acquire) <= w->published)
+        return 0;
+    for (int i = 0; i < w->n; i++) {
+        mxe_op_t *op;
+        if (w->t[i]->peer == MXE_PROC_NULL)
+            continue;
+        if (!mxi_fifo_peek(w->t[i], &op) || (op && !mxe_op_is_complete(op)))
+            return 0;
+    }
+    for (int i = 0; i < w->n; i++) {
+        int none = 0;
+        mxe_op_t *op = w->t[i]->peer == MXE_PROC_NULL ? NULL : mxi_fifo_pop(w->t[i], &none);
+        mxi_gwait_finish(w, i, op, none);
+    }
+    w->published++;
+    atomic_store_explicit((_Atomic uint64_t *)(w->words + MXA_GRAPH_DONE_WORD), w->published,
+                          memory_order_release);
+    return 1;
+}
+
+/* The progress thread's poller: operations for the fire counts, the
+ * completed launches of every wait, a report every 10 s for a wait whose
+ * launch is still out. */
+static unsigned mxi_graph_poll(void)
+{
+    if (atomic_load_explicit(&mxi_ncounted, memory_order_relaxed) == 0)
+        return 0;
+    unsigned work = 0;
+    uint64_t now = 0;
+    pthread_mutex_lock(&mxi_cap_lock);
+    for (mxi_graph_state_t *gs = mxi_counted; gs; gs = gs->next_counted) {
+        for (mxi_tmpl_t *t = gs->tmpls; t; t = t->next) {
+            if (!t->words)
+                continue;
+            uint64_t f = atomic_load_explicit((_Atomic uint64_t *)t->words, memory_order_acquire);
+            for (; t->made < f; t->made++, work++) {
+                mxi_tmpl_fire(t);
+                atomic_fetch_add_explicit(&mxi_nmade, 1, memory_order_relaxed);
             }
         }
-        if (op)
-            mxe_op_release(op);
+        for (mxi_gwait_t *w = gs->waits; w; w = w->next) {
+            while (mxi_gwait_advance(w)) {
+                work++;
+                atomic_fetch_add_explicit(&mxi_ndone, 1, memory_order_relaxed);
+            }
+            uint64_t tickets =
+                atomic_load_explicit((_Atomic uint64_t *)w->words, memory_order_acquire);
+            if (tickets <= w->published) {
+                w->behind_since = 0;
+                continue;
+            }
+            now = now ? now : mxu_now_ns();
+            if (!w->behind_since) {
+                w->behind_since = w->reported = now;
+            } else if (now - w->reported >= MXI_GRAPH_WAIT_REPORT_NS) {
+                w->reported = now;
+                MXU_LOG(MXU_LOG_WARN,
+                        "graph: the wait of launch %" PRIu64 " (of %d message(s)) is still "
+                        "waiting for its operations after %.0f s",
+                        w->published + 1, w->n, (double)(now - w->behind_since) / 1e9);
+            }
+        }
     }
+    pthread_mutex_unlock(&mxi_cap_lock);
+    return work;
+}
+
+static int mxi_graph_busy(void)
+{
+    return atomic_load_explicit(&mxi_ncounted, memory_order_relaxed) > 0;
+}
+
+void mxi_graph_init(void) { (void)mxe_add_poller(mxi_graph_poll, mxi_graph_busy); }
+
+int mxi_graph_stats(unsigned long long *states, unsigned long long *made, unsigned long long *done)
+{
+    *states = atomic_load(&mxi_nstates);
+    *made = atomic_load(&mxi_nmade);
+    *done = atomic_load(&mxi_ndone);
+    return *states > 0;
+}
+
+/* MPI_Finalize, after the drain: every counted wait is released (a launch
+ * still waiting would hold its stream forever once the progress thread has
+ * stopped); said when a launch was still out. */
+void mxi_graph_finalize(void)
+{
+    pthread_mutex_lock(&mxi_cap_lock);
+    for (mxi_graph_state_t *gs = mxi_counted; gs; gs = gs->next_counted)
+        for (mxi_gwait_t *w = gs->waits; w; w = w->next) {
+            uint64_t tickets =
+                atomic_load_explicit((_Atomic uint64_t *)w->words, memory_order_acquire);
+            if (tickets > w->published)
+                MXU_LOG(MXU_LOG_ERROR,
+                        "MPI_Finalize: a graph's launch %" PRIu64 " still waits for its "
+                        "operations; released without them",
+                        w->published + 1);
+            atomic_store_explicit((_Atomic uint64_t *)(w->words + MXA_GRAPH_DONE_WORD), UINT64_MAX,
+                                  memory_order_release);
+        }
+    pthread_mutex_unlock(&mxi_cap_lock);
 }
 
 /* ------------------------------------------------------- in the capture */
@@ -343,11 +593,29 @@ static mxi_gwait_t *mxi_gwait_new(int n, int statuses)
     return w;
 }
 
+/* Record template t's fire on capturing stream s: a fire entry, or with the
+ * counter protocol a fire node on its counter. (Before t is linked: the
+ * poller reads t->words.) */
+static mxu_status_t mxi_rec_fire(mxa_stream_t *s, mxi_graph_state_t *gs, mxi_tmpl_t *t)
+{
+    if (!gs->counter)
+        return mxa_host_capture_add(s, mxi_tmpl_fire, t);
+    MXU_TRY(mxa_graph_words_alloc(s, &t->words));
+    t->words_kind = s->kind;
+    return mxa_stream_graph_fire(s, t->words);
+}
+
 /* Record wait entry w on capturing stream s and keep it with gs (freed with
  * it); when that fails w is freed. */
 static mxu_status_t mxi_gwait_record(mxa_stream_t *s, mxi_graph_state_t *gs, mxi_gwait_t *w)
 {
-    mxu_status_t st = mxa_host_capture_add(s, mxi_gwait_run, w);
+    mxu_status_t st;
+    if (!gs->counter) {
+        st = mxa_host_capture_add(s, mxi_gwait_run, w);
+    } else if ((st = mxa_graph_words_alloc(s, &w->words)) == MXU_OK) {
+        w->words_kind = s->kind;
+        st = mxa_stream_graph_wait(s, w->words);
+    }
     if (st != MXU_OK) {
         mxi_gwait_free(w);
         return st;
@@ -413,12 +681,13 @@ mxu_status_t mxi_graph_coll_post(mxa_stream_t *s, int is_send, void *buf, size_t
         return MXU_ERR_NO_MEMORY;
     }
     t->waited = 1;
-    mxi_tmpl_link(gs, t); /* freed with the state from here on */
-    mxu_status_t st = mxa_host_capture_add(s, mxi_tmpl_fire, t);
+    mxu_status_t st = mxi_rec_fire(s, gs, t);
     if (st != MXU_OK) {
+        mxi_tmpl_release(t);
         mxa_host_capture_break(s, "out of memory recording a collective");
         return st;
     }
+    mxi_tmpl_link(gs, t); /* freed with the state from here on */
     *out = t;
     return MXU_OK;
 }
@@ -446,10 +715,12 @@ int mxi_graph_p2p(mxa_stream_t *s, mxi_origin_t origin, int is_send, void *buf, 
 {
     const char *what = is_send ? "send" : "receive";
     mxi_graph_state_t *gs = mxi_capture_of(s);
-    if (!gs)
+    if (!gs) {
+        mxi_capture_break(s, "the stream's capture cannot be told (see above)");
         return mxi_raise(comm, MXI_E_INTERN, "captured %s: the stream's capture is unknown", what);
+    }
     if (!contiguous) {
-        mxa_host_capture_break(s, "a non-contiguous datatype cannot be captured into a host graph");
+        mxi_capture_break(s, "a non-contiguous datatype cannot be captured into a graph");
         return mxi_raise(comm, MXI_E_UNSUPPORTED,
                          "a %s of a non-contiguous datatype on a stream being captured: only "
                          "contiguous data can be captured; the capture is broken",
@@ -473,7 +744,7 @@ int mxi_graph_p2p(mxa_stream_t *s, mxi_origin_t origin, int is_send, void *buf, 
     /* MPI_PROC_NULL: no fire entry -- a launch makes no operation, as
      * mxi_proc_null_request makes none, and the wait writes its status */
     if (st == MXU_OK && t->peer != MXE_PROC_NULL)
-        st = mxa_host_capture_add(s, mxi_tmpl_fire, t);
+        st = mxi_rec_fire(s, gs, t);
     if (st != MXU_OK) {
         if (op) {
             mxe_op_release(op);
@@ -508,24 +779,36 @@ int mxi_graph_p2p(mxa_stream_t *s, mxi_origin_t origin, int is_send, void *buf, 
     return MPI_SUCCESS;
 }
 
+/* A request a captured stream wait passes over: MPI_REQUEST_NULL, or a
+ * partitioned request whose completion mxi_part_prepare has enqueued (on
+ * the direct protocol: the handle, no operation behind it). */
+static int mxi_gwait_skips(MPI_Request req)
+{
+    MPI_Request *active = NULL;
+    return req == MPI_REQUEST_NULL ||
+           (!mxi_request_op(req) && mxi_persist_part(req, &active) != NULL);
+}
+
 int mxi_graph_wait(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *statuses,
                    const int *at, MPI_Comm err_comm)
 {
     mxi_graph_state_t *gs = mxi_capture_of(s);
-    if (!gs)
+    if (!gs) {
+        mxi_capture_break(s, "the stream's capture cannot be told (see above)");
         return mxi_raise(err_comm, MXI_E_INTERN, "captured stream wait: the capture is unknown");
+    }
     mxi_gwait_t *w = mxi_gwait_new(count, 1);
     if (!w)
         return mxi_raise(err_comm, MXI_E_NO_MEM, "captured stream wait");
     const char *bad = NULL;
     for (int i = 0; i < count && !bad; i++) {
         int k = at ? at[i] : i;
-        if (reqs[k] == MPI_REQUEST_NULL)
+        if (mxi_gwait_skips(reqs[k]))
             continue;
         mxe_op_t *op = mxi_request_op(reqs[k]);
         mxi_tmpl_t *t = op && (op->user_flags & MXI_OPF_TEMPLATE) ? op->user : NULL;
         if (!t)
-            bad = "a stream wait, captured into a host graph, on a request made outside the "
+            bad = "a stream wait, captured into a graph, on a request made outside the "
                   "capture";
         else if (t->gs != gs)
             bad = "a stream wait on a request of another stream's capture";
@@ -537,18 +820,18 @@ int mxi_graph_wait(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *s
             w->n++;
         }
     }
-    if (bad)
+    if (bad || w->n == 0) /* (nothing to wait for: partitioned requests, NULL) */
         mxi_gwait_free(w);
     else if (mxi_gwait_record(s, gs, w) != MXU_OK)
-        bad = "out of memory recording a stream wait";
+        bad = "a stream wait could not be recorded (see above)";
     if (bad) {
-        mxa_host_capture_break(s, bad);
+        mxi_capture_break(s, bad);
         return mxi_raise(err_comm, MXI_E_REQUEST, "%s: the capture is broken", bad);
     }
     /* the requests are the wait's now: retired (the templates stay) */
     for (int i = 0; i < count; i++) {
         int k = at ? at[i] : i;
-        if (reqs[k] == MPI_REQUEST_NULL) {
+        if (mxi_gwait_skips(reqs[k])) {
             if (statuses) {
                 statuses[k].MPI_SOURCE = MPI_ANY_SOURCE;
                 statuses[k].MPI_TAG = MPI_ANY_TAG;
@@ -577,11 +860,18 @@ int MPIX_Acc_Hoststream_begin_capture(MPIX_Acc_stream stream)
     if (!gs)
         return mxi_raise(MPI_COMM_SELF, MXI_E_NO_MEM, "MPIX_Acc_Hoststream_begin_capture");
     gs->s = s;
+    gs->counter = strcmp(mxu_config.graph_protocol, "counter") == 0;
     pthread_mutex_lock(&mxi_cap_lock);
     mxu_status_t st = mxa_host_capture_begin(stream);
     if (st == MXU_OK) {
         gs->next_capture = mxi_captures;
         mxi_captures = gs;
+        if (gs->counter) {
+            gs->next_counted = mxi_counted;
+            mxi_counted = gs;
+            atomic_fetch_add_explicit(&mxi_ncounted, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&mxi_nstates, 1, memory_order_relaxed);
+        }
     }
     pthread_mutex_unlock(&mxi_cap_lock);
     if (st != MXU_OK) {

@@ -245,7 +245,8 @@ static void mxi_bring_up(void)
                 ok = 0;
     }
     mxi_allreduce_int(&ok, &all_ok, MPI_MIN, MPI_COMM_WORLD, "of MPI_Init (outcome)");
-    mxi_part_init(); /* (the engine's poller: before its thread starts) */
+    mxi_part_init(); /* (the engine's pollers: before its thread starts) */
+    mxi_graph_init();
     /* node_peers: set on every rank of a node or on none of them */
     if (all_ok &&
         mxe_start(blob, offsets, n, node_peers, node_peers ? args.local_size : 0) != MXU_OK)
@@ -336,6 +337,12 @@ static void mxi_print_stats(void)
                    "stats: staged through host memory (MPIX_ACC_NET_STAGE=%s, up to %zu bytes): "
                    "sent %llu received %llu",
                    mxu_config.net_stage, mxu_config.net_stage_bytes, staged_sent, staged_received);
+    unsigned long long g_states, g_made, g_done;
+    if (mxi_graph_stats(&g_states, &g_made, &g_done)) /* (only where graphs used counters) */
+        MXU_LOG_FORCED(MXU_LOG_INFO,
+                       "stats: graphs (counter protocol): captures %llu; operations made for "
+                       "launches %llu; launches whose waits completed %llu",
+                       g_states, g_made, g_done);
     MXU_LOG_FORCED(MXU_LOG_INFO,
                    "stats: call-order matching: announced %llu; matched posted %llu; matched "
                    "unexpected %llu",
@@ -482,6 +489,7 @@ int MPI_Finalize(void)
                     "MPIX_ACC_FINALIZE_TIMEOUT=%gs and were cancelled (listed above)",
                     stuck, mxu_config.finalize_timeout);
         mxi_reap(1);
+        mxi_graph_finalize();
         if (mxi.released_errors > 0)
             MXU_LOG(MXU_LOG_ERROR,
                     "MPI_Finalize: %ld stream-waited operation(s) ended with an error",

@@ -300,6 +300,14 @@ void mxi_proc_null_status(MPI_Status *st);
 /* ---- graph.c: host graphs (MPIX_Acc_Hoststream_begin_capture(3)) ---- */
 /* Is s a host stream being captured? */
 int mxi_graph_capturing(const mxa_stream_t *s);
+/* The counter protocol's poller (the engine's; before its thread starts) */
+void mxi_graph_init(void);
+/* MPI_Finalize after its drain: every graph's waits released */
+void mxi_graph_finalize(void);
+/* Counter-protocol statistics: captures (graph states) made, operations
+ * made for launches, launches whose waits were released; 1 if any state was
+ * made, else 0. */
+int mxi_graph_stats(unsigned long long *states, unsigned long long *made, unsigned long long *done);
 /* A send or receive enqueued on a capturing stream (arguments checked):
  * recorded as a template; *req its placeholder request. */
 int mxi_graph_p2p(mxa_stream_t *s, mxi_origin_t origin, int is_send, void *buf, size_t bytes,

@@ -152,7 +152,7 @@ static int part_busy(void)
     return atomic_load_explicit(&pt.npolled, memory_order_relaxed) > 0 ||
            atomic_load_explicit(&pt.nasking, memory_order_relaxed) > 0;
 }
-void mxi_part_init(void) { mxe_set_poller(part_poll, part_busy); }
+void mxi_part_init(void) { (void)mxe_add_poller(part_poll, part_busy); }
 
 /* ------------------------------------------------------------ lifetime */
 

@@ -148,6 +148,12 @@
     X(SX_TIMEOUT, DOUBLE, sx_timeout, "600", "0..1e9",                                           \
       "Seconds a stream-executed receive step waits for its message before it completes the "    \
       "receive with an error (0: no limit; finalize and a failed peer stop it anyway)")          \
+    X(GRAPH_PROTOCOL, STRING, graph_protocol, "auto", "auto|counter",                          \
+      "How a graph's launches run its captured messages: auto (host graphs: on the stream's "    \
+      "thread, a fire entry makes a launch's operation and a wait entry waits for it; CUDA "     \
+      "graphs: counters, a fire node increments a counter the progress thread watches and a "   \
+      "wait node waits for the count of launches it published), counter (host graphs too: "     \
+      "the CUDA graphs' protocol tested without a GPU)")                                        \
     X(KI, STRING, ki, "auto", "auto|proxy",                                                     \
       "Partitioned requests (MPIX_Acc_Psend_init): auto (device buffers of two processes of a "  \
       "node whose GPUs reach each other: the direct path, the kernels write into the peer; "     \
