@@ -75,8 +75,8 @@ stencil_ok() {
     shift 3
     run "$name" "$np" -- "$stencil" "$@"
     local good bad
-    good=$(grep -cE '^(mpi|mpi-cuda-aware|acc|acc2|streamcomm|acc-sx|streamcomm-classic|graph) .* bitwise$' "$log")
-    bad=$(grep -cE '^(mpi|mpi-cuda-aware|acc|acc2|streamcomm|acc-sx|streamcomm-classic|graph) .*(FAIL|unchecked)' "$log")
+    good=$(grep -cE '^(mpi|mpi-cuda-aware|acc|acc2|streamcomm|acc-sx|streamcomm-classic|graph|acc-graph) .* bitwise$' "$log")
+    bad=$(grep -cE '^(mpi|mpi-cuda-aware|acc|acc2|streamcomm|acc-sx|streamcomm-classic|graph|acc-graph) .*(FAIL|unchecked)' "$log")
     if [ $rc -ne 0 ]; then
         fail "$name" "exit status $rc" "$log"
     elif ! grep -q '^RESULT: OK$' "$log"; then
@@ -132,10 +132,15 @@ stencil_ok "stencil2d acc-sx 4 ranks (2x2), size 16" 4 2 --variant mpi,acc-sx --
     --warmup 1 --repeats 2 --sizes 16
 # a host graph: two steps captured with their messages, launched per pair of
 # steps (13 steps: the odd last one as acc)
-stencil_ok "stencil2d graph 2 ranks, sizes 1,8,32" 2 6 --variant mpi,graph --steps 13 \
+# (acc-graph: the same on the host backend; on CUDA a CUDA graph)
+stencil_ok "stencil2d graph 2 ranks, sizes 1,8,32" 2 9 --variant mpi,graph,acc-graph --steps 13 \
     --warmup 1 --repeats 2 --sizes 1,8,32
-stencil_ok "stencil2d graph 4 ranks (2x2), size 16" 4 2 --variant mpi,graph --steps 12 \
+stencil_ok "stencil2d graph 4 ranks (2x2), size 16" 4 3 --variant mpi,graph,acc-graph --steps 12 \
     --warmup 1 --repeats 2 --sizes 16
+# ... on the counter protocol of CUDA graphs (fire/wait counters the
+# progress thread watches)
+MPIX_ACC_GRAPH_PROTOCOL=counter stencil_ok "stencil2d acc-graph counter protocol 4 ranks, size 16" \
+    4 2 --variant mpi,acc-graph --steps 13 --warmup 1 --repeats 2 --sizes 16
 # the CUDA-aware MPI anchor's loop (on host streams: the mpi loop on the
 # buffers the kernels write)
 stencil_ok "stencil2d mpi-cuda-aware 2 ranks, sizes 8,32" 2 4 --variant mpi,mpi-cuda-aware \

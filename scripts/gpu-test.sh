@@ -783,8 +783,14 @@ if [ "$APPS" = 1 ]; then
     # 10 times per run, beside mpi and ki (bitwise against the reference)
     run_test "apps/stencil2d-graph" 240 'RESULT: OK' -- env MPIX_ACC_LOG=warn \
         "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/stencil2d/stencil2d" --backend cuda \
-        --variant mpi,ki,graph --sizes 64,256,1024,4096 --steps 100 --repeats 5 \
+        --variant mpi,ki,graph,acc-graph --sizes 64,256,1024,4096 --steps 100 --repeats 5 \
         --csv "$RES/stencil-graph.csv"
+    # point-to-point captured into CUDA graphs (fire/wait nodes) beside NCCL
+    # captured the same way: 10 round trips per graph, launched per 10
+    run_test "apps/bench-graph" 240 'RESULT: OK' -- env MPIX_ACC_LOG=warn MPIX_ACC_STATS=1 \
+        "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/bench/mpixacc_bench" --backend cuda \
+        --variant acc,acc-graph,nccl,nccl-graph --sizes 8,4K,64K,1M --timeout 200 \
+        --csv "$RES/bench-graph.csv"
     # the same without programmatic dependent launch of the send steps
     run_test "apps/bench-sx-nopdl" 120 'RESULT: OK' -- env MPIX_ACC_LOG=warn MPIX_ACC_SX=on \
         MPIX_ACC_SX_PDL=0 "$MPIEXEC" $LAUNCH -n 2 $(wd) "$EX/bench/mpixacc_bench" --backend cuda \

@@ -358,3 +358,45 @@ extern "C" const char *bench_ki_protocol(void)
 }
 
 extern "C" void bench_ki_teardown(void) { ki_free(); }
+
+/* acc-graph, nccl-graph (mpixacc_bench.c): a capture into a CUDA graph
+ * (global mode), its instantiation, launch and destruction */
+extern "C" int bench_graph_begin(void *stream, char *why, size_t len)
+{
+    cudaError_t e = cudaStreamBeginCapture((cudaStream_t)stream, cudaStreamCaptureModeGlobal);
+    if (e != cudaSuccess)
+        snprintf(why, len, "cudaStreamBeginCapture: %s", cudaGetErrorString(e));
+    return e == cudaSuccess ? 0 : -1;
+}
+
+extern "C" int bench_graph_end(void *stream, void **exec, char *why, size_t len)
+{
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t x = NULL;
+    cudaError_t e = cudaStreamEndCapture((cudaStream_t)stream, &g);
+    if (e == cudaSuccess)
+        e = cudaGraphInstantiate(&x, g, 0);
+    if (g)
+        cudaGraphDestroy(g); /* the executable graph keeps what it needs */
+    if (e != cudaSuccess) {
+        snprintf(why, len, "capture into a CUDA graph: %s", cudaGetErrorString(e));
+        return -1;
+    }
+    *exec = (void *)x;
+    return 0;
+}
+
+extern "C" int bench_graph_launch(void *exec, void *stream, char *why, size_t len)
+{
+    cudaError_t e = cudaGraphLaunch((cudaGraphExec_t)exec, (cudaStream_t)stream);
+    if (e != cudaSuccess)
+        snprintf(why, len, "cudaGraphLaunch: %s", cudaGetErrorString(e));
+    return e == cudaSuccess ? 0 : -1;
+}
+
+/* (launches still in flight finish first: the driver defers the release) */
+extern "C" void bench_graph_free(void *exec)
+{
+    if (exec)
+        cudaGraphExecDestroy((cudaGraphExec_t)exec);
+}

@@ -26,6 +26,13 @@
  *   ki-value       ki with the message passed as a value (4, 8, 12 or 16
  *                  bytes; other sizes have no row): mpix_acc_pready_value and
  *                  mpix_acc_parrived_wait_value, one thread per rank
+ *   acc-graph      latency only: G round trips of acc (G = the largest
+ *                  divisor of the iteration count up to 10) captured into a
+ *                  CUDA graph once per repetition and the graph launched
+ *                  iterations/G times (the library's fire and wait nodes;
+ *                  CUDA backend)
+ *   nccl-graph     the same with nccl's round trips captured (the anchor
+ *                  for acc-graph)
  *   mpich-enqueue  MPICH's MPIX_Send_enqueue & co on its stream communicator
  *                  (MPICH >= 4.1 with CUDA; run with MPIR_CVAR_CH4_RESERVE_VCIS=1)
  *   floor          rank 0 alone: cudaMemcpyPeerAsync between its GPU and the
@@ -547,6 +554,50 @@ static void run_ki_value_bw(bench_t *b, int windows)
                                  why, sizeof why) != 0)
         ki_fail("value bandwidth", why);
 }
+
+/* acc-graph, nccl-graph: g round trips of the latency loop captured once
+ * (in the timed region: its host cost is spread over the iterations) and
+ * the graph launched iters / g times; g divides iters, so no plain
+ * operation runs beside a launch on the graph's tag */
+static void graph_lat(bench_t *b, int iters, void (*body)(bench_t *, int))
+{
+    char why[256];
+    void *exec = NULL;
+    int g = 1;
+    for (int d = 10; d >= 1; d--)
+        if (iters % d == 0) {
+            g = d;
+            break;
+        }
+    if (iters <= 0)
+        return;
+    if (bench_graph_begin(b->S, why, sizeof why) != 0)
+        ki_fail("graph capture", why);
+    body(b, g);
+    if (bench_graph_end(b->S, &exec, why, sizeof why) != 0)
+        ki_fail("graph capture", why);
+    for (int k = 0; k < iters; k += g)
+        if (bench_graph_launch(exec, b->S, why, sizeof why) != 0)
+            ki_fail("graph launch", why);
+    bench_graph_free(exec);
+}
+
+static int avail_acc_graph(const bench_t *b, char *why, size_t len)
+{
+    if (!b->ac->is_device) {
+        snprintf(why, len, "needs the CUDA backend (CUDA graphs)");
+        return 0;
+    }
+    return 1;
+}
+static int avail_nccl(const bench_t *b, char *why, size_t len);
+static int avail_nccl_graph(const bench_t *b, char *why, size_t len)
+{
+    return avail_acc_graph(b, why, len) && avail_nccl(b, why, len);
+}
+static void run_nccl_lat(bench_t *b, int iters);
+static void run_accgraph_lat(bench_t *b, int iters) { graph_lat(b, iters, run_acc_lat); }
+static void run_ncclgraph_lat(bench_t *b, int iters) { graph_lat(b, iters, run_nccl_lat); }
 #else
 static int avail_ki(const bench_t *b, char *why, size_t len)
 {
@@ -554,6 +605,10 @@ static int avail_ki(const bench_t *b, char *why, size_t len)
     snprintf(why, len, "needs a CUDA build");
     return 0;
 }
+#define avail_acc_graph avail_ki
+#define avail_nccl_graph avail_ki
+#define run_accgraph_lat NULL
+#define run_ncclgraph_lat NULL
 #define run_ki_lat NULL
 #define run_ki_bw NULL
 #define avail_ki_value avail_ki
@@ -659,12 +714,23 @@ static const variant_t variants[] = {
     {"nccl", avail_nccl, run_nccl_lat, run_nccl_bw, run_nccl_ar},
     {"ki", avail_ki, run_ki_lat, run_ki_bw, NULL},
     {"ki-value", avail_ki_value, run_ki_value_lat, run_ki_value_bw, NULL},
+    {"acc-graph", avail_acc_graph, run_accgraph_lat, NULL, NULL},
+    {"nccl-graph", avail_nccl_graph, run_ncclgraph_lat, NULL, NULL},
     {"mpich-enqueue", avail_enqueue, run_enqueue_lat, run_enqueue_bw, NULL},
     {"floor", avail_floor, NULL, NULL, NULL},
     {"floor-spin", avail_floor_spin, NULL, NULL, NULL},
     {"floor-fused", avail_floor_fused, NULL, NULL, NULL},
 };
 #define NVARIANTS ((int)(sizeof variants / sizeof variants[0]))
+/* a variant's index in variants[] by name (a name not there: abort) */
+static int variant_index(const char *name)
+{
+    for (int v = 0; v < NVARIANTS; v++)
+        if (strcmp(variants[v].name, name) == 0)
+            return v;
+    ex_die("mpixacc_bench: no variant %s", name);
+    return -1;
+}
 #define FLOOR_INDEX (NVARIANTS - 3)
 #define FLOOR_SPIN_INDEX (NVARIANTS - 2)  /* kernel floor mode 0 */
 #define FLOOR_FUSED_INDEX (NVARIANTS - 1) /* mode 1 */
@@ -1087,10 +1153,10 @@ int main(int argc, char **argv)
             maxn = (size_t)o.sizes[i];
 
     snprintf(bench_phase, sizeof bench_phase, "setup: NCCL");
-    if (o.use[4])
+    if (o.use[variant_index("nccl")] || o.use[variant_index("nccl-graph")])
         nccl_ok = ex_nccl_setup(b.ac->is_device, b.role, nccl_why, sizeof nccl_why);
     snprintf(bench_phase, sizeof bench_phase, "setup: MPICH enqueue");
-    if (o.use[5])
+    if (o.use[variant_index("mpich-enqueue")])
         ex_enqueue_setup(b.ac->is_device, b.S, &b.ecomm, enq_why, sizeof enq_why);
     snprintf(bench_phase, sizeof bench_phase, "setup: floor");
     kfloor_lat = o.tests[T_LAT];

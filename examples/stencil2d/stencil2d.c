@@ -41,6 +41,14 @@
  *               variant's set-up (untimed) and launched steps/K times;
  *               K = the largest even divisor of the step count up to 10
  *               (an odd step count: the variant is skipped).
+ *   acc-graph   two acc steps (even and odd) with their MPIX_Acc_Irecv/
+ *               Isend/Waitall captured once -- on CUDA into a CUDA graph at
+ *               the variant's set-up (the library's fire and wait nodes),
+ *               on the host backend into a host graph -- and launched
+ *               steps/2 times (an odd last step as acc). On CUDA it also
+ *               prints the host's cost per step of launching that graph and
+ *               of launching the same two steps captured without their
+ *               communication (wall and thread CPU time of the launch loop).
  *   streamcomm-classic  a textbook MPI step, unmodified apart from the one
  *               MPI_Comm_set_info of streamcomm: the halos straight from
  *               and into the grid -- columns as an MPI_Type_vector, rows as
@@ -80,11 +88,12 @@ enum {
     V_KI,
     V_CLASSIC,
     V_GRAPH,
+    V_ACCGRAPH,
     V_COUNT
 };
-static const char *const vname[V_COUNT] = {"mpi",  "mpi-cuda-aware",     "acc",
-                                           "acc2", "streamcomm",         "acc-sx",
-                                           "ki",   "streamcomm-classic", "graph"};
+static const char *const vname[V_COUNT] = {
+    "mpi", "mpi-cuda-aware",     "acc",   "acc2",     "streamcomm", "acc-sx",
+    "ki",  "streamcomm-classic", "graph", "acc-graph"};
 
 #define MAX_SIZES 32
 
@@ -109,7 +118,7 @@ static void usage(FILE *f)
         f,
         "usage: mpiexec -n P stencil2d [options]\n"
         "  --variant LIST     mpi,mpi-cuda-aware,acc,acc2,streamcomm,acc-sx,ki,\n"
-        "                     streamcomm-classic, graph or all (default\n"
+        "                     streamcomm-classic, graph, acc-graph or all (default\n"
         "                     all; mpi-cuda-aware only where MPI reports CUDA support)\n"
         "  --sizes LIST       points per rank along each axis, e.g. 64,256 (default 64,256,1024)\n"
         "  --nmin N --nmax N  sweep N = nmin, 2*nmin, ... nmax (e.g. --nmin 8 --nmax 8192)\n"
@@ -252,6 +261,9 @@ typedef struct {
     /* graph on CUDA: steps per launch, the captured epoch's instance */
     int gk;
     void *gexec;
+    /* acc-graph on CUDA: two acc steps captured, and the same without
+     * their communication (the host-cost comparison) */
+    void *agexec, *agexec_nocomm;
     /* streamcomm-classic: the column type, the residual (backend memory:
      * this rank's, the global one) and its operations by step parity */
     MPI_Datatype col;
@@ -467,6 +479,38 @@ static void graph_launch(run_t *r)
     if (st_graph_launch(r->gexec, r->S, why, sizeof why) != 0)
         ex_die("graph: %s", why);
 }
+
+/* acc-graph on CUDA: the even and odd acc steps captured (the library
+ * records their messages as fire and wait nodes), and the same kernels
+ * without the messages */
+static void step_acc(run_t *r, int k);
+static void acc_graph_capture(run_t *r)
+{
+    char why[256];
+    if (st_graph_begin(r->S, why, sizeof why) != 0)
+        ex_die("acc-graph: %s", why);
+    step_acc(r, 0);
+    step_acc(r, 1);
+    if (st_graph_end(r->S, &r->agexec, why, sizeof why) != 0)
+        ex_die("acc-graph: %s", why);
+    if (st_graph_begin(r->S, why, sizeof why) != 0)
+        ex_die("acc-graph: %s", why);
+    for (int p = 0; p < 2; p++) {
+        r->ac->launch(r->S, &r->k_pack[p]);
+        r->ac->launch(r->S, &r->k_int[p]);
+        r->ac->launch(r->S, &r->k_unpack[p]);
+        r->ac->launch(r->S, &r->k_bnd[p]);
+    }
+    if (st_graph_end(r->S, &r->agexec_nocomm, why, sizeof why) != 0)
+        ex_die("acc-graph: %s", why);
+}
+
+static void acc_graph_launch(run_t *r, void *exec)
+{
+    char why[256];
+    if (st_graph_launch(exec, r->S, why, sizeof why) != 0)
+        ex_die("acc-graph: %s", why);
+}
 #else
 static void ki_run(run_t *r)
 {
@@ -479,6 +523,16 @@ static void graph_capture(run_t *r)
     ex_die("graph: CUDA graphs need the CUDA backend");
 }
 static void graph_launch(run_t *r) { graph_capture(r); }
+static void acc_graph_capture(run_t *r)
+{
+    (void)r;
+    ex_die("acc-graph: CUDA graphs need the CUDA backend");
+}
+static void acc_graph_launch(run_t *r, void *exec)
+{
+    (void)exec;
+    acc_graph_capture(r);
+}
 #endif
 
 /* ki: one epoch of `steps` steps -- start, one kernel for every step, one
@@ -520,7 +574,18 @@ static run_times_t run_once(run_t *r, int v, int steps)
         for (int k = 0; k < steps; k += r->gk)
             graph_launch(r);
         steps = 0;
-    } else if (v == V_GRAPH) {
+    } else if (v == V_ACCGRAPH && r->agexec) {
+        /* CUDA: two acc steps with their messages captured at the set-up,
+         * one launch per two steps */
+        for (int k = 0; k + 1 < steps; k += 2)
+            acc_graph_launch(r, r->agexec);
+        if (steps % 2) {
+            /* plain messages on the graph's tags: not beside a launch */
+            BLOCKED(r, ac->stream_sync(r->S));
+            step_acc(r, steps - 1);
+        }
+        steps = 0;
+    } else if (v == V_GRAPH || v == V_ACCGRAPH) {
         /* two steps (the grids swap every step) captured once, launched per
          * pair of steps: the host enqueues one launch per two steps */
         EX_MPI(MPIX_Acc_Hoststream_begin_capture(r->S));
@@ -577,6 +642,44 @@ static run_times_t run_once(run_t *r, int v, int steps)
     t.blocked = r->t_blocked;
     return t;
 }
+
+#ifdef EX_HAVE_CUDA
+static double thread_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* acc-graph on CUDA: the host's time per step (wall and this thread's CPU)
+ * of launching the graph with its messages steps/2 times, and the graph of
+ * the same kernels without them -- each loop timed alone, after the
+ * stream's work before it and a barrier; every rank launches (the messages
+ * need their peers), the outputs may be NULL. */
+static void acc_graph_host_cost(run_t *r, int steps, double *wc, double *cc, double *wn, double *cn)
+{
+    const ex_accel_t *ac = r->ac;
+    int launches = steps / 2 > 0 ? steps / 2 : 1;
+    double w[2], c[2];
+    for (int g = 0; g < 2; g++) {
+        void *exec = g == 0 ? r->agexec : r->agexec_nocomm;
+        ac->stream_sync(r->S);
+        EX_MPI(MPI_Barrier(MPI_COMM_WORLD));
+        double t0 = ex_now(), c0 = thread_cpu_s();
+        for (int k = 0; k < launches; k++)
+            acc_graph_launch(r, exec);
+        w[g] = (ex_now() - t0) * 1e6 / (2.0 * launches);
+        c[g] = (thread_cpu_s() - c0) * 1e6 / (2.0 * launches);
+        ac->stream_sync(r->S);
+    }
+    if (wc) {
+        *wc = w[0];
+        *cc = c[0];
+        *wn = w[1];
+        *cn = c[1];
+    }
+}
+#endif
 
 /* ki: a partitioned request pair per neighbour, `parts` partitions;
  * partition k = step k of an epoch */
@@ -678,6 +781,8 @@ static void variant_setup(run_t *r, int v, MPI_Comm cart)
         ki_epoch(r, r->gk);
         graph_capture(r);
     }
+    if (v == V_ACCGRAPH && r->ac->is_device)
+        acc_graph_capture(r);
     r->sync_before_send = !comm_is_stream_ordered(r->comm);
     if ((v == V_STREAMCOMM || v == V_CLASSIC) && r->sync_before_send)
         ex_die("%s: MPI_Comm_get_info does not report key %s after MPI_Comm_set_info", vname[v],
@@ -886,6 +991,12 @@ int main(int argc, char **argv)
     {
         int kept = 0;
         for (int vi = 0; vi < o.nvariants; vi++) {
+            if (o.variants[vi] == V_ACCGRAPH && o.fault_step >= 0) {
+                if (rank == 0)
+                    printf("variant %s skipped: no --inject-fault with a captured step\n",
+                           vname[V_ACCGRAPH]);
+                continue;
+            }
             if (o.variants[vi] == V_GRAPH &&
                 (o.fault_step >= 0 || (ac->is_device && o.steps % 2 != 0))) {
                 if (rank == 0)
@@ -1082,6 +1193,22 @@ int main(int argc, char **argv)
             free(tstep);
             free(tloop);
             free(tblk);
+#ifdef EX_HAVE_CUDA
+            if (r->agexec) {
+                if (rank == 0) {
+                    double wc, cc, wn, cn;
+                    acc_graph_host_cost(r, o.steps, &wc, &cc, &wn, &cn);
+                    printf("%-20s host per step, launching the graph: %.2f us (thread cpu %.2f); "
+                           "the same steps captured without their messages: %.2f us (cpu %.2f)\n",
+                           vname[v], wc, cc, wn, cn);
+                } else {
+                    acc_graph_host_cost(r, o.steps, NULL, NULL, NULL, NULL);
+                }
+                st_graph_free(r->agexec);
+                st_graph_free(r->agexec_nocomm);
+                r->agexec = r->agexec_nocomm = NULL;
+            }
+#endif
             if (v == V_KI || r->gexec) {
                 int kerr = 0;
                 ac->copy(&kerr, r->ki.err, sizeof kerr);
