@@ -27,12 +27,6 @@ int bench_ki_latency_value(MPI_Comm comm, int role, void *stream, const void *sb
                            size_t n, int iters, char *why, size_t len);
 int bench_ki_bandwidth_value(MPI_Comm comm, int role, void *stream, const void *sbuf, void *rbuf,
                              size_t n, int window, int windows, char *why, size_t len);
-/* acc-graph, nccl-graph: capture the stream into a CUDA graph (global
- * mode), end and instantiate it (*exec), launch it, destroy it */
-int bench_graph_begin(void *stream, char *why, size_t len);
-int bench_graph_end(void *stream, void **exec, char *why, size_t len);
-int bench_graph_launch(void *exec, void *stream, char *why, size_t len);
-void bench_graph_free(void *exec);
 /* "direct" or "proxy": the library's protocol of the last requests */
 const char *bench_ki_protocol(void);
 void bench_ki_teardown(void);

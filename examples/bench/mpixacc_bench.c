@@ -571,15 +571,15 @@ static void graph_lat(bench_t *b, int iters, void (*body)(bench_t *, int))
         }
     if (iters <= 0)
         return;
-    if (bench_graph_begin(b->S, why, sizeof why) != 0)
+    if (ex_cuda_graph_begin(b->S, why, sizeof why) != 0)
         ki_fail("graph capture", why);
     body(b, g);
-    if (bench_graph_end(b->S, &exec, why, sizeof why) != 0)
+    if (ex_cuda_graph_end(b->S, &exec, why, sizeof why) != 0)
         ki_fail("graph capture", why);
     for (int k = 0; k < iters; k += g)
-        if (bench_graph_launch(exec, b->S, why, sizeof why) != 0)
+        if (ex_cuda_graph_launch(exec, b->S, why, sizeof why) != 0)
             ki_fail("graph launch", why);
-    bench_graph_free(exec);
+    ex_cuda_graph_free(exec);
 }
 
 static int avail_acc_graph(const bench_t *b, char *why, size_t len)

@@ -97,6 +97,16 @@ void ex_accel_cuda_preinit(int local_rank);
  * "cuda" is asked for and not usable. note receives the fallback reason. */
 const ex_accel_t *ex_accel_select(const char *want, int local_rank, char *note, size_t notelen);
 
+/* CUDA graphs (CUDA backend, ex_accel_cuda.cu): a capture of the stream
+ * into a CUDA graph (global mode), its end and instantiation (*exec; the
+ * graph itself is destroyed, the instance keeps what it needs), a launch,
+ * the instance freed (launches in flight finish first). 0, or -1 with the
+ * reason in why. */
+int ex_cuda_graph_begin(void *stream, char *why, size_t len);
+int ex_cuda_graph_end(void *stream, void **exec, char *why, size_t len);
+int ex_cuda_graph_launch(void *exec, void *stream, char *why, size_t len);
+void ex_cuda_graph_free(void *exec);
+
 #ifdef __cplusplus
 }
 #endif

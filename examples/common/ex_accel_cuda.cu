@@ -185,3 +185,48 @@ extern "C" const ex_accel_t *ex_accel_cuda(int local_rank, char *why, size_t why
     cu_accel.finalize = cu_finalize;
     return &cu_accel;
 }
+
+/* CUDA graphs (ex_accel.h): the stencil2d graph variants, mpixacc_bench's
+ * acc-graph and nccl-graph */
+extern "C" int ex_cuda_graph_begin(void *stream, char *why, size_t len)
+{
+    cudaError_t e = cudaStreamBeginCapture((cudaStream_t)stream, cudaStreamCaptureModeGlobal);
+    if (e != cudaSuccess) {
+        snprintf(why, len, "cudaStreamBeginCapture: %s", cudaGetErrorString(e));
+        return -1;
+    }
+    return 0;
+}
+
+extern "C" int ex_cuda_graph_end(void *stream, void **exec, char *why, size_t len)
+{
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t x = NULL;
+    cudaError_t e = cudaStreamEndCapture((cudaStream_t)stream, &g);
+    if (e == cudaSuccess)
+        e = cudaGraphInstantiate(&x, g, 0);
+    if (g)
+        cudaGraphDestroy(g);
+    if (e != cudaSuccess) {
+        snprintf(why, len, "capture into a CUDA graph: %s", cudaGetErrorString(e));
+        return -1;
+    }
+    *exec = (void *)x;
+    return 0;
+}
+
+extern "C" int ex_cuda_graph_launch(void *exec, void *stream, char *why, size_t len)
+{
+    cudaError_t e = cudaGraphLaunch((cudaGraphExec_t)exec, (cudaStream_t)stream);
+    if (e != cudaSuccess) {
+        snprintf(why, len, "cudaGraphLaunch: %s", cudaGetErrorString(e));
+        return -1;
+    }
+    return 0;
+}
+
+extern "C" void ex_cuda_graph_free(void *exec)
+{
+    if (exec)
+        cudaGraphExecDestroy((cudaGraphExec_t)exec);
+}

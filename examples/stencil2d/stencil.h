@@ -115,13 +115,6 @@ typedef struct {
     int *err;
 } st_ki_t;
 int st_ki_launch(const st_ki_t *k, void *cudastream, char *why, size_t len);
-/* The `graph` variant on CUDA (stencil_cuda.cu): a capture of the stream
- * into a CUDA graph (global mode), its end and instantiation (*exec), a
- * launch, the instance freed. 0, or -1 with the reason. */
-int st_graph_begin(void *cudastream, char *why, size_t len);
-int st_graph_end(void *cudastream, void **exec, char *why, size_t len);
-int st_graph_launch(void *exec, void *cudastream, char *why, size_t len);
-void st_graph_free(void *exec);
 
 /* Host implementation of one operation (stencil_host.c). */
 void st_host_run(const st_op_t *op);

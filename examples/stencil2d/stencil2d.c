@@ -461,22 +461,22 @@ static void ki_run(run_t *r)
         ex_die("ki: %s", why);
 }
 
-/* graph on CUDA: one ki epoch of r->gk steps captured (st_graph_*) */
+/* graph on CUDA: one ki epoch of r->gk steps captured (ex_cuda_graph_*) */
 static void ki_epoch(run_t *r, int steps);
 static void graph_capture(run_t *r)
 {
     char why[256];
-    if (st_graph_begin(r->S, why, sizeof why) != 0)
+    if (ex_cuda_graph_begin(r->S, why, sizeof why) != 0)
         ex_die("graph: %s", why);
     ki_epoch(r, r->gk);
-    if (st_graph_end(r->S, &r->gexec, why, sizeof why) != 0)
+    if (ex_cuda_graph_end(r->S, &r->gexec, why, sizeof why) != 0)
         ex_die("graph: %s", why);
 }
 
 static void graph_launch(run_t *r)
 {
     char why[256];
-    if (st_graph_launch(r->gexec, r->S, why, sizeof why) != 0)
+    if (ex_cuda_graph_launch(r->gexec, r->S, why, sizeof why) != 0)
         ex_die("graph: %s", why);
 }
 
@@ -487,13 +487,13 @@ static void step_acc(run_t *r, int k);
 static void acc_graph_capture(run_t *r)
 {
     char why[256];
-    if (st_graph_begin(r->S, why, sizeof why) != 0)
+    if (ex_cuda_graph_begin(r->S, why, sizeof why) != 0)
         ex_die("acc-graph: %s", why);
     step_acc(r, 0);
     step_acc(r, 1);
-    if (st_graph_end(r->S, &r->agexec, why, sizeof why) != 0)
+    if (ex_cuda_graph_end(r->S, &r->agexec, why, sizeof why) != 0)
         ex_die("acc-graph: %s", why);
-    if (st_graph_begin(r->S, why, sizeof why) != 0)
+    if (ex_cuda_graph_begin(r->S, why, sizeof why) != 0)
         ex_die("acc-graph: %s", why);
     for (int p = 0; p < 2; p++) {
         r->ac->launch(r->S, &r->k_pack[p]);
@@ -501,14 +501,14 @@ static void acc_graph_capture(run_t *r)
         r->ac->launch(r->S, &r->k_unpack[p]);
         r->ac->launch(r->S, &r->k_bnd[p]);
     }
-    if (st_graph_end(r->S, &r->agexec_nocomm, why, sizeof why) != 0)
+    if (ex_cuda_graph_end(r->S, &r->agexec_nocomm, why, sizeof why) != 0)
         ex_die("acc-graph: %s", why);
 }
 
 static void acc_graph_launch(run_t *r, void *exec)
 {
     char why[256];
-    if (st_graph_launch(exec, r->S, why, sizeof why) != 0)
+    if (ex_cuda_graph_launch(exec, r->S, why, sizeof why) != 0)
         ex_die("acc-graph: %s", why);
 }
 #else
@@ -1204,8 +1204,8 @@ int main(int argc, char **argv)
                 } else {
                     acc_graph_host_cost(r, o.steps, NULL, NULL, NULL, NULL);
                 }
-                st_graph_free(r->agexec);
-                st_graph_free(r->agexec_nocomm);
+                ex_cuda_graph_free(r->agexec);
+                ex_cuda_graph_free(r->agexec_nocomm);
                 r->agexec = r->agexec_nocomm = NULL;
             }
 #endif
@@ -1215,7 +1215,7 @@ int main(int argc, char **argv)
                 if (kerr)
                     ex_die("%s: %d device calls failed (partitioned requests)", vname[v], kerr);
 #ifdef EX_HAVE_CUDA
-                st_graph_free(r->gexec);
+                ex_cuda_graph_free(r->gexec);
 #endif
                 r->gexec = NULL;
                 ki_teardown(r);

@@ -29,13 +29,6 @@
  */
 #include "gpu_common.h"
 
-static int err_class(int rc)
-{
-    int cls = MPI_SUCCESS;
-    MPI_Error_class(rc, &cls);
-    return cls;
-}
-
 int main(int argc, char **argv)
 {
     gt_init(&argc, &argv, "capture", 120);
@@ -113,8 +106,8 @@ int main(int argc, char **argv)
             cudaGraph_t g = NULL;
             cudaError_t ce = cudaStreamEndCapture(s, &g);
             (void)cudaGetLastError(); /* the capture's error is the expected one */
-            T_CHECK(err_class(rc) == cclass[c], "%s: returned %d (class %d), expected class %d",
-                    what, rc, err_class(rc), cclass[c]);
+            T_CHECK(gt_err_class(rc) == cclass[c], "%s: returned %d (class %d), expected class %d",
+                    what, rc, gt_err_class(rc), cclass[c]);
             T_CHECK(mine == MPI_REQUEST_NULL, "%s: a request was made", what);
             T_CHECK(band == 0x5a, "%s: the MPI library's Allreduce ran during the capture", what);
             T_CHECK(ce != cudaSuccess && g == NULL,

@@ -40,13 +40,6 @@
  */
 #include "gpu_common.h"
 
-static int err_class(int rc)
-{
-    int cls = MPI_SUCCESS;
-    MPI_Error_class(rc, &cls);
-    return cls;
-}
-
 /* the graph's launch counter */
 __global__ void bump_kernel(unsigned long long *k)
 {
@@ -375,10 +368,10 @@ int main(int argc, char **argv)
         T_MPI(MPIX_Acc_Isend(s, sbuf, (int)n, MPI_BYTE, next, 71, MPI_COMM_WORLD, &r));
         int rc = MPI_Wait(&r, MPI_STATUS_IGNORE);
         snprintf(what, sizeof what, "E: host MPI_Wait on a captured send");
-        T_CHECK(err_class(rc) == MPI_ERR_REQUEST,
+        T_CHECK(gt_err_class(rc) == MPI_ERR_REQUEST,
                 "%s returned class %d, expected "
                 "MPI_ERR_REQUEST",
-                what, err_class(rc));
+                what, gt_err_class(rc));
         if (r != MPI_REQUEST_NULL)
             T_MPI(MPI_Request_free(&r));
         cudaGraph_t g = NULL;
@@ -395,8 +388,8 @@ int main(int argc, char **argv)
         g = NULL;
         ce = cudaStreamEndCapture(s, &g);
         (void)cudaGetLastError();
-        T_CHECK(err_class(rc) == MPI_ERR_UNSUPPORTED_OPERATION,
-                "E: a vector datatype's Isend in a capture returned class %d", err_class(rc));
+        T_CHECK(gt_err_class(rc) == MPI_ERR_UNSUPPORTED_OPERATION,
+                "E: a vector datatype's Isend in a capture returned class %d", gt_err_class(rc));
         T_CHECK(ce != cudaSuccess && g == NULL,
                 "E: the capture with a refused call ended with %s and %s graph",
                 cudaGetErrorName(ce), g ? "a" : "no");
