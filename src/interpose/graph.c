@@ -142,6 +142,15 @@ static mxu_locked_map_t mxi_graphs = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static void mxi_state_free(mxi_graph_state_t *gs);
 
+/* gs onto the poller's list of counted states (mxi_cap_lock held) */
+static void mxi_counted_link(mxi_graph_state_t *gs)
+{
+    gs->next_counted = mxi_counted;
+    mxi_counted = gs;
+    atomic_fetch_add_explicit(&mxi_ncounted, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&mxi_nstates, 1, memory_order_relaxed);
+}
+
 /* The driver destroyed a CUDA capture's graph and every executable graph
  * made from it (a driver thread: no driver call here, graph words go to
  * the backend's free list). */
@@ -181,10 +190,7 @@ static mxi_graph_state_t *mxi_cuda_capture_of(mxa_stream_t *s)
         } else {
             g->next_capture = mxi_captures;
             mxi_captures = g;
-            g->next_counted = mxi_counted;
-            mxi_counted = g;
-            atomic_fetch_add_explicit(&mxi_ncounted, 1, memory_order_relaxed);
-            atomic_fetch_add_explicit(&mxi_nstates, 1, memory_order_relaxed);
+            mxi_counted_link(g);
         }
     }
     pthread_mutex_unlock(&mxi_cap_lock);
@@ -866,12 +872,8 @@ int MPIX_Acc_Hoststream_begin_capture(MPIX_Acc_stream stream)
     if (st == MXU_OK) {
         gs->next_capture = mxi_captures;
         mxi_captures = gs;
-        if (gs->counter) {
-            gs->next_counted = mxi_counted;
-            mxi_counted = gs;
-            atomic_fetch_add_explicit(&mxi_ncounted, 1, memory_order_relaxed);
-            atomic_fetch_add_explicit(&mxi_nstates, 1, memory_order_relaxed);
-        }
+        if (gs->counter)
+            mxi_counted_link(gs);
     }
     pthread_mutex_unlock(&mxi_cap_lock);
     if (st != MXU_OK) {

@@ -297,8 +297,10 @@ void mxi_request_retire(MPI_Request *req, mxe_op_t *op);
  * left alone), as the shortcut's requests give it. */
 void mxi_proc_null_status(MPI_Status *st);
 
-/* ---- graph.c: host graphs (MPIX_Acc_Hoststream_begin_capture(3)) ---- */
-/* Is s a host stream being captured? */
+/* ---- graph.c: host graphs (MPIX_Acc_Hoststream_begin_capture(3)) and
+ * point-to-point in CUDA graphs ---- */
+/* Is s a host or CUDA stream being captured (a driver query on CUDA
+ * streams)? */
 int mxi_graph_capturing(const mxa_stream_t *s);
 /* The counter protocol's poller (the engine's; before its thread starts) */
 void mxi_graph_init(void);

@@ -169,7 +169,7 @@ static void sc_begin(sc_t *x, mxa_stream_t *s, MPI_Comm comm, const mxi_comm_t *
     /* a capturing host stream records the collective (a host graph); a
      * capturing CUDA stream cannot take it */
     /* (host graphs: a CUDA stream's capture records point-to-point only) */
-    x->capture = mxi_graph_capturing(s) && s->kind == MXA_KIND_HOST;
+    x->capture = s->kind == MXA_KIND_HOST && mxi_graph_capturing(s);
     mxu_status_t st =
         x->capture ? MXU_OK : mxa_stream_refuse_capture(s, "a stream-ordered collective");
     if (st != MXU_OK) /* nothing of the call is enqueued */
