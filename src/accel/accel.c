@@ -838,6 +838,15 @@ int mxa_context_push(void *ctx)
     return -1;
 }
 
+void mxa_thread_bind_buffer(const void *buf)
+{
+#ifdef MPIXACC_HAVE_CUDA
+    if (mxa_cuda_active() && mxa_cuda_bind_buffer(buf) != MXU_OK)
+        MXU_LOG(MXU_LOG_DEBUG, "no CUDA context for buffer %p on this thread", buf);
+#endif
+    (void)buf;
+}
+
 void mxa_context_pop(void)
 {
 #ifdef MPIXACC_HAVE_CUDA

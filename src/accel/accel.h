@@ -299,6 +299,11 @@ void mxa_run_context_hook(void *ctx); /* the backend's side */
  * also in builds without CUDA); mxa_context_pop undoes a successful push. */
 int mxa_context_push(void *ctx);
 void mxa_context_pop(void);
+/* Make the context that owns buf (device or managed memory) current on the
+ * calling thread, or for other memory some context if it has none: UCX's
+ * CUDA transports work in the thread's current context (the progress
+ * thread's operations made for CUDA graphs). No-op without CUDA. */
+void mxa_thread_bind_buffer(const void *buf);
 /* The calling thread (the progress thread) is not bound by other threads'
  * stream captures: in CUDA's default "global" capture mode, allocating or
  * freeing memory, or creating a context, while any thread captures a

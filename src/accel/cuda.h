@@ -31,8 +31,9 @@ const char *mxa_cuda_current_pci_busid(void);
  * up (no-op when nothing applies). UCX's CUDA transports (cuda_copy,
  * cuda_ipc) work in the calling thread's current context and fail without
  * one - also for a host buffer whose peer sends from or receives into GPU
- * memory. Not called at present: the progress thread gets a context from
- * the first CUDA stream it polls (cuda_stream.c, progress_thread_context). */
+ * memory. The progress thread gets a context from the first CUDA stream it
+ * polls (cuda_stream.c, progress_thread_context), and from this for the
+ * operations it makes for CUDA graphs (accel's mxa_thread_bind_buffer). */
 mxu_status_t mxa_cuda_bind_buffer(const void *buf);
 int mxa_cuda_ctx_push(void *ctx);
 void mxa_cuda_ctx_pop(void);

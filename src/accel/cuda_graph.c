@@ -123,7 +123,11 @@ mxu_status_t mxa_cuda_capture_info(mxa_stream_t *s, uint64_t *id, void **graph)
     CUresult r = MXA_CU(cuStreamGetCaptureInfo)(cs->cu, &cap, &cid, &g, NULL, NULL, NULL);
     if (r != CUDA_SUCCESS || cap != CU_STREAM_CAPTURE_STATUS_ACTIVE || g == NULL)
         MXU_FAIL(MXU_ERR_INVALID_STREAM, "graph: stream %p is not in an active capture (%s)",
-                 s->handle, r != CUDA_SUCCESS ? cu_err(r) : "status not active");
+                 s->handle,
+                 r != CUDA_SUCCESS                             ? cu_err(r)
+                 : cap == CU_STREAM_CAPTURE_STATUS_INVALIDATED ? "its capture was invalidated"
+                 : cap == CU_STREAM_CAPTURE_STATUS_NONE        ? "not capturing"
+                                                               : "no graph");
     *id = (uint64_t)cid;
     *graph = g;
     return MXU_OK;

@@ -225,6 +225,13 @@ static mxu_status_t stream_identity(CUstream h, CUcontext *ctx, unsigned long lo
         return MXU_ERR_INVALID_STREAM;
     }
     *have_id = 0;
+    /* a stream first seen inside its capture is known by its context only:
+     * asking a capturing stream for its id invalidates the capture (2 x
+     * H100, CUDA 13.0, session 21: the first MPIX_Acc_Irecv on a stream
+     * created and captured at once found its capture invalidated) */
+    CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (cu_capture_status(h, &cap) != CUDA_SUCCESS || cap != CU_STREAM_CAPTURE_STATUS_NONE)
+        return MXU_OK;
     if (MXA_CU(cuStreamGetId) != NULL && MXA_CU(cuStreamGetId)(h, id) == CUDA_SUCCESS)
         *have_id = 1;
     return MXU_OK;

@@ -202,6 +202,57 @@ static void mxe_warm_context(void *ctx)
     mxe_run_sync_command(MXE_CMD_WARM_CONTEXT, ctx);
 }
 
+/* a registration request, answered by the progress thread */
+typedef struct {
+    void *buf;
+    size_t bytes;
+    int memtype;
+    void *reg;
+    mxu_status_t status;
+} mxe_mem_reg_req_t;
+
+void mxe_handle_mem_reg(void *target)
+{
+    mxe_mem_reg_req_t *rq = target;
+    rq->status = mxt_mem_register(rq->buf, rq->bytes, rq->memtype, &rq->reg);
+}
+
+mxu_status_t mxe_mem_register(void *buf, size_t bytes, int memtype, void **reg)
+{
+    *reg = NULL;
+    if (!atomic_load(&mxe.running))
+        MXU_FAIL(MXU_ERR_NOT_READY, "memory registration: the engine is not running");
+    mxe_mem_reg_req_t rq = {.buf = buf, .bytes = bytes, .memtype = memtype};
+    if (pthread_equal(pthread_self(), mxe.thread))
+        mxe_handle_mem_reg(&rq);
+    else
+        mxe_run_sync_command(MXE_CMD_MEM_REG, &rq);
+    *reg = rq.reg;
+    return rq.status;
+}
+
+void mxe_mem_deregister(void *reg)
+{
+    if (!reg)
+        return;
+    if (!atomic_load(&mxe.running)) {
+        MXU_LOG(MXU_LOG_DEBUG, "memory registration %p outlived the engine: dropped", reg);
+        return;
+    }
+    if (pthread_equal(pthread_self(), mxe.thread)) {
+        mxt_mem_deregister(reg);
+        return;
+    }
+    mxe_cmd_t *cmd = calloc(1, sizeof(*cmd));
+    if (!cmd) {
+        MXU_LOG(MXU_LOG_WARN, "out of memory dropping a memory registration (kept)");
+        return;
+    }
+    cmd->kind = MXE_CMD_MEM_DEREG;
+    cmd->target = reg;
+    mxe_push(cmd);
+}
+
 int mxe_is_running(void) { return atomic_load(&mxe.running); }
 
 int mxe_drain(double timeout_s)
@@ -300,7 +351,8 @@ int mxe_failed_peers(int *ranks, int max)
 /* --------------------------------------------------------------- operations */
 
 static mxu_status_t mxe_op_alloc(mxa_stream_t *s, mxe_op_type_t type, void *buf, size_t bytes,
-                                 const mxe_comm_t *comm, int peer, int tag, mxe_op_t **op_out)
+                                 const mxe_comm_t *comm, int peer, int tag, int memtype,
+                                 mxe_op_t **op_out)
 {
     if (!atomic_load_explicit(&mxe.running, memory_order_relaxed))
         MXU_FAIL(MXU_ERR_NOT_READY, "the engine is not running");
@@ -319,7 +371,9 @@ static mxu_status_t mxe_op_alloc(mxa_stream_t *s, mxe_op_type_t type, void *buf,
     op->peer_world = -1;
     if (peer >= 0)
         op->peer_world = comm->world_ranks ? comm->world_ranks[peer] : peer;
-    op->memtype = (bytes > 0 && buf) ? (int)mxa_memtype(buf, bytes) : MXA_MEM_HOST;
+    op->memtype = !(bytes > 0 && buf) ? MXA_MEM_HOST
+                  : memtype >= 0      ? memtype
+                                      : (int)mxa_memtype(buf, bytes);
     op->match_dynamic = comm->match_dynamic;
     op->sx_comm = comm->sx && !comm->match_dynamic;
     if (type == MXE_OP_RECV && peer == MXE_ANY_SOURCE && mxu_config.peer_errors) {
@@ -348,7 +402,14 @@ mxu_status_t mxe_op_create_send(mxa_stream_t *s, const void *buf, size_t bytes,
                                 const mxe_comm_t *comm, int dest, int tag, size_t eager_limit,
                                 mxe_op_t **op_out)
 {
-    MXU_TRY(mxe_op_alloc(s, MXE_OP_SEND, (void *)buf, bytes, comm, dest, tag, op_out));
+    return mxe_op_create_send_mt(s, buf, bytes, comm, dest, tag, eager_limit, -1, op_out);
+}
+
+mxu_status_t mxe_op_create_send_mt(mxa_stream_t *s, const void *buf, size_t bytes,
+                                   const mxe_comm_t *comm, int dest, int tag, size_t eager_limit,
+                                   int memtype, mxe_op_t **op_out)
+{
+    MXU_TRY(mxe_op_alloc(s, MXE_OP_SEND, (void *)buf, bytes, comm, dest, tag, memtype, op_out));
     (*op_out)->eager_limit = eager_limit;
     return MXU_OK;
 }
@@ -356,7 +417,14 @@ mxu_status_t mxe_op_create_send(mxa_stream_t *s, const void *buf, size_t bytes,
 mxu_status_t mxe_op_create_recv(mxa_stream_t *s, void *buf, size_t bytes, const mxe_comm_t *comm,
                                 int source, int tag, int post_early, mxe_op_t **op_out)
 {
-    MXU_TRY(mxe_op_alloc(s, MXE_OP_RECV, buf, bytes, comm, source, tag, op_out));
+    return mxe_op_create_recv_mt(s, buf, bytes, comm, source, tag, post_early, -1, op_out);
+}
+
+mxu_status_t mxe_op_create_recv_mt(mxa_stream_t *s, void *buf, size_t bytes, const mxe_comm_t *comm,
+                                   int source, int tag, int post_early, int memtype,
+                                   mxe_op_t **op_out)
+{
+    MXU_TRY(mxe_op_alloc(s, MXE_OP_RECV, buf, bytes, comm, source, tag, memtype, op_out));
     (*op_out)->post_early = post_early;
     return MXU_OK;
 }
@@ -364,7 +432,7 @@ mxu_status_t mxe_op_create_recv(mxa_stream_t *s, void *buf, size_t bytes, const 
 mxu_status_t mxe_op_create_local(mxa_stream_t *s, mxe_op_type_t type, int parts, mxe_op_t **op_out)
 {
     const mxe_comm_t none = {.ctx_id = 0, .rank = 0, .size = 1};
-    MXU_TRY(mxe_op_alloc(s, type, NULL, 0, &none, MXE_PROC_NULL, MXE_ANY_TAG, op_out));
+    MXU_TRY(mxe_op_alloc(s, type, NULL, 0, &none, MXE_PROC_NULL, MXE_ANY_TAG, -1, op_out));
     (*op_out)->local = 1;
     (*op_out)->local_parts = parts;
     return MXU_OK;

@@ -109,8 +109,10 @@ typedef enum {
     MXE_CMD_ABORT = 3,
     MXE_CMD_STREAM_FREE = 4,
     MXE_CMD_WARM_CONTEXT = 5,
-    MXE_CMD_SX_STEP = 6,  /* run a bound receive's step on a library stream */
-    MXE_CMD_SX_WATCH = 7, /* a receive step was enqueued: watch its record */
+    MXE_CMD_SX_STEP = 6,   /* run a bound receive's step on a library stream */
+    MXE_CMD_SX_WATCH = 7,  /* a receive step was enqueued: watch its record */
+    MXE_CMD_MEM_REG = 8,   /* register memory with the transport (synchronous) */
+    MXE_CMD_MEM_DEREG = 9, /* drop such a registration */
 } mxe_cmd_kind_t;
 typedef struct {
     mxu_mpsc_node_t node;
@@ -141,6 +143,8 @@ struct mxe_op {
     int synchronous;    /* send: completes only once matched (MPI_Ssend) */
     int post_early;     /* recv: posted at submit time, no trigger */
     int memtype;        /* mxa_memtype_t */
+    void *reg;          /* a registration covering buf (mxe_mem_register), or NULL; the
+                           creator's, set before submit */
 
     /* ---- result ---- */
     _Atomic int state;   /* mxe_op_state_t */
@@ -285,6 +289,14 @@ mxu_status_t mxe_op_create_send(mxa_stream_t *s, const void *buf, size_t bytes,
                                 mxe_op_t **op_out);
 mxu_status_t mxe_op_create_recv(mxa_stream_t *s, void *buf, size_t bytes, const mxe_comm_t *comm,
                                 int source, int tag, int post_early, mxe_op_t **op_out);
+/* The same with the buffer's memory type (mxa_memtype_t) known: no query
+ * of the accelerator (the progress thread's operations for CUDA graphs) */
+mxu_status_t mxe_op_create_send_mt(mxa_stream_t *s, const void *buf, size_t bytes,
+                                   const mxe_comm_t *comm, int dest, int tag, size_t eager_limit,
+                                   int memtype, mxe_op_t **op_out);
+mxu_status_t mxe_op_create_recv_mt(mxa_stream_t *s, void *buf, size_t bytes, const mxe_comm_t *comm,
+                                   int source, int tag, int post_early, int memtype,
+                                   mxe_op_t **op_out);
 /* A local operation: no message of its own. It starts when its stream
  * reaches it (at once on the none stream; local_start, if set, runs on the
  * progress thread then) and completes once it started and
@@ -320,6 +332,13 @@ long mxe_stream_backlog(mxa_stream_t *s);
 /* Enqueue the op's trigger on its stream (unless it starts at once) and hand
  * it to the progress thread. After this the op may complete at any time. */
 mxu_status_t mxe_op_submit(mxe_op_t *op);
+/* A registration of [buf, buf + bytes) with the transport, made by the
+ * progress thread while this thread waits; set as an op's `reg` it spares
+ * each message's memory type detection (transport.h, mxt_mem_register).
+ * mxe_mem_deregister: any thread (a driver's callback thread too), done
+ * later by the progress thread; dropped once the engine has stopped. */
+mxu_status_t mxe_mem_register(void *buf, size_t bytes, int memtype, void **reg);
+void mxe_mem_deregister(void *reg);
 /* Drop the caller's reference. */
 void mxe_op_release(mxe_op_t *op);
 void mxe_op_retain(mxe_op_t *op);

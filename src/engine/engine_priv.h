@@ -150,6 +150,8 @@ unsigned mxe_sx_serve(void);
 void mxe_sx_staging_free(mxe_op_t *op);
 /* progress.c: post a matched receive's data receive (it is ready). */
 void mxe_recv_post_data(mxe_op_t *op);
+/* MXE_CMD_MEM_REG on the progress thread (engine.c's request) */
+void mxe_handle_mem_reg(void *target);
 /* Progress thread entry. */
 void *mxe_progress_main(void *arg);
 

@@ -454,7 +454,7 @@ static void mxe_op_start(mxe_op_t *op)
             bb->buf = bounce;
             bb->bytes = op->bytes;
             uint64_t tag = mxe_match_data_tag(op->ctx_id, op->comm_rank, op->pseq);
-            status = mxt_tag_send(op->peer_world, bounce, op->bytes, MXA_MEM_HOST, 0, tag,
+            status = mxt_tag_send(op->peer_world, bounce, op->bytes, MXA_MEM_HOST, NULL, 0, tag,
                                   mxe_bounce_done, bb, &handle);
             if (status != MXU_OK) {
                 mxa_sx_bounce_free(bounce, op->bytes);
@@ -482,7 +482,7 @@ static void mxe_op_start(mxe_op_t *op)
                 return;
             }
             memcpy(copy, op->buf, op->bytes);
-            status = mxt_tag_send(op->peer_world, copy, op->bytes, MXA_MEM_HOST, 0, tag,
+            status = mxt_tag_send(op->peer_world, copy, op->bytes, MXA_MEM_HOST, NULL, 0, tag,
                                   mxe_eager_done, copy, &handle);
             if (status != MXU_OK)
                 free(copy);
@@ -491,8 +491,8 @@ static void mxe_op_start(mxe_op_t *op)
             return;
         }
         op->transport_active = 1;
-        status = mxt_tag_send(op->peer_world, op->buf, op->bytes, op->memtype, op->synchronous, tag,
-                              mxe_transport_done, op, &handle);
+        status = mxt_tag_send(op->peer_world, op->buf, op->bytes, op->memtype, op->reg,
+                              op->synchronous, tag, mxe_transport_done, op, &handle);
     } else {
         if (atomic_load(&op->cancel_requested) && !op->matched) {
             mxe_match_forget(op);
@@ -540,8 +540,8 @@ void mxe_recv_post_data(mxe_op_t *op)
     op->transport_active = 1;
     if (op->sx)
         mxe_sx_posted_ucx(op); /* before the post: the op may complete inside it */
-    mxu_status_t status =
-        mxt_tag_recv(buf, cap, memtype, tag, UINT64_MAX, mxe_transport_done, op, &handle);
+    mxu_status_t status = mxt_tag_recv(buf, cap, memtype, staging ? NULL : op->reg, tag, UINT64_MAX,
+                                       mxe_transport_done, op, &handle);
     if (status != MXU_OK) {
         op->transport_active = 0;
         op->result.source = op->msg_src;
@@ -805,6 +805,14 @@ static unsigned mxe_drain_commands(void)
             break;
         case MXE_CMD_WARM_CONTEXT:
             mxe_handle_warm_context(cmd);
+            break;
+        case MXE_CMD_MEM_REG:
+            mxe_handle_mem_reg(cmd->target);
+            mxe_cmd_done(cmd);
+            break;
+        case MXE_CMD_MEM_DEREG:
+            mxt_mem_deregister(cmd->target);
+            free(cmd);
             break;
         case MXE_CMD_SX_STEP:
             mxe_sx_handle_step(cmd->target);

@@ -79,6 +79,13 @@ struct mxi_tmpl {
     uint64_t *words;
     int words_kind;
     uint64_t made;
+    /* a CUDA capture's: the buffer's memory type, told at the capture, and
+     * its registration with the transport (device memory): the progress
+     * thread makes operations without a driver call of its own or UCX's
+     * (a thread blocked in cudaGraphLaunch holds a driver lock that UCX's
+     * memory type detection waits for: 2 x H100, session 21) */
+    int memtype; /* -1: ask at each launch (host graphs) */
+    void *reg;
 };
 
 typedef struct mxi_gwait {
@@ -104,8 +111,8 @@ typedef struct mxi_gkeep {
 
 /* A capture's, then its graph's, templates and waits. */
 struct mxi_graph_state {
-    mxa_stream_t *s; /* while capturing */
-    mxi_tmpl_t *tmpls;
+    mxa_stream_t *s;                 /* while capturing */
+    mxi_tmpl_t *tmpls, **tmpls_tail; /* in capture order */
     mxi_gwait_t *waits;
     mxi_gkeep_t *keep;
     _Atomic unsigned long errors; /* operations that failed, at launches */
@@ -237,6 +244,7 @@ static void mxi_tmpl_release(mxi_tmpl_t *t)
     }
     free(t->fifo);
     free(t->world_ranks);
+    mxe_mem_deregister(t->reg);
     mxa_graph_words_free(t->words_kind, t->words);
     pthread_mutex_destroy(&t->lock);
     free(t);
@@ -336,11 +344,13 @@ static void mxi_tmpl_fire(void *arg)
     mxe_op_t *op = NULL;
     mxa_stream_t *none = mxa_none_stream();
     mxu_status_t st =
-        t->is_send ? mxe_op_create_send(none, t->buf, t->bytes, &t->ec, t->peer, t->tag,
-                                        t->synchronous ? 0 : t->eager_limit, &op)
-                   : mxe_op_create_recv(none, t->buf, t->bytes, &t->ec, t->peer, t->tag, 0, &op);
+        t->is_send ? mxe_op_create_send_mt(none, t->buf, t->bytes, &t->ec, t->peer, t->tag,
+                                           t->synchronous ? 0 : t->eager_limit, t->memtype, &op)
+                   : mxe_op_create_recv_mt(none, t->buf, t->bytes, &t->ec, t->peer, t->tag, 0,
+                                           t->memtype, &op);
     if (st == MXU_OK) {
         op->synchronous = t->synchronous;
+        op->reg = t->reg;
         if ((st = mxe_op_submit(op)) != MXU_OK) {
             mxe_op_release(op);
             mxe_op_release(op);
@@ -466,14 +476,30 @@ static unsigned mxi_graph_poll(void)
     uint64_t now = 0;
     pthread_mutex_lock(&mxi_cap_lock);
     for (mxi_graph_state_t *gs = mxi_counted; gs; gs = gs->next_counted) {
-        for (mxi_tmpl_t *t = gs->tmpls; t; t = t->next) {
-            if (!t->words)
-                continue;
-            uint64_t f = atomic_load_explicit((_Atomic uint64_t *)t->words, memory_order_acquire);
-            for (; t->made < f; t->made++, work++) {
-                mxi_tmpl_fire(t);
-                atomic_fetch_add_explicit(&mxi_nmade, 1, memory_order_relaxed);
-            }
+        /* operations in the order their fire nodes ran -- launch by launch,
+         * and within a launch in capture order (the order of the nodes on a
+         * stream) -- so that two templates on one (communicator, peer, tag)
+         * start, and match, as they would outside a graph */
+        for (;;) {
+            uint64_t low = UINT64_MAX;
+            for (mxi_tmpl_t *t = gs->tmpls; t; t = t->next)
+                if (t->words && t->made < low &&
+                    t->made <
+                        atomic_load_explicit((_Atomic uint64_t *)t->words, memory_order_acquire))
+                    low = t->made;
+            if (low == UINT64_MAX)
+                break;
+            for (mxi_tmpl_t *t = gs->tmpls; t; t = t->next)
+                if (t->words && t->made == low &&
+                    t->made <
+                        atomic_load_explicit((_Atomic uint64_t *)t->words, memory_order_acquire)) {
+                    if (gs->cuda && t->made == 0) /* UCX's CUDA transports need it */
+                        mxa_thread_bind_buffer(t->buf);
+                    mxi_tmpl_fire(t);
+                    t->made++;
+                    work++;
+                    atomic_fetch_add_explicit(&mxi_nmade, 1, memory_order_relaxed);
+                }
         }
         for (mxi_gwait_t *w = gs->waits; w; w = w->next) {
             while (mxi_gwait_advance(w)) {
@@ -558,6 +584,7 @@ static mxi_tmpl_t *mxi_tmpl_new(mxi_graph_state_t *gs, int is_send, void *buf, s
     t->tag = tag;
     t->synchronous = synchronous;
     t->eager_limit = eager_limit;
+    t->memtype = -1;
     t->ec = *ec;
     t->ec.match_dynamic = 1;
     t->ec.sx = 0;
@@ -578,8 +605,11 @@ static mxi_tmpl_t *mxi_tmpl_new(mxi_graph_state_t *gs, int is_send, void *buf, s
 static void mxi_tmpl_link(mxi_graph_state_t *gs, mxi_tmpl_t *t)
 {
     pthread_mutex_lock(&mxi_cap_lock);
-    t->next = gs->tmpls;
-    gs->tmpls = t;
+    t->next = NULL;
+    if (!gs->tmpls_tail)
+        gs->tmpls_tail = &gs->tmpls;
+    *gs->tmpls_tail = t;
+    gs->tmpls_tail = &t->next;
     pthread_mutex_unlock(&mxi_cap_lock);
 }
 
@@ -741,6 +771,21 @@ int mxi_graph_p2p(mxa_stream_t *s, mxi_origin_t origin, int is_send, void *buf, 
     if (!t)
         return mxi_raise(comm, MXI_E_NO_MEM, "captured %s", what);
     atomic_init(&t->req_live, 1);
+    if (gs->cuda && t->peer != MXE_PROC_NULL && bytes > 0) {
+        /* told now, so that a launch's operation needs no driver call */
+        t->memtype = (int)mxa_memtype(buf, bytes);
+        mxu_status_t rs =
+            t->memtype == MXA_MEM_HOST ? MXU_OK : mxe_mem_register(buf, bytes, t->memtype, &t->reg);
+        if (rs != MXU_OK) {
+            atomic_store(&t->refs, 1);
+            mxi_tmpl_release(t);
+            mxi_capture_break(s, "a captured buffer could not be registered (see above)");
+            return mxi_raise(comm, MXI_E_INTERN,
+                             "captured %s: registration of its %zu-byte buffer failed (%s); the "
+                             "capture is broken",
+                             what, bytes, mxu_status_string(rs));
+        }
+    }
 
     /* the request: a placeholder op, complete with an error for any wait but
      * a captured stream wait (which never waits for it) */

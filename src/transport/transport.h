@@ -45,11 +45,20 @@ mxu_status_t mxt_set_peer_addresses(const void *blob, const size_t *offsets, int
  * (callback not called). `handle` receives an opaque pointer for cancel, or
  * NULL when the callback already ran. synchronous: complete only once the
  * receiver matched the message (MPI_Ssend). */
-mxu_status_t mxt_tag_send(int world_dest, const void *buf, size_t len, int memtype_hint,
+mxu_status_t mxt_tag_send(int world_dest, const void *buf, size_t len, int memtype_hint, void *reg,
                           int synchronous, uint64_t tag, mxt_complete_fn cb, void *user,
                           void **handle);
-mxu_status_t mxt_tag_recv(void *buf, size_t len, int memtype_hint, uint64_t tag, uint64_t tag_mask,
-                          mxt_complete_fn cb, void *user, void **handle);
+mxu_status_t mxt_tag_recv(void *buf, size_t len, int memtype_hint, void *reg, uint64_t tag,
+                          uint64_t tag_mask, mxt_complete_fn cb, void *user, void **handle);
+/* A registration of [buf, buf + len) (memory type memtype_hint, given, so
+ * nothing is detected) with UCX; passed to mxt_tag_send / mxt_tag_recv
+ * (`reg`, NULL: none) it spares those calls UCX's memory type detection,
+ * which for device memory that UCX did not allocate calls cuCtxSetFlags
+ * every time (UCX 1.22) -- a call that waits for a driver lock that a
+ * thread blocked in a CUDA graph launch holds. Progress thread only
+ * (engine's mxe_mem_register). */
+mxu_status_t mxt_mem_register(void *buf, size_t len, int memtype_hint, void **reg);
+void mxt_mem_deregister(void *reg);
 /* Control messages: small host-memory messages (eager, never rendezvous)
  * between the engines of two processes, delivered to one handler, called on
  * the progress thread from mxt_progress() with data valid during the call.

@@ -552,7 +552,37 @@ static ucs_memory_type_t mxt_memtype(int hint)
     }
 }
 
-mxu_status_t mxt_tag_send(int world_dest, const void *buf, size_t len, int memtype_hint,
+mxu_status_t mxt_mem_register(void *buf, size_t len, int memtype_hint, void **reg)
+{
+    *reg = NULL;
+    if (!mxt.context)
+        MXU_FAIL(MXU_ERR_NOT_READY, "UCX is not initialised");
+    ucp_mem_map_params_t mp;
+    memset(&mp, 0, sizeof(mp));
+    mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+                    UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE;
+    mp.address = buf;
+    mp.length = len;
+    mp.memory_type = mxt_memtype(memtype_hint);
+    ucp_mem_h memh = NULL;
+    ucs_status_t st = ucp_mem_map(mxt.context, &mp, &memh);
+    if (st != UCS_OK)
+        MXU_FAIL(mxt_map_status(st), "registration of %zu bytes at %p (%s) with UCX: %s", len, buf,
+                 ucs_memory_type_names[mp.memory_type], ucs_status_string(st));
+    *reg = memh;
+    return MXU_OK;
+}
+
+void mxt_mem_deregister(void *reg)
+{
+    if (reg && mxt.context) {
+        ucs_status_t st = ucp_mem_unmap(mxt.context, (ucp_mem_h)reg);
+        if (st != UCS_OK)
+            MXU_LOG(MXU_LOG_DEBUG, "UCX ucp_mem_unmap: %s", ucs_status_string(st));
+    }
+}
+
+mxu_status_t mxt_tag_send(int world_dest, const void *buf, size_t len, int memtype_hint, void *reg,
                           int synchronous, uint64_t tag, mxt_complete_fn cb, void *user,
                           void **handle)
 {
@@ -572,6 +602,10 @@ mxu_status_t mxt_tag_send(int world_dest, const void *buf, size_t len, int memty
     param.cb.send = mxt_send_cb;
     param.user_data = ctx;
     param.memory_type = mxt_memtype(memtype_hint);
+    if (reg) {
+        param.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
+        param.memh = (ucp_mem_h)reg;
+    }
 
     mxt_live_add(ctx);
     ucs_status_ptr_t req = synchronous ? ucp_tag_send_sync_nbx(ep, buf, len, tag, &param)
@@ -594,8 +628,8 @@ mxu_status_t mxt_tag_send(int world_dest, const void *buf, size_t len, int memty
     return MXU_OK;
 }
 
-mxu_status_t mxt_tag_recv(void *buf, size_t len, int memtype_hint, uint64_t tag, uint64_t tag_mask,
-                          mxt_complete_fn cb, void *user, void **handle)
+mxu_status_t mxt_tag_recv(void *buf, size_t len, int memtype_hint, void *reg, uint64_t tag,
+                          uint64_t tag_mask, mxt_complete_fn cb, void *user, void **handle)
 {
     mxt_cb_ctx_t *ctx = malloc(sizeof(*ctx));
     if (!ctx)
@@ -617,6 +651,10 @@ mxu_status_t mxt_tag_recv(void *buf, size_t len, int memtype_hint, uint64_t tag,
     param.cb.recv = mxt_recv_cb;
     param.user_data = ctx;
     param.memory_type = mxt_memtype(memtype_hint);
+    if (reg) {
+        param.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
+        param.memh = (ucp_mem_h)reg;
+    }
 
     mxt_live_add(ctx);
     ucs_status_ptr_t req = ucp_tag_recv_nbx(mxt.worker, buf, len, tag, tag_mask, &param);

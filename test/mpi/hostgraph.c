@@ -20,6 +20,12 @@
  *      a call-order one, plain calls are matched at the call and a launch's
  *      operations when it runs: they cannot share a channel); 300 launches
  *      (60 with tsan), each followed by a plain exchange, all data checked.
+ *   O: two messages of one launch on one (peer, tag): two receives
+ *      recorded back to back, two sends with a 200 us pause between them;
+ *      400 launches (40 with tsan), each message's data checked (with the
+ *      counter protocol the progress thread sees fires of several nodes
+ *      and launches at once: it must start their operations in the order
+ *      the nodes ran).
  *   D: a request freed inside the capture: its sends go unwaited and still
  *      arrive (checked by plain receives).
  *   F: a stream communicator's ordinary MPI_Irecv/MPI_Isend/MPI_Waitall
@@ -94,6 +100,14 @@ static void check_fn(void *p)
     }
     if (a->st)
         a->st->MPI_SOURCE = -77; /* the next launch's wait must write it again */
+}
+
+/* a pause of 200 us on the stream (phase O) */
+static void pause_fn(void *p)
+{
+    (void)p;
+    struct timespec ts = {0, 200000};
+    nanosleep(&ts, NULL);
 }
 
 static void expect_class(int rc, int cls, const char *what)
@@ -388,6 +402,55 @@ int main(int argc, char **argv)
         T_MPI(MPI_Comm_free(&DW));
         free(sp);
         free(rp);
+    }
+
+    /* ---- O: two messages of a launch on one channel keep their order ---- */
+    t_phase("O: two messages on one (peer, tag) in a launch");
+    {
+        const int no = tsan ? 40 : 400;
+        double *sa = calloc(MSG, sizeof(double)), *sb2 = calloc(MSG, sizeof(double));
+        double *ra = calloc(MSG, sizeof(double)), *rb2 = calloc(MSG, sizeof(double));
+        T_CHECK(sa && sb2 && ra && rb2, "malloc");
+        /* the data says which message it is (21: first, 22: second); both go
+         * with tag 21. The receives are recorded back to back and the sends
+         * with a pause between them, so that (counter protocol) a poller
+         * sees the receives' fires together and the sends' apart: the
+         * operations must still start in the order the nodes ran. */
+        step_arg_t f1 = {.buf = sa, .n = MSG, .rank = t_rank, .tag = 21};
+        step_arg_t f2 = {.buf = sb2, .n = MSG, .rank = t_rank, .tag = 22};
+        step_arg_t c1 = {.buf = ra, .n = MSG, .rank = prev, .tag = 21};
+        step_arg_t c2 = {.buf = rb2, .n = MSG, .rank = prev, .tag = 22};
+        MPI_Request r[4];
+        T_MPI(MPIX_Acc_Hoststream_begin_capture(s));
+        T_MPI(MPIX_Acc_Hoststream_launch(s, fill_fn, &f1));
+        T_MPI(MPIX_Acc_Hoststream_launch(s, fill_fn, &f2));
+        T_MPI(MPIX_Acc_Irecv(s, ra, MSG, MPI_DOUBLE, prev, 21, W, &r[0]));
+        T_MPI(MPIX_Acc_Irecv(s, rb2, MSG, MPI_DOUBLE, prev, 21, W, &r[1]));
+        T_MPI(MPIX_Acc_Isend(s, sa, MSG, MPI_DOUBLE, next, 21, W, &r[2]));
+        T_MPI(MPIX_Acc_Hoststream_launch(s, pause_fn, NULL));
+        T_MPI(MPIX_Acc_Isend(s, sb2, MSG, MPI_DOUBLE, next, 21, W, &r[3]));
+        T_MPI(MPIX_Acc_Waitall(s, 4, r, MPI_STATUSES_IGNORE));
+        T_MPI(MPIX_Acc_Hoststream_launch(s, check_fn, &c1));
+        T_MPI(MPIX_Acc_Hoststream_launch(s, check_fn, &c2));
+        T_MPI(MPIX_Acc_Hoststream_end_capture(s, &g));
+        for (int k = 0; k < no; k++) {
+            T_MPI(MPIX_Acc_Hostgraph_launch(g, s));
+            if (k % 100 == 99) {
+                T_MPI(MPIX_Acc_Hoststream_synchronize(s));
+                t_check_async();
+            }
+        }
+        T_MPI(MPIX_Acc_Hoststream_synchronize(s));
+        t_check_async();
+        T_CHECK(atomic_load(&c1.launch) == no && atomic_load(&c2.launch) == no,
+                "O: checked %ld and %ld launches of %d", atomic_load(&c1.launch),
+                atomic_load(&c2.launch), no);
+        no_graph_errors(g, "O");
+        T_MPI(MPIX_Acc_Hostgraph_free(&g));
+        free(sa);
+        free(sb2);
+        free(ra);
+        free(rb2);
     }
 
     /* ---- D: a request freed in the capture: its sends go unwaited ---- */
