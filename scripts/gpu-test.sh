@@ -252,7 +252,7 @@ JOBS=$(nproc)
 [ "$JOBS" -gt 16 ] && JOBS=16
 # only what the suite needs: other parts of the tree (examples, hpgmg) cannot
 # break or slow down the GPU run (--cpu-suite builds everything)
-TARGETS="src/libmpixacc.la tools/mpixacc_info gpu-tests"
+TARGETS="src/libmpixacc.la tools/mpixacc_info tools/mpixacc_hangdump.la gpu-tests"
 [ "$CPUSUITE" = 1 ] && TARGETS="all tests gpu-tests"
 [ "$APPS" = 1 ] && TARGETS="$TARGETS examples/stencil2d/stencil2d examples/ping_kernel_pong/ping_kernel_pong examples/bench/mpixacc_bench hpgmg/hpgmg-fv"
 [ "$NOGPU" = 1 ] && TARGETS="$TARGETS test/mpi/ring"
@@ -517,14 +517,14 @@ run_test "dt/derived-sx" 200 'PASS' -- env MPIX_ACC_LOG=warn \
 # invalidate the capture, in every capture mode; the stream and matching
 # stay sound
 run_test "graph/capture" 150 '\[capture\] PASS' -- env MPIX_ACC_LOG=warn \
-    "$MPIEXEC" $LAUNCH -n 2 "$BIN/capture" --timeout=100
+    "$MPIEXEC" $LAUNCH -n 2 "$BIN/capture" --timeout=$((GUARD < 100 ? GUARD : 100))
 # sends, receives and stream waits captured (issue 21, test/gpu/graph_p2p:
 # fire and wait nodes of the counter protocol): a ring launched 10000 times
 # with every launch checked, different graphs per rank, graphs beside plain
 # enqueues and on a second stream, one channel shared (dynamic matching),
 # cudaGraphExecUpdate, a stream communicator's calls, errors
 run_test "graph/p2p" 300 '\[graph_p2p\] PASS' -- env MPIX_ACC_LOG=warn MPIX_ACC_STATS=1 \
-    "$MPIEXEC" $LAUNCH -n 2 "$BIN/graph_p2p" --timeout=280
+    "$MPIEXEC" $LAUNCH -n 2 "$BIN/graph_p2p" --timeout=$GUARD
 
 # device messages staged through pinned host memory (issue 22 item 1,
 # MPIX_ACC_NET_STAGE; all: every peer, as auto does for peers on other
@@ -560,7 +560,7 @@ if [ "$SANITIZER" = 1 ]; then
                 --pp=50 --launches=50 --timeout=280
             run_test "sanitizer-$tool/graph_p2p" 300 "$ok" -- env MPIX_ACC_MEMOPS=1 \
                 "$MPIEXEC" $LAUNCH -n 2 $SAN --tool $tool "$BIN/graph_p2p" --launches=50 \
-                --timeout=280
+                --timeout=$GUARD
             run_test "sanitizer-$tool/collectives" 400 "$ok" -- env MPIX_ACC_MEMOPS=1 \
                 "$MPIEXEC" $LAUNCH -n 2 $SAN --tool $tool "$BIN/collectives" --quick \
                 --timeout=380

@@ -8,6 +8,9 @@
  * For hangs on machines where no debugger attaches (scripts/gpu-test.sh and
  * hpgmg/gpu-check.sh use it on the GPU machine). Under mpiexec, preload it
  * in the ranks only: mpiexec -n 2 env LD_PRELOAD=... program.
+ * A thread that crashes (SIGSEGV, SIGBUS, SIGFPE, SIGILL) prints its own
+ * stack before the signal's default action (where no handler is installed
+ * yet: a sanitizer's runtime keeps its own).
  * Without MPIX_ACC_HANGDUMP_AFTER (or with 0) it does nothing.
  *
  * The variable is a row of the settings registry (src/util/settings.h), so
@@ -38,6 +41,18 @@ static void *hangdump_main(void *arg)
     return NULL;
 }
 
+/* A fatal signal (a crash): the crashing thread's stack, then the signal's
+ * default action (the handler is reset). */
+static void hangdump_fatal(int sig)
+{
+    char msg[96];
+    snprintf(msg, sizeof msg, "[hangdump] pid %ld: fatal signal %d, the thread's stack:\n",
+             (long)getpid(), sig);
+    sd_write(msg);
+    sd_dump_own_stack();
+    raise(sig);
+}
+
 __attribute__((constructor)) static void hangdump_start(void)
 {
     static double after;
@@ -46,6 +61,19 @@ __attribute__((constructor)) static void hangdump_start(void)
     if (!(after > 0))
         return;
     sd_install("hangdump");
+    struct sigaction fa;
+    memset(&fa, 0, sizeof fa);
+    fa.sa_handler = hangdump_fatal;
+    sigemptyset(&fa.sa_mask);
+    fa.sa_flags = (int)SA_RESETHAND;
+    const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+    for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++) {
+        struct sigaction old;
+        /* only where nobody handles it yet (a sanitizer's runtime does) */
+        if (sigaction(fatal[i], NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&
+            old.sa_handler == SIG_DFL)
+            sigaction(fatal[i], &fa, NULL);
+    }
     pthread_attr_t at;
     pthread_t t;
     sigset_t all, old;

@@ -38,6 +38,27 @@ n=$(grep -c "backtrace (" "$tmp/err")
 grep -q "no backtrace within" "$tmp/err" && fail "a thread did not answer: $(grep 'no backtrace' "$tmp/err")"
 grep -q "sleepers" "$tmp/err" || fail "no frame of the program in the backtraces"
 LD_PRELOAD=$preload ASAN_OPTIONS=detect_leaks=0 true || fail "a program without MPIX_ACC_HANGDUMP_AFTER failed"
+# a crash: the crashing thread's stack, then the signal's default action
+# (not with a sanitizer's runtime preloaded: it keeps its own SIGSEGV report)
+crash="skipped (sanitizer runtime)"
+if [ -z "$asan" ]; then
+    cat >"$tmp/crasher.c" <<'C'
+#include <signal.h>
+void crash_here(void) { raise(SIGSEGV); }
+int main(void) { crash_here(); return 0; }
+C
+    ${CC:-cc} -rdynamic -o "$tmp/crasher" "$tmp/crasher.c" || fail "cannot build the crash program"
+    # (the subshell reports the signal, to /dev/null, and writes the status)
+    (
+        LD_PRELOAD=$preload MPIX_ACC_HANGDUMP_AFTER=30 "$tmp/crasher" 2>"$tmp/crash"
+        echo $? >"$tmp/rc"
+    ) 2>/dev/null
+    rc=$(cat "$tmp/rc")
+    [ $rc = 139 ] || fail "crash: exit $rc, expected 139 (SIGSEGV); stderr: $(tail -3 "$tmp/crash")"
+    grep -q "fatal signal 11" "$tmp/crash" || fail "crash: no announcement: $(head -3 "$tmp/crash")"
+    grep -q "crash_here" "$tmp/crash" || fail "crash: the crashing frame is not in the stack: $(cat "$tmp/crash")"
+    crash="a crash prints its stack (exit 139)"
+fi
 # the variable is a registry row: listed by mpixacc_info -c, no unknown-setting warning
 info=$builddir/tools/mpixacc_info
 if [ -x "$info" ]; then
@@ -45,4 +66,4 @@ if [ -x "$info" ]; then
     grep -q "^MPIX_ACC_HANGDUMP_AFTER=7 " "$tmp/info" || fail "mpixacc_info -c does not list MPIX_ACC_HANGDUMP_AFTER"
     grep -q "unknown setting" "$tmp/info.err" && fail "unknown-setting warning: $(cat "$tmp/info.err")"
 fi
-echo "[hangdump] PASS: 4 thread backtraces after 1 s, exit 124; inactive without the setting; a registry row"
+echo "[hangdump] PASS: 4 thread backtraces after 1 s, exit 124; inactive without the setting; $crash; a registry row"
