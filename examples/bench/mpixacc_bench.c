@@ -1378,7 +1378,9 @@ int main(int argc, char **argv)
 #endif
             } else {
                 for (int t = T_LAT; t <= T_BW; t++) {
-                    if (!o.tests[t])
+                    /* latency-only variants (acc-graph, nccl-graph) have no
+                     * bandwidth function: that column stays empty */
+                    if (!o.tests[t] || !(t == T_LAT ? v->lat : v->bw))
                         continue;
                     int count = t == T_LAT ? li : bk;
                     for (int r = -o.warmup; r < o.repeats; r++) { /* r < 0: warm-up */
@@ -1397,7 +1399,8 @@ int main(int argc, char **argv)
             }
             /* a kernel floor has no bandwidth (CSV: bw_windows 0) and, when it
              * failed, no latency either (lat_iters 0: plots leave it out) */
-            int has_lat = o.tests[T_LAT] && !failed, has_bw = o.tests[T_BW] && kmode < 0;
+            int has_lat = o.tests[T_LAT] && !failed,
+                has_bw = o.tests[T_BW] && kmode < 0 && (vi == FLOOR_INDEX || v->bw);
             if (has_lat) {
                 L = stats_of(tl, o.repeats);
                 C = stats_of(cl, o.repeats);
