@@ -197,11 +197,11 @@ int mxi_coll_ll_allreduce(mxi_comm_t *c, MPI_Comm comm, mxa_stream_t *s, const v
     if (s->kind != MXA_KIND_CUDA || p < 2 || bytes == 0 || bytes > mxu_config.coll_ll_bytes ||
         bytes > MXA_LLRED_MAX_BYTES || !mxa_device_active())
         return 0;
-    mxu_status_t cst = mxa_stream_refuse_capture(s, "a stream-ordered Allreduce");
-    if (cst != MXU_OK) { /* before the set-up: nothing collective happened */
-        *rc = mxi_raise_code(comm, mxi_status_to_mpi(cst));
-        return 1;
-    }
+    /* a capture records the round-based path (graph.c): every member that
+     * captures the call captures it, and graph launches match among
+     * themselves only (their own tag) */
+    if (mxi_graph_capturing(s))
+        return 0;
     if (!c->coll_ll)
         ll_setup(c, comm, s);
     struct mxi_coll_ll *ll = c->coll_ll;

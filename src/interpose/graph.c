@@ -38,7 +38,9 @@
  * the progress thread published -- and the progress thread's poller
  * (mxi_graph_poll) makes the operations and releases the waits. A CUDA
  * capture's state is found by the capture's id and freed with its graph (a
- * CUDA user object). Collectives are captured on host streams only.
+ * CUDA user object). A CUDA capture's collectives: their messages as
+ * templates like a host stream's, their copies and reductions the copy and
+ * kernel nodes their enqueues become.
  */
 #include "interpose/interpose.h"
 
@@ -232,6 +234,8 @@ static void mxi_capture_break(mxa_stream_t *s, const char *why)
     else
         (void)mxa_stream_refuse_capture(s, why);
 }
+
+void mxi_graph_break(mxa_stream_t *s, const char *why) { mxi_capture_break(s, why); }
 
 static void mxi_tmpl_release(mxi_tmpl_t *t)
 {
@@ -670,9 +674,21 @@ static mxi_graph_state_t *mxi_capture_or_break(mxa_stream_t *s, const char *what
     if (!gs) {
         char why[200];
         snprintf(why, sizeof(why), "%s: the stream's capture is unknown", what);
-        mxa_host_capture_break(s, why);
+        mxi_capture_break(s, why);
     }
     return gs;
+}
+
+/* A CUDA capture's template of `bytes` at buf: its memory type told now
+ * and device memory registered with the transport, so that a launch's
+ * operation needs no driver call (design.md 6d). */
+static mxu_status_t mxi_tmpl_prepare(const mxi_graph_state_t *gs, mxi_tmpl_t *t)
+{
+    if (!gs->cuda || t->peer == MXE_PROC_NULL || t->bytes == 0)
+        return MXU_OK;
+    t->memtype = (int)mxa_memtype(t->buf, t->bytes);
+    return t->memtype == MXA_MEM_HOST ? MXU_OK
+                                      : mxe_mem_register(t->buf, t->bytes, t->memtype, &t->reg);
 }
 
 mxu_status_t mxi_graph_keep(mxa_stream_t *s, void *p)
@@ -713,14 +729,20 @@ mxu_status_t mxi_graph_coll_post(mxa_stream_t *s, int is_send, void *buf, size_t
      * operations */
     mxi_tmpl_t *t = mxi_tmpl_new(gs, is_send, buf, bytes, ec, peer, tag, 0, eager_limit, 1);
     if (!t) {
-        mxa_host_capture_break(s, "out of memory recording a collective");
+        mxi_capture_break(s, "out of memory recording a collective");
         return MXU_ERR_NO_MEMORY;
     }
     t->waited = 1;
-    mxu_status_t st = mxi_rec_fire(s, gs, t);
+    mxu_status_t st = mxi_tmpl_prepare(gs, t);
     if (st != MXU_OK) {
         mxi_tmpl_release(t);
-        mxa_host_capture_break(s, "out of memory recording a collective");
+        mxi_capture_break(s, "a collective's buffer could not be registered (see above)");
+        return st;
+    }
+    st = mxi_rec_fire(s, gs, t);
+    if (st != MXU_OK) {
+        mxi_tmpl_release(t);
+        mxi_capture_break(s, "out of memory recording a collective");
         return st;
     }
     mxi_tmpl_link(gs, t); /* freed with the state from here on */
@@ -741,7 +763,7 @@ mxu_status_t mxi_graph_coll_wait(mxa_stream_t *s, mxi_tmpl_t *const *t, int n)
         st = mxi_gwait_record(s, gs, w);
     }
     if (st != MXU_OK)
-        mxa_host_capture_break(s, "out of memory recording a collective");
+        mxi_capture_break(s, "out of memory recording a collective");
     return st;
 }
 
@@ -771,20 +793,15 @@ int mxi_graph_p2p(mxa_stream_t *s, mxi_origin_t origin, int is_send, void *buf, 
     if (!t)
         return mxi_raise(comm, MXI_E_NO_MEM, "captured %s", what);
     atomic_init(&t->req_live, 1);
-    if (gs->cuda && t->peer != MXE_PROC_NULL && bytes > 0) {
-        /* told now, so that a launch's operation needs no driver call */
-        t->memtype = (int)mxa_memtype(buf, bytes);
-        mxu_status_t rs =
-            t->memtype == MXA_MEM_HOST ? MXU_OK : mxe_mem_register(buf, bytes, t->memtype, &t->reg);
-        if (rs != MXU_OK) {
-            atomic_store(&t->refs, 1);
-            mxi_tmpl_release(t);
-            mxi_capture_break(s, "a captured buffer could not be registered (see above)");
-            return mxi_raise(comm, MXI_E_INTERN,
-                             "captured %s: registration of its %zu-byte buffer failed (%s); the "
-                             "capture is broken",
-                             what, bytes, mxu_status_string(rs));
-        }
+    mxu_status_t rs = mxi_tmpl_prepare(gs, t);
+    if (rs != MXU_OK) {
+        atomic_store(&t->refs, 1);
+        mxi_tmpl_release(t);
+        mxi_capture_break(s, "a captured buffer could not be registered (see above)");
+        return mxi_raise(comm, MXI_E_INTERN,
+                         "captured %s: registration of its %zu-byte buffer failed (%s); the "
+                         "capture is broken",
+                         what, bytes, mxu_status_string(rs));
     }
 
     /* the request: a placeholder op, complete with an error for any wait but

@@ -302,6 +302,9 @@ void mxi_proc_null_status(MPI_Status *st);
 /* Is s a host or CUDA stream being captured (a driver query on CUDA
  * streams)? */
 int mxi_graph_capturing(const mxa_stream_t *s);
+/* The capture s is in cannot be completed correctly: a host stream's is
+ * broken (its end fails saying why), a CUDA stream's invalidated. */
+void mxi_graph_break(mxa_stream_t *s, const char *why);
 /* The counter protocol's poller (the engine's; before its thread starts) */
 void mxi_graph_init(void);
 /* MPI_Finalize after its drain: every graph's waits released */
@@ -326,7 +329,9 @@ int mxi_graph_wait(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *s
  * and tag engine forms) whose operations the round's wait entry takes
  * (mxi_graph_coll_wait); its copies and reductions are steps fn(arg) run
  * at every launch, arg (malloc'ed) the graph's (mxi_graph_step); memory
- * they use is the graph's (mxi_graph_keep). Every one frees what it was
+ * they use is the graph's (mxi_graph_keep). On a CUDA stream the copies
+ * and reductions are enqueued as usual and become the graph's nodes (steps
+ * and kept memory are host streams' only). Every one frees what it was
  * given when it fails (and the capture is then broken). */
 typedef struct mxi_tmpl mxi_tmpl_t;
 mxu_status_t mxi_graph_coll_post(mxa_stream_t *s, int is_send, void *buf, size_t bytes,

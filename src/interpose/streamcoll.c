@@ -166,14 +166,11 @@ static void sc_begin(sc_t *x, mxa_stream_t *s, MPI_Comm comm, const mxi_comm_t *
     x->comm = comm;
     x->ec = &c->coll_ec;
     x->eager_limit = c->eager_limit;
-    /* a capturing host stream records the collective (a host graph); a
-     * capturing CUDA stream cannot take it */
-    /* (host graphs: a CUDA stream's capture records point-to-point only) */
-    x->capture = s->kind == MXA_KIND_HOST && mxi_graph_capturing(s);
-    mxu_status_t st =
-        x->capture ? MXU_OK : mxa_stream_refuse_capture(s, "a stream-ordered collective");
-    if (st != MXU_OK) /* nothing of the call is enqueued */
-        x->rc = mxi_raise_code(comm, mxi_status_to_mpi(st));
+    /* a capturing stream records the collective (graph.c): its messages
+     * as templates, fired and waited for at every launch; a host stream's
+     * copies and reductions as steps, a CUDA stream's as the copy and
+     * kernel nodes their enqueues become */
+    x->capture = mxi_graph_capturing(s);
 }
 
 /* an error while capturing: the capture is broken (graph.c has said why
@@ -203,7 +200,7 @@ static void sc_post(sc_t *x, int is_send, void *buf, size_t bytes, int peer)
         if (!p) {
             x->rc = mxi_raise(x->comm, MXI_E_NO_MEM, "collective of %d ranks", x->ec->size);
             if (x->capture)
-                mxa_host_capture_break(x->s, "out of memory recording a collective");
+                mxi_graph_break(x->s, "out of memory recording a collective");
             return;
         }
         if (x->capture)
@@ -269,10 +266,13 @@ static void sc_wait(sc_t *x)
  * enqueued after it), or the call has something on the stream. */
 static void sc_enqueued(sc_t *x, mxu_status_t st)
 {
-    if (st != MXU_OK)
+    if (st != MXU_OK) {
+        if (x->capture) /* what is recorded would replay without it */
+            mxi_graph_break(x->s, "a collective's copy or reduction could not be enqueued");
         x->rc = mxi_raise_code(x->comm, mxi_status_to_mpi(st));
-    else
+    } else {
         x->enqueued = 1;
+    }
 }
 
 /* A copy or reduction recorded into a host graph: run at every launch,
@@ -302,7 +302,7 @@ static void sc_capture_step(sc_t *x, const sc_step_t *v)
         *t = *v;
         st = mxi_graph_step(x->s, sc_step_run, t);
     } else {
-        mxa_host_capture_break(x->s, "out of memory recording a collective");
+        mxi_graph_break(x->s, "out of memory recording a collective");
     }
     if (st != MXU_OK)
         sc_capture_failed(x, st);
@@ -314,7 +314,7 @@ static void sc_copy(sc_t *x, void *dst, const void *src, size_t bytes)
 {
     if (dst == src || bytes == 0 || x->rc != MPI_SUCCESS)
         return;
-    if (x->capture)
+    if (x->capture && x->s->kind == MXA_KIND_HOST)
         sc_capture_step(x, &(sc_step_t){.out = dst, .a = src, .bytes = bytes});
     else
         sc_enqueued(x, mxa_stream_copy(x->s, dst, src, bytes));
@@ -325,7 +325,7 @@ static void sc_reduce(sc_t *x, void *out, const void *a, const void *b, size_t n
 {
     if (n == 0 || x->rc != MPI_SUCCESS)
         return;
-    if (x->capture)
+    if (x->capture && x->s->kind == MXA_KIND_HOST)
         sc_capture_step(
             x, &(sc_step_t){.out = out, .a = a, .b = b, .n = n, .kind = x->kind, .op = x->op});
     else
@@ -337,15 +337,27 @@ static void sc_reduce(sc_t *x, void *out, const void *a, const void *b, size_t n
  * on the stream (sc_end); on a CUDA stream the stream's own scratch
  * (mxa_stream_scratch: device memory when the call's working buffers are
  * device or managed memory, pinned host memory otherwise), kept for the
- * stream's later calls -- every use of it is ordered by the stream.
+ * stream's later calls -- every use of it is ordered by the stream. A
+ * capture uses the capture stream's scratch too, which must exist before
+ * the capture (allocating inside it is refused): a graph with collectives
+ * runs ordered with the stream's collectives (launched on that stream).
  */
 static void *sc_scratch(sc_t *x, size_t bytes)
 {
     if (x->s->kind == MXA_KIND_CUDA) {
         void *p = mxa_stream_scratch(x->s, x->dev ? MXA_MEM_DEVICE : MXA_MEM_HOST, bytes);
-        if (!p)
+        if (!p && x->capture) {
+            mxi_graph_break(x->s, "a collective's scratch does not exist before the capture");
+            x->rc = mxi_raise(x->comm, MXI_E_UNSUPPORTED,
+                              "a stream-ordered collective on a stream being captured needs %zu "
+                              "bytes of the stream's scratch, which must exist before the capture "
+                              "(make the same call on the stream once before capturing); the "
+                              "capture is broken",
+                              bytes);
+        } else if (!p) {
             x->rc = mxi_raise(x->comm, MXI_E_NO_MEM,
                               "%zu bytes of stream scratch for a stream-ordered collective", bytes);
+        }
         return p;
     }
     x->heap = malloc(bytes ? bytes : 1);
@@ -644,8 +656,14 @@ static int sc_allreduce_call(const char *call, MPIX_Acc_stream stream, const voi
     /* small messages between the GPUs of a node: one kernel (coll_ll.c) */
     int llrc;
     if (mxi_coll_ll_allreduce(c, comm, s, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf,
-                              keeps ? recvbuf : NULL, (size_t)count, esize, k, o, &llrc))
+                              keeps ? recvbuf : NULL, (size_t)count, esize, k, o, &llrc)) {
+        /* the round-based path's scratch too (device memory: the one-kernel
+         * path's buffers are), so that this call made once before a capture
+         * sets up what its captured form (the rounds) needs */
+        if (llrc == MPI_SUCCESS)
+            (void)mxa_stream_scratch(s, MXA_MEM_DEVICE, keeps ? bytes : 2 * bytes);
         return llrc;
+    }
     sc_t x;
     sc_begin(&x, s, comm, c);
     x.kind = k;

@@ -3,16 +3,19 @@
  * graph refuse the capture (mpix_acc(3), CUDA graphs; issue 21).
  *
  * Sends and receives of contiguous data and stream waits on their requests
- * replay (test/gpu/graph_p2p), as do partitioned requests on the direct
+ * replay (test/gpu/graph_p2p), as do the stream-ordered collectives whose
+ * set-up exists (graph_p2p phase K) and partitioned requests on the direct
  * protocol (test/gpu/partitioned phase H). Every other stream-ordered call
  * on a stream that is being captured returns an error and invalidates the
  * capture, so the application's cudaStreamEndCapture fails and no graph
  * exists -- never a graph that would replay wrongly.
  *
  * For each capture mode (global, thread-local, relaxed) and each kind of
- * call (MPIX_Acc_Isend of a vector datatype, MPIX_Acc_Allreduce,
- * MPIX_Acc_Wait on a request made before the capture, MPI_Allreduce and an
- * MPI_Send of a vector datatype on a stream communicator, and an
+ * call (MPIX_Acc_Isend of a vector datatype, MPIX_Acc_Allreduce on a stream
+ * without the scratch it needs -- set-up inside a capture is refused --,
+ * MPIX_Acc_Wait on a request made before the capture, MPI_Allreduce (no
+ * scratch either) and an MPI_Send of a vector datatype on a stream
+ * communicator, and an
  * MPI_Allreduce the stream-ordered code does not take -- MPI_BAND, which
  * would run as the MPI library's call: it must not run now):
  *   - the call returns an error of class MPI_ERR_UNSUPPORTED_OPERATION
@@ -51,9 +54,9 @@ int main(int argc, char **argv)
                                             cudaStreamCaptureModeRelaxed};
     const char *mname[3] = {"global", "thread-local", "relaxed"};
     const char *cname[6] = {"MPIX_Acc_Isend of a vector datatype",
-                            "MPIX_Acc_Allreduce",
+                            "MPIX_Acc_Allreduce without its scratch",
                             "MPIX_Acc_Wait on a request made before",
-                            "MPI_Allreduce on a stream communicator",
+                            "MPI_Allreduce on a stream communicator without its scratch",
                             "MPI_Send of a vector datatype on a stream communicator",
                             "an MPI_BAND Allreduce on a stream communicator"};
     const int cclass[6] = {MPI_ERR_UNSUPPORTED_OPERATION,

@@ -31,6 +31,10 @@
  *      the new buffers checked, the old ones untouched.
  *   S: a stream communicator's MPI_Irecv/MPI_Isend/MPI_Waitall and
  *      MPI_Sendrecv captured (global mode); 100 launches, data checked.
+ *   K: MPIX_Acc_Allreduce (MPI_INT sum, 1000 elements), MPIX_Acc_Bcast and
+ *      MPIX_Acc_Barrier captured (global mode; one plain call of each
+ *      first: the stream's scratch exists before the capture); 200
+ *      launches, every launch's results checked on the device.
  *   E: errors: a host MPI_Wait on a captured request returns
  *      MPI_ERR_REQUEST at once; an MPIX_Acc_Isend of a vector datatype in a
  *      capture returns MPI_ERR_UNSUPPORTED_OPERATION and invalidates it
@@ -72,6 +76,43 @@ __global__ void kcheck_kernel(const uint8_t *buf, size_t n, int src, int tag,
                 err->got = g;
             }
         }
+    }
+}
+
+/* K: this rank's contribution to launch *k's Allreduce, and the root's
+ * Bcast data */
+__global__ void cfill_kernel(int *a, int *b, int n, int rank, int root, const unsigned long long *k)
+{
+    int kk = (int)*k;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        a[i] = rank * 1000 + i + kk;
+        if (rank == root)
+            b[i] = 7 * kk + i;
+    }
+}
+
+__device__ static void cbad(gt_err_t *err, unsigned long long i, long long it, int want, int got)
+{
+    atomicAdd(&err->count, 1ull);
+    if (atomicCAS(&err->recorded, 0u, 1u) == 0u) {
+        err->first_idx = i;
+        err->first_iter = it;
+        err->expected = (unsigned)want;
+        err->got = (unsigned)got;
+    }
+}
+
+/* K: launch *k's Allreduce sum over p ranks and Bcast */
+__global__ void ccheck_kernel(const int *r, const int *b, int n, int p, const unsigned long long *k,
+                              gt_err_t *err)
+{
+    int kk = (int)*k;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        int want = 1000 * p * (p - 1) / 2 + p * (i + kk);
+        if (r[i] != want)
+            cbad(err, (unsigned long long)i, kk, want, r[i]);
+        if (b[i] != 7 * kk + i)
+            cbad(err, (unsigned long long)(n + i), kk, 7 * kk + i, b[i]);
     }
 }
 
@@ -356,6 +397,54 @@ int main(int argc, char **argv)
             printf("[graph_p2p] ok S: %d launches of a stream communicator's Irecv/Isend/Waitall "
                    "and Sendrecv\n",
                    nl);
+    }
+
+    /* ---- K ---- */
+    t_phase("K: stream-ordered collectives captured");
+    {
+        const int nk = 200, cnt = 1000, root = 1 % t_size;
+        int *ka = (int *)gt_alloc(GT_DEVICE, cnt * sizeof(int));
+        int *kr = (int *)gt_alloc(GT_DEVICE, cnt * sizeof(int));
+        int *kb = (int *)gt_alloc(GT_DEVICE, cnt * sizeof(int));
+        /* the stream's scratch and the set-up exist before the capture: one
+         * plain call of each */
+        T_MPI(MPIX_Acc_Allreduce(s, ka, kr, cnt, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+        T_MPI(MPIX_Acc_Bcast(s, kb, cnt, MPI_INT, root, MPI_COMM_WORLD));
+        GT_CUDA(cudaStreamSynchronize(s));
+        GT_CUDA(cudaMemset(k, 0, sizeof(*k)));
+        GT_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+        bump_kernel<<<1, 1, 0, s>>>(k);
+        cfill_kernel<<<4, 256, 0, s>>>(ka, kb, cnt, t_rank, root, k);
+        T_MPI(MPIX_Acc_Allreduce(s, ka, kr, cnt, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+        T_MPI(MPIX_Acc_Bcast(s, kb, cnt, MPI_INT, root, MPI_COMM_WORLD));
+        T_MPI(MPIX_Acc_Barrier(s, MPI_COMM_WORLD));
+        ccheck_kernel<<<4, 256, 0, s>>>(kr, kb, cnt, t_size, k, chk.dev);
+        cudaGraph_t g;
+        cudaGraphExec_t ge = end_capture(s, &g, "K");
+        for (int i = 0; i < nk; i++) {
+            GT_CUDA(cudaGraphLaunch(ge, s));
+            if (i % 50 == 49)
+                GT_CUDA(cudaStreamSynchronize(s));
+        }
+        GT_CUDA(cudaStreamSynchronize(s));
+        gt_checker_verify(&chk, "K");
+        T_CHECK(read_counter(k) == (unsigned long long)nk, "K: %llu launches ran", read_counter(k));
+        /* a plain Allreduce after the launches: the plain and the captured
+         * collectives keep apart */
+        T_MPI(MPIX_Acc_Allreduce(s, ka, kr, cnt, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+        ccheck_kernel<<<4, 256, 0, s>>>(kr, kb, cnt, t_size, k, chk.dev);
+        GT_CUDA(cudaStreamSynchronize(s));
+        gt_checker_verify(&chk, "K, the plain Allreduce after");
+        GT_CUDA(cudaGraphExecDestroy(ge));
+        GT_CUDA(cudaGraphDestroy(g));
+        gt_free(GT_DEVICE, ka);
+        gt_free(GT_DEVICE, kr);
+        gt_free(GT_DEVICE, kb);
+        T_MPI(MPI_Barrier(MPI_COMM_WORLD));
+        if (t_rank == 0)
+            printf("[graph_p2p] ok K: %d launches of a captured Allreduce (sum), Bcast and "
+                   "Barrier, every launch checked\n",
+                   nk);
     }
 
     /* ---- E ---- */
