@@ -227,15 +227,13 @@ int mxi_graph_capturing(const mxa_stream_t *s)
 /* The capture of s cannot be completed correctly: a host stream's capture
  * is broken (its end fails saying why), a CUDA stream's invalidated (the
  * application's end of capture fails). */
-static void mxi_capture_break(mxa_stream_t *s, const char *why)
+void mxi_graph_break(mxa_stream_t *s, const char *why)
 {
     if (s->kind == MXA_KIND_HOST)
         mxa_host_capture_break(s, why);
     else
         (void)mxa_stream_refuse_capture(s, why);
 }
-
-void mxi_graph_break(mxa_stream_t *s, const char *why) { mxi_capture_break(s, why); }
 
 static void mxi_tmpl_release(mxi_tmpl_t *t)
 {
@@ -469,6 +467,13 @@ static int mxi_gwait_advance(mxi_gwait_t *w)
     return 1;
 }
 
+/* Has t's fire node run more often than the poller made operations? */
+static int mxi_tmpl_fired(const mxi_tmpl_t *t)
+{
+    return t->words &&
+           t->made < atomic_load_explicit((_Atomic uint64_t *)t->words, memory_order_acquire);
+}
+
 /* The progress thread's poller: operations for the fire counts, the
  * completed launches of every wait, a report every 10 s for a wait whose
  * launch is still out. */
@@ -487,16 +492,12 @@ static unsigned mxi_graph_poll(void)
         for (;;) {
             uint64_t low = UINT64_MAX;
             for (mxi_tmpl_t *t = gs->tmpls; t; t = t->next)
-                if (t->words && t->made < low &&
-                    t->made <
-                        atomic_load_explicit((_Atomic uint64_t *)t->words, memory_order_acquire))
+                if (t->made < low && mxi_tmpl_fired(t))
                     low = t->made;
             if (low == UINT64_MAX)
                 break;
             for (mxi_tmpl_t *t = gs->tmpls; t; t = t->next)
-                if (t->words && t->made == low &&
-                    t->made <
-                        atomic_load_explicit((_Atomic uint64_t *)t->words, memory_order_acquire)) {
+                if (t->made == low && mxi_tmpl_fired(t)) {
                     if (gs->cuda && t->made == 0) /* UCX's CUDA transports need it */
                         mxa_thread_bind_buffer(t->buf);
                     mxi_tmpl_fire(t);
@@ -674,7 +675,7 @@ static mxi_graph_state_t *mxi_capture_or_break(mxa_stream_t *s, const char *what
     if (!gs) {
         char why[200];
         snprintf(why, sizeof(why), "%s: the stream's capture is unknown", what);
-        mxi_capture_break(s, why);
+        mxi_graph_break(s, why);
     }
     return gs;
 }
@@ -729,20 +730,20 @@ mxu_status_t mxi_graph_coll_post(mxa_stream_t *s, int is_send, void *buf, size_t
      * operations */
     mxi_tmpl_t *t = mxi_tmpl_new(gs, is_send, buf, bytes, ec, peer, tag, 0, eager_limit, 1);
     if (!t) {
-        mxi_capture_break(s, "out of memory recording a collective");
+        mxi_graph_break(s, "out of memory recording a collective");
         return MXU_ERR_NO_MEMORY;
     }
     t->waited = 1;
     mxu_status_t st = mxi_tmpl_prepare(gs, t);
     if (st != MXU_OK) {
         mxi_tmpl_release(t);
-        mxi_capture_break(s, "a collective's buffer could not be registered (see above)");
+        mxi_graph_break(s, "a collective's buffer could not be registered (see above)");
         return st;
     }
     st = mxi_rec_fire(s, gs, t);
     if (st != MXU_OK) {
         mxi_tmpl_release(t);
-        mxi_capture_break(s, "out of memory recording a collective");
+        mxi_graph_break(s, "out of memory recording a collective");
         return st;
     }
     mxi_tmpl_link(gs, t); /* freed with the state from here on */
@@ -763,7 +764,7 @@ mxu_status_t mxi_graph_coll_wait(mxa_stream_t *s, mxi_tmpl_t *const *t, int n)
         st = mxi_gwait_record(s, gs, w);
     }
     if (st != MXU_OK)
-        mxi_capture_break(s, "out of memory recording a collective");
+        mxi_graph_break(s, "out of memory recording a collective");
     return st;
 }
 
@@ -774,11 +775,11 @@ int mxi_graph_p2p(mxa_stream_t *s, mxi_origin_t origin, int is_send, void *buf, 
     const char *what = is_send ? "send" : "receive";
     mxi_graph_state_t *gs = mxi_capture_of(s);
     if (!gs) {
-        mxi_capture_break(s, "the stream's capture cannot be told (see above)");
+        mxi_graph_break(s, "the stream's capture cannot be told (see above)");
         return mxi_raise(comm, MXI_E_INTERN, "captured %s: the stream's capture is unknown", what);
     }
     if (!contiguous) {
-        mxi_capture_break(s, "a non-contiguous datatype cannot be captured into a graph");
+        mxi_graph_break(s, "a non-contiguous datatype cannot be captured into a graph");
         return mxi_raise(comm, MXI_E_UNSUPPORTED,
                          "a %s of a non-contiguous datatype on a stream being captured: only "
                          "contiguous data can be captured; the capture is broken",
@@ -797,7 +798,7 @@ int mxi_graph_p2p(mxa_stream_t *s, mxi_origin_t origin, int is_send, void *buf, 
     if (rs != MXU_OK) {
         atomic_store(&t->refs, 1);
         mxi_tmpl_release(t);
-        mxi_capture_break(s, "a captured buffer could not be registered (see above)");
+        mxi_graph_break(s, "a captured buffer could not be registered (see above)");
         return mxi_raise(comm, MXI_E_INTERN,
                          "captured %s: registration of its %zu-byte buffer failed (%s); the "
                          "capture is broken",
@@ -862,7 +863,7 @@ int mxi_graph_wait(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *s
 {
     mxi_graph_state_t *gs = mxi_capture_of(s);
     if (!gs) {
-        mxi_capture_break(s, "the stream's capture cannot be told (see above)");
+        mxi_graph_break(s, "the stream's capture cannot be told (see above)");
         return mxi_raise(err_comm, MXI_E_INTERN, "captured stream wait: the capture is unknown");
     }
     mxi_gwait_t *w = mxi_gwait_new(count, 1);
@@ -893,7 +894,7 @@ int mxi_graph_wait(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *s
     else if (mxi_gwait_record(s, gs, w) != MXU_OK)
         bad = "a stream wait could not be recorded (see above)";
     if (bad) {
-        mxi_capture_break(s, bad);
+        mxi_graph_break(s, bad);
         return mxi_raise(err_comm, MXI_E_REQUEST, "%s: the capture is broken", bad);
     }
     /* the requests are the wait's now: retired (the templates stay) */
