@@ -33,7 +33,8 @@ const char *mxa_cuda_current_pci_busid(void);
  * one - also for a host buffer whose peer sends from or receives into GPU
  * memory. The progress thread gets a context from the first CUDA stream it
  * polls (cuda_stream.c, progress_thread_context), and from this for the
- * operations it makes for CUDA graphs (accel's mxa_thread_bind_buffer). */
+ * operations it makes for CUDA graphs (accel's mxa_thread_bind_buffer, at
+ * each captured template's registration: engine's mxe_mem_register). */
 mxu_status_t mxa_cuda_bind_buffer(const void *buf);
 int mxa_cuda_ctx_push(void *ctx);
 void mxa_cuda_ctx_pop(void);

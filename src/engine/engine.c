@@ -214,7 +214,13 @@ typedef struct {
 void mxe_handle_mem_reg(void *target)
 {
     mxe_mem_reg_req_t *rq = target;
-    rq->status = mxt_mem_register(rq->buf, rq->bytes, rq->memtype, &rq->reg);
+    /* UCX's CUDA transports want a context current on the thread that sends
+     * or receives the buffer (this one; accel/cuda.h says when, host buffers
+     * included): bound here, before any graph launch may hold the driver */
+    mxa_thread_bind_buffer(rq->buf);
+    rq->status = rq->memtype == MXA_MEM_HOST
+                     ? MXU_OK
+                     : mxt_mem_register(rq->buf, rq->bytes, rq->memtype, &rq->reg);
 }
 
 mxu_status_t mxe_mem_register(void *buf, size_t bytes, int memtype, void **reg)

@@ -335,6 +335,8 @@ mxu_status_t mxe_op_submit(mxe_op_t *op);
 /* A registration of [buf, buf + bytes) with the transport, made by the
  * progress thread while this thread waits; set as an op's `reg` it spares
  * each message's memory type detection (transport.h, mxt_mem_register).
+ * The progress thread also binds the buffer's accelerator context
+ * (mxa_thread_bind_buffer); host memory is only bound (*reg = NULL).
  * mxe_mem_deregister: any thread (a driver's callback thread too), done
  * later by the progress thread; dropped once the engine has stopped. */
 mxu_status_t mxe_mem_register(void *buf, size_t bytes, int memtype, void **reg);

@@ -226,13 +226,14 @@ int mxi_coll_ll_allreduce(mxi_comm_t *c, MPI_Comm comm, mxa_stream_t *s, const v
      * else the stream's device scratch */
     int src_dev = mxa_memtype(src, bytes) != MXA_MEM_HOST;
     int dst_dev = dst && mxa_memtype(dst, bytes) != MXA_MEM_HOST;
-    unsigned char *scr = NULL;
-    if (!src_dev || !dst_dev) {
-        scr = mxa_stream_scratch(s, MXA_MEM_DEVICE, 2 * bytes);
-        if (!scr) {
-            *rc = mxi_raise(comm, MXI_E_NO_MEM, "%zu bytes of stream scratch", 2 * bytes);
-            return 1;
-        }
+    /* the stream's device scratch, fetched on every call: also what the
+     * round-based path needs (at most 2 x bytes), so that this call made
+     * once before a capture sets up what its captured form (the rounds,
+     * streamcoll.c) uses */
+    unsigned char *scr = mxa_stream_scratch(s, MXA_MEM_DEVICE, 2 * bytes);
+    if (!scr) {
+        *rc = mxi_raise(comm, MXI_E_NO_MEM, "%zu bytes of stream scratch", 2 * bytes);
+        return 1;
     }
     const void *ksrc = src_dev ? src : scr;
     void *kdst = dst_dev ? dst : scr + bytes;

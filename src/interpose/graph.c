@@ -498,9 +498,7 @@ static unsigned mxi_graph_poll(void)
                 break;
             for (mxi_tmpl_t *t = gs->tmpls; t; t = t->next)
                 if (t->made == low && mxi_tmpl_fired(t)) {
-                    if (gs->cuda && t->made == 0) /* UCX's CUDA transports need it */
-                        mxa_thread_bind_buffer(t->buf);
-                    mxi_tmpl_fire(t);
+                    mxi_tmpl_fire(t); /* (the buffer's context bound at its registration) */
                     t->made++;
                     work++;
                     atomic_fetch_add_explicit(&mxi_nmade, 1, memory_order_relaxed);
@@ -680,16 +678,16 @@ static mxi_graph_state_t *mxi_capture_or_break(mxa_stream_t *s, const char *what
     return gs;
 }
 
-/* A CUDA capture's template of `bytes` at buf: its memory type told now
- * and device memory registered with the transport, so that a launch's
- * operation needs no driver call (design.md 6d). */
+/* A CUDA capture's template of `bytes` at buf: its memory type told now,
+ * device memory registered with the transport and the buffer's context
+ * bound on the progress thread, so that a launch's operation needs no
+ * driver call (design.md 6d). */
 static mxu_status_t mxi_tmpl_prepare(const mxi_graph_state_t *gs, mxi_tmpl_t *t)
 {
     if (!gs->cuda || t->peer == MXE_PROC_NULL || t->bytes == 0)
         return MXU_OK;
     t->memtype = (int)mxa_memtype(t->buf, t->bytes);
-    return t->memtype == MXA_MEM_HOST ? MXU_OK
-                                      : mxe_mem_register(t->buf, t->bytes, t->memtype, &t->reg);
+    return mxe_mem_register(t->buf, t->bytes, t->memtype, &t->reg);
 }
 
 mxu_status_t mxi_graph_keep(mxa_stream_t *s, void *p)

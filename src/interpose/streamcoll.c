@@ -656,14 +656,8 @@ static int sc_allreduce_call(const char *call, MPIX_Acc_stream stream, const voi
     /* small messages between the GPUs of a node: one kernel (coll_ll.c) */
     int llrc;
     if (mxi_coll_ll_allreduce(c, comm, s, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf,
-                              keeps ? recvbuf : NULL, (size_t)count, esize, k, o, &llrc)) {
-        /* the round-based path's scratch too (device memory: the one-kernel
-         * path's buffers are), so that this call made once before a capture
-         * sets up what its captured form (the rounds) needs */
-        if (llrc == MPI_SUCCESS)
-            (void)mxa_stream_scratch(s, MXA_MEM_DEVICE, keeps ? bytes : 2 * bytes);
-        return llrc;
-    }
+                              keeps ? recvbuf : NULL, (size_t)count, esize, k, o, &llrc))
+        return llrc; /* (it also set up the rounds' scratch, for a later capture) */
     sc_t x;
     sc_begin(&x, s, comm, c);
     x.kind = k;
