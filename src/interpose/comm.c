@@ -194,7 +194,7 @@ static int mxi_parse_stream_value(const char *v, void **handle, int *none)
     return 1;
 }
 
-static void mxi_hint_record(mxi_comm_t *c, const char *key, const char *value)
+void mxi_hint_record(mxi_comm_t *c, const char *key, const char *value)
 {
     for (int i = 0; i < c->nhints; i++) {
         if (strcmp(c->hints[i].key, key) == 0) {

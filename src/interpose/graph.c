@@ -767,8 +767,8 @@ mxu_status_t mxi_graph_coll_wait(mxa_stream_t *s, mxi_tmpl_t *const *t, int n)
 }
 
 int mxi_graph_p2p(mxa_stream_t *s, mxi_origin_t origin, int is_send, void *buf, size_t bytes,
-                  int contiguous, int peer, int tag, MPI_Comm comm, const mxi_comm_t *c,
-                  int synchronous, MPI_Request *req)
+                  int contiguous, int peer, int tag, MPI_Comm comm, mxi_comm_t *c, int synchronous,
+                  MPI_Request *req)
 {
     const char *what = is_send ? "send" : "receive";
     mxi_graph_state_t *gs = mxi_capture_of(s);
@@ -832,6 +832,20 @@ int mxi_graph_p2p(mxa_stream_t *s, mxi_origin_t origin, int is_send, void *buf, 
     memcpy(&op->user_aux, &comm,
            sizeof(comm) < sizeof(op->user_aux) ? sizeof(comm) : sizeof(op->user_aux));
     mxi_tmpl_link(gs, t);
+    /* Captured and plain operations on one (communicator, peer, tag) are
+     * defined on one stream (api.md 3): a launch's operations match in the
+     * order they start, so from the first capture on the communicator's
+     * plain ones do too (as with mpix_acc_match=dynamic) -- in call order
+     * a plain call after a launch would take its place before the launch
+     * ran (design.md 6d) */
+    if (!c->ec.match_dynamic) {
+        c->ec.match_dynamic = 1;
+        mxi_hint_record(c, MPIX_ACC_INFO_MATCH, "dynamic");
+        MXU_LOG(MXU_LOG_INFO,
+                "a point-to-point call on context %u was captured into a graph: the "
+                "communicator matches in start order from now on (mpix_acc_match=dynamic)",
+                (unsigned)c->ec.ctx_id);
+    }
     MPI_Request greq;
     int rc = PMPI_Grequest_start(mxi_greq_query, mxi_greq_free, mxi_greq_cancel, op, &greq);
     if (rc != MPI_SUCCESS) {

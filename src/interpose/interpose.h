@@ -138,6 +138,9 @@ mxi_comm_t *mxi_comm_find(MPI_Comm comm);
 /* Register a communicator after creation (collective over it: agrees on a
  * context id with one allreduce). MPI_COMM_NULL is ignored. */
 int mxi_comm_register(MPI_Comm comm);
+/* Record an info hint the library set or accepted on c (MPI_Comm_get_info
+ * returns it); the caller owns c. */
+void mxi_hint_record(mxi_comm_t *c, const char *key, const char *value);
 /* Complete the non-blocking collective *req (named what, on comm), logging
  * every MPIX_ACC_WAIT_REPORT seconds while a rank has not reached it.
  * give_up_s > 0: return MXI_COLLECTIVE_GAVE_UP after that long (*req is
@@ -316,8 +319,8 @@ int mxi_graph_stats(unsigned long long *states, unsigned long long *made, unsign
 /* A send or receive enqueued on a capturing stream (arguments checked):
  * recorded as a template; *req its placeholder request. */
 int mxi_graph_p2p(mxa_stream_t *s, mxi_origin_t origin, int is_send, void *buf, size_t bytes,
-                  int contiguous, int peer, int tag, MPI_Comm comm, const mxi_comm_t *c,
-                  int synchronous, MPI_Request *req);
+                  int contiguous, int peer, int tag, MPI_Comm comm, mxi_comm_t *c, int synchronous,
+                  MPI_Request *req);
 /* A stream wait on a capturing stream: recorded; the requests are retired.
  * Its count requests are reqs[at[i]] (at NULL: reqs[0..count-1]), their
  * statuses the same elements of statuses (NULL: none wanted). */

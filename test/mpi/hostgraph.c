@@ -404,6 +404,48 @@ int main(int argc, char **argv)
         free(rp);
     }
 
+    /* ---- N: the same on a call-order communicator (the contract, api.md 3:
+     * captured and plain operations on one channel are defined on one
+     * stream); plain exchanges before the capture too. The capture turns the
+     * communicator to start order, which MPI_Comm_get_info then says. ---- */
+    t_phase("N: one channel, captured and plain, call-order communicator");
+    {
+        const int nm = tsan ? 60 : 300;
+        double *sp = calloc(MSG, sizeof(double)), *rp = calloc(MSG, sizeof(double));
+        T_CHECK(sp && rp, "malloc");
+        MPI_Comm CW;
+        T_MPI(MPI_Comm_dup(W, &CW));
+        step_arg_t fg = {.buf = sb, .n = MSG, .rank = t_rank, .tag = 17};
+        step_arg_t cg = {.buf = rb, .n = MSG, .rank = prev, .tag = 17};
+        step_arg_t fp = {.buf = sp, .n = MSG, .rank = t_rank, .tag = 18};
+        step_arg_t cp = {.buf = rp, .n = MSG, .rank = prev, .tag = 18};
+        for (int k = 0; k < 20; k++) /* call order, before any capture */
+            ring_step(s, CW, 17, sp, rp, prev, next, &fp, &cp, NULL);
+        ring_step(s, CW, 17, sb, rb, prev, next, &fg, &cg, &g);
+        MPI_Info got;
+        char val[64] = "";
+        int flag = 0;
+        T_MPI(MPI_Comm_get_info(CW, &got));
+        T_MPI(MPI_Info_get(got, "mpix_acc_match", (int)sizeof(val) - 1, val, &flag));
+        T_MPI(MPI_Info_free(&got));
+        T_CHECK(flag && strcmp(val, "dynamic") == 0,
+                "N: after the capture mpix_acc_match is \"%s\" (flag %d), not dynamic", val, flag);
+        for (int k = 0; k < nm; k++) {
+            T_MPI(MPIX_Acc_Hostgraph_launch(g, s));
+            ring_step(s, CW, 17, sp, rp, prev, next, &fp, &cp, NULL);
+        }
+        T_MPI(MPIX_Acc_Hoststream_synchronize(s));
+        t_check_async();
+        T_CHECK(atomic_load(&cg.launch) == nm && atomic_load(&cp.launch) == nm + 20,
+                "N: checked %ld launches and %ld plain exchanges of %d / %d",
+                atomic_load(&cg.launch), atomic_load(&cp.launch), nm, nm + 20);
+        no_graph_errors(g, "N");
+        T_MPI(MPIX_Acc_Hostgraph_free(&g));
+        T_MPI(MPI_Comm_free(&CW));
+        free(sp);
+        free(rp);
+    }
+
     /* ---- O: two messages of a launch on one channel keep their order ---- */
     t_phase("O: two messages on one (peer, tag) in a launch");
     {
