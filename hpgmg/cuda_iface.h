@@ -25,6 +25,14 @@ void hg_cuda_free(void *p, int mem_kind);
 void hg_cuda_copy(void *dst, const void *src, size_t bytes); /* cudaMemcpy, any direction */
 /* launch the kernels with programmatic dependent launch (default on) */
 void hg_cuda_set_pdl(int on);
+/* CUDA graphs (--graph): capture what this thread enqueues on `stream`
+ * (thread-local mode: the library's threads may call CUDA meanwhile);
+ * end returns the instantiated graph, NULL with a message when the capture
+ * failed (e.g. a call refused it) */
+void hg_cuda_capture_begin(void *stream);
+void *hg_cuda_capture_end(void *stream);
+void hg_cuda_graph_launch(void *exec, void *stream);
+void hg_cuda_graph_destroy(void *exec);
 
 /* ---- the ki backend (cuda_ki.cu; builds with mpix-acc only) ----------
  * A program's messages are partitioned requests (MPIX_Acc_Psend_init /

@@ -245,6 +245,42 @@ extern "C" void hg_cuda_stream_sync(void *stream)
     CK(cudaStreamSynchronize((cudaStream_t)stream));
 }
 
+extern "C" void hg_cuda_capture_begin(void *stream)
+{
+    CK(cudaStreamBeginCapture((cudaStream_t)stream, cudaStreamCaptureModeThreadLocal));
+}
+
+extern "C" void *hg_cuda_capture_end(void *stream)
+{
+    cudaGraph_t g = nullptr;
+    cudaError_t e = cudaStreamEndCapture((cudaStream_t)stream, &g);
+    if (e != cudaSuccess || !g) {
+        fprintf(stderr, "hpgmg-fv: CUDA graph capture failed: %s\n", cudaGetErrorString(e));
+        (void)cudaGetLastError();
+        return nullptr;
+    }
+    cudaGraphExec_t x = nullptr;
+    e = cudaGraphInstantiateWithFlags(&x, g, 0);
+    CK(cudaGraphDestroy(g));
+    if (e != cudaSuccess) {
+        fprintf(stderr, "hpgmg-fv: CUDA graph instantiation failed: %s\n", cudaGetErrorString(e));
+        (void)cudaGetLastError();
+        return nullptr;
+    }
+    return (void *)x;
+}
+
+extern "C" void hg_cuda_graph_launch(void *exec, void *stream)
+{
+    CK(cudaGraphLaunch((cudaGraphExec_t)exec, (cudaStream_t)stream));
+}
+
+extern "C" void hg_cuda_graph_destroy(void *exec)
+{
+    if (exec)
+        CK(cudaGraphExecDestroy((cudaGraphExec_t)exec));
+}
+
 extern "C" void *hg_cuda_alloc(size_t bytes, int mem_kind)
 {
     void *p = nullptr;

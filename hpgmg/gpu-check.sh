@@ -24,6 +24,8 @@
 #   - 2 ranks, GPU levels: ki (the kernels send and receive through
 #     partitioned requests) = mpi, both operators; memcheck and racecheck of
 #     its kernels (2 ranks, every level on the GPUs)
+#   - 2 ranks, GPU levels, --graph (each level's V-cycle legs captured as CUDA
+#     graphs and launched): acc, streamcomm and acc-sx = mpi, both operators
 #   - fv4 64^3 on 2 ranks with acc: HPGMG's published residual, Richardson order
 #   - compute-sanitizer memcheck on a small GPU run
 # Bench: log2 box 4, 5, 6 (--sizes: a subset, e.g. 4,5 -- 16^3 and 32^3 at
@@ -35,7 +37,8 @@
 # HPGMG_BENCH_BACKENDS: the bench's backends (default: mpi acc streamcomm
 # acc-sx streamcomm-sx ki mpi+bound acc-sx+bound; also NAME-nopdl: backend
 # NAME with the GPU kernels launched without programmatic dependent launch;
-# NAME-rN: backend NAME with --ki-runs N; NAME@LABEL: backend NAME of the
+# NAME-rN: backend NAME with --ki-runs N; NAME+bound: with --skip-exchange;
+# NAME+graph: with --graph (combinable); NAME@LABEL: backend NAME of the
 # binary in $HPGMG_BIN_LABEL, an A/B of two builds in one run). Repetitions
 # are interleaved across the backends.
 # Logs go to $OUT (device tool) or ./hpgmg-gpu-logs.
@@ -146,6 +149,15 @@ if [ "$MODE" != bench ]; then
       same "${op}_n2_mpi" "${op}_n2_ki" "$op, $RANKS: ki = mpi"
     else ko "$op, $RANKS: ki: no level ran the ki backend"; fi
     same "${op}_cpu" "${op}_n2_mpi" "$op: 2 ranks on GPUs = 1 rank on the CPU"
+    # --graph: each GPU level's V-cycle legs captured once as CUDA graphs
+    # (their messages captured) and launched from then on
+    for be in acc streamcomm acc-sx; do
+      if run "${op}_n2_${be}_graph" 2 4 4 --operator $op --backend $be --graph $Q; then
+        if grep -qE 'graphs \(--graph\) +[1-9]' "$LOG/${op}_n2_${be}_graph.log"; then
+          same "${op}_n2_mpi" "${op}_n2_${be}_graph" "$op, $RANKS: $be --graph = mpi"
+        else ko "$op, $RANKS: $be --graph launched no graph"; fi
+      fi
+    done
   done
   # 64^3 (8 boxes of 16^3 per rank), stream-ordered on the GPUs: HPGMG's published
   # one-F-cycle residual and the Richardson order (h, 2h, 4h all solved)
@@ -196,12 +208,15 @@ if [ "$MODE" != check ]; then
           [ -x "$bin" ] || { ko "$be: \$$v is not an executable"; continue; }
           ;;
         esac
-        bargs="--backend ${name%+bound}"
-        case "$name" in
-        *+bound) bargs="$bargs --skip-exchange" ;;
-        *-nopdl) bargs="--backend ${name%-nopdl} --no-pdl" ;;
-        *-r[0-9]*) bargs="--backend ${name%-r*} --ki-runs ${name##*-r}" ;;
+        # NAME[-nopdl|-rN][+bound][+graph]
+        base=${name%%+*}
+        case "$base" in
+        *-nopdl) bargs="--backend ${base%-nopdl} --no-pdl" ;;
+        *-r[0-9]*) bargs="--backend ${base%-r*} --ki-runs ${base##*-r}" ;;
+        *) bargs="--backend $base" ;;
         esac
+        case "$name" in *+bound*) bargs="$bargs --skip-exchange" ;; esac
+        case "$name" in *+graph*) bargs="$bargs --graph" ;; esac
         obin=$BIN BIN=$bin
         run "bench_${l}_${be}_$r" 2 $l 8 $bargs --min-solves 10 --min-time 1 --no-richardson
         rc=$? BIN=$obin

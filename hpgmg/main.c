@@ -48,6 +48,9 @@ static void usage(int rank)
         "                              launch (default: with it, sm_90 and newer)\n"
         "  --no-wildcards              MPI-4 assertions mpi_assert_no_any_source/_tag on the\n"
         "                              level communicators (mpix-acc's stream-executed path)\n"
+        "  --graph                     acc/streamcomm: capture each level's V-cycle legs\n"
+        "                              (smooth, residual, restriction / interpolation, smooth)\n"
+        "                              on CUDA and host streams once and launch them as graphs\n"
         "  --skip-exchange             GPU levels skip their messages after set-up: a bound\n"
         "                              without communication (wrong results, unchecked)\n"
         "  --gpu-threshold N           levels with more than N local cells run on the GPU\n"
@@ -123,6 +126,8 @@ static int parse(int argc, char **argv, opts_t *o, hg_mg_t *mg)
             mg->no_wildcards = 1;
         } else if (!strcmp(a, "--no-pdl")) {
             mg->pdl = 0;
+        } else if (!strcmp(a, "--graph")) {
+            mg->graph = 1;
         } else if (!strcmp(a, "--skip-exchange")) {
             mg->skip_exchange = 1;
         } else if (OPT("--gpu-threshold")) {
@@ -157,6 +162,12 @@ static int parse(int argc, char **argv, opts_t *o, hg_mg_t *mg)
     }
     if (pos != 2 || o->min_solves < 1)
         return -1;
+    if (mg->graph && mg->backend != HG_BACKEND_ACC && mg->backend != HG_BACKEND_STREAMCOMM) {
+        if (mg->my_rank == 0)
+            fprintf(stderr, "hpgmg-fv: --graph needs --backend acc|streamcomm|acc-sx|streamcomm-sx "
+                            "(mpi waits on the host; ki counts its runs on the host)\n");
+        return -1;
+    }
 #ifdef HPGMG_NO_MPIX
     if (mg->backend != HG_BACKEND_MPI) {
         if (mg->my_rank == 0)
@@ -369,12 +380,13 @@ int main(int argc, char **argv)
     mg->bottom_min_dim = 1;
     if (mg->my_rank == 0) {
         const char *be[] = HG_BACKEND_NAMES;
-        fprintf(
-            stdout, "\n  operator=%s  smoother=%s  cycle=%s  backend=%s  GPU threshold=%ld cells\n",
-            mg->op == HG_OP_FV4 ? "fv4 (4th order finite volume)"
-                                : "7-point (2nd order, variable coefficient)",
-            mg->smoother == HG_SMOOTH_GSRB ? "GSRB" : "Chebyshev",
-            mg->cycle == HG_CYCLE_F ? "F-cycle" : "V-cycle", be[mg->backend], mg->gpu_threshold);
+        fprintf(stdout,
+                "\n  operator=%s  smoother=%s  cycle=%s  backend=%s%s  GPU threshold=%ld cells\n",
+                mg->op == HG_OP_FV4 ? "fv4 (4th order finite volume)"
+                                    : "7-point (2nd order, variable coefficient)",
+                mg->smoother == HG_SMOOTH_GSRB ? "GSRB" : "Chebyshev",
+                mg->cycle == HG_CYCLE_F ? "F-cycle" : "V-cycle", be[mg->backend],
+                mg->graph ? " (graphs)" : "", mg->gpu_threshold);
         fprintf(stdout, "\n\n===== Benchmark setup "
                         "==========================================================\n");
         fprintf(stdout, "  Creating Poisson (a=0.000000, b=1.000000) test problem\n");

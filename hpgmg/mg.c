@@ -15,6 +15,8 @@
 /* execution of each level as seen over all ranks: 0 cpu, 1 gpu, 2 mixed */
 static int g_gpu_mode[64];
 
+static void graphs_free(hg_mg_t *mg);
+
 void hg_mg_build(hg_mg_t *mg, int boxes_in, int box_dim)
 {
     double t0 = MPI_Wtime();
@@ -182,6 +184,7 @@ void hg_mg_destroy(hg_mg_t *mg)
 {
     hg_comm_ki_finish(mg);
     hg_exec_drain();
+    graphs_free(mg);
     if (mg->my_rank == 0) {
         fprintf(stdout, "attempting to free the restriction and interpolation lists... done\n");
     }
@@ -200,6 +203,123 @@ void hg_mg_destroy(hg_mg_t *mg)
         hg_exec_fini(&mg->cuda);
 }
 
+/* ---- graphs (--graph) --------------------------------------------------
+ * A V-cycle's work on level l between two visits of the coarser levels is
+ * a "leg": down = smooth, residual, restriction to l+1, zero there; up =
+ * interpolation from l+1, smooth. With --graph a leg whose operations all
+ * run on one stream (CUDA or host stream; the restriction/interpolation
+ * only when level l+1 runs there too) is run plainly at its first call
+ * (which sets up whatever it needs: the library's per-peer state, scratch),
+ * captured at its second and launched as one graph from then on. Every
+ * rank decides alike (the level's execution mode and backend are the same
+ * on all ranks of a level that is not mixed), so the messages of the
+ * graphs match among the ranks' launches in the order they run (mpix-acc's
+ * capture of point-to-point calls, api.md 3). The ki backend counts its
+ * runs on the host (comm.c): not captured. */
+enum { HG_LEG_DOWN = 0, HG_LEG_UP = 1 };
+struct hg_gentry {
+    int level, leg, with_coarse, e, R, interp;
+    int seen;
+    hg_graph_t *g;
+    struct hg_gentry *next;
+};
+
+static int graph_level(const hg_mg_t *mg, const hg_level_t *L)
+{
+    return mg->graph && g_gpu_mode[L->id] != 2 && hg_exec_can_capture(L->exec) &&
+           (L->backend == HG_BACKEND_ACC || L->backend == HG_BACKEND_STREAMCOMM);
+}
+
+static void leg_down(hg_mg_t *mg, hg_level_t *L, hg_level_t *C, int e, int R, int with_coarse)
+{
+    hg_smooth(mg, L, e, R);
+    hg_residual(mg, L, HG_VEC_TEMP, e, R);
+    if (with_coarse) {
+        hg_restriction(mg, C, R, L, HG_VEC_TEMP, HG_T_RESTRICT_CELL);
+        hg_zero(mg, C, e);
+    }
+}
+
+static void leg_up(hg_mg_t *mg, hg_level_t *L, hg_level_t *C, int e, int R, int with_coarse)
+{
+    if (with_coarse)
+        hg_interpolation(mg, L, e, 1.0, C, e, hg_interp_vcycle(mg));
+    hg_smooth(mg, L, e, R);
+}
+
+/* the table entry of a leg (made at its first call) */
+static struct hg_gentry *graph_entry(hg_mg_t *mg, const hg_level_t *L, int leg, int with_coarse,
+                                     int e, int R, int interp)
+{
+    struct hg_gentry *x = mg->graphs;
+    while (x && !(x->level == L->id && x->leg == leg && x->with_coarse == with_coarse &&
+                  x->e == e && x->R == R && x->interp == interp))
+        x = x->next;
+    if (x)
+        return x;
+    x = calloc(1, sizeof(*x));
+    if (!x) {
+        fprintf(stderr, "hpgmg-fv: out of memory (graph table)\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    *x = (struct hg_gentry){.level = L->id,
+                            .leg = leg,
+                            .with_coarse = with_coarse,
+                            .e = e,
+                            .R = R,
+                            .interp = interp,
+                            .next = mg->graphs};
+    mg->graphs = x;
+    return x;
+}
+
+typedef void (*hg_leg_fn)(hg_mg_t *, hg_level_t *, hg_level_t *, int, int, int);
+
+/* run leg `leg` of level L (coarser level C): plainly, or as its graph */
+static void run_leg(hg_mg_t *mg, int leg, hg_level_t *L, hg_level_t *C, int e, int R)
+{
+    const hg_leg_fn fn = leg == HG_LEG_DOWN ? leg_down : leg_up;
+    if (!graph_level(mg, L)) {
+        fn(mg, L, C, e, R, 1);
+        return;
+    }
+    const int with_coarse = C->exec == L->exec && graph_level(mg, C), interp = hg_interp_vcycle(mg);
+    if (!with_coarse && leg == HG_LEG_UP) /* the interpolation first, on its own context */
+        hg_interpolation(mg, L, e, 1.0, C, e, interp);
+    struct hg_gentry *x = graph_entry(mg, L, leg, with_coarse, e, R, interp);
+    if (!x->g && x->seen++ == 0) {
+        fn(mg, L, C, e, R, with_coarse); /* the first call: plainly, setting everything up */
+    } else {
+        if (!x->g) {
+            hg_exec_capture_begin(L->exec);
+            fn(mg, L, C, e, R, with_coarse);
+            x->g = hg_exec_capture_end(L->exec);
+            if (!x->g) {
+                fprintf(stderr, "hpgmg-fv: level %d: its %s leg could not be captured (--graph)\n",
+                        L->id, leg == HG_LEG_DOWN ? "down" : "up");
+                MPI_Abort(MPI_COMM_WORLD, 1);
+            }
+            mg->graphs_made++;
+        }
+        hg_exec_graph_launch(L->exec, x->g);
+        mg->graph_launches++;
+    }
+    if (!with_coarse && leg == HG_LEG_DOWN) { /* the restriction on the coarser level's context */
+        hg_restriction(mg, C, R, L, HG_VEC_TEMP, HG_T_RESTRICT_CELL);
+        hg_zero(mg, C, e);
+    }
+}
+
+static void graphs_free(hg_mg_t *mg)
+{
+    for (struct hg_gentry *x = mg->graphs, *n; x; x = n) {
+        n = x->next;
+        hg_exec_graph_free(x->g);
+        free(x);
+    }
+    mg->graphs = NULL;
+}
+
 /* ---- cycles ------------------------------------------------------------ */
 static void vcycle(hg_mg_t *mg, int e, int R, int l)
 {
@@ -214,15 +334,11 @@ static void vcycle(hg_mg_t *mg, int e, int R, int l)
     }
     hg_level_t *C = mg->levels[l + 1];
     double t = hg_now();
-    hg_smooth(mg, L, e, R);
-    hg_residual(mg, L, HG_VEC_TEMP, e, R);
-    hg_restriction(mg, C, R, L, HG_VEC_TEMP, HG_T_RESTRICT_CELL);
-    hg_zero(mg, C, e);
+    run_leg(mg, HG_LEG_DOWN, L, C, e, R);
     L->t.total += hg_now() - t;
     vcycle(mg, e, R, l + 1);
     t = hg_now();
-    hg_interpolation(mg, L, e, 1.0, C, e, hg_interp_vcycle(mg));
-    hg_smooth(mg, L, e, R);
+    run_leg(mg, HG_LEG_UP, L, C, e, R);
     L->t.total += hg_now() - t;
 }
 
@@ -339,6 +455,7 @@ void hg_reset_timers(hg_mg_t *mg)
     mg->mgsolve_time = 0.0;
     mg->solves = 0;
     mg->reductions_on_streams = 0;
+    mg->graph_launches = 0; /* (graphs_made: over the run) */
     mg->host.syncs = mg->hoststream.syncs = mg->cuda.syncs = 0;
     mg->host.sync_time = mg->hoststream.sync_time = mg->cuda.sync_time = 0.0;
 }
@@ -475,6 +592,10 @@ void hg_print_timing(hg_mg_t *mg, int from)
     printf("  reductions on the streams %10.1f per solve (norms and dots enqueued with their "
            "MPI_Allreduce)\n",
            (double)mg->reductions_on_streams * s);
+    if (mg->graph)
+        printf("     graphs (--graph)       %10.1f launches per solve, %ld captured (a V-cycle's "
+               "legs per level)\n",
+               (double)mg->graph_launches * s, mg->graphs_made);
     if (mg->backend != HG_BACKEND_MPI) {
         printf("   (%s backend: on stream levels the rows time the host side - launches and\n"
                "    enqueued calls; the execution shows up where the host waits: norms, dot\n"

@@ -18,6 +18,9 @@
 #     messages on mpix-acc's stream-executed path (host streams here), and
 #     --skip-exchange changes nothing without GPU levels; ki (kernel-initiated
 #     on GPU levels) runs acc on every level here and equals mpi
+#   - --graph (acc, streamcomm, acc-sx; 2 and 4 ranks): the V-cycle legs
+#     captured as host graphs and launched give mpi's residuals bit for bit;
+#     --graph with mpi is refused
 #   - streamcomm enqueues its norms and dot products with their MPI_Allreduce:
 #     host waits per solve <= reductions on the streams per solve
 # The acc/streamcomm checks run when the binary has them (`hpgmg-fv
@@ -191,6 +194,22 @@ for op in fv4 7pt; do
       ! grep -q ', ki backend' "$out/${op}_n2_ki.log" && grep -q ', acc backend' "$out/${op}_n2_ki.log"
       check $? "$op: ki without GPU levels runs its levels with acc"
     fi
+    # --graph: each level's V-cycle legs captured once as host graphs (host
+    # streams here; CUDA graphs on GPU levels) and launched from then on --
+    # bit-identical to mpi, with graphs launched in the timed solves
+    for gc in acc:2 acc:4 streamcomm:2 acc-sx:2; do
+      be=${gc%:*} n=${gc#*:} t=$((8 / ${gc#*:}))
+      if run "${op}_n${n}_${be}_graph" "$n" 4 "$t" --operator "$op" --backend "$be" --graph; then
+        same "${op}_n${n}_mpi" "${op}_n${n}_${be}_graph" "$op: $be --graph = mpi on $n ranks"
+        gl=$(awk '/graphs \(--graph\)/ { print $3; exit }' "$out/${op}_n${n}_${be}_graph.log")
+        fcmp "${gl:-0}" ">" 0
+        check $? "$op: $be --graph launched its legs as graphs (${gl:-no} launches per solve)"
+      fi
+    done
+    "$BIN" 4 1 --graph >"$out/${op}_graph_mpi.log" 2>&1
+    rc=$?
+    [ "$rc" != 0 ] && grep -q -- '--graph needs --backend' "$out/${op}_graph_mpi.log"
+    check $? "$op: --graph with the mpi backend is refused (exit status $rc)"
     # --skip-exchange touches GPU levels only: none here, so nothing changes
     run "${op}_n2_acc_skip" 2 4 4 --operator "$op" --backend acc --skip-exchange &&
       same "${op}_n2_mpi" "${op}_n2_acc_skip" "$op: --skip-exchange without GPU levels = mpi"
