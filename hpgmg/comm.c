@@ -411,6 +411,16 @@ struct hg_ki {
     hg_tile_t *pack_dev, *unpack_dev; /* tiles with their group and index in it */
 };
 
+/* a graph's ki programs and their counters at the end of its capture */
+struct hg_ki_gprog {
+    hg_prog_t *P;
+    uint64_t runs, tickets, done, packs;
+};
+struct hg_ki_graph {
+    struct hg_ki_gprog *p;
+    int n, cap;
+};
+
 /* a tile's offset in its side's messages */
 static int tile_off(const hg_tile_t *t, int is_send) { return is_send ? t->doff : t->soff; }
 
@@ -557,6 +567,32 @@ static void ki_complete(hg_prog_t *P, hg_exec_t *E)
     k->slot = 0;
 }
 
+/* a capture's first run of P: P joins the graph's set, its device counters
+ * are reset by the graph and the host counts from 0 (comm.h) */
+static void ki_record(hg_ki_graph_t *kg, hg_prog_t *P)
+{
+    for (int i = 0; i < kg->n; i++)
+        if (kg->p[i].P == P)
+            return;
+    if (kg->n == kg->cap) {
+        kg->cap = kg->cap ? 2 * kg->cap : 8;
+        kg->p = realloc(kg->p, sizeof(*kg->p) * (size_t)kg->cap);
+        if (!kg->p) {
+            fprintf(stderr, "hpgmg-fv: out of memory (ki graph)\n");
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+    }
+    kg->p[kg->n++] = (struct hg_ki_gprog){.P = P};
+    struct hg_ki *k = P->ki;
+    if (k->slot != 0) {
+        fprintf(stderr, "hpgmg-fv: ki: an epoch open at a graph capture\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    hg_cuda_ki_reset(P->owner->exec->stream, k->words_dev,
+                     (size_t)(P->n_pack + 2 * P->n_unpack + 2));
+    k->runs = k->tickets = k->done = k->packs = 0;
+}
+
 static void ki_run(const hg_mg_t *mg, hg_prog_t *P, int vsrc, int vdst, int k_pack, int k_local,
                    int k_unpack, double prescale, const hg_args_bc_t *bc,
                    const hg_args_stencil_t *st, hg_commtimer_t *T)
@@ -564,6 +600,8 @@ static void ki_run(const hg_mg_t *mg, hg_prog_t *P, int vsrc, int vdst, int k_pa
     struct hg_ki *k = P->ki;
     hg_exec_t *E = P->owner->exec;
     const int nreq = k->n_sg + k->n_rg;
+    if (mg->ki_rec)
+        ki_record(mg->ki_rec, P);
     double t = MPI_Wtime();
     if (k->slot == 0)
         for (int i = 0; i < nreq; i++)
@@ -644,6 +682,102 @@ int hg_prog_run_bc(hg_mg_t *mg, hg_prog_t *P, int v, const hg_args_bc_t *bc,
 #else
     (void)mg, (void)P, (void)v, (void)bc, (void)st, (void)T;
     return 0;
+#endif
+}
+
+#ifdef HG_KI
+/* every program of every level with ki state */
+static void ki_each(hg_mg_t *mg, void (*fn)(hg_prog_t *))
+{
+    for (int l = 0; l < mg->nlevels; l++) {
+        hg_level_t *L = mg->levels[l];
+        for (int s = 0; s < HG_NUM_SHAPES; s++)
+            fn(&L->exchange[s]);
+        for (int r = 0; r < 4; r++)
+            fn(&L->restriction[r]);
+        fn(&L->interpolation);
+    }
+}
+
+static void ki_close(hg_prog_t *P)
+{
+    if (P->ki && P->ki->slot != 0) {
+        hg_exec_use(P->owner->exec);
+        ki_complete(P, P->owner->exec);
+    }
+}
+#endif
+
+hg_ki_graph_t *hg_comm_ki_capture_begin(hg_mg_t *mg)
+{
+#ifdef HG_KI
+    if (mg->backend != HG_BACKEND_KI)
+        return NULL;
+    ki_each(mg, ki_close);
+    hg_ki_graph_t *kg = calloc(1, sizeof(*kg));
+    if (!kg) {
+        fprintf(stderr, "hpgmg-fv: out of memory (ki graph)\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    mg->ki_rec = kg;
+    return kg;
+#else
+    (void)mg;
+    return NULL;
+#endif
+}
+
+void hg_comm_ki_capture_end(hg_mg_t *mg, hg_ki_graph_t *kg)
+{
+#ifdef HG_KI
+    mg->ki_rec = NULL;
+    for (int i = 0; kg && i < kg->n; i++) {
+        ki_close(kg->p[i].P);
+        const struct hg_ki *k = kg->p[i].P->ki;
+        kg->p[i].runs = k->runs;
+        kg->p[i].tickets = k->tickets;
+        kg->p[i].done = k->done;
+        kg->p[i].packs = k->packs;
+    }
+#else
+    (void)mg, (void)kg;
+#endif
+}
+
+void hg_comm_ki_launch_begin(hg_ki_graph_t *kg)
+{
+#ifdef HG_KI
+    for (int i = 0; kg && i < kg->n; i++)
+        ki_close(kg->p[i].P);
+#else
+    (void)kg;
+#endif
+}
+
+void hg_comm_ki_launch_end(hg_ki_graph_t *kg)
+{
+#ifdef HG_KI
+    for (int i = 0; kg && i < kg->n; i++) {
+        struct hg_ki *k = kg->p[i].P->ki;
+        k->runs = kg->p[i].runs;
+        k->tickets = kg->p[i].tickets;
+        k->done = kg->p[i].done;
+        k->packs = kg->p[i].packs;
+        k->slot = 0;
+    }
+#else
+    (void)kg;
+#endif
+}
+
+void hg_comm_ki_graph_free(hg_ki_graph_t *kg)
+{
+#ifdef HG_KI
+    if (kg)
+        free(kg->p);
+    free(kg);
+#else
+    (void)kg;
 #endif
 }
 

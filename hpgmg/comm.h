@@ -44,6 +44,26 @@ void hg_comm_ki_finish(hg_mg_t *mg);
 /* free a program's ki state and requests (its epoch completed) */
 void hg_prog_free_ki(hg_prog_t *P);
 
+/* ki programs in CUDA graphs (mg.c, --graph). A ki run bakes the host's
+ * counters (tickets, blocks done, chunks packed, run number) into its
+ * kernel; so that a graph's launches all run alike, the graph's first run of
+ * each program resets the program's device counters (a memset node) and
+ * counts from 0 on the host, the graph completes every epoch it starts,
+ * and after each launch the host takes the counters the capture ended
+ * with -- the device's after that launch.
+ *   capture_begin: before the capture (completes every open epoch, plain);
+ *     the program runs until capture_end are recorded in the returned set
+ *   capture_end:   inside the capture, before it ends (completes the set's
+ *     open epochs, captured; takes the snapshot)
+ *   launch_begin / _end: around each launch of the graph
+ * NULL set: nothing ki (no-ops). */
+typedef struct hg_ki_graph hg_ki_graph_t;
+hg_ki_graph_t *hg_comm_ki_capture_begin(hg_mg_t *mg);
+void hg_comm_ki_capture_end(hg_mg_t *mg, hg_ki_graph_t *kg);
+void hg_comm_ki_launch_begin(hg_ki_graph_t *kg);
+void hg_comm_ki_launch_end(hg_ki_graph_t *kg);
+void hg_comm_ki_graph_free(hg_ki_graph_t *kg);
+
 /* streamcomm: turn every level communicator into a stream communicator of
  * the level's stream (MPI_Comm_set_info with "mpix_acc_stream") */
 void hg_comm_attach_streams(hg_mg_t *mg);

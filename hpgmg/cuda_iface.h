@@ -99,6 +99,9 @@ void hg_cuda_ki_run(void *stream, const hg_args_ki_t *a, const hg_ki_shape_t *sh
  * epoch cut short: lo_slot is the first run slot not made) */
 void hg_cuda_ki_fill(void *stream, const hg_ki_group_t *send_dev, int n, int lo_slot, int runs,
                      int *err);
+/* set n device counter words to 0 on the stream (a program's counters at
+ * the start of a CUDA graph's launch, comm.c) */
+void hg_cuda_ki_reset(void *stream, unsigned long long *words, size_t n);
 
 #ifdef __cplusplus
 }

@@ -257,3 +257,8 @@ extern "C" void hg_cuda_ki_fill(void *stream, const hg_ki_group_t *send_dev, int
     k_ki_fill<<<n, NT, 0, (cudaStream_t)stream>>>(send_dev, lo_slot, runs, err);
     CK(cudaGetLastError());
 }
+
+extern "C" void hg_cuda_ki_reset(void *stream, unsigned long long *words, size_t n)
+{
+    CK(cudaMemsetAsync(words, 0, sizeof(*words) * n, (cudaStream_t)stream));
+}

@@ -214,20 +214,23 @@ void hg_mg_destroy(hg_mg_t *mg)
  * rank decides alike (the level's execution mode and backend are the same
  * on all ranks of a level that is not mixed), so the messages of the
  * graphs match among the ranks' launches in the order they run (mpix-acc's
- * capture of point-to-point calls, api.md 3). The ki backend counts its
- * runs on the host (comm.c): not captured. */
+ * capture of point-to-point calls, api.md 3). ki levels: the partitioned
+ * starts, run kernels and epoch completions are captured; the host's run
+ * counters are made launch-invariant by comm.c (hg_comm_ki_*). */
 enum { HG_LEG_DOWN = 0, HG_LEG_UP = 1 };
 struct hg_gentry {
     int level, leg, with_coarse, e, R, interp;
     int seen;
     hg_graph_t *g;
+    hg_ki_graph_t *ki; /* its ki programs (comm.h), or NULL */
     struct hg_gentry *next;
 };
 
 static int graph_level(const hg_mg_t *mg, const hg_level_t *L)
 {
     return mg->graph && g_gpu_mode[L->id] != 2 && hg_exec_can_capture(L->exec) &&
-           (L->backend == HG_BACKEND_ACC || L->backend == HG_BACKEND_STREAMCOMM);
+           (L->backend == HG_BACKEND_ACC || L->backend == HG_BACKEND_STREAMCOMM ||
+            L->backend == HG_BACKEND_KI);
 }
 
 static void leg_down(hg_mg_t *mg, hg_level_t *L, hg_level_t *C, int e, int R, int with_coarse)
@@ -291,8 +294,10 @@ static void run_leg(hg_mg_t *mg, int leg, hg_level_t *L, hg_level_t *C, int e, i
         fn(mg, L, C, e, R, with_coarse); /* the first call: plainly, setting everything up */
     } else {
         if (!x->g) {
+            x->ki = hg_comm_ki_capture_begin(mg);
             hg_exec_capture_begin(L->exec);
             fn(mg, L, C, e, R, with_coarse);
+            hg_comm_ki_capture_end(mg, x->ki);
             x->g = hg_exec_capture_end(L->exec);
             if (!x->g) {
                 fprintf(stderr, "hpgmg-fv: level %d: its %s leg could not be captured (--graph)\n",
@@ -301,7 +306,9 @@ static void run_leg(hg_mg_t *mg, int leg, hg_level_t *L, hg_level_t *C, int e, i
             }
             mg->graphs_made++;
         }
+        hg_comm_ki_launch_begin(x->ki);
         hg_exec_graph_launch(L->exec, x->g);
+        hg_comm_ki_launch_end(x->ki);
         mg->graph_launches++;
     }
     if (!with_coarse && leg == HG_LEG_DOWN) { /* the restriction on the coarser level's context */
@@ -315,6 +322,7 @@ static void graphs_free(hg_mg_t *mg)
     for (struct hg_gentry *x = mg->graphs, *n; x; x = n) {
         n = x->next;
         hg_exec_graph_free(x->g);
+        hg_comm_ki_graph_free(x->ki);
         free(x);
     }
     mg->graphs = NULL;

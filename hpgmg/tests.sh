@@ -208,7 +208,7 @@ for op in fv4 7pt; do
     done
     "$BIN" 4 1 --graph >"$out/${op}_graph_mpi.log" 2>&1
     rc=$?
-    [ "$rc" != 0 ] && grep -q -- '--graph needs --backend' "$out/${op}_graph_mpi.log"
+    [ "$rc" != 0 ] && grep -q -- '--graph needs a stream-ordered backend' "$out/${op}_graph_mpi.log"
     check $? "$op: --graph with the mpi backend is refused (exit status $rc)"
     # --skip-exchange touches GPU levels only: none here, so nothing changes
     run "${op}_n2_acc_skip" 2 4 4 --operator "$op" --backend acc --skip-exchange &&
