@@ -14,6 +14,10 @@
 
 /* execution of each level as seen over all ranks: 0 cpu, 1 gpu, 2 mixed */
 static int g_gpu_mode[64];
+/* --graph: level l's legs take the coarser level's part (restriction,
+ * interpolation) into their graph, on every rank alike */
+static int g_graph_coarse[64];
+static int graph_level(const hg_mg_t *mg, const hg_level_t *L);
 
 static void graphs_free(hg_mg_t *mg);
 
@@ -163,6 +167,16 @@ void hg_mg_prepare_execution(hg_mg_t *mg)
         }
     if (mg->backend == HG_BACKEND_STREAMCOMM)
         hg_comm_attach_streams(mg);
+    /* --graph: a leg's graph takes the coarser level's part only where it
+     * runs on the same stream on every rank active here (a rank without
+     * boxes there runs it on the host: the legs of all ranks must capture
+     * the same messages, or their launches pair with different epochs) */
+    for (int l = 0; l + 1 < mg->nlevels && mg->graph; l++) {
+        hg_level_t *L = mg->levels[l], *C = mg->levels[l + 1];
+        int mine = !L->active || (C->exec == L->exec && graph_level(mg, C)), all = 0;
+        MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        g_graph_coarse[l] = all;
+    }
     mg->setup_done = 1;
     if (mg->my_rank == 0) {
         fprintf(stdout, "\n  Execution plan (GPU threshold %ld local cells):\n", mg->gpu_threshold);
@@ -286,7 +300,7 @@ static void run_leg(hg_mg_t *mg, int leg, hg_level_t *L, hg_level_t *C, int e, i
         fn(mg, L, C, e, R, 1);
         return;
     }
-    const int with_coarse = C->exec == L->exec && graph_level(mg, C), interp = hg_interp_vcycle(mg);
+    const int with_coarse = g_graph_coarse[L->id], interp = hg_interp_vcycle(mg);
     if (!with_coarse && leg == HG_LEG_UP) /* the interpolation first, on its own context */
         hg_interpolation(mg, L, e, 1.0, C, e, interp);
     struct hg_gentry *x = graph_entry(mg, L, leg, with_coarse, e, R, interp);
