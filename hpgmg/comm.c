@@ -686,19 +686,6 @@ int hg_prog_run_bc(hg_mg_t *mg, hg_prog_t *P, int v, const hg_args_bc_t *bc,
 }
 
 #ifdef HG_KI
-/* every program of every level with ki state */
-static void ki_each(hg_mg_t *mg, void (*fn)(hg_prog_t *))
-{
-    for (int l = 0; l < mg->nlevels; l++) {
-        hg_level_t *L = mg->levels[l];
-        for (int s = 0; s < HG_NUM_SHAPES; s++)
-            fn(&L->exchange[s]);
-        for (int r = 0; r < 4; r++)
-            fn(&L->restriction[r]);
-        fn(&L->interpolation);
-    }
-}
-
 static void ki_close(hg_prog_t *P)
 {
     if (P->ki && P->ki->slot != 0) {
@@ -708,12 +695,19 @@ static void ki_close(hg_prog_t *P)
 }
 #endif
 
-hg_ki_graph_t *hg_comm_ki_capture_begin(hg_mg_t *mg)
+hg_ki_graph_t *hg_comm_ki_capture_begin(hg_mg_t *mg, hg_level_t *L)
 {
 #ifdef HG_KI
-    if (mg->backend != HG_BACKEND_KI)
+    if (L->backend != HG_BACKEND_KI)
         return NULL;
-    ki_each(mg, ki_close);
+    /* L's programs only: every rank active at L captures this leg here, but
+     * a rank captures legs of levels where its peers of other levels' programs
+     * are not active -- closing those would shift their epochs */
+    for (int s = 0; s < HG_NUM_SHAPES; s++)
+        ki_close(&L->exchange[s]);
+    for (int r = 0; r < 4; r++)
+        ki_close(&L->restriction[r]);
+    ki_close(&L->interpolation);
     hg_ki_graph_t *kg = calloc(1, sizeof(*kg));
     if (!kg) {
         fprintf(stderr, "hpgmg-fv: out of memory (ki graph)\n");
@@ -722,7 +716,7 @@ hg_ki_graph_t *hg_comm_ki_capture_begin(hg_mg_t *mg)
     mg->ki_rec = kg;
     return kg;
 #else
-    (void)mg;
+    (void)mg, (void)L;
     return NULL;
 #endif
 }
