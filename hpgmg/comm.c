@@ -693,21 +693,29 @@ static void ki_close(hg_prog_t *P)
         ki_complete(P, P->owner->exec);
     }
 }
-#endif
 
-hg_ki_graph_t *hg_comm_ki_capture_begin(hg_mg_t *mg, hg_level_t *L)
+static void ki_close_level(hg_level_t *L)
 {
-#ifdef HG_KI
-    if (L->backend != HG_BACKEND_KI)
-        return NULL;
-    /* L's programs only: every rank active at L captures this leg here, but
-     * a rank captures legs of levels where its peers of other levels' programs
-     * are not active -- closing those would shift their epochs */
     for (int s = 0; s < HG_NUM_SHAPES; s++)
         ki_close(&L->exchange[s]);
     for (int r = 0; r < 4; r++)
         ki_close(&L->restriction[r]);
     ki_close(&L->interpolation);
+}
+#endif
+
+hg_ki_graph_t *hg_comm_ki_capture_begin(hg_mg_t *mg, hg_level_t *L, hg_level_t *C)
+{
+#ifdef HG_KI
+    if (L->backend != HG_BACKEND_KI)
+        return NULL;
+    /* the leg's levels only: every rank active at L captures this leg here
+     * (and with C every one of them is active at C too: mg.c), but a rank
+     * captures legs of levels where the peers of other levels' programs are
+     * not active -- closing those would shift their epochs */
+    ki_close_level(L);
+    if (C)
+        ki_close_level(C); /* (the interpolation's exchange on C) */
     hg_ki_graph_t *kg = calloc(1, sizeof(*kg));
     if (!kg) {
         fprintf(stderr, "hpgmg-fv: out of memory (ki graph)\n");
@@ -716,7 +724,7 @@ hg_ki_graph_t *hg_comm_ki_capture_begin(hg_mg_t *mg, hg_level_t *L)
     mg->ki_rec = kg;
     return kg;
 #else
-    (void)mg, (void)L;
+    (void)mg, (void)L, (void)C;
     return NULL;
 #endif
 }

@@ -51,15 +51,16 @@ void hg_prog_free_ki(hg_prog_t *P);
  * counts from 0 on the host, the graph completes every epoch it starts,
  * and after each launch the host takes the counters the capture ended
  * with -- the device's after that launch.
- *   capture_begin: before the capture of a leg of level L (completes the
- *     open epochs of L's programs -- the only ones a leg runs --, plain);
+ *   capture_begin: before the capture of a leg of level L, C the coarser
+ *     level when the leg runs its part (completes the open epochs of their
+ *     programs -- the only ones a leg runs --, plain);
  *     the program runs until capture_end are recorded in the returned set
  *   capture_end:   inside the capture, before it ends (completes the set's
  *     open epochs, captured; takes the snapshot)
  *   launch_begin / _end: around each launch of the graph
  * NULL set: nothing ki (no-ops). */
 typedef struct hg_ki_graph hg_ki_graph_t;
-hg_ki_graph_t *hg_comm_ki_capture_begin(hg_mg_t *mg, hg_level_t *L);
+hg_ki_graph_t *hg_comm_ki_capture_begin(hg_mg_t *mg, hg_level_t *L, hg_level_t *C);
 void hg_comm_ki_capture_end(hg_mg_t *mg, hg_ki_graph_t *kg);
 void hg_comm_ki_launch_begin(hg_ki_graph_t *kg);
 void hg_comm_ki_launch_end(hg_ki_graph_t *kg);

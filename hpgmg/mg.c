@@ -308,7 +308,7 @@ static void run_leg(hg_mg_t *mg, int leg, hg_level_t *L, hg_level_t *C, int e, i
         fn(mg, L, C, e, R, with_coarse); /* the first call: plainly, setting everything up */
     } else {
         if (!x->g) {
-            x->ki = hg_comm_ki_capture_begin(mg, L);
+            x->ki = hg_comm_ki_capture_begin(mg, L, with_coarse ? C : NULL);
             hg_exec_capture_begin(L->exec);
             fn(mg, L, C, e, R, with_coarse);
             hg_comm_ki_capture_end(mg, x->ki);
