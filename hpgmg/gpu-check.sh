@@ -25,7 +25,9 @@
 #     partitioned requests) = mpi, both operators; memcheck and racecheck of
 #     its kernels (2 ranks, every level on the GPUs)
 #   - 2 ranks, GPU levels, --graph (each level's V-cycle legs captured as CUDA
-#     graphs and launched): acc, streamcomm and acc-sx = mpi, both operators
+#     graphs and launched): acc, streamcomm, acc-sx and ki = mpi, both
+#     operators; acc and ki also with every level on the GPUs; memcheck and
+#     racecheck of ki --graph there
 #   - fv4 64^3 on 2 ranks with acc: HPGMG's published residual, Richardson order
 #   - compute-sanitizer memcheck on a small GPU run
 # Bench: log2 box 4, 5, 6 (--sizes: a subset, e.g. 4,5 -- 16^3 and 32^3 at
@@ -150,14 +152,22 @@ if [ "$MODE" != bench ]; then
     else ko "$op, $RANKS: ki: no level ran the ki backend"; fi
     same "${op}_cpu" "${op}_n2_mpi" "$op: 2 ranks on GPUs = 1 rank on the CPU"
     # --graph: each GPU level's V-cycle legs captured once as CUDA graphs
-    # (their messages captured) and launched from then on
-    for be in acc streamcomm acc-sx; do
+    # (their messages captured) and launched from then on; and with every
+    # level on the GPUs (the coarse ones held by one rank: the ranks' legs
+    # differ, session 22's two ki defects)
+    for be in acc streamcomm acc-sx ki; do
       if run "${op}_n2_${be}_graph" 2 4 4 --operator $op --backend $be --graph $Q; then
         if grep -qE 'graphs \(--graph\) +[1-9]' "$LOG/${op}_n2_${be}_graph.log"; then
           same "${op}_n2_mpi" "${op}_n2_${be}_graph" "$op, $RANKS: $be --graph = mpi"
         else ko "$op, $RANKS: $be --graph launched no graph"; fi
       fi
     done
+    if run "${op}_thr0_mpi" 2 4 4 --operator $op --gpu-threshold 0 $Q; then
+      for be in acc ki; do
+        run "${op}_thr0_${be}_graph" 2 4 4 --operator $op --gpu-threshold 0 --backend $be --graph $Q &&
+          same "${op}_thr0_mpi" "${op}_thr0_${be}_graph" "$op, $RANKS, every level on the GPUs: $be --graph = mpi"
+      done
+    fi
   done
   # 64^3 (8 boxes of 16^3 per rank), stream-ordered on the GPUs: HPGMG's published
   # one-F-cycle residual and the Richardson order (h, 2h, 4h all solved)
@@ -173,7 +183,13 @@ if [ "$MODE" != bench ]; then
       >"$LOG/memcheck.log" 2>&1; then ok "compute-sanitizer memcheck: no errors (fv4 16^3, all levels on the GPU)"
     else ko "compute-sanitizer memcheck (memcheck.log)"; grep -m5 -E 'Invalid|ERROR' "$LOG/memcheck.log" | sed 's/^/    /'; fi
     # the ki backend's kernels (2 ranks, every level on the GPU: each level's
-    # programs are ki), memcheck and racecheck
+    # programs are ki), memcheck and racecheck; then the same in graphs
+    for tool in memcheck racecheck; do
+      if timeout 600 "$MPIEXEC" $LAUNCH -n 2 compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 "$BIN" 4 4 --gpu-threshold 0 --backend ki --graph $Q \
+        >"$LOG/ki-graph-$tool.log" 2>&1 && grep -qE 'graphs \(--graph\) +[1-9]' "$LOG/ki-graph-$tool.log"; then
+        ok "compute-sanitizer $tool: no errors (ki --graph, 2 ranks, all levels on the GPUs)"
+      else ko "compute-sanitizer $tool, ki --graph (ki-graph-$tool.log)"; grep -m5 -E 'Invalid|ERROR|hazard|Race' "$LOG/ki-graph-$tool.log" | sed 's/^/    /'; fi
+    done
     for tool in memcheck racecheck; do
       if timeout 600 "$MPIEXEC" $LAUNCH -n 2 compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 "$BIN" 4 4 --gpu-threshold 0 --backend ki $Q \
         >"$LOG/ki-$tool.log" 2>&1 && grep -q 'ki backend' "$LOG/ki-$tool.log"; then
