@@ -764,8 +764,7 @@ void hg_comm_ki_launch_end(hg_ki_graph_t *kg)
         k->runs = kg->p[i].runs;
         k->tickets = kg->p[i].tickets;
         k->done = kg->p[i].done;
-        k->packs = kg->p[i].packs;
-        k->slot = 0;
+        k->packs = kg->p[i].packs; /* (slot: 0 since launch_begin) */
     }
 #else
     (void)kg;

@@ -119,25 +119,29 @@ typedef struct {
     int nlevels;
     hg_level_t **levels;
     hg_exec_t host, hoststream, cuda;
-    int setup_done;             /* before: everything runs on the host with plain MPI     */
-    int cpu_streams;            /* CPU levels of the acc/streamcomm backends on host streams:
+    int setup_done;    /* before: everything runs on the host with plain MPI     */
+    int cpu_streams;   /* CPU levels of the acc/streamcomm backends on host streams:
                               always without GPU levels; with them only if asked
                               (--cpu-levels stream), else plain MPI on the host */
-    int no_wildcards;           /* MPI-4 assertions mpi_assert_no_any_source/_tag on the level
+    int no_wildcards;  /* MPI-4 assertions mpi_assert_no_any_source/_tag on the level
                           communicators (--backend acc-sx|streamcomm-sx, --no-wildcards):
                           mpix-acc may then move messages between GPUs of a node on the
                           stream-executed path */
-    int skip_exchange;          /* --skip-exchange: GPU levels skip the messages of their
+    int skip_exchange; /* --skip-exchange: GPU levels skip the messages of their
                           communication programs after set-up (pack, local copies and
                           unpack still run): a bound with communication's cost removed,
                           its results are wrong and not checked */
-    int ki_runs;                /* ki backend: program runs per epoch of its partitioned requests */
-    int pdl;                    /* GPU kernels with programmatic dependent launch (--no-pdl: off) */
-    int graph;                  /* --graph: a V-cycle's work per level captured once (CUDA graph,
-                          or host graph on host streams) and launched as one (mg.c) */
-    struct hg_gentry *graphs;   /* those graphs (mg.c)                                */
-    struct hg_ki_graph *ki_rec; /* the ki programs a capture records (comm.c), or NULL */
+    int ki_runs;       /* ki backend: program runs per epoch of its partitioned requests */
+    int pdl;           /* GPU kernels with programmatic dependent launch (--no-pdl: off) */
+
+    /* --graph: a V-cycle's work per level captured once (CUDA graph, or host
+     * graph on host streams) and launched as one (mg.c); the graphs; the ki
+     * programs a capture records (comm.c), or NULL; captures and launches */
+    int graph;
+    struct hg_gentry *graphs;
+    struct hg_ki_graph *ki_rec;
     long graphs_made, graph_launches;
+
     double mgbuild_time, mgsolve_time;
     int solves;
     long reductions_on_streams; /* stream-ordered norms and dots (hg_red_t) */

@@ -233,7 +233,7 @@ void hg_mg_destroy(hg_mg_t *mg)
  * counters are made launch-invariant by comm.c (hg_comm_ki_*). */
 enum { HG_LEG_DOWN = 0, HG_LEG_UP = 1 };
 struct hg_gentry {
-    int level, leg, with_coarse, e, R, interp;
+    int level, leg, e, R; /* (the coarser level's part and the interpolation: fixed per run) */
     int seen;
     hg_graph_t *g;
     hg_ki_graph_t *ki; /* its ki programs (comm.h), or NULL */
@@ -265,12 +265,10 @@ static void leg_up(hg_mg_t *mg, hg_level_t *L, hg_level_t *C, int e, int R, int 
 }
 
 /* the table entry of a leg (made at its first call) */
-static struct hg_gentry *graph_entry(hg_mg_t *mg, const hg_level_t *L, int leg, int with_coarse,
-                                     int e, int R, int interp)
+static struct hg_gentry *graph_entry(hg_mg_t *mg, const hg_level_t *L, int leg, int e, int R)
 {
     struct hg_gentry *x = mg->graphs;
-    while (x && !(x->level == L->id && x->leg == leg && x->with_coarse == with_coarse &&
-                  x->e == e && x->R == R && x->interp == interp))
+    while (x && !(x->level == L->id && x->leg == leg && x->e == e && x->R == R))
         x = x->next;
     if (x)
         return x;
@@ -279,13 +277,7 @@ static struct hg_gentry *graph_entry(hg_mg_t *mg, const hg_level_t *L, int leg, 
         fprintf(stderr, "hpgmg-fv: out of memory (graph table)\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    *x = (struct hg_gentry){.level = L->id,
-                            .leg = leg,
-                            .with_coarse = with_coarse,
-                            .e = e,
-                            .R = R,
-                            .interp = interp,
-                            .next = mg->graphs};
+    *x = (struct hg_gentry){.level = L->id, .leg = leg, .e = e, .R = R, .next = mg->graphs};
     mg->graphs = x;
     return x;
 }
@@ -300,10 +292,10 @@ static void run_leg(hg_mg_t *mg, int leg, hg_level_t *L, hg_level_t *C, int e, i
         fn(mg, L, C, e, R, 1);
         return;
     }
-    const int with_coarse = g_graph_coarse[L->id], interp = hg_interp_vcycle(mg);
+    const int with_coarse = g_graph_coarse[L->id];
     if (!with_coarse && leg == HG_LEG_UP) /* the interpolation first, on its own context */
-        hg_interpolation(mg, L, e, 1.0, C, e, interp);
-    struct hg_gentry *x = graph_entry(mg, L, leg, with_coarse, e, R, interp);
+        hg_interpolation(mg, L, e, 1.0, C, e, hg_interp_vcycle(mg));
+    struct hg_gentry *x = graph_entry(mg, L, leg, e, R);
     if (!x->g && x->seen++ == 0) {
         fn(mg, L, C, e, R, with_coarse); /* the first call: plainly, setting everything up */
     } else {
