@@ -394,26 +394,32 @@ static void check(int rc, const char *what);
  * peer, a partitioned request pair per tile size (a group) whose partition
  * slot x tiles + j carries tile j of run `slot` of an epoch of K runs; the
  * host starts an epoch and waits for it on the stream once per K runs (its
- * only calls for the program's messages). */
+ * only calls for the program's messages). A program's runs in a CUDA graph
+ * take their slots from a device word (comm.h): its epochs span launches. */
 struct hg_ki {
-    int K;            /* runs per epoch                                         */
-    int slot;         /* the next run's slot; 0: the next run starts an epoch   */
-    uint64_t runs;    /* runs so far                                            */
-    uint64_t tickets; /* the kernels' blocks so far                             */
-    uint64_t done;    /* their blocks that count in *done so far                */
-    uint64_t packs;   /* chunks per pack tile so far                            */
-    int n_sg, n_rg;   /* send and receive groups              */
-    double **bufs;    /* the groups' buffers (device)         */
-    MPI_Request *req; /* n_sg sends, then n_rg receives       */
+    int K;                /* runs per epoch                                         */
+    int slot;             /* the next run's slot                                    */
+    int open;             /* an epoch is started (its completion not yet enqueued)  */
+    int64_t slot_dev_val; /* what the slot word holds in stream order, -1: unknown */
+    uint64_t runs;        /* runs so far                                            */
+    uint64_t tickets;     /* the kernels' blocks so far                             */
+    uint64_t done;        /* their blocks that count in *done so far                */
+    uint64_t packs;       /* chunks per pack tile so far                            */
+    int n_sg, n_rg;       /* send and receive groups              */
+    double **bufs;        /* the groups' buffers (device)         */
+    MPI_Request *req;     /* n_sg sends, then n_rg receives       */
     hg_ki_group_t *send_dev, *recv_dev;
-    unsigned long long *words_dev; /* packed[n_pack], claim[n_unpack], ready[n_unpack] */
+    unsigned long long *words_dev; /* packed[n_pack], claim[n_unpack], ready[n_unpack],
+                                      ticket, done, then the slot word (graphs) */
     int *err_dev;
     hg_tile_t *pack_dev, *unpack_dev; /* tiles with their group and index in it */
 };
 
-/* a graph's ki programs and their counters at the end of its capture */
+/* a graph's ki programs, their runs in it and their counters at the end of
+ * its capture */
 struct hg_ki_gprog {
     hg_prog_t *P;
+    int r; /* runs in the graph: slots *slot word + 0 .. r-1 */
     uint64_t runs, tickets, done, packs;
 };
 struct hg_ki_graph {
@@ -545,10 +551,25 @@ static void ki_prepare(hg_mg_t *mg, hg_prog_t *P)
         k->req[i] = MPI_REQUEST_NULL;
     k->n_sg = ki_groups(P, k, 1, &k->pack_dev, &k->send_dev, 0);
     k->n_rg = ki_groups(P, k, 0, &k->unpack_dev, &k->recv_dev, k->n_sg);
-    k->words_dev = hg_alloc(sizeof(unsigned long long) * (size_t)(P->n_pack + 2 * P->n_unpack + 2),
+    k->words_dev = hg_alloc(sizeof(unsigned long long) * (size_t)(P->n_pack + 2 * P->n_unpack + 3),
                             HG_MEM_DEVICE);
+    k->slot_dev_val = 0; /* (zero-filled) */
     k->err_dev = hg_alloc(sizeof(int), HG_MEM_DEVICE);
     P->ki = k;
+}
+
+static unsigned long long *ki_slot_word(const hg_prog_t *P)
+{
+    return P->ki->words_dev + P->n_pack + 2 * P->n_unpack + 2;
+}
+
+/* start an epoch on the stream */
+static void ki_start(hg_prog_t *P, hg_exec_t *E)
+{
+    struct hg_ki *k = P->ki;
+    for (int i = 0; i < k->n_sg + k->n_rg; i++)
+        check(MPIX_Acc_Start(E->stream, &k->req[i]), "MPIX_Acc_Start");
+    k->open = 1;
 }
 
 /* the epoch's completion on the stream (a partial one: the sender first
@@ -556,7 +577,7 @@ static void ki_prepare(hg_mg_t *mg, hg_prog_t *P)
 static void ki_complete(hg_prog_t *P, hg_exec_t *E)
 {
     struct hg_ki *k = P->ki;
-    if (k->slot != 0 && P->n_send)
+    if (k->slot < k->K && P->n_send)
         hg_cuda_ki_fill(E->stream, k->send_dev, k->n_sg, k->slot, k->K, k->err_dev);
         /* (statuses ignored; gcc 12 misreads MPI_STATUSES_IGNORE as a 0-byte array) */
 #pragma GCC diagnostic push
@@ -565,15 +586,16 @@ static void ki_complete(hg_prog_t *P, hg_exec_t *E)
           "MPIX_Acc_Waitall (ki epoch)");
 #pragma GCC diagnostic pop
     k->slot = 0;
+    k->open = 0;
 }
 
 /* a capture's first run of P: P joins the graph's set, its device counters
  * are reset by the graph and the host counts from 0 (comm.h) */
-static void ki_record(hg_ki_graph_t *kg, hg_prog_t *P)
+static struct hg_ki_gprog *ki_record(hg_ki_graph_t *kg, hg_prog_t *P)
 {
     for (int i = 0; i < kg->n; i++)
         if (kg->p[i].P == P)
-            return;
+            return &kg->p[i];
     if (kg->n == kg->cap) {
         kg->cap = kg->cap ? 2 * kg->cap : 8;
         kg->p = realloc(kg->p, sizeof(*kg->p) * (size_t)kg->cap);
@@ -582,15 +604,19 @@ static void ki_record(hg_ki_graph_t *kg, hg_prog_t *P)
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
     }
-    kg->p[kg->n++] = (struct hg_ki_gprog){.P = P};
+    kg->p[kg->n] = (struct hg_ki_gprog){.P = P};
     struct hg_ki *k = P->ki;
-    if (k->slot != 0) {
-        fprintf(stderr, "hpgmg-fv: ki: an epoch open at a graph capture\n");
+    if (!k->open) {
+        fprintf(stderr,
+                "hpgmg-fv: ki: level %d, program tag %d: no epoch open at a graph "
+                "capture\n",
+                P->owner->id, P->tag);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     hg_cuda_ki_reset(P->owner->exec->stream, k->words_dev,
                      (size_t)(P->n_pack + 2 * P->n_unpack + 2));
     k->runs = k->tickets = k->done = k->packs = 0;
+    return &kg->p[kg->n++];
 }
 
 static void ki_run(const hg_mg_t *mg, hg_prog_t *P, int vsrc, int vdst, int k_pack, int k_local,
@@ -599,13 +625,10 @@ static void ki_run(const hg_mg_t *mg, hg_prog_t *P, int vsrc, int vdst, int k_pa
 {
     struct hg_ki *k = P->ki;
     hg_exec_t *E = P->owner->exec;
-    const int nreq = k->n_sg + k->n_rg;
-    if (mg->ki_rec)
-        ki_record(mg->ki_rec, P);
+    struct hg_ki_gprog *g = mg->ki_rec ? ki_record(mg->ki_rec, P) : NULL;
     double t = MPI_Wtime();
-    if (k->slot == 0)
-        for (int i = 0; i < nreq; i++)
-            check(MPIX_Acc_Start(E->stream, &k->req[i]), "MPIX_Acc_Start");
+    if (!g && !k->open)
+        ki_start(P, E);
     T->wait += MPI_Wtime() - t;
     hg_args_ki_t a;
     memset(&a, 0, sizeof(a));
@@ -628,7 +651,19 @@ static void ki_run(const hg_mg_t *mg, hg_prog_t *P, int vsrc, int vdst, int k_pa
     if (st)
         a.st = *st;
     a.err = k->err_dev;
-    a.slot = k->slot;
+    if (g) { /* captured: the slot from the word, whatever the launch */
+        if (g->r == k->K) {
+            fprintf(stderr,
+                    "hpgmg-fv: ki: level %d, program tag %d: more runs in a graph than --ki-runs "
+                    "(%d)\n",
+                    P->owner->id, P->tag, k->K);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        a.slot = g->r++;
+        a.slot_dev = ki_slot_word(P);
+    } else {
+        a.slot = k->slot;
+    }
     a.pdl = mg->pdl;
     a.run = ++k->runs;
     hg_ki_shape_t sh;
@@ -640,7 +675,7 @@ static void ki_run(const hg_mg_t *mg, hg_prog_t *P, int vsrc, int vdst, int k_pa
     t = MPI_Wtime();
     hg_cuda_ki_run(E->stream, &a, &sh);
     T->pack += MPI_Wtime() - t;
-    if (++k->slot == k->K) {
+    if (!g && ++k->slot == k->K) {
         t = MPI_Wtime();
         ki_complete(P, E);
         T->wait += MPI_Wtime() - t;
@@ -654,7 +689,7 @@ static int ki_finish_prog(hg_prog_t *P)
         return 0;
     hg_exec_t *E = P->owner->exec;
     hg_exec_use(E);
-    if (k->slot != 0)
+    if (k->open)
         ki_complete(P, E);
     hg_exec_sync(E);
     int err = 0;
@@ -686,21 +721,22 @@ int hg_prog_run_bc(hg_mg_t *mg, hg_prog_t *P, int v, const hg_args_bc_t *bc,
 }
 
 #ifdef HG_KI
-static void ki_close(hg_prog_t *P)
+/* an epoch of P open on its stream (plain: before a capture) */
+static void ki_open(hg_prog_t *P)
 {
-    if (P->ki && P->ki->slot != 0) {
+    if (P->ki && !P->ki->open) {
         hg_exec_use(P->owner->exec);
-        ki_complete(P, P->owner->exec);
+        ki_start(P, P->owner->exec);
     }
 }
 
-static void ki_close_level(hg_level_t *L)
+static void ki_open_level(hg_level_t *L)
 {
     for (int s = 0; s < HG_NUM_SHAPES; s++)
-        ki_close(&L->exchange[s]);
+        ki_open(&L->exchange[s]);
     for (int r = 0; r < 4; r++)
-        ki_close(&L->restriction[r]);
-    ki_close(&L->interpolation);
+        ki_open(&L->restriction[r]);
+    ki_open(&L->interpolation);
 }
 #endif
 
@@ -709,13 +745,15 @@ hg_ki_graph_t *hg_comm_ki_capture_begin(hg_mg_t *mg, hg_level_t *L, hg_level_t *
 #ifdef HG_KI
     if (L->backend != HG_BACKEND_KI)
         return NULL;
-    /* the leg's levels only: every rank active at L captures this leg here
-     * (and with C every one of them is active at C too: mg.c), but a rank
-     * captures legs of levels where the peers of other levels' programs are
-     * not active -- closing those would shift their epochs */
-    ki_close_level(L);
+    /* A captured run starts and completes nothing: its programs' epochs
+     * are open before (every program the leg may run: those of its levels
+     * only -- every rank active at L captures this leg here, and with C
+     * every one of them is active at C too: mg.c --, while a rank captures
+     * legs of levels where the peers of other levels' programs are not
+     * active: starting those would shift their epochs) */
+    ki_open_level(L);
     if (C)
-        ki_close_level(C); /* (the interpolation's exchange on C) */
+        ki_open_level(C); /* (the interpolation's exchange on C) */
     hg_ki_graph_t *kg = calloc(1, sizeof(*kg));
     if (!kg) {
         fprintf(stderr, "hpgmg-fv: out of memory (ki graph)\n");
@@ -734,8 +772,10 @@ void hg_comm_ki_capture_end(hg_mg_t *mg, hg_ki_graph_t *kg)
 #ifdef HG_KI
     mg->ki_rec = NULL;
     for (int i = 0; kg && i < kg->n; i++) {
-        ki_close(kg->p[i].P);
-        const struct hg_ki *k = kg->p[i].P->ki;
+        hg_prog_t *P = kg->p[i].P;
+        const struct hg_ki *k = P->ki;
+        /* the graph's last node of P: its slot word past the graph's runs */
+        hg_cuda_ki_word(P->owner->exec->stream, ki_slot_word(P), (unsigned long long)kg->p[i].r, 1);
         kg->p[i].runs = k->runs;
         kg->p[i].tickets = k->tickets;
         kg->p[i].done = k->done;
@@ -749,8 +789,23 @@ void hg_comm_ki_capture_end(hg_mg_t *mg, hg_ki_graph_t *kg)
 void hg_comm_ki_launch_begin(hg_ki_graph_t *kg)
 {
 #ifdef HG_KI
-    for (int i = 0; kg && i < kg->n; i++)
-        ki_close(kg->p[i].P);
+    /* per program: an epoch with room for the graph's runs, and its slot
+     * word at the next slot (plain stream operations before the launch;
+     * usually none: an epoch spans launches) */
+    for (int i = 0; kg && i < kg->n; i++) {
+        hg_prog_t *P = kg->p[i].P;
+        struct hg_ki *k = P->ki;
+        hg_exec_t *E = P->owner->exec;
+        hg_exec_use(E);
+        if (k->open && k->slot + kg->p[i].r > k->K)
+            ki_complete(P, E);
+        if (!k->open)
+            ki_start(P, E);
+        if (k->slot_dev_val != k->slot) {
+            hg_cuda_ki_word(E->stream, ki_slot_word(P), (unsigned long long)k->slot, 0);
+            k->slot_dev_val = k->slot;
+        }
+    }
 #else
     (void)kg;
 #endif
@@ -760,11 +815,18 @@ void hg_comm_ki_launch_end(hg_ki_graph_t *kg)
 {
 #ifdef HG_KI
     for (int i = 0; kg && i < kg->n; i++) {
-        struct hg_ki *k = kg->p[i].P->ki;
+        hg_prog_t *P = kg->p[i].P;
+        struct hg_ki *k = P->ki;
         k->runs = kg->p[i].runs;
         k->tickets = kg->p[i].tickets;
         k->done = kg->p[i].done;
-        k->packs = kg->p[i].packs; /* (slot: 0 since launch_begin) */
+        k->packs = kg->p[i].packs;
+        k->slot += kg->p[i].r; /* (the graph advanced the word alike) */
+        k->slot_dev_val = k->slot;
+        if (k->slot == k->K) {
+            hg_exec_use(P->owner->exec);
+            ki_complete(P, P->owner->exec);
+        }
     }
 #else
     (void)kg;

@@ -47,17 +47,23 @@ void hg_prog_free_ki(hg_prog_t *P);
 /* ki programs in CUDA graphs (mg.c, --graph). A ki run bakes the host's
  * counters (tickets, blocks done, chunks packed, run number) into its
  * kernel; so that a graph's launches all run alike, the graph's first run of
- * each program resets the program's device counters (a memset node) and
- * counts from 0 on the host, the graph completes every epoch it starts,
- * and after each launch the host takes the counters the capture ended
- * with -- the device's after that launch.
+ * each program resets the program's block counters (a memset node) and
+ * counts from 0 on the host, and after each launch the host takes the
+ * counters the capture ended with -- the device's after that launch. The
+ * slot of a captured run in its epoch is an offset from the program's slot
+ * word, which the graph's last node of the program advances by its runs:
+ * an epoch spans launches (--ki-runs of them per epoch, as plain runs), and
+ * a graph starts and completes none.
  *   capture_begin: before the capture of a leg of level L, C the coarser
- *     level when the leg runs its part (completes the open epochs of their
- *     programs -- the only ones a leg runs --, plain);
+ *     level when the leg runs its part (opens an epoch of each of their
+ *     programs that has none -- the only ones a leg runs --, plain);
  *     the program runs until capture_end are recorded in the returned set
- *   capture_end:   inside the capture, before it ends (completes the set's
- *     open epochs, captured; takes the snapshot)
- *   launch_begin / _end: around each launch of the graph
+ *   capture_end:   inside the capture, before it ends (the slot words'
+ *     advance, captured; takes the snapshot)
+ *   launch_begin / _end: around each launch of the graph (before: an epoch
+ *     with room for the graph's runs -- the full one completed, the next
+ *     started -- and the slot word set after plain runs, plain; after: the
+ *     host's counters, an epoch that is full completed)
  * NULL set: nothing ki (no-ops). */
 typedef struct hg_ki_graph hg_ki_graph_t;
 hg_ki_graph_t *hg_comm_ki_capture_begin(hg_mg_t *mg, hg_level_t *L, hg_level_t *C);

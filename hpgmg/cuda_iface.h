@@ -77,7 +77,10 @@ typedef struct {
                                             these boundary conditions (hg_apply_bc)  */
     hg_args_stencil_t st;                /* st.out != NULL: then this stencil sweep  */
     int *err;                            /* failed device calls (device word)       */
-    int slot;                            /* run slot in the epoch                   */
+    int slot;                            /* run slot in the epoch (slot_dev: offset) */
+    const unsigned long long *slot_dev;  /* non-NULL (a run captured into a CUDA graph):
+                                            the slot is *slot_dev + slot, the word
+                                            the graph advances (comm.c)             */
     int pdl;                             /* launch with programmatic dependent launch */
     unsigned long long run;              /* 1, 2, ...: runs of the program          */
 } hg_args_ki_t;
@@ -102,6 +105,9 @@ void hg_cuda_ki_fill(void *stream, const hg_ki_group_t *send_dev, int n, int lo_
 /* set n device counter words to 0 on the stream (a program's counters at
  * the start of a CUDA graph's launch, comm.c) */
 void hg_cuda_ki_reset(void *stream, unsigned long long *words, size_t n);
+/* a program's slot word (comm.c, CUDA graphs) in stream order: *word = v,
+ * or *word += v with add */
+void hg_cuda_ki_word(void *stream, unsigned long long *word, unsigned long long v, int add);
 
 #ifdef __cplusplus
 }

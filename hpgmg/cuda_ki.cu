@@ -55,6 +55,14 @@ __device__ __forceinline__ unsigned long long ki_now()
     return t;
 }
 
+/* the run's slot in its epoch: baked into the launch, or (a run in a CUDA
+ * graph) an offset from the program's slot word, which the kernels before
+ * this one wrote (hg_pdl_enter waited for them) */
+__device__ __forceinline__ int ki_slot(const hg_args_ki_t &a)
+{
+    return a.slot_dev ? a.slot + (int)*(const volatile unsigned long long *)a.slot_dev : a.slot;
+}
+
 /* a pack block: chunk `chunk` of `cp` of pack tile b, then (the chunk that
  * completes the tile) its partition ready */
 __device__ __forceinline__ void ki_pack(const hg_args_ki_t &a, int b, unsigned chunk, unsigned cp)
@@ -62,7 +70,7 @@ __device__ __forceinline__ void ki_pack(const hg_args_ki_t &a, int b, unsigned c
     __shared__ int last;
     hg_tile_t T = a.pack.t[b];
     const hg_ki_group_t G = a.send[T.peer];
-    const int part = a.slot * G.tiles + T.doff;
+    const int part = ki_slot(a) * G.tiles + T.doff;
     T.doff = 0;
     hg_tile_run(a.pack, T, nullptr, G.base + (long long)part * G.size, chunk, cp, false);
     if (cp == 1) {
@@ -120,7 +128,7 @@ __device__ __forceinline__ void ki_unpack(const hg_args_ki_t &a, int b, unsigned
     __shared__ int first, ok;
     const hg_tile_t T = a.unpack.t[b];
     const hg_ki_group_t G = a.recv[T.peer];
-    const int part = a.slot * G.tiles + T.soff;
+    const int part = ki_slot(a) * G.tiles + T.soff;
     if (threadIdx.x == 0) {
         first = cu == 1 || atomicMax(&a.claim[b], a.run) < a.run;
         ok = 1;
@@ -218,11 +226,18 @@ __global__ void k_ki_fill(const hg_ki_group_t *send, int lo_slot, int runs, int 
         atomicAdd(err, 1);
 }
 
+__global__ void k_ki_word(unsigned long long *w, unsigned long long v, int add)
+{
+    if (threadIdx.x == 0)
+        *w = add ? *w + v : v;
+}
+
 extern "C" void hg_cuda_ki_load(void)
 {
     cudaFuncAttributes fa;
     CK(cudaFuncGetAttributes(&fa, (const void *)k_ki_run));
     CK(cudaFuncGetAttributes(&fa, (const void *)k_ki_fill));
+    CK(cudaFuncGetAttributes(&fa, (const void *)k_ki_word));
 }
 
 extern "C" void hg_cuda_ki_shape(const hg_args_ki_t *a, hg_ki_shape_t *sh)
@@ -261,4 +276,11 @@ extern "C" void hg_cuda_ki_fill(void *stream, const hg_ki_group_t *send_dev, int
 extern "C" void hg_cuda_ki_reset(void *stream, unsigned long long *words, size_t n)
 {
     CK(cudaMemsetAsync(words, 0, sizeof(*words) * n, (cudaStream_t)stream));
+}
+
+extern "C" void hg_cuda_ki_word(void *stream, unsigned long long *word, unsigned long long v,
+                                int add)
+{
+    k_ki_word<<<1, 32, 0, (cudaStream_t)stream>>>(word, v, add);
+    CK(cudaGetLastError());
 }

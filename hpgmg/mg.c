@@ -228,9 +228,11 @@ void hg_mg_destroy(hg_mg_t *mg)
  * rank decides alike (the level's execution mode and backend are the same
  * on all ranks of a level that is not mixed), so the messages of the
  * graphs match among the ranks' launches in the order they run (mpix-acc's
- * capture of point-to-point calls, api.md 3). ki levels: the partitioned
- * starts, run kernels and epoch completions are captured; the host's run
- * counters are made launch-invariant by comm.c (hg_comm_ki_*). */
+ * capture of point-to-point calls, api.md 3). ki levels: the run kernels
+ * are captured, their slots taken from a device word the graph advances, so
+ * epochs span launches (started and completed by the host between them, one
+ * per --ki-runs runs); the host's run counters are made launch-invariant by
+ * comm.c (hg_comm_ki_*). */
 enum { HG_LEG_DOWN = 0, HG_LEG_UP = 1 };
 struct hg_gentry {
     int level, leg, e, R; /* (the coarser level's part and the interpolation: fixed per run) */
