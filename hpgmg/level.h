@@ -12,10 +12,13 @@
 #include "exec.h"
 #include "ops.h"
 
-/* time split of one distributed operation (seconds, summed over calls) */
 /* max norms one level may have begun and not ended (hg_red_t) */
 #define HG_RED_NORM_SLOTS 4
+/* ki with --graph: the least --ki-runs (a leg's runs of one program stay in
+ * one epoch: up to 7, a 6-sweep smooth and the residual) */
+#define HG_KI_GRAPH_MIN_RUNS 8
 
+/* time split of one distributed operation (seconds, summed over calls) */
 typedef struct {
     double total, local, pack, unpack, send, recv, wait;
 } hg_commtimer_t;
@@ -132,6 +135,7 @@ typedef struct {
                           unpack still run): a bound with communication's cost removed,
                           its results are wrong and not checked */
     int ki_runs;       /* ki backend: program runs per epoch of its partitioned requests */
+
     int pdl;           /* GPU kernels with programmatic dependent launch (--no-pdl: off) */
 
     /* --graph: a V-cycle's work per level captured once (CUDA graph, or host

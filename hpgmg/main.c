@@ -43,7 +43,8 @@ static void usage(int rank)
         "                              communication backend (default mpi); -sx: the same with\n"
         "                              --no-wildcards; ki: GPU levels send from their kernels\n"
         "                              (partitioned requests; CUDA builds), other levels as acc\n"
-        "  --ki-runs N                 ki: program runs per epoch of its requests (default 32)\n"
+        "  --ki-runs N                 ki: program runs per epoch of its requests (default 32;\n"
+        "                              with --graph at least 8)\n"
         "  --no-pdl                    launch the GPU kernels without programmatic dependent\n"
         "                              launch (default: with it, sm_90 and newer)\n"
         "  --no-wildcards              MPI-4 assertions mpi_assert_no_any_source/_tag on the\n"
@@ -166,6 +167,17 @@ static int parse(int argc, char **argv, opts_t *o, hg_mg_t *mg)
         if (mg->my_rank == 0)
             fprintf(stderr, "hpgmg-fv: --graph needs a stream-ordered backend "
                             "(acc|streamcomm|acc-sx|streamcomm-sx|ki): mpi waits on the host\n");
+        return -1;
+    }
+    /* a ki level's graphed leg keeps its runs in one epoch (comm.h): an
+     * exchange program runs up to 7 times in a leg (a 6-sweep smooth and the
+     * residual) */
+    if (mg->graph && mg->backend == HG_BACKEND_KI && mg->ki_runs < HG_KI_GRAPH_MIN_RUNS) {
+        if (mg->my_rank == 0)
+            fprintf(stderr,
+                    "hpgmg-fv: --graph with --backend ki needs --ki-runs >= %d (a V-cycle leg "
+                    "runs an exchange program up to %d times, all in one epoch)\n",
+                    HG_KI_GRAPH_MIN_RUNS, HG_KI_GRAPH_MIN_RUNS - 1);
         return -1;
     }
 #ifdef HPGMG_NO_MPIX

@@ -20,7 +20,7 @@
 #     on GPU levels) runs acc on every level here and equals mpi
 #   - --graph (acc, streamcomm, acc-sx; 2 and 4 ranks): the V-cycle legs
 #     captured as host graphs and launched give mpi's residuals bit for bit;
-#     --graph with mpi is refused
+#     --graph with mpi is refused, and ki's with --ki-runs below 8
 #   - streamcomm enqueues its norms and dot products with their MPI_Allreduce:
 #     host waits per solve <= reductions on the streams per solve
 # The acc/streamcomm checks run when the binary has them (`hpgmg-fv
@@ -210,6 +210,10 @@ for op in fv4 7pt; do
     rc=$?
     [ "$rc" != 0 ] && grep -q -- '--graph needs a stream-ordered backend' "$out/${op}_graph_mpi.log"
     check $? "$op: --graph with the mpi backend is refused (exit status $rc)"
+    "$BIN" 4 1 --backend ki --graph --ki-runs 7 >"$out/${op}_graph_ki7.log" 2>&1
+    rc=$?
+    [ "$rc" != 0 ] && grep -q -- '--graph with --backend ki needs --ki-runs >= 8' "$out/${op}_graph_ki7.log"
+    check $? "$op: --graph with ki and --ki-runs 7 is refused (exit status $rc)"
     # --skip-exchange touches GPU levels only: none here, so nothing changes
     run "${op}_n2_acc_skip" 2 4 4 --operator "$op" --backend acc --skip-exchange &&
       same "${op}_n2_mpi" "${op}_n2_acc_skip" "$op: --skip-exchange without GPU levels = mpi"
