@@ -135,7 +135,6 @@ typedef struct {
                           unpack still run): a bound with communication's cost removed,
                           its results are wrong and not checked */
     int ki_runs;       /* ki backend: program runs per epoch of its partitioned requests */
-
     int pdl;           /* GPU kernels with programmatic dependent launch (--no-pdl: off) */
 
     /* --graph: a V-cycle's work per level captured once (CUDA graph, or host
