@@ -32,12 +32,12 @@
 #   - compute-sanitizer memcheck on a small GPU run
 # Bench: log2 box 4, 5, 6 (--sizes: a subset, e.g. 4,5 -- 16^3 and 32^3 at
 # --reps 5 fit one 10-minute device call, all three do not) with 8 boxes per
-# rank, 2 ranks, each backend, and
+# rank, 2 ranks, each backend (ki also with CUDA graphs: issue 21), and
 # two exchange-free bounds (mpi+bound, acc-sx+bound: --skip-exchange, the GPU
 # levels skip their messages; their rel is not a result); prints MGSolve time
 # on the GPU levels (median of N runs of the timed solves).
 # HPGMG_BENCH_BACKENDS: the bench's backends (default: mpi acc streamcomm
-# acc-sx streamcomm-sx ki mpi+bound acc-sx+bound; also NAME-nopdl: backend
+# acc-sx streamcomm-sx ki ki+graph mpi+bound acc-sx+bound; also NAME-nopdl: backend
 # NAME with the GPU kernels launched without programmatic dependent launch;
 # NAME-rN: backend NAME with --ki-runs N; NAME+bound: with --skip-exchange;
 # NAME+graph: with --graph (combinable); NAME@LABEL: backend NAME of the
@@ -207,7 +207,7 @@ if [ "$MODE" != check ]; then
   # the time without communication, a bound; its rel is not a result)
   # the repetitions are interleaved (rep 1 of every backend, then rep 2, ...):
   # a drift of the machine's speed during the bench touches every row alike
-  BES=${HPGMG_BENCH_BACKENDS:-mpi acc streamcomm acc-sx streamcomm-sx ki mpi+bound acc-sx+bound}
+  BES=${HPGMG_BENCH_BACKENDS:-mpi acc streamcomm acc-sx streamcomm-sx ki ki+graph mpi+bound acc-sx+bound}
   med() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
   for l in $SIZES; do
     declare -A TS=() MS=() NL=() RL=()
