@@ -345,9 +345,9 @@ mxu_status_t mxa_stream_refuse_capture(mxa_stream_t *s, const char *what)
         mxa_host_capture_break(s, why);
         MXU_FAIL(MXU_ERR_CAPTURED,
                  "%s on host stream %p, which is being captured into a graph: only launches, "
-                 "sends and receives of contiguous data, stream waits on their requests and "
-                 "the blocking stream-ordered collectives can be; the capture is broken (its "
-                 "end fails). Enqueue it outside the capture.",
+                 "sends and receives, stream waits on their requests and the blocking "
+                 "stream-ordered collectives can be; the capture is broken (its end fails). "
+                 "Enqueue it outside the capture.",
                  what, s->handle);
     }
     if (s->kind != MXA_KIND_CUDA)

@@ -49,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "interpose/typelayout.h"
 #include "util/hashmap.h"
 #include "util/waiter.h"
 
@@ -57,6 +58,18 @@
 #define MXI_GRAPH_WAIT_REPORT_NS (10ull * 1000000000ull)
 
 typedef struct mxi_graph_state mxi_graph_state_t;
+
+/* A captured send or receive of a non-contiguous datatype (host streams):
+ * the graph's packed buffer, which its template moves; a send's pack entry
+ * runs before its fire, a receive's unpack entry after its captured wait
+ * (of the `got` bytes that launch received). Kept with the graph. */
+typedef struct mxi_gpack {
+    mxi_layout_t *layout; /* a reference: the type may be freed meanwhile */
+    void *user_buf;
+    int count;
+    void *packed;
+    _Atomic uint64_t got; /* a receive: bytes of the last finished launch */
+} mxi_gpack_t;
 
 struct mxi_tmpl {
     struct mxi_tmpl *next;
@@ -88,6 +101,7 @@ struct mxi_tmpl {
      * memory type detection waits for: 2 x H100, session 21) */
     int memtype; /* -1: ask at each launch (host graphs) */
     void *reg;
+    mxi_gpack_t *pack; /* a non-contiguous datatype's (the graph keeps it), or NULL */
 };
 
 typedef struct mxi_gwait {
@@ -105,10 +119,12 @@ typedef struct mxi_gwait {
     uint64_t behind_since, reported; /* a launch's wait outstanding since (ns) */
 } mxi_gwait_t;
 
-/* memory of the graph's steps (collectives), freed with it */
+/* memory of the graph's steps (collectives, packed datatypes), freed with
+ * it (by fn, or free) */
 typedef struct mxi_gkeep {
     struct mxi_gkeep *next;
     void *p;
+    void (*fn)(void *);
 } mxi_gkeep_t;
 
 /* A capture's, then its graph's, templates and waits. */
@@ -290,7 +306,10 @@ static void mxi_state_free(mxi_graph_state_t *gs)
     }
     for (mxi_gkeep_t *k = gs->keep, *nk; k; k = nk) {
         nk = k->next;
-        free(k->p);
+        if (k->fn)
+            k->fn(k->p);
+        else
+            free(k->p);
         free(k);
     }
     free(gs);
@@ -337,6 +356,29 @@ static mxe_op_t *mxi_fifo_pop(mxi_tmpl_t *t, int *none)
     }
     pthread_mutex_unlock(&t->lock);
     return op;
+}
+
+static void mxi_gpack_free(void *p)
+{
+    mxi_gpack_t *gp = p;
+    mxi_layout_put(gp->layout);
+    free(gp->packed);
+    free(gp);
+}
+
+/* a non-contiguous send's pack entry (the stream's thread, before its fire) */
+static void mxi_gpack_pack(void *arg)
+{
+    mxi_gpack_t *gp = arg;
+    mxi_layout_pack(gp->layout, gp->user_buf, gp->count, gp->packed);
+}
+
+/* a non-contiguous receive's unpack entry (after its captured wait) */
+static void mxi_gpack_unpack(void *arg)
+{
+    mxi_gpack_t *gp = arg;
+    mxi_layout_unpack(gp->layout, gp->packed, atomic_load_explicit(&gp->got, memory_order_acquire),
+                      gp->user_buf, gp->count);
 }
 
 /* a fire entry (the stream's thread) */
@@ -398,6 +440,9 @@ static void mxi_gwait_finish(mxi_gwait_t *w, int i, mxe_op_t *op, int none)
             stp->MPI_ERROR = MPI_ERR_INTERN;
         }
     }
+    if (w->t[i]->pack) /* what the unpack entry after this wait takes */
+        atomic_store_explicit(&w->t[i]->pack->got, op ? (uint64_t)op->result.bytes : 0,
+                              memory_order_release);
     if (op)
         mxe_op_release(op);
 }
@@ -690,6 +735,21 @@ static mxu_status_t mxi_tmpl_prepare(const mxi_graph_state_t *gs, mxi_tmpl_t *t)
     return mxe_mem_register(t->buf, t->bytes, t->memtype, &t->reg);
 }
 
+/* keep p with capture gs (freed by fn, or free, with it); 0 when out of memory */
+static int mxi_keep_in(mxi_graph_state_t *gs, void *p, void (*fn)(void *))
+{
+    mxi_gkeep_t *k = malloc(sizeof(*k));
+    if (!k)
+        return 0;
+    k->p = p;
+    k->fn = fn;
+    pthread_mutex_lock(&mxi_cap_lock);
+    k->next = gs->keep;
+    gs->keep = k;
+    pthread_mutex_unlock(&mxi_cap_lock);
+    return 1;
+}
+
 mxu_status_t mxi_graph_keep(mxa_stream_t *s, void *p)
 {
     mxi_graph_state_t *gs = mxi_capture_or_break(s, "a collective's memory");
@@ -701,6 +761,7 @@ mxu_status_t mxi_graph_keep(mxa_stream_t *s, void *p)
         return gs ? MXU_ERR_NO_MEMORY : MXU_ERR_INVALID_STREAM;
     }
     k->p = p;
+    k->fn = NULL;
     pthread_mutex_lock(&mxi_cap_lock);
     k->next = gs->keep;
     gs->keep = k;
@@ -767,21 +828,45 @@ mxu_status_t mxi_graph_coll_wait(mxa_stream_t *s, mxi_tmpl_t *const *t, int n)
 }
 
 int mxi_graph_p2p(mxa_stream_t *s, mxi_origin_t origin, int is_send, void *buf, size_t bytes,
-                  int contiguous, int peer, int tag, MPI_Comm comm, mxi_comm_t *c, int synchronous,
-                  MPI_Request *req)
+                  struct mxi_layout *layout, int count, int peer, int tag, MPI_Comm comm,
+                  mxi_comm_t *c, int synchronous, MPI_Request *req)
 {
     const char *what = is_send ? "send" : "receive";
     mxi_graph_state_t *gs = mxi_capture_of(s);
     if (!gs) {
+        mxi_layout_put(layout);
         mxi_graph_break(s, "the stream's capture cannot be told (see above)");
         return mxi_raise(comm, MXI_E_INTERN, "captured %s: the stream's capture is unknown", what);
     }
-    if (!contiguous) {
-        mxi_graph_break(s, "a non-contiguous datatype cannot be captured into a graph");
+    /* a non-contiguous datatype: the template moves the graph's packed
+     * buffer (host streams; a CUDA capture would need device memory and a
+     * pack kernel made before the capture: not built) */
+    mxi_gpack_t *gp = NULL;
+    if (layout && gs->cuda) {
+        mxi_layout_put(layout);
+        mxi_graph_break(s, "a non-contiguous datatype cannot be captured into a CUDA graph");
         return mxi_raise(comm, MXI_E_UNSUPPORTED,
-                         "a %s of a non-contiguous datatype on a stream being captured: only "
-                         "contiguous data can be captured; the capture is broken",
+                         "a %s of a non-contiguous datatype on a CUDA stream being captured: "
+                         "only contiguous data can be captured there (host streams pack and "
+                         "unpack in the graph); the capture is broken",
                          what);
+    }
+    if (layout) {
+        gp = calloc(1, sizeof(*gp));
+        void *packed = gp && bytes ? malloc(bytes) : NULL;
+        if (!gp || (bytes && !packed) || !mxi_keep_in(gs, gp, mxi_gpack_free)) {
+            free(packed);
+            free(gp);
+            mxi_layout_put(layout);
+            mxi_graph_break(s, "out of memory recording a non-contiguous datatype");
+            return mxi_raise(comm, MXI_E_NO_MEM, "captured %s", what);
+        }
+        /* kept (and freed) with the graph from here on */
+        gp->layout = layout;
+        gp->user_buf = buf;
+        gp->count = count;
+        gp->packed = packed;
+        buf = packed;
     }
     mxi_tmpl_t *t =
         mxi_tmpl_new(gs, is_send, buf, bytes, &c->ec,
@@ -791,6 +876,7 @@ int mxi_graph_p2p(mxa_stream_t *s, mxi_origin_t origin, int is_send, void *buf, 
                      tag == MPI_ANY_TAG ? MXE_ANY_TAG : tag, synchronous, c->eager_limit, 2);
     if (!t)
         return mxi_raise(comm, MXI_E_NO_MEM, "captured %s", what);
+    t->pack = gp;
     atomic_init(&t->req_live, 1);
     mxu_status_t rs = mxi_tmpl_prepare(gs, t);
     if (rs != MXU_OK) {
@@ -809,7 +895,10 @@ int mxi_graph_p2p(mxa_stream_t *s, mxi_origin_t origin, int is_send, void *buf, 
     mxu_status_t st =
         mxe_op_create_local(mxa_none_stream(), is_send ? MXE_OP_SEND : MXE_OP_RECV, 0, &op);
     /* MPI_PROC_NULL: no fire entry -- a launch makes no operation, as
-     * mxi_proc_null_request makes none, and the wait writes its status */
+     * mxi_proc_null_request makes none, and the wait writes its status
+     * (nor a pack entry) */
+    if (st == MXU_OK && t->peer != MXE_PROC_NULL && gp && is_send)
+        st = mxa_host_capture_add(s, mxi_gpack_pack, gp);
     if (st == MXU_OK && t->peer != MXE_PROC_NULL)
         st = mxi_rec_fire(s, gs, t);
     if (st != MXU_OK) {
@@ -901,10 +990,18 @@ int mxi_graph_wait(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *s
             w->n++;
         }
     }
-    if (bad || w->n == 0) /* (nothing to wait for: partitioned requests, NULL) */
+    if (bad || w->n == 0) { /* (nothing to wait for: partitioned requests, NULL) */
         mxi_gwait_free(w);
-    else if (mxi_gwait_record(s, gs, w) != MXU_OK)
+    } else if (mxi_gwait_record(s, gs, w) != MXU_OK) { /* (w freed) */
         bad = "a stream wait could not be recorded (see above)";
+    } else {
+        /* a non-contiguous receive: its unpack entry behind the wait (w is
+         * the state's now, freed with it) */
+        for (int i = 0; i < w->n && !bad; i++)
+            if (w->t[i]->pack && !w->t[i]->is_send && w->t[i]->peer != MXE_PROC_NULL &&
+                mxa_host_capture_add(s, mxi_gpack_unpack, w->t[i]->pack) != MXU_OK)
+                bad = "out of memory recording an unpack";
+    }
     if (bad) {
         mxi_graph_break(s, bad);
         return mxi_raise(err_comm, MXI_E_REQUEST, "%s: the capture is broken", bad);
@@ -986,10 +1083,22 @@ int MPIX_Acc_Hoststream_end_capture(MPIX_Acc_stream stream, MPIX_Acc_hostgraph *
     mxa_host_graph_t *hg = NULL;
     mxu_status_t st = mxa_host_capture_end(stream, &hg, why, sizeof(why));
     gs->s = NULL;
-    const char *live = NULL;
-    for (mxi_tmpl_t *t = gs->tmpls; t && st == MXU_OK; t = t->next)
+    const char *live = NULL, *unwaited = NULL;
+    for (mxi_tmpl_t *t = gs->tmpls; t && st == MXU_OK; t = t->next) {
         if (!t->waited && atomic_load_explicit(&t->req_live, memory_order_acquire))
             live = t->is_send ? "send" : "receive";
+        else if (!t->waited && t->pack && t->peer != MXE_PROC_NULL)
+            unwaited = t->is_send ? "send" : "receive";
+    }
+    if (st == MXU_OK && !live && unwaited) {
+        mxa_host_graph_free(hg);
+        mxi_state_free(gs);
+        return mxi_raise(MPI_COMM_SELF, MXI_E_REQUEST,
+                         "MPIX_Acc_Hoststream_end_capture: a captured %s of a non-contiguous "
+                         "datatype has no stream wait in the capture (its request was freed): "
+                         "the graph packs and unpacks its data around that wait; no graph is made",
+                         unwaited);
+    }
     if (st != MXU_OK || live) {
         mxa_host_graph_free(hg);
         mxi_state_free(gs);

@@ -317,10 +317,16 @@ void mxi_graph_finalize(void);
  * made, else 0. */
 int mxi_graph_stats(unsigned long long *states, unsigned long long *made, unsigned long long *done);
 /* A send or receive enqueued on a capturing stream (arguments checked):
- * recorded as a template; *req its placeholder request. */
+ * recorded as a template; *req its placeholder request. layout: NULL for
+ * contiguous data, else the layout of count elements of a non-contiguous
+ * datatype at buf, `bytes` packed bytes (the reference is the call's: kept
+ * with the graph, or dropped on failure) -- a host stream's graph packs a
+ * send before its fire and unpacks a receive after its captured wait; a
+ * CUDA capture refuses it. */
+struct mxi_layout;
 int mxi_graph_p2p(mxa_stream_t *s, mxi_origin_t origin, int is_send, void *buf, size_t bytes,
-                  int contiguous, int peer, int tag, MPI_Comm comm, mxi_comm_t *c, int synchronous,
-                  MPI_Request *req);
+                  struct mxi_layout *layout, int count, int peer, int tag, MPI_Comm comm,
+                  mxi_comm_t *c, int synchronous, MPI_Request *req);
 /* A stream wait on a capturing stream: recorded; the requests are retired.
  * Its count requests are reqs[at[i]] (at NULL: reqs[0..count-1]), their
  * statuses the same elements of statuses (NULL: none wanted). */

@@ -791,6 +791,27 @@ static int mxi_proc_null_cancel(void *extra, int complete)
     return MPI_SUCCESS;
 }
 
+/* A send or receive on a capturing stream (graph.c): a non-contiguous
+ * datatype is captured with its layout (the graph packs and unpacks on the
+ * stream: design.md 6d). */
+static int mxi_graph_p2p_typed(mxa_stream_t *s, mxi_origin_t origin, int is_send, void *buf,
+                               int count, MPI_Datatype dt, size_t bytes, int contiguous, int peer,
+                               int tag, MPI_Comm comm, mxi_comm_t *c, int synchronous,
+                               MPI_Request *req)
+{
+    mxi_layout_t *l = NULL;
+    if (!contiguous && count > 0) {
+        uint64_t packed;
+        int rc = mxi_packed_layout(comm, dt, count, &l, &packed);
+        if (rc != MPI_SUCCESS) {
+            mxi_graph_break(s, "a captured datatype has no stream-ordered layout (see above)");
+            return rc;
+        }
+    }
+    return mxi_graph_p2p(s, origin, is_send, buf, bytes, l, count, peer, tag, comm, c, synchronous,
+                         req);
+}
+
 static int mxi_proc_null_request(MPI_Comm comm, MPI_Request *req)
 {
     int rc = PMPI_Grequest_start(mxi_proc_null_query, mxi_proc_null_free, mxi_proc_null_cancel,
@@ -810,8 +831,8 @@ static int mxi_isend_(mxa_stream_t *s, mxi_origin_t origin, const void *buf, int
     int contiguous;
     int rc = mxi_send_args(buf, count, dt, dest, tag, comm, req, &c, &bytes, &contiguous);
     if (rc == MPI_SUCCESS && mxi_graph_capturing(s))
-        return mxi_graph_p2p(s, origin, 1, (void *)(uintptr_t)buf, bytes, contiguous, dest, tag,
-                             comm, c, synchronous, req);
+        return mxi_graph_p2p_typed(s, origin, 1, (void *)(uintptr_t)buf, count, dt, bytes,
+                                   contiguous, dest, tag, comm, c, synchronous, req);
     if (rc == MPI_SUCCESS && dest == MPI_PROC_NULL && !c->ec.match_dynamic)
         return mxi_proc_null_request(comm, req);
     int staged = 0;
@@ -864,7 +885,8 @@ static int mxi_irecv_(mxa_stream_t *s, mxi_origin_t origin, void *buf, int count
     int contiguous;
     int rc = mxi_recv_args(buf, count, dt, source, tag, comm, req, &c, &bytes, &contiguous);
     if (rc == MPI_SUCCESS && mxi_graph_capturing(s))
-        return mxi_graph_p2p(s, origin, 0, buf, bytes, contiguous, source, tag, comm, c, 0, req);
+        return mxi_graph_p2p_typed(s, origin, 0, buf, count, dt, bytes, contiguous, source, tag,
+                                   comm, c, 0, req);
     if (rc == MPI_SUCCESS && source == MPI_PROC_NULL && !c->ec.match_dynamic)
         return mxi_proc_null_request(comm, req);
     int staged = 0;

@@ -30,6 +30,15 @@
  *      arrive (checked by plain receives).
  *   F: a stream communicator's ordinary MPI_Irecv/MPI_Isend/MPI_Waitall
  *      (statuses) captured; 100 launches, statuses checked.
+ *   V: a non-contiguous datatype captured (2 elements of an MPI_Type_vector
+ *      of doubles, a stream communicator's MPI_Irecv/MPI_Isend/MPI_Waitall
+ *      too): the graph packs the send before its fire and unpacks the
+ *      receive after its wait; the type is freed after the capture; 500
+ *      launches (50 with tsan), every launch's data checked and the gaps
+ *      between the blocks untouched, the last status's count in elements
+ *      of the type; then a line (MPI_PROC_NULL ends) and a capture whose
+ *      non-contiguous request is freed unwaited (end_capture fails
+ *      MPI_ERR_REQUEST: the graph unpacks after the wait).
  *   L: A's step along a line (the ring without its wrap-around): rank 0
  *      receives from MPI_PROC_NULL and the last rank sends to it (one
  *      rank: both); 1000 launches (30 with tsan), the data, the PROC_NULL
@@ -212,6 +221,103 @@ static void exchange_phase(MPIX_Acc_stream s, double *sb, double *rb, int from, 
     no_graph_errors(g, launch_phase);
     T_MPI(MPIX_Acc_Hostgraph_free(&g));
     T_CHECK(g == NULL, "Hostgraph_free did not clear the handle");
+}
+
+/* V: 2 elements of a vector of VB blocks of 2 doubles, stride 5 */
+#define VB 40
+#define VSTRIDE 5
+#define VEXT ((VB - 1) * VSTRIDE + 2) /* doubles of one element's extent */
+#define VCOUNT 2
+#define VDATA (VCOUNT * VB * 2) /* doubles of data */
+#define VGAP (-7.0)             /* what a receive buffer holds between blocks */
+
+/* the buffer index of data double i (MPI_Pack's order) */
+static int vidx(int i)
+{
+    int e = i / (VB * 2), b = (i / 2) % VB, j = i % 2;
+    return e * VEXT + b * VSTRIDE + j;
+}
+
+typedef struct {
+    double *buf;
+    int rank, tag; /* the producer (check: MPI_PROC_NULL: nothing arrives) */
+    _Atomic long launch;
+} vstep_arg_t;
+
+static void vfill_fn(void *p)
+{
+    vstep_arg_t *a = p;
+    long k = atomic_fetch_add(&a->launch, 1);
+    for (int i = 0; i < VDATA; i++)
+        a->buf[vidx(i)] = val(a->rank, a->tag, k, i);
+}
+
+static void vcheck_fn(void *p)
+{
+    vstep_arg_t *a = p;
+    long k = atomic_fetch_add(&a->launch, 1);
+    for (int i = 0, d = 0; i < VCOUNT * VEXT; i++) {
+        int data = d < VDATA && vidx(d) == i;
+        double want = !data || a->rank == MPI_PROC_NULL ? VGAP : val(a->rank, a->tag, k, d);
+        d += data;
+        if (a->buf[i] != want) {
+            t_async_fail("V: launch %ld: buffer element %d (%s): expected %.17g got %.17g", k, i,
+                         data ? "data" : "gap", want, a->buf[i]);
+            return;
+        }
+    }
+}
+
+/* capture fill -> Irecv(from) -> Isend(to) -> Waitall(st) -> check with
+ * 2 elements of type vt on comm (stream cs), launch it n times; ct: the
+ * same type map (alive at the end), to count the last status in */
+static void vector_run(MPIX_Acc_stream cs, MPI_Comm comm, MPI_Datatype vt, MPI_Datatype ct,
+                       int from, int to, int tag, long n, MPI_Datatype *free_after)
+{
+    double *vs = malloc(sizeof(double) * VCOUNT * VEXT),
+           *vr = malloc(sizeof(double) * VCOUNT * VEXT);
+    T_CHECK(vs && vr, "malloc");
+    for (int i = 0; i < VCOUNT * VEXT; i++)
+        vs[i] = vr[i] = VGAP;
+    vstep_arg_t fa = {.buf = vs, .rank = t_rank, .tag = tag};
+    vstep_arg_t ca = {.buf = vr, .rank = from, .tag = tag};
+    MPI_Status st[2];
+    MPI_Request rq[2];
+    MPIX_Acc_hostgraph g = NULL;
+    T_MPI(MPIX_Acc_Hoststream_begin_capture(cs));
+    T_MPI(MPIX_Acc_Hoststream_launch(cs, vfill_fn, &fa));
+    T_MPI(MPI_Irecv(vr, VCOUNT, vt, from, tag, comm, &rq[0]));
+    T_MPI(MPI_Isend(vs, VCOUNT, vt, to, tag, comm, &rq[1]));
+    T_MPI(MPI_Waitall(2, rq, st));
+    T_MPI(MPIX_Acc_Hoststream_launch(cs, vcheck_fn, &ca));
+    T_MPI(MPIX_Acc_Hoststream_end_capture(cs, &g));
+    T_CHECK(g != NULL && atomic_load(&ca.launch) == 0, "V: the capture gave no graph, or ran");
+    if (free_after) /* the layout is the graph's: the type may go */
+        T_MPI(MPI_Type_free(free_after));
+    for (long k = 0; k < n; k++) {
+        T_MPI(MPIX_Acc_Hostgraph_launch(g, cs));
+        if (k % 100 == 99) {
+            T_MPI(MPIX_Acc_Hoststream_synchronize(cs));
+            t_check_async();
+        }
+    }
+    T_MPI(MPIX_Acc_Hoststream_synchronize(cs));
+    t_check_async();
+    T_CHECK(atomic_load(&ca.launch) == n, "V: the check ran %ld times, expected %ld",
+            atomic_load(&ca.launch), n);
+    /* the last receive's count, in bytes then in elements of the type */
+    int cnt = -1;
+    T_MPI(MPI_Get_count(&st[0], MPI_BYTE, &cnt));
+    T_CHECK(cnt == (from == MPI_PROC_NULL ? 0 : (int)(VDATA * sizeof(double))),
+            "V: the last receive's count %d bytes", cnt);
+    T_MPI(MPI_Get_count(&st[0], ct, &cnt));
+    T_CHECK(cnt == (from == MPI_PROC_NULL ? 0 : VCOUNT),
+            "V: the last receive's count %d elements of the type, expected %d", cnt,
+            from == MPI_PROC_NULL ? 0 : VCOUNT);
+    no_graph_errors(g, "V");
+    T_MPI(MPIX_Acc_Hostgraph_free(&g));
+    free(vs);
+    free(vr);
 }
 
 /* G: collectives. Launch k's send data of rank r: cval(r, k, i). */
@@ -616,6 +722,33 @@ int main(int argc, char **argv)
         free(ca.as);
         free(ca.ar2);
         free(pa.ag);
+    }
+
+    /* ---- V: a non-contiguous datatype captured ---- */
+    t_phase("V: a vector datatype captured (stream communicator)");
+    {
+        MPIX_Acc_stream cs;
+        MPI_Comm sc = t_stream_comm(&cs);
+        MPI_Datatype vt, v2;
+        T_MPI(MPI_Type_vector(VB, 2, VSTRIDE, MPI_DOUBLE, &vt));
+        T_MPI(MPI_Type_commit(&vt));
+        T_MPI(MPI_Type_dup(vt, &v2));
+        vector_run(cs, sc, v2, vt, prev, next, 20, tsan ? 50 : 500, &v2);
+        t_phase("V: the line (MPI_PROC_NULL ends)");
+        vector_run(cs, sc, vt, vt, t_rank == 0 ? MPI_PROC_NULL : prev,
+                   t_rank == t_size - 1 ? MPI_PROC_NULL : next, 21, tsan ? 20 : 100, NULL);
+        t_phase("V: an unwaited non-contiguous request");
+        double x[VCOUNT * VEXT];
+        MPI_Request r;
+        MPIX_Acc_hostgraph g2 = NULL;
+        T_MPI(MPIX_Acc_Hoststream_begin_capture(cs));
+        T_MPI(MPI_Isend(x, VCOUNT, vt, next, 22, sc, &r));
+        T_MPI(MPI_Request_free(&r));
+        expect_class(MPIX_Acc_Hoststream_end_capture(cs, &g2), MPI_ERR_REQUEST,
+                     "end_capture with an unwaited non-contiguous send");
+        T_CHECK(g2 == NULL, "a failed end_capture left a graph");
+        T_MPI(MPI_Type_free(&vt));
+        t_stream_comm_free(&sc, &cs);
     }
 
     /* ---- L: a line (the ring cut open): MPI_PROC_NULL at its ends ---- */
