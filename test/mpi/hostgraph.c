@@ -36,7 +36,8 @@
  *      receive after its wait; the type is freed after the capture; 500
  *      launches (50 with tsan), every launch's data checked and the gaps
  *      between the blocks untouched, the last status's count in elements
- *      of the type; then a line (MPI_PROC_NULL ends) and a capture whose
+ *      of the type; the same by one MPI_Sendrecv (a textbook halo step);
+ *      then a line (MPI_PROC_NULL ends) and a capture whose
  *      non-contiguous request is freed unwaited (end_capture fails
  *      MPI_ERR_REQUEST: the graph unpacks after the wait).
  *   L: A's step along a line (the ring without its wrap-around): rank 0
@@ -270,9 +271,10 @@ static void vcheck_fn(void *p)
 
 /* capture fill -> Irecv(from) -> Isend(to) -> Waitall(st) -> check with
  * 2 elements of type vt on comm (stream cs), launch it n times; ct: the
- * same type map (alive at the end), to count the last status in */
+ * same type map (alive at the end), to count the last status in;
+ * sendrecv: one MPI_Sendrecv instead of the Irecv, Isend and Waitall */
 static void vector_run(MPIX_Acc_stream cs, MPI_Comm comm, MPI_Datatype vt, MPI_Datatype ct,
-                       int from, int to, int tag, long n, MPI_Datatype *free_after)
+                       int from, int to, int tag, long n, MPI_Datatype *free_after, int sendrecv)
 {
     double *vs = malloc(sizeof(double) * VCOUNT * VEXT),
            *vr = malloc(sizeof(double) * VCOUNT * VEXT);
@@ -286,9 +288,13 @@ static void vector_run(MPIX_Acc_stream cs, MPI_Comm comm, MPI_Datatype vt, MPI_D
     MPIX_Acc_hostgraph g = NULL;
     T_MPI(MPIX_Acc_Hoststream_begin_capture(cs));
     T_MPI(MPIX_Acc_Hoststream_launch(cs, vfill_fn, &fa));
-    T_MPI(MPI_Irecv(vr, VCOUNT, vt, from, tag, comm, &rq[0]));
-    T_MPI(MPI_Isend(vs, VCOUNT, vt, to, tag, comm, &rq[1]));
-    T_MPI(MPI_Waitall(2, rq, st));
+    if (sendrecv) {
+        T_MPI(MPI_Sendrecv(vs, VCOUNT, vt, to, tag, vr, VCOUNT, vt, from, tag, comm, &st[0]));
+    } else {
+        T_MPI(MPI_Irecv(vr, VCOUNT, vt, from, tag, comm, &rq[0]));
+        T_MPI(MPI_Isend(vs, VCOUNT, vt, to, tag, comm, &rq[1]));
+        T_MPI(MPI_Waitall(2, rq, st));
+    }
     T_MPI(MPIX_Acc_Hoststream_launch(cs, vcheck_fn, &ca));
     T_MPI(MPIX_Acc_Hoststream_end_capture(cs, &g));
     T_CHECK(g != NULL && atomic_load(&ca.launch) == 0, "V: the capture gave no graph, or ran");
@@ -733,10 +739,12 @@ int main(int argc, char **argv)
         T_MPI(MPI_Type_vector(VB, 2, VSTRIDE, MPI_DOUBLE, &vt));
         T_MPI(MPI_Type_commit(&vt));
         T_MPI(MPI_Type_dup(vt, &v2));
-        vector_run(cs, sc, v2, vt, prev, next, 20, tsan ? 50 : 500, &v2);
+        vector_run(cs, sc, v2, vt, prev, next, 20, tsan ? 50 : 500, &v2, 0);
+        t_phase("V: MPI_Sendrecv of the vector type captured");
+        vector_run(cs, sc, vt, vt, prev, next, 23, tsan ? 20 : 200, NULL, 1);
         t_phase("V: the line (MPI_PROC_NULL ends)");
         vector_run(cs, sc, vt, vt, t_rank == 0 ? MPI_PROC_NULL : prev,
-                   t_rank == t_size - 1 ? MPI_PROC_NULL : next, 21, tsan ? 20 : 100, NULL);
+                   t_rank == t_size - 1 ? MPI_PROC_NULL : next, 21, tsan ? 20 : 100, NULL, 0);
         t_phase("V: an unwaited non-contiguous request");
         double x[VCOUNT * VEXT];
         MPI_Request r;
