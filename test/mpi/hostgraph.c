@@ -37,6 +37,9 @@
  *      launches (50 with tsan), every launch's data checked and the gaps
  *      between the blocks untouched, the last status's count in elements
  *      of the type; the same by one MPI_Sendrecv (a textbook halo step);
+ *      persistent requests (MPI_Recv_init/MPI_Send_init of the type,
+ *      MPI_Startall and MPI_Waitall in the capture: each launch starts
+ *      them anew);
  *      then a line (MPI_PROC_NULL ends) and a capture whose
  *      non-contiguous request is freed unwaited (end_capture fails
  *      MPI_ERR_REQUEST: the graph unpacks after the wait).
@@ -272,9 +275,11 @@ static void vcheck_fn(void *p)
 /* capture fill -> Irecv(from) -> Isend(to) -> Waitall(st) -> check with
  * 2 elements of type vt on comm (stream cs), launch it n times; ct: the
  * same type map (alive at the end), to count the last status in;
- * sendrecv: one MPI_Sendrecv instead of the Irecv, Isend and Waitall */
+ * how: 1 one MPI_Sendrecv instead of the Irecv, Isend and Waitall; 2
+ * persistent requests made before the capture, MPI_Startall and MPI_Waitall
+ * in it (freed at the end) */
 static void vector_run(MPIX_Acc_stream cs, MPI_Comm comm, MPI_Datatype vt, MPI_Datatype ct,
-                       int from, int to, int tag, long n, MPI_Datatype *free_after, int sendrecv)
+                       int from, int to, int tag, long n, MPI_Datatype *free_after, int how)
 {
     double *vs = malloc(sizeof(double) * VCOUNT * VEXT),
            *vr = malloc(sizeof(double) * VCOUNT * VEXT);
@@ -286,9 +291,19 @@ static void vector_run(MPIX_Acc_stream cs, MPI_Comm comm, MPI_Datatype vt, MPI_D
     MPI_Status st[2];
     MPI_Request rq[2];
     MPIX_Acc_hostgraph g = NULL;
+    MPI_Request pr[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    if (how == 2) {
+        T_MPI(MPI_Recv_init(vr, VCOUNT, vt, from, tag, comm, &pr[0]));
+        T_MPI(MPI_Send_init(vs, VCOUNT, vt, to, tag, comm, &pr[1]));
+    }
     T_MPI(MPIX_Acc_Hoststream_begin_capture(cs));
     T_MPI(MPIX_Acc_Hoststream_launch(cs, vfill_fn, &fa));
-    if (sendrecv) {
+    if (how == 2) {
+        T_MPI(MPI_Startall(2, pr));
+        T_MPI(MPI_Waitall(2, pr, st));
+        T_CHECK(pr[0] != MPI_REQUEST_NULL && pr[1] != MPI_REQUEST_NULL,
+                "V: a captured wait freed a persistent request");
+    } else if (how == 1) {
         T_MPI(MPI_Sendrecv(vs, VCOUNT, vt, to, tag, vr, VCOUNT, vt, from, tag, comm, &st[0]));
     } else {
         T_MPI(MPI_Irecv(vr, VCOUNT, vt, from, tag, comm, &rq[0]));
@@ -322,6 +337,9 @@ static void vector_run(MPIX_Acc_stream cs, MPI_Comm comm, MPI_Datatype vt, MPI_D
             from == MPI_PROC_NULL ? 0 : VCOUNT);
     no_graph_errors(g, "V");
     T_MPI(MPIX_Acc_Hostgraph_free(&g));
+    for (int i = 0; i < 2; i++)
+        if (pr[i] != MPI_REQUEST_NULL)
+            T_MPI(MPI_Request_free(&pr[i]));
     free(vs);
     free(vr);
 }
@@ -742,6 +760,8 @@ int main(int argc, char **argv)
         vector_run(cs, sc, v2, vt, prev, next, 20, tsan ? 50 : 500, &v2, 0);
         t_phase("V: MPI_Sendrecv of the vector type captured");
         vector_run(cs, sc, vt, vt, prev, next, 23, tsan ? 20 : 200, NULL, 1);
+        t_phase("V: persistent requests of the vector type started in a capture");
+        vector_run(cs, sc, vt, vt, prev, next, 24, tsan ? 20 : 200, NULL, 2);
         t_phase("V: the line (MPI_PROC_NULL ends)");
         vector_run(cs, sc, vt, vt, t_rank == 0 ? MPI_PROC_NULL : prev,
                    t_rank == t_size - 1 ? MPI_PROC_NULL : next, 21, tsan ? 20 : 100, NULL, 0);
