@@ -400,7 +400,7 @@ struct hg_ki {
     int K;                /* runs per epoch                                         */
     int slot;             /* the next run's slot                                    */
     int open;             /* an epoch is started (its completion not yet enqueued)  */
-    int64_t slot_dev_val; /* what the slot word holds in stream order, -1: unknown */
+    int64_t slot_dev_val; /* what the slot word holds in stream order              */
     uint64_t runs;        /* runs so far                                            */
     uint64_t tickets;     /* the kernels' blocks so far                             */
     uint64_t done;        /* their blocks that count in *done so far                */

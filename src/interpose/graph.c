@@ -753,19 +753,12 @@ static int mxi_keep_in(mxi_graph_state_t *gs, void *p, void (*fn)(void *))
 mxu_status_t mxi_graph_keep(mxa_stream_t *s, void *p)
 {
     mxi_graph_state_t *gs = mxi_capture_or_break(s, "a collective's memory");
-    mxi_gkeep_t *k = gs ? malloc(sizeof(*k)) : NULL;
-    if (!k) {
+    if (!gs || !mxi_keep_in(gs, p, NULL)) {
         free(p);
         if (gs)
             mxa_host_capture_break(s, "out of memory recording a collective");
         return gs ? MXU_ERR_NO_MEMORY : MXU_ERR_INVALID_STREAM;
     }
-    k->p = p;
-    k->fn = NULL;
-    pthread_mutex_lock(&mxi_cap_lock);
-    k->next = gs->keep;
-    gs->keep = k;
-    pthread_mutex_unlock(&mxi_cap_lock);
     return MXU_OK;
 }
 

@@ -138,14 +138,23 @@ static void no_graph_errors(MPIX_Acc_hostgraph g, const char *what)
     T_CHECK(e == 0, "%s: the graph counted %lu failed operations", what, e);
 }
 
-/* launch g n times on s, then synchronize s and collect the checks */
-static void launch_n(MPIX_Acc_hostgraph g, MPIX_Acc_stream s, int n)
+/* launch g n times on s, synchronizing s and collecting the checks every
+ * `every` launches and at the end */
+static void launch_every(MPIX_Acc_hostgraph g, MPIX_Acc_stream s, long n, long every)
 {
-    for (int k = 0; k < n; k++)
+    for (long k = 0; k < n; k++) {
         T_MPI(MPIX_Acc_Hostgraph_launch(g, s));
+        if (k % every == every - 1) {
+            T_MPI(MPIX_Acc_Hoststream_synchronize(s));
+            t_check_async();
+        }
+    }
     T_MPI(MPIX_Acc_Hoststream_synchronize(s));
     t_check_async();
 }
+
+/* launch g n times on s, then synchronize s and collect the checks */
+static void launch_n(MPIX_Acc_hostgraph g, MPIX_Acc_stream s, int n) { launch_every(g, s, n, n); }
 
 /* fill -> Irecv from `from` -> Isend to `to` -> Waitall (no statuses) ->
  * check on stream s (communicator comm, tag): enqueued plainly, or, with
@@ -207,15 +216,7 @@ static void exchange_phase(MPIX_Acc_stream s, double *sb, double *rb, int from, 
     T_CHECK(atomic_load(&fa.launch) == 0 && atomic_load(&ca.launch) == 0,
             "the capture ran its launches");
     t_phase(launch_phase);
-    for (long k = 0; k < n; k++) {
-        T_MPI(MPIX_Acc_Hostgraph_launch(g, s));
-        if (k % every == every - 1) {
-            T_MPI(MPIX_Acc_Hoststream_synchronize(s));
-            t_check_async();
-        }
-    }
-    T_MPI(MPIX_Acc_Hoststream_synchronize(s));
-    t_check_async();
+    launch_every(g, s, n, every);
     T_CHECK(atomic_load(&ca.launch) == n && atomic_load(&cn.launch) == n,
             "the checks ran %ld / %ld times, expected %ld", atomic_load(&ca.launch),
             atomic_load(&cn.launch), n);
@@ -315,15 +316,7 @@ static void vector_run(MPIX_Acc_stream cs, MPI_Comm comm, MPI_Datatype vt, MPI_D
     T_CHECK(g != NULL && atomic_load(&ca.launch) == 0, "V: the capture gave no graph, or ran");
     if (free_after) /* the layout is the graph's: the type may go */
         T_MPI(MPI_Type_free(free_after));
-    for (long k = 0; k < n; k++) {
-        T_MPI(MPIX_Acc_Hostgraph_launch(g, cs));
-        if (k % 100 == 99) {
-            T_MPI(MPIX_Acc_Hoststream_synchronize(cs));
-            t_check_async();
-        }
-    }
-    T_MPI(MPIX_Acc_Hoststream_synchronize(cs));
-    t_check_async();
+    launch_every(g, cs, n, 100);
     T_CHECK(atomic_load(&ca.launch) == n, "V: the check ran %ld times, expected %ld",
             atomic_load(&ca.launch), n);
     /* the last receive's count, in bytes then in elements of the type */
@@ -605,15 +598,7 @@ int main(int argc, char **argv)
         T_MPI(MPIX_Acc_Hoststream_launch(s, check_fn, &c1));
         T_MPI(MPIX_Acc_Hoststream_launch(s, check_fn, &c2));
         T_MPI(MPIX_Acc_Hoststream_end_capture(s, &g));
-        for (int k = 0; k < no; k++) {
-            T_MPI(MPIX_Acc_Hostgraph_launch(g, s));
-            if (k % 100 == 99) {
-                T_MPI(MPIX_Acc_Hoststream_synchronize(s));
-                t_check_async();
-            }
-        }
-        T_MPI(MPIX_Acc_Hoststream_synchronize(s));
-        t_check_async();
+        launch_every(g, s, no, 100);
         T_CHECK(atomic_load(&c1.launch) == no && atomic_load(&c2.launch) == no,
                 "O: checked %ld and %ld launches of %d", atomic_load(&c1.launch),
                 atomic_load(&c2.launch), no);
