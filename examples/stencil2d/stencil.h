@@ -105,7 +105,11 @@ ST_HD static inline double st_update(double w, double e, double s, double n)
  * barrier; the boundary band; a grid-wide barrier. sbuf/rbuf hold `steps`
  * partitions of st_side_count doubles (NULL: no neighbour); ds/dr are the
  * requests' device handles (mpix_acc_dreq_t *). *err (device memory)
- * counts failed device calls. Returns 0, or -1 with the reason. */
+ * counts failed device calls. word (device memory, NULL: none): step k of
+ * the run uses partition *word + k instead of k, and the run's last act
+ * sets *word to (*word + steps) % parts -- a run captured into a CUDA
+ * graph takes the next steps of an epoch of `parts` partitions at each
+ * launch (the `graph` variant). Returns 0, or -1 with the reason. */
 typedef struct {
     st_dims_t d;
     double *g[2];
@@ -113,6 +117,8 @@ typedef struct {
     void *ds[ST_NSIDES], *dr[ST_NSIDES];
     int steps;
     int *err;
+    unsigned long long *word;
+    int parts;
 } st_ki_t;
 int st_ki_launch(const st_ki_t *k, void *cudastream, char *why, size_t len);
 

@@ -35,12 +35,20 @@
  *               captured once into a host graph
  *               (MPIX_Acc_Hoststream_begin_capture) with their messages,
  *               launched steps/2 times (an odd last step as acc). CUDA
- *               backend: one epoch of ki -- the four starts, the kernel
- *               doing K steps (partition k = step k of the launch), the
- *               stream Waitall -- captured once into a CUDA graph at the
- *               variant's set-up (untimed) and launched steps/K times;
- *               K = the largest even divisor of the step count up to 10
- *               (an odd step count: the variant is skipped).
+ *               backend: ki's kernel doing K steps captured alone into a
+ *               CUDA graph at the variant's set-up (untimed) and launched
+ *               steps/K times; K = the largest even divisor of the step
+ *               count up to 10 (an odd step count: the variant is
+ *               skipped). A launch takes the next K partitions of an epoch
+ *               of E x K (a device word the kernel advances), so the graph
+ *               holds no library node; the host starts an epoch before its
+ *               first launch and waits for it (on the stream) after its
+ *               last, once per E launches (--graph-epoch E; default as many
+ *               as 256 MiB of partition buffers hold, at most 1000) -- the
+ *               open epoch spans runs and is filled at the end. It prints
+ *               the host's cost per step of launching the graph, and of
+ *               launching the kernel captured without its communication
+ *               (one epoch of launches each).
  *   acc-graph   two acc steps (even and odd) with their MPIX_Acc_Irecv/
  *               Isend/Waitall captured once -- on CUDA into a CUDA graph at
  *               the variant's set-up (the library's fire and wait nodes),
@@ -76,6 +84,7 @@
 
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 
 enum {
@@ -109,7 +118,8 @@ typedef struct {
     const char *backend;
     const char *csv;
     int check;
-    int fault_step; /* testing: skip the unpack of this step (-1: none) */
+    int fault_step;  /* testing: skip the unpack of this step (-1: none) */
+    int graph_epoch; /* graph on CUDA: launches per epoch (0: as memory allows) */
 } opts_t;
 
 static void usage(FILE *f)
@@ -128,6 +138,8 @@ static void usage(FILE *f)
         "  --px X --py Y      process grid (default MPI_Dims_create)\n"
         "  --backend B        auto, host or cuda (default auto)\n"
 
+        "  --graph-epoch N    graph on CUDA: launches per partitioned epoch (default:\n"
+        "                     up to 1000, as 256 MiB of partition buffers allow)\n"
         "  --no-check         skip the reference run and the comparison\n"
         "  --csv FILE         also write one CSV line per (size, variant) to FILE\n"
         "  --inject-fault K   testing: skip the halo unpack of step K on every rank, to\n"
@@ -160,6 +172,7 @@ static void parse_opts(int argc, char **argv, opts_t *o)
                                        {"csv", required_argument, 0, 'c'},
                                        {"no-check", no_argument, 0, 'N'},
                                        {"inject-fault", required_argument, 0, 'F'},
+                                       {"graph-epoch", required_argument, 0, 'G'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
     long long nmin = 0, nmax = 0;
@@ -212,6 +225,9 @@ static void parse_opts(int argc, char **argv, opts_t *o)
         case 'F':
             o->fault_step = (int)ex_parse_long("--inject-fault", optarg, 0, 1 << 24);
             break;
+        case 'G':
+            o->graph_epoch = (int)ex_parse_long("--graph-epoch", optarg, 1, 1 << 20);
+            break;
         default:
             ex_usage_exit(usage, 2);
         }
@@ -253,14 +269,19 @@ typedef struct {
     MPI_Comm comm;         /* the communicator the loop uses */
     int sync_before_send;  /* mpi loop: needed unless comm is stream-ordered */
     int fault_step;        /* testing: step whose unpack is skipped, -1: none */
+    int graph_epoch;       /* --graph-epoch (0: auto) */
     /* ki: partitioned requests per side (MPI_REQUEST_NULL: no neighbour),
      * their buffers (steps partitions each) and the kernel's arguments */
     int steps;
     MPI_Request kreq[2 * ST_NSIDES]; /* receives, then sends */
     st_ki_t ki;
-    /* graph on CUDA: steps per launch, the captured epoch's instance */
-    int gk;
-    void *gexec;
+    /* graph on CUDA: steps per launch, partitions (steps) per epoch, those
+     * of the open epoch taken (0: none started), the kernel's slot word
+     * (device memory), the captured kernel and the same kernel captured
+     * without its communication (the host-cost comparison) */
+    int gk, gparts, gused;
+    unsigned long long *gword;
+    void *gexec, *gexec_nocomm;
     /* acc-graph on CUDA: two acc steps captured, and the same without
      * their communication (the host-cost comparison) */
     void *agexec, *agexec_nocomm;
@@ -461,23 +482,62 @@ static void ki_run(run_t *r)
         ex_die("ki: %s", why);
 }
 
-/* graph on CUDA: one ki epoch of r->gk steps captured (ex_cuda_graph_*) */
-static void ki_epoch(run_t *r, int steps);
+/* graph on CUDA: the ki kernel of r->gk steps captured alone -- its
+ * partitions from the device word, which it advances -- and the same kernel
+ * without its communication (no request handles, no word). The epochs'
+ * starts and waits are not in the graph: the host makes them between
+ * launches, one pair per gparts / gk launches (graph_launch). */
+static void ki_start(run_t *r);
+static void ki_wait(run_t *r);
 static void graph_capture(run_t *r)
 {
     char why[256];
-    if (ex_cuda_graph_begin(r->S, why, sizeof why) != 0)
-        ex_die("graph: %s", why);
-    ki_epoch(r, r->gk);
-    if (ex_cuda_graph_end(r->S, &r->gexec, why, sizeof why) != 0)
-        ex_die("graph: %s", why);
+    st_ki_t keep = r->ki;
+    for (int c = 0; c < 2; c++) {
+        r->ki.steps = r->gk;
+        if (c == 1) {
+            memset(r->ki.ds, 0, sizeof r->ki.ds);
+            memset(r->ki.dr, 0, sizeof r->ki.dr);
+            r->ki.word = NULL;
+        }
+        if (ex_cuda_graph_begin(r->S, why, sizeof why) != 0)
+            ex_die("graph: %s", why);
+        ki_run(r);
+        if (ex_cuda_graph_end(r->S, c == 0 ? &r->gexec : &r->gexec_nocomm, why, sizeof why) != 0)
+            ex_die("graph: %s", why);
+    }
+    r->ki = keep;
 }
 
-static void graph_launch(run_t *r)
+/* one launch of gk steps: with its communication (comm), the epoch is
+ * started before the first launch of it and completed after the last (both
+ * stream-ordered; the host never waits) */
+static void graph_launch(run_t *r, int comm)
 {
     char why[256];
-    if (ex_cuda_graph_launch(r->gexec, r->S, why, sizeof why) != 0)
+    if (comm && r->gused == 0)
+        ki_start(r);
+    if (ex_cuda_graph_launch(comm ? r->gexec : r->gexec_nocomm, r->S, why, sizeof why) != 0)
         ex_die("graph: %s", why);
+    if (comm && (r->gused += r->gk) == r->gparts) {
+        ki_wait(r);
+        r->gused = 0;
+    }
+}
+
+/* graph: complete the open epoch -- its remaining partitions by one plain
+ * run of the kernel (it computes steps on the grids, which every run
+ * starts afresh), then the wait */
+static void graph_close(run_t *r)
+{
+    if (r->gused == 0)
+        return;
+    st_ki_t keep = r->ki;
+    r->ki.steps = r->gparts - r->gused;
+    ki_run(r);
+    r->ki = keep;
+    ki_wait(r);
+    r->gused = 0;
 }
 
 /* acc-graph on CUDA: the even and odd acc steps captured (the library
@@ -505,10 +565,10 @@ static void acc_graph_capture(run_t *r)
         ex_die("acc-graph: %s", why);
 }
 
-static void acc_graph_launch(run_t *r, void *exec)
+static void acc_graph_launch(run_t *r, int comm)
 {
     char why[256];
-    if (ex_cuda_graph_launch(exec, r->S, why, sizeof why) != 0)
+    if (ex_cuda_graph_launch(comm ? r->agexec : r->agexec_nocomm, r->S, why, sizeof why) != 0)
         ex_die("acc-graph: %s", why);
 }
 #else
@@ -522,34 +582,51 @@ static void graph_capture(run_t *r)
     (void)r;
     ex_die("graph: CUDA graphs need the CUDA backend");
 }
-static void graph_launch(run_t *r) { graph_capture(r); }
+static void graph_launch(run_t *r, int comm)
+{
+    (void)comm;
+    graph_capture(r);
+}
+static void graph_close(run_t *r) { graph_capture(r); }
 static void acc_graph_capture(run_t *r)
 {
     (void)r;
     ex_die("acc-graph: CUDA graphs need the CUDA backend");
 }
-static void acc_graph_launch(run_t *r, void *exec)
+static void acc_graph_launch(run_t *r, int comm)
 {
-    (void)exec;
+    (void)comm;
     acc_graph_capture(r);
 }
 #endif
 
-/* ki: one epoch of `steps` steps -- start, one kernel for every step, one
- * stream wait */
-static void ki_epoch(run_t *r, int steps)
+/* ki: an epoch's start (every request) and its completion (one stream
+ * Waitall), both on the compute stream */
+static void ki_start(run_t *r)
 {
     for (int q = 0; q < 2 * ST_NSIDES; q++)
         if (r->kreq[q] != MPI_REQUEST_NULL)
             EX_MPI(MPIX_Acc_Start(r->S, &r->kreq[q]));
-    r->ki.steps = steps;
-    ki_run(r);
+}
+
+static void ki_wait(run_t *r)
+{
     MPI_Request rq[2 * ST_NSIDES];
     int nr = 0;
     for (int q = 0; q < 2 * ST_NSIDES; q++)
         if (r->kreq[q] != MPI_REQUEST_NULL)
             rq[nr++] = r->kreq[q];
     EX_MPI(MPIX_Acc_Waitall(r->S, nr, rq, MPI_STATUSES_IGNORE));
+}
+
+/* ki: one epoch of `steps` steps -- start, one kernel for every step, one
+ * stream wait */
+static void ki_epoch(run_t *r, int steps)
+{
+    ki_start(r);
+    r->ki.steps = steps;
+    ki_run(r);
+    ki_wait(r);
 }
 
 static run_times_t run_once(run_t *r, int v, int steps)
@@ -569,16 +646,17 @@ static run_times_t run_once(run_t *r, int v, int steps)
     double t0 = ex_now();
     MPIX_Acc_hostgraph graph = NULL;
     if (v == V_GRAPH && r->gexec) {
-        /* CUDA: the epoch of gk steps captured at the set-up, one launch
-         * per gk steps (the host enqueues nothing else) */
+        /* CUDA: the kernel of gk steps captured at the set-up, one launch
+         * per gk steps (the host enqueues nothing else but an epoch's start
+         * and wait once per gparts steps) */
         for (int k = 0; k < steps; k += r->gk)
-            graph_launch(r);
+            graph_launch(r, 1);
         steps = 0;
     } else if (v == V_ACCGRAPH && r->agexec) {
         /* CUDA: two acc steps with their messages captured at the set-up,
          * one launch per two steps */
         for (int k = 0; k + 1 < steps; k += 2)
-            acc_graph_launch(r, r->agexec);
+            acc_graph_launch(r, 1);
         if (steps % 2) {
             /* plain messages on the graph's tags: not beside a launch */
             BLOCKED(r, ac->stream_sync(r->S));
@@ -651,42 +729,44 @@ static double thread_cpu_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* acc-graph on CUDA: the host's time per step (wall and this thread's CPU)
- * of launching the graph with its messages steps/2 times, and the graph of
- * the same kernels without them -- each loop timed alone, after the
- * stream's work before it and a barrier; every rank launches (the messages
- * need their peers), the outputs may be NULL. out[g][0..1]: wall and CPU per
- * step of the back-to-back loop (graph g: 0 with messages, 1 without),
- * which include the driver's wait once its launch queue is full (the graph
- * with messages runs slower, so it reaches that); out[g][2..3]: the same for
- * the launch calls alone, launched in batches of 4 with a stream
- * synchronization (not timed) after each: the launch's own cost. */
-enum { AG_BATCH = 4 };
-static void acc_graph_host_cost(run_t *r, int steps, double out[2][4])
+/* graph and acc-graph on CUDA: the host's time per step (wall and this
+ * thread's CPU) of `launches` launches of `launch_steps` steps each, with
+ * their communication (launch(r, 1)) and of the same kernels captured
+ * without it (launch(r, 0)) -- each loop timed alone, after the stream's
+ * work before it and a barrier; every rank launches (the messages need
+ * their peers), the outputs may be NULL. out[g][0..1]: wall and CPU per
+ * step of the back-to-back loop (g: 0 with communication, 1 without), which
+ * include the driver's wait once its launch queue is full (the slower graph
+ * reaches that sooner); out[g][2..3]: the same for the launch calls alone,
+ * launched in batches of 4 with a stream synchronization (not timed) after
+ * each: the launch's own cost. For graph, `launches` is one epoch, so the
+ * calls with communication include the epoch's start and wait. */
+enum { HC_BATCH = 4 };
+static void graph_host_cost(run_t *r, void (*launch)(run_t *, int), int launches, int launch_steps,
+                            double out[2][4])
 {
     const ex_accel_t *ac = r->ac;
-    int launches = steps / 2 > 0 ? steps / 2 : 1;
     for (int g = 0; g < 2; g++) {
-        void *exec = g == 0 ? r->agexec : r->agexec_nocomm;
+        const int comm = g == 0;
         ac->stream_sync(r->S);
         EX_MPI(MPI_Barrier(MPI_COMM_WORLD));
         double t0 = ex_now(), c0 = thread_cpu_s();
         for (int k = 0; k < launches; k++)
-            acc_graph_launch(r, exec);
+            launch(r, comm);
         double w = ex_now() - t0, c = thread_cpu_s() - c0;
         ac->stream_sync(r->S);
         EX_MPI(MPI_Barrier(MPI_COMM_WORLD));
         double wb = 0.0, cb = 0.0;
-        for (int k = 0; k < launches; k += AG_BATCH) {
+        for (int k = 0; k < launches; k += HC_BATCH) {
             double b0 = ex_now(), d0 = thread_cpu_s();
-            for (int j = k; j < k + AG_BATCH && j < launches; j++)
-                acc_graph_launch(r, exec);
+            for (int j = k; j < k + HC_BATCH && j < launches; j++)
+                launch(r, comm);
             wb += ex_now() - b0;
             cb += thread_cpu_s() - d0;
             ac->stream_sync(r->S);
         }
         if (out) {
-            const double per_step = 1e6 / (2.0 * launches);
+            const double per_step = 1e6 / ((double)launch_steps * launches);
             out[g][0] = w * per_step;
             out[g][1] = c * per_step;
             out[g][2] = wb * per_step;
@@ -781,19 +861,36 @@ static void variant_setup(run_t *r, int v, MPI_Comm cart)
     if (v == V_KI)
         ki_setup(r, r->steps);
     if (v == V_GRAPH && r->ac->is_device) {
-        /* the requests' set-up (their first start's wait for the peer) and
-         * the capture, before any timed run */
+        /* gk steps per launch; an epoch of gparts = gk x (launches per
+         * epoch) partitions, the launches per epoch as --graph-epoch says or
+         * as many as 256 MiB of partition buffers hold (at most 1000) */
         r->gk = 2;
         for (int k = 10; k >= 2; k -= 2)
             if (r->steps % k == 0) {
                 r->gk = k;
                 break;
             }
-        ki_setup(r, r->gk);
-        /* one plain epoch first: the requests' protocol set-up (the peer's
-         * slots mapped) happens outside the capture (its data is
-         * overwritten: each run starts from the initial grid) */
-        ki_epoch(r, r->gk);
+        size_t per_step = 0;
+        for (int s = 0; s < ST_NSIDES; s++)
+            if (r->nbr[s] != MPI_PROC_NULL)
+                per_step += 2 * (size_t)r->cnt[s] * sizeof(double);
+        long epoch = r->graph_epoch;
+        if (!epoch) {
+            epoch = per_step ? (long)((256u << 20) / per_step / (size_t)r->gk) : 1000;
+            epoch = epoch < 1 ? 1 : epoch > 1000 ? 1000 : epoch;
+        }
+        if (epoch * r->gk > INT_MAX / 2)
+            ex_die("graph: --graph-epoch %ld x %d steps is too many partitions", epoch, r->gk);
+        r->gparts = (int)epoch * r->gk;
+        r->gused = 0;
+        ki_setup(r, r->gparts);
+        r->gword = ac->alloc(sizeof *r->gword, EX_MEM_DEVICE);
+        unsigned long long zero = 0;
+        ac->copy(r->gword, &zero, sizeof zero);
+        r->ki.word = r->gword;
+        r->ki.parts = r->gparts;
+        /* the captures, before any timed run; no library call is in them
+         * (the epochs' starts and waits are the host's, between launches) */
         graph_capture(r);
     }
     if (v == V_ACCGRAPH && r->ac->is_device)
@@ -1048,6 +1145,7 @@ int main(int argc, char **argv)
     r->evA = ac->event_create();
     r->evB = ac->event_create();
     r->fault_step = o.fault_step;
+    r->graph_epoch = o.graph_epoch;
     r->steps = o.steps;
     if (rank == 0 && o.fault_step >= 0)
         printf("FAULT INJECTION: the halo unpack of step %d is skipped (results must FAIL)\n",
@@ -1209,32 +1307,56 @@ int main(int argc, char **argv)
             free(tloop);
             free(tblk);
 #ifdef EX_HAVE_CUDA
-            if (r->agexec) {
+            if (r->agexec || r->gexec) {
+                /* graph: the open epoch completed first, so that the loops
+                 * span one epoch each, with its start and its wait */
                 double hc[2][4];
-                acc_graph_host_cost(r, o.steps, rank == 0 ? hc : NULL);
+                const int is_graph = r->gexec != NULL;
+                if (is_graph)
+                    graph_close(r);
+                const int spl = is_graph ? r->gk : 2;
+                const int launches = is_graph          ? r->gparts / r->gk
+                                     : o.steps / 2 > 0 ? o.steps / 2
+                                                       : 1;
+                graph_host_cost(r, is_graph ? graph_launch : acc_graph_launch, launches, spl,
+                                rank == 0 ? hc : NULL);
                 if (rank == 0) {
-                    printf("%-20s host per step, launching the graph: %.2f us (thread cpu %.2f); "
-                           "the same steps captured without their messages: %.2f us (cpu %.2f)\n",
-                           vname[v], hc[0][0], hc[0][1], hc[1][0], hc[1][1]);
+                    const char *what = is_graph ? "the same kernel captured without its "
+                                                  "communication"
+                                                : "the same steps captured without their messages";
+                    printf("%-20s host per step, launching the graph (%d launches of %d steps): "
+                           "%.2f us (thread cpu %.2f); %s: %.2f us (cpu %.2f)\n",
+                           vname[v], launches, spl, hc[0][0], hc[0][1], what, hc[1][0], hc[1][1]);
                     printf("%-20s host per step, the launch calls alone (batches of %d, then a "
-                           "wait): %.2f us (thread cpu %.2f); without the messages: %.2f us "
-                           "(cpu %.2f)\n",
-                           vname[v], AG_BATCH, hc[0][2], hc[0][3], hc[1][2], hc[1][3]);
+                           "wait)%s: %.2f us (thread cpu %.2f); without the communication: %.2f "
+                           "us (cpu %.2f)\n",
+                           vname[v], HC_BATCH, is_graph ? ", with the epoch's start and wait" : "",
+                           hc[0][2], hc[0][3], hc[1][2], hc[1][3]);
                 }
-                ex_cuda_graph_free(r->agexec);
-                ex_cuda_graph_free(r->agexec_nocomm);
-                r->agexec = r->agexec_nocomm = NULL;
+                if (!is_graph) {
+                    ex_cuda_graph_free(r->agexec);
+                    ex_cuda_graph_free(r->agexec_nocomm);
+                    r->agexec = r->agexec_nocomm = NULL;
+                }
             }
 #endif
             if (v == V_KI || r->gexec) {
+                if (r->gexec) {
+                    graph_close(r);
+                    ac->stream_sync(r->S);
+                }
                 int kerr = 0;
                 ac->copy(&kerr, r->ki.err, sizeof kerr);
                 if (kerr)
                     ex_die("%s: %d device calls failed (partitioned requests)", vname[v], kerr);
 #ifdef EX_HAVE_CUDA
                 ex_cuda_graph_free(r->gexec);
+                ex_cuda_graph_free(r->gexec_nocomm);
 #endif
-                r->gexec = NULL;
+                r->gexec = r->gexec_nocomm = NULL;
+                if (r->gword)
+                    ac->free(r->gword, EX_MEM_DEVICE);
+                r->gword = NULL;
                 ki_teardown(r);
             }
             if (v == V_CLASSIC) {

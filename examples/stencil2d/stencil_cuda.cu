@@ -257,18 +257,22 @@ __global__ void st_k_ki(st_ki_t a)
     const long iw = d.nx > 2 ? d.nx - 2 : 0, ih = d.ny > 2 ? d.ny - 2 : 0;
     const long band =
         (long)d.nx + (d.ny > 1 ? d.nx : 0) + (d.ny > 2 ? (long)(d.ny - 2) * (d.nx > 1 ? 2 : 1) : 0);
+    /* every block reads the word before the first grid barrier, block 0
+     * advances it after the last one */
+    const int base = a.word ? (int)*(const volatile unsigned long long *)a.word : 0;
     for (int k = 0; k < a.steps; k++) {
+        const int part = base + k;
         const double *u = a.g[k & 1];
         double *uh = a.g[k & 1]; /* its halo, written by the unpack */
         double *v = a.g[(k & 1) ^ 1];
         /* 1. pack side s into partition k, make it ready */
         if (blockIdx.x < ST_NSIDES && a.ds[blockIdx.x]) {
             int side = blockIdx.x, cnt = side == ST_W || side == ST_E ? d.ny : d.nx;
-            double *b = a.sbuf[side] + (long)k * cnt;
+            double *b = a.sbuf[side] + (long)part * cnt;
             for (int t = threadIdx.x; t < cnt; t += blockDim.x)
                 b[t] = u[st_pack_index(d, side, t)];
             __syncthreads();
-            if (mpix_acc_pready<MPIX_ACC_BLOCK>((mpix_acc_dreq_t *)a.ds[side], k) !=
+            if (mpix_acc_pready<MPIX_ACC_BLOCK>((mpix_acc_dreq_t *)a.ds[side], part) !=
                     MPIX_ACC_DSUCCESS &&
                 threadIdx.x == 0)
                 atomicAdd(a.err, 1);
@@ -281,12 +285,12 @@ __global__ void st_k_ki(st_ki_t a)
         /* 3. wait for partition k of side s, unpack it into u's halo */
         if (blockIdx.x >= ST_NSIDES && blockIdx.x < 2 * ST_NSIDES && a.dr[blockIdx.x - ST_NSIDES]) {
             int side = blockIdx.x - ST_NSIDES, cnt = side == ST_W || side == ST_E ? d.ny : d.nx;
-            if (mpix_acc_parrived_wait<MPIX_ACC_BLOCK>((mpix_acc_dreq_t *)a.dr[side], k, 0) !=
+            if (mpix_acc_parrived_wait<MPIX_ACC_BLOCK>((mpix_acc_dreq_t *)a.dr[side], part, 0) !=
                 MPIX_ACC_DSUCCESS) {
                 if (threadIdx.x == 0)
                     atomicAdd(a.err, 1);
             } else {
-                const double *b = a.rbuf[side] + (long)k * cnt;
+                const double *b = a.rbuf[side] + (long)part * cnt;
                 for (int t = threadIdx.x; t < cnt; t += blockDim.x)
                     uh[st_halo_index(d, side, t)] = b[t];
             }
@@ -300,6 +304,8 @@ __global__ void st_k_ki(st_ki_t a)
         }
         grid.sync();
     }
+    if (a.word && blockIdx.x == 0 && threadIdx.x == 0)
+        *a.word = (unsigned long long)((base + a.steps) % a.parts);
 }
 
 extern "C" int st_ki_launch(const st_ki_t *k, void *cudastream, char *why, size_t len)
