@@ -280,6 +280,7 @@ typedef struct {
      * (device memory), the captured kernel and the same kernel captured
      * without its communication (the host-cost comparison) */
     int gk, gparts, gused;
+    double groll; /* thread CPU seconds in the epochs' starts and waits */
     unsigned long long *gword;
     void *gexec, *gexec_nocomm;
     /* acc-graph on CUDA: two acc steps captured, and the same without
@@ -482,6 +483,15 @@ static void ki_run(run_t *r)
         ex_die("ki: %s", why);
 }
 
+/* seconds of CPU time of this thread or (CLOCK_PROCESS_CPUTIME_ID) of
+ * every thread of the process: the library's progress thread too */
+static double cpu_s(clockid_t clock)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 /* graph on CUDA: the ki kernel of r->gk steps captured alone -- its
  * partitions from the device word, which it advances -- and the same kernel
  * without its communication (no request handles, no word). The epochs'
@@ -515,12 +525,17 @@ static void graph_capture(run_t *r)
 static void graph_launch(run_t *r, int comm)
 {
     char why[256];
-    if (comm && r->gused == 0)
+    if (comm && r->gused == 0) {
+        double c0 = cpu_s(CLOCK_THREAD_CPUTIME_ID);
         ki_start(r);
+        r->groll += cpu_s(CLOCK_THREAD_CPUTIME_ID) - c0;
+    }
     if (ex_cuda_graph_launch(comm ? r->gexec : r->gexec_nocomm, r->S, why, sizeof why) != 0)
         ex_die("graph: %s", why);
     if (comm && (r->gused += r->gk) == r->gparts) {
+        double c0 = cpu_s(CLOCK_THREAD_CPUTIME_ID);
         ki_wait(r);
+        r->groll += cpu_s(CLOCK_THREAD_CPUTIME_ID) - c0;
         r->gused = 0;
     }
 }
@@ -722,57 +737,61 @@ static run_times_t run_once(run_t *r, int v, int steps)
 }
 
 #ifdef EX_HAVE_CUDA
-static double thread_cpu_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* graph and acc-graph on CUDA: the host's time per step (wall and this
- * thread's CPU) of `launches` launches of `launch_steps` steps each, with
- * their communication (launch(r, 1)) and of the same kernels captured
- * without it (launch(r, 0)) -- each loop timed alone, after the stream's
- * work before it and a barrier; every rank launches (the messages need
- * their peers), the outputs may be NULL. out[g][0..1]: wall and CPU per
- * step of the back-to-back loop (g: 0 with communication, 1 without), which
- * include the driver's wait once its launch queue is full (the slower graph
- * reaches that sooner); out[g][2..3]: the same for the launch calls alone,
- * launched in batches of 4 with a stream synchronization (not timed) after
- * each: the launch's own cost. For graph, `launches` is one epoch, so the
- * calls with communication include the epoch's start and wait. */
-enum { HC_BATCH = 4 };
+/* graph and acc-graph on CUDA: the host's time per step of `launches`
+ * launches of `launch_steps` steps each, with their communication
+ * (launch(r, 1)) and of the same kernels captured without it (launch(r,
+ * 0)) -- each loop timed alone, after the stream's work before it and a
+ * barrier; every rank launches (the messages need their peers), the output
+ * may be NULL. HC_ROUNDS rounds, the two graphs in alternating order, the
+ * medians reported. out[g][m] (g: 0 with communication, 1 without):
+ * m = 0, 1: wall and this thread's CPU per step of the back-to-back loop,
+ * which include the driver's wait once its launch queue is full (the
+ * slower graph reaches that sooner); 2, 3: the same for the launch calls
+ * alone, launched in batches of 4 with a stream synchronization (not timed)
+ * after each -- the launch's own cost; 4: the process's CPU (every thread:
+ * the library's progress thread too) over those batches; 5: the part of 3
+ * spent in graph's epoch starts and waits (`launches` is one epoch). */
+enum { HC_BATCH = 4, HC_ROUNDS = 5, HC_M = 6 };
 static void graph_host_cost(run_t *r, void (*launch)(run_t *, int), int launches, int launch_steps,
-                            double out[2][4])
+                            double out[2][HC_M])
 {
     const ex_accel_t *ac = r->ac;
-    for (int g = 0; g < 2; g++) {
-        const int comm = g == 0;
-        ac->stream_sync(r->S);
-        EX_MPI(MPI_Barrier(MPI_COMM_WORLD));
-        double t0 = ex_now(), c0 = thread_cpu_s();
-        for (int k = 0; k < launches; k++)
-            launch(r, comm);
-        double w = ex_now() - t0, c = thread_cpu_s() - c0;
-        ac->stream_sync(r->S);
-        EX_MPI(MPI_Barrier(MPI_COMM_WORLD));
-        double wb = 0.0, cb = 0.0;
-        for (int k = 0; k < launches; k += HC_BATCH) {
-            double b0 = ex_now(), d0 = thread_cpu_s();
-            for (int j = k; j < k + HC_BATCH && j < launches; j++)
-                launch(r, comm);
-            wb += ex_now() - b0;
-            cb += thread_cpu_s() - d0;
+    const double per_step = 1e6 / ((double)launch_steps * launches);
+    const clockid_t thr = CLOCK_THREAD_CPUTIME_ID;
+    double v[2][HC_M][HC_ROUNDS];
+    for (int round = 0; round < HC_ROUNDS; round++)
+        for (int o = 0; o < 2; o++) {
+            const int g = o ^ (round & 1), comm = g == 0;
             ac->stream_sync(r->S);
+            EX_MPI(MPI_Barrier(MPI_COMM_WORLD));
+            double t0 = ex_now(), c0 = cpu_s(thr);
+            for (int k = 0; k < launches; k++)
+                launch(r, comm);
+            v[g][0][round] = (ex_now() - t0) * per_step;
+            v[g][1][round] = (cpu_s(thr) - c0) * per_step;
+            ac->stream_sync(r->S);
+            EX_MPI(MPI_Barrier(MPI_COMM_WORLD));
+            double wb = 0.0, cb = 0.0, pb = 0.0, roll0 = r->groll;
+            for (int k = 0; k < launches; k += HC_BATCH) {
+                double b0 = ex_now(), d0 = cpu_s(thr), p0 = cpu_s(CLOCK_PROCESS_CPUTIME_ID);
+                for (int j = k; j < k + HC_BATCH && j < launches; j++)
+                    launch(r, comm);
+                wb += ex_now() - b0;
+                cb += cpu_s(thr) - d0;
+                pb += cpu_s(CLOCK_PROCESS_CPUTIME_ID) - p0;
+                ac->stream_sync(r->S);
+            }
+            v[g][2][round] = wb * per_step;
+            v[g][3][round] = cb * per_step;
+            v[g][4][round] = pb * per_step;
+            v[g][5][round] = (r->groll - roll0) * per_step;
         }
-        if (out) {
-            const double per_step = 1e6 / ((double)launch_steps * launches);
-            out[g][0] = w * per_step;
-            out[g][1] = c * per_step;
-            out[g][2] = wb * per_step;
-            out[g][3] = cb * per_step;
-        }
-    }
+    if (out)
+        for (int g = 0; g < 2; g++)
+            for (int m = 0; m < HC_M; m++) {
+                double lo, hi;
+                ex_stats(v[g][m], HC_ROUNDS, &out[g][m], &lo, &hi);
+            }
 }
 #endif
 
@@ -1310,7 +1329,7 @@ int main(int argc, char **argv)
             if (r->agexec || r->gexec) {
                 /* graph: the open epoch completed first, so that the loops
                  * span one epoch each, with its start and its wait */
-                double hc[2][4];
+                double hc[2][HC_M];
                 const int is_graph = r->gexec != NULL;
                 if (is_graph)
                     graph_close(r);
@@ -1324,14 +1343,20 @@ int main(int argc, char **argv)
                     const char *what = is_graph ? "the same kernel captured without its "
                                                   "communication"
                                                 : "the same steps captured without their messages";
-                    printf("%-20s host per step, launching the graph (%d launches of %d steps): "
-                           "%.2f us (thread cpu %.2f); %s: %.2f us (cpu %.2f)\n",
-                           vname[v], launches, spl, hc[0][0], hc[0][1], what, hc[1][0], hc[1][1]);
+                    printf("%-20s host per step, launching the graph (%d launches of %d steps, "
+                           "median of %d rounds): %.3f us (thread cpu %.3f); %s: %.3f us (cpu "
+                           "%.3f)\n",
+                           vname[v], launches, spl, HC_ROUNDS, hc[0][0], hc[0][1], what, hc[1][0],
+                           hc[1][1]);
                     printf("%-20s host per step, the launch calls alone (batches of %d, then a "
-                           "wait)%s: %.2f us (thread cpu %.2f); without the communication: %.2f "
-                           "us (cpu %.2f)\n",
+                           "wait)%s: %.3f us (thread cpu %.3f, process cpu %.3f); without the "
+                           "communication: %.3f us (cpu %.3f, process cpu %.3f)\n",
                            vname[v], HC_BATCH, is_graph ? ", with the epoch's start and wait" : "",
-                           hc[0][2], hc[0][3], hc[1][2], hc[1][3]);
+                           hc[0][2], hc[0][3], hc[0][4], hc[1][2], hc[1][3], hc[1][4]);
+                    if (is_graph)
+                        printf("%-20s host per step, of which the epoch's start and wait: %.4f us "
+                               "(thread cpu, once per %d steps)\n",
+                               vname[v], hc[0][5], r->gparts);
                 }
                 if (!is_graph) {
                     ex_cuda_graph_free(r->agexec);
