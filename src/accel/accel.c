@@ -310,6 +310,17 @@ mxu_status_t mxa_dev_temp_get(void *ctx, const mxa_stream_t *stream, size_t byte
     return MXU_ERR_UNSUPPORTED;
 }
 
+mxu_status_t mxa_dev_temp_take(void *ctx, const mxa_stream_t *stream, size_t bytes, int host,
+                               void **p, size_t *got, uint64_t **word)
+{
+#ifdef MPIXACC_HAVE_CUDA
+    if (atomic_load_explicit(&cuda_on, memory_order_acquire))
+        return mxa_cuda_temp_take(ctx, stream, bytes, host, p, got, word);
+#endif
+    (void)ctx, (void)stream, (void)bytes, (void)host, (void)p, (void)got, (void)word;
+    return MXU_ERR_UNSUPPORTED;
+}
+
 void mxa_dev_temp_put(void *ctx, void *p, size_t got, int host, uint64_t *word,
                       const mxa_stream_t *stream)
 {
@@ -357,23 +368,29 @@ mxu_status_t mxa_stream_refuse_capture(mxa_stream_t *s, const char *what)
 #endif
     MXU_FAIL(MXU_ERR_CAPTURED,
              "%s on CUDA stream %p, which is being captured into a graph: of stream-ordered "
-             "communication only sends and receives of contiguous data with stream waits on "
-             "their requests, and partitioned requests on the direct protocol (their "
-             "MPIX_Acc_Start and stream waits) can be captured; the capture is invalidated. "
-             "Enqueue it outside the capture.",
+             "communication only sends and receives (non-contiguous datatypes: of device "
+             "buffers, set up by the same call before the capture) with stream waits on their "
+             "requests, the blocking collectives whose scratch exists, and partitioned "
+             "requests on the direct protocol (their MPIX_Acc_Start and stream waits) can be "
+             "captured; the capture is invalidated. Enqueue it outside the capture.",
              what, s->handle);
 }
 
-mxu_status_t mxa_stream_pack(mxa_stream_t *s, const mxa_pack_args_t *args)
+mxu_status_t mxa_stream_pack_at(mxa_stream_t *s, const mxa_pack_args_t *args, void *limit_word)
 {
     if (args->count == 0 || args->nchunks == 0)
         return MXU_OK;
 #ifdef MPIXACC_HAVE_CUDA
     if (s->kind == MXA_KIND_CUDA)
-        return mxa_cuda_stream_pack(s, args);
+        return mxa_cuda_stream_pack(s, args, limit_word);
 #endif
-    (void)s;
+    (void)s, (void)limit_word;
     return MXU_ERR_UNSUPPORTED;
+}
+
+mxu_status_t mxa_stream_pack(mxa_stream_t *s, const mxa_pack_args_t *args)
+{
+    return mxa_stream_pack_at(s, args, NULL);
 }
 
 mxu_status_t mxa_dev_pack_start(void *ctx, const mxa_pack_args_t *args, mxa_dev_job_t **job)

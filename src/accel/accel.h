@@ -205,6 +205,12 @@ uint64_t mxa_sx_abort_word_addr(void);
  * CUDA. */
 mxu_status_t mxa_dev_temp_get(void *ctx, const mxa_stream_t *stream, size_t bytes, int host,
                               void **p, size_t *got, uint64_t **word);
+/* As mxa_dev_temp_get, but only a block kept for reuse (one given back
+ * with no stream, or in the order of `stream`): MXU_ERR_BUSY when there is
+ * none -- nothing is allocated (a stream being captured into a CUDA graph:
+ * allocating would invalidate the capture). */
+mxu_status_t mxa_dev_temp_take(void *ctx, const mxa_stream_t *stream, size_t bytes, int host,
+                               void **p, size_t *got, uint64_t **word);
 /* Give it back: stream NULL when nothing of its last use is still to run;
  * else the stream on which its last use is enqueued (later work of that
  * stream only may have it). */
@@ -215,6 +221,12 @@ void mxa_dev_temp_put(void *ctx, void *p, size_t got, int host, uint64_t *word,
 mxu_status_t mxa_dev_upload(void *ctx, const void *host, size_t bytes, void **dptr);
 /* The pack kernel in s's order (a CUDA stream). */
 mxu_status_t mxa_stream_pack(mxa_stream_t *s, const mxa_pack_args_t *args);
+/* The same; an unpack whose limit is a host word (args->limit_at, not
+ * limit_dev) has it copied in s's order into limit_word (8 bytes of device
+ * memory of s's context, the caller's) and read there -- not into the
+ * stream's own word, which an unpack of a CUDA graph launched on another
+ * stream would share. */
+mxu_status_t mxa_stream_pack_at(mxa_stream_t *s, const mxa_pack_args_t *args, void *limit_word);
 /* The pack kernel on ctx's library stream, not waited for (any thread, the
  * progress thread too): *job is NULL when there was nothing to do, else
  * ask mxa_dev_job_done until it is done. */

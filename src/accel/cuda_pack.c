@@ -37,8 +37,10 @@ typedef struct temp_block {
 static pthread_mutex_t temp_lock = PTHREAD_MUTEX_INITIALIZER;
 static temp_block_t *temp_free;
 
-mxu_status_t mxa_cuda_temp_get(void *ctx, const void *stream, size_t bytes, int host, void **p,
-                               size_t *got, uint64_t **word)
+/* a free block of the size class of bytes, one given back in the order of
+ * stream, or (alloc) a new one */
+static mxu_status_t temp_get(void *ctx, const void *stream, size_t bytes, int host, int alloc,
+                             void **p, size_t *got, uint64_t **word)
 {
     size_t want = 256;
     while (want < bytes)
@@ -58,6 +60,8 @@ mxu_status_t mxa_cuda_temp_get(void *ctx, const void *stream, size_t bytes, int 
         }
     }
     pthread_mutex_unlock(&temp_lock);
+    if (!alloc)
+        return MXU_ERR_BUSY;
     uint64_t *w = mxa_host_word_get();
     if (!w)
         MXU_FAIL(MXU_ERR_NO_MEMORY, "packed message: no host-visible word");
@@ -85,6 +89,18 @@ mxu_status_t mxa_cuda_temp_get(void *ctx, const void *stream, size_t bytes, int 
     *got = want;
     *word = w;
     return MXU_OK;
+}
+
+mxu_status_t mxa_cuda_temp_get(void *ctx, const void *stream, size_t bytes, int host, void **p,
+                               size_t *got, uint64_t **word)
+{
+    return temp_get(ctx, stream, bytes, host, 1, p, got, word);
+}
+
+mxu_status_t mxa_cuda_temp_take(void *ctx, const void *stream, size_t bytes, int host, void **p,
+                                size_t *got, uint64_t **word)
+{
+    return temp_get(ctx, stream, bytes, host, 0, p, got, word);
 }
 
 void mxa_cuda_temp_put(void *ctx, void *p, size_t got, int host, uint64_t *word, const void *stream)
@@ -131,7 +147,7 @@ static mxu_status_t stream_limit_word(cuda_stream_t *cs, CUdeviceptr *out)
     return st;
 }
 
-mxu_status_t mxa_cuda_stream_pack(mxa_stream_t *s, const mxa_pack_args_t *args)
+mxu_status_t mxa_cuda_stream_pack(mxa_stream_t *s, const mxa_pack_args_t *args, void *limit_word_of)
 {
     cuda_stream_t *cs = (cuda_stream_t *)s;
     cuda_ctx_t *cx = cs->ctx;
@@ -143,10 +159,15 @@ mxu_status_t mxa_cuda_stream_pack(mxa_stream_t *s, const mxa_pack_args_t *args)
     mxa_pack_args_t a = *args;
     CUdeviceptr limit_word = 0;
     /* a warp or two read the host word themselves (the copy would cost
-     * more than their reads) */
-    if (a.unpack && a.limit_at && !a.limit_dev && (uint64_t)blocks * threads > 64 &&
-        MXA_CU(cuMemcpyHtoDAsync) != NULL)
-        MXU_TRY(stream_limit_word(cs, &limit_word));
+     * more than their reads); the caller's own word is used whatever the
+     * size (a graph's unpack: launched on any stream, and no allocation
+     * while the stream is captured) */
+    if (a.unpack && a.limit_at && !a.limit_dev && MXA_CU(cuMemcpyHtoDAsync) != NULL) {
+        if (limit_word_of)
+            limit_word = (CUdeviceptr)(uintptr_t)limit_word_of;
+        else if ((uint64_t)blocks * threads > 64)
+            MXU_TRY(stream_limit_word(cs, &limit_word));
+    }
     int entered = ctx_enter(cx->ctx);
     if (entered < 0)
         MXU_FAIL(MXU_ERR_INVALID_STREAM, "cannot make the context of stream %p current",
@@ -165,9 +186,15 @@ mxu_status_t mxa_cuda_stream_pack(mxa_stream_t *s, const mxa_pack_args_t *args)
     void *kargs[] = {&a};
     /* programmatic dependent launch as the SX steps: the launch overlaps
      * the kernel ahead -- a receive step lets its dependents start at
-     * once -- and the kernel waits for it */
+     * once -- and the kernel waits for it; not into a graph being captured
+     * (a plain kernel node there) */
+    int pdl = cx->sx_pdl;
+    CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (pdl && cu_capture_status(cs->cu, &cap) == CUDA_SUCCESS &&
+        cap != CU_STREAM_CAPTURE_STATUS_NONE)
+        pdl = 0;
     if (r == CUDA_SUCCESS)
-        r = mxa_cuda_launch(cx->fn_pack, blocks, threads, cs->cu, cx->sx_pdl, kargs, NULL);
+        r = mxa_cuda_launch(cx->fn_pack, blocks, threads, cs->cu, pdl, kargs, NULL);
     ctx_leave(entered);
     if (r != CUDA_SUCCESS)
         MXU_FAIL(cu_err_is_bad_handle(r) ? MXU_ERR_INVALID_STREAM : MXU_ERR_NO_DEVICE,

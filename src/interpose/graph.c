@@ -59,16 +59,28 @@
 
 typedef struct mxi_graph_state mxi_graph_state_t;
 
-/* A captured send or receive of a non-contiguous datatype (host streams):
- * the graph's packed buffer, which its template moves; a send's pack entry
- * runs before its fire, a receive's unpack entry after its captured wait
- * (of the `got` bytes that launch received). Kept with the graph. */
+/* A captured send or receive of a non-contiguous datatype: the graph's
+ * packed buffer, which its template moves; a send's pack entry runs before
+ * its fire, a receive's unpack entry after its captured wait (of the `got`
+ * bytes that launch received). Kept with the graph. Host streams: heap
+ * memory, the entries run mxi_layout_pack/_unpack. CUDA captures (device
+ * and managed buffers): a block of accel's packed-message pool taken at the
+ * capture (none is allocated there), the pack kernel as the entries -- the
+ * graph's kernel nodes --, the chunk list the type's (uploaded before the
+ * capture), and the received length in a host-visible word the unpack
+ * reads. */
 typedef struct mxi_gpack {
     mxi_layout_t *layout; /* a reference: the type may be freed meanwhile */
     void *user_buf;
     int count;
     void *packed;
     _Atomic uint64_t got; /* a receive: bytes of the last finished launch */
+    /* a CUDA capture's: the block's context and size (its device word at
+     * packed + block), the chunks, the host-visible length word */
+    void *ctx;
+    size_t block;
+    void *chunks;
+    uint64_t *word;
 } mxi_gpack_t;
 
 struct mxi_tmpl {
@@ -272,6 +284,15 @@ static void mxi_tmpl_release(mxi_tmpl_t *t)
 static void mxi_tmpl_req_gone(void *user)
 {
     mxi_tmpl_t *t = user;
+    /* (host graphs: _end_capture refuses the graph; a CUDA capture's end
+     * is not seen) */
+    if (t->pack && t->pack->ctx && !t->waited && t->peer != MXE_PROC_NULL)
+        MXU_LOG(MXU_LOG_ERROR,
+                "the request of a %s of a non-contiguous datatype captured into a CUDA graph "
+                "was freed without a stream wait in the capture: the graph packs and unpacks "
+                "around that wait, so its launches may overwrite the packed bytes in flight "
+                "(send) or never unpack them (receive); wait for it inside the capture",
+                t->is_send ? "send" : "receive");
     atomic_store_explicit(&t->req_live, 0, memory_order_release);
     mxi_tmpl_release(t);
 }
@@ -362,8 +383,24 @@ static void mxi_gpack_free(void *p)
 {
     mxi_gpack_t *gp = p;
     mxi_layout_put(gp->layout);
-    free(gp->packed);
+    if (gp->ctx) /* the graph is gone with its launches: the block is free */
+        mxa_dev_temp_put(gp->ctx, gp->packed, gp->block, 0, gp->word, NULL);
+    else
+        free(gp->packed);
     free(gp);
+}
+
+/* a CUDA capture's pack or unpack: the pack kernel on the capturing
+ * stream (a kernel node); an unpack takes the launch's received length
+ * from the host word, copied into the block's device word first */
+static mxu_status_t mxi_gpack_kernel(mxa_stream_t *s, const mxi_gpack_t *gp, int unpack)
+{
+    mxa_pack_args_t a =
+        mxi_layout_pack_args(gp->layout, gp->user_buf, gp->packed, gp->chunks, gp->count, unpack);
+    if (!unpack)
+        return mxa_stream_pack(s, &a);
+    a.limit_at = (uint64_t)(uintptr_t)gp->word;
+    return mxa_stream_pack_at(s, &a, (char *)gp->packed + gp->block);
 }
 
 /* a non-contiguous send's pack entry (the stream's thread, before its fire) */
@@ -440,9 +477,13 @@ static void mxi_gwait_finish(mxi_gwait_t *w, int i, mxe_op_t *op, int none)
             stp->MPI_ERROR = MPI_ERR_INTERN;
         }
     }
-    if (w->t[i]->pack) /* what the unpack entry after this wait takes */
-        atomic_store_explicit(&w->t[i]->pack->got, op ? (uint64_t)op->result.bytes : 0,
-                              memory_order_release);
+    mxi_gpack_t *gp = w->t[i]->pack;
+    if (gp) { /* what the unpack entry after this wait takes */
+        uint64_t got = op ? (uint64_t)op->result.bytes : 0;
+        atomic_store_explicit(&gp->got, got, memory_order_release);
+        if (gp->word) /* before the launch is published */
+            __atomic_store_n(gp->word, got, __ATOMIC_RELEASE);
+    }
     if (op)
         mxe_op_release(op);
 }
@@ -820,6 +861,64 @@ mxu_status_t mxi_graph_coll_wait(mxa_stream_t *s, mxi_tmpl_t *const *t, int n)
     return st;
 }
 
+/* a free block of accel's pool for a CUDA capture's packed bytes: also one
+ * that a finished request not reaped yet holds (the set-up call's) */
+static mxu_status_t mxi_gpack_take(mxa_stream_t *s, void *ctx, size_t bytes, mxi_gpack_t *gp)
+{
+    size_t want = bytes ? bytes : 1;
+    if (mxa_dev_temp_take(ctx, s, want, 0, &gp->packed, &gp->block, &gp->word) == MXU_OK)
+        return MXU_OK;
+    mxi_reap(1);
+    return mxa_dev_temp_take(ctx, s, want, 0, &gp->packed, &gp->block, &gp->word);
+}
+
+/* A CUDA capture's packed buffer for count elements of layout at buf (the
+ * layout reference passes to *out, or is dropped on failure): made of what
+ * exists before the capture -- the type's chunk list in the stream's
+ * context and a free block of accel's pool, both there after the same call
+ * outside the capture -- never allocated here (that would invalidate the
+ * capture in CUDA's global mode). Kept with the graph's state. */
+static int mxi_gpack_dev_new(mxa_stream_t *s, mxi_graph_state_t *gs, mxi_layout_t *layout,
+                             void *buf, int count, size_t bytes, const char *what, MPI_Comm comm,
+                             mxi_gpack_t **out)
+{
+    const char *why = NULL;
+    void *ctx = mxa_stream_device_ctx(s), *chunks = NULL;
+    mxi_gpack_t *gp = calloc(1, sizeof(*gp));
+    if (!gp)
+        why = "out of memory";
+    else if (!buf || mxa_memtype(buf, bytes) == MXA_MEM_HOST)
+        why = "its buffer is host memory (a CUDA graph packs device and managed buffers only)";
+    else if (!ctx)
+        why = "the stream has no device context";
+    else if (!mxi_layout_contiguous(layout) && !(chunks = mxi_layout_dev_chunks(layout, ctx, 0)))
+        why = "the datatype's chunk list is not in the stream's device memory yet";
+    else if (mxi_gpack_take(s, ctx, bytes, gp) != MXU_OK)
+        why = "no packed-message block of its size is free for the graph";
+    else if (!mxi_keep_in(gs, gp, mxi_gpack_free)) {
+        mxa_dev_temp_put(ctx, gp->packed, gp->block, 0, gp->word, s);
+        why = "out of memory";
+    }
+    if (why) {
+        free(gp);
+        mxi_layout_put(layout);
+        mxi_graph_break(s, "a non-contiguous datatype's packing could not be set up (see above)");
+        return mxi_raise(comm, MXI_E_UNSUPPORTED,
+                         "a %s of a non-contiguous datatype on a CUDA stream being captured: %s. "
+                         "Set-up happens outside captures: make the same call on this stream "
+                         "once before capturing (device buffers); the capture is broken",
+                         what, why);
+    }
+    /* kept (and freed) with the graph from here on */
+    gp->layout = layout;
+    gp->user_buf = buf;
+    gp->count = count;
+    gp->ctx = ctx;
+    gp->chunks = chunks;
+    *out = gp;
+    return MPI_SUCCESS;
+}
+
 int mxi_graph_p2p(mxa_stream_t *s, mxi_origin_t origin, int is_send, void *buf, size_t bytes,
                   struct mxi_layout *layout, int count, int peer, int tag, MPI_Comm comm,
                   mxi_comm_t *c, int synchronous, MPI_Request *req)
@@ -832,19 +931,14 @@ int mxi_graph_p2p(mxa_stream_t *s, mxi_origin_t origin, int is_send, void *buf, 
         return mxi_raise(comm, MXI_E_INTERN, "captured %s: the stream's capture is unknown", what);
     }
     /* a non-contiguous datatype: the template moves the graph's packed
-     * buffer (host streams; a CUDA capture would need device memory and a
-     * pack kernel made before the capture: not built) */
+     * buffer */
     mxi_gpack_t *gp = NULL;
     if (layout && gs->cuda) {
-        mxi_layout_put(layout);
-        mxi_graph_break(s, "a non-contiguous datatype cannot be captured into a CUDA graph");
-        return mxi_raise(comm, MXI_E_UNSUPPORTED,
-                         "a %s of a non-contiguous datatype on a CUDA stream being captured: "
-                         "only contiguous data can be captured there (host streams pack and "
-                         "unpack in the graph); the capture is broken",
-                         what);
-    }
-    if (layout) {
+        int rc = mxi_gpack_dev_new(s, gs, layout, buf, count, bytes, what, comm, &gp);
+        if (rc != MPI_SUCCESS)
+            return rc;
+        buf = gp->packed;
+    } else if (layout) {
         gp = calloc(1, sizeof(*gp));
         void *packed = gp && bytes ? malloc(bytes) : NULL;
         if (!gp || (bytes && !packed) || !mxi_keep_in(gs, gp, mxi_gpack_free)) {
@@ -891,7 +985,7 @@ int mxi_graph_p2p(mxa_stream_t *s, mxi_origin_t origin, int is_send, void *buf, 
      * mxi_proc_null_request makes none, and the wait writes its status
      * (nor a pack entry) */
     if (st == MXU_OK && t->peer != MXE_PROC_NULL && gp && is_send)
-        st = mxa_host_capture_add(s, mxi_gpack_pack, gp);
+        st = gp->ctx ? mxi_gpack_kernel(s, gp, 0) : mxa_host_capture_add(s, mxi_gpack_pack, gp);
     if (st == MXU_OK && t->peer != MXE_PROC_NULL)
         st = mxi_rec_fire(s, gs, t);
     if (st != MXU_OK) {
@@ -990,10 +1084,14 @@ int mxi_graph_wait(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *s
     } else {
         /* a non-contiguous receive: its unpack entry behind the wait (w is
          * the state's now, freed with it) */
-        for (int i = 0; i < w->n && !bad; i++)
-            if (w->t[i]->pack && !w->t[i]->is_send && w->t[i]->peer != MXE_PROC_NULL &&
-                mxa_host_capture_add(s, mxi_gpack_unpack, w->t[i]->pack) != MXU_OK)
-                bad = "out of memory recording an unpack";
+        for (int i = 0; i < w->n && !bad; i++) {
+            mxi_gpack_t *gp = w->t[i]->pack;
+            if (!gp || w->t[i]->is_send || w->t[i]->peer == MXE_PROC_NULL)
+                continue;
+            if (gp->ctx ? mxi_gpack_kernel(s, gp, 1) != MXU_OK
+                        : mxa_host_capture_add(s, mxi_gpack_unpack, gp) != MXU_OK)
+                bad = "the unpack of a non-contiguous receive could not be recorded (see above)";
+        }
     }
     if (bad) {
         mxi_graph_break(s, bad);

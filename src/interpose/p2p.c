@@ -395,12 +395,13 @@ static void mxi_pack_step(void *arg)
     mxi_packed_put(pk);
 }
 
-static mxa_pack_args_t mxi_pack_args(const mxi_packed_t *pk, int unpack)
+mxa_pack_args_t mxi_layout_pack_args(const mxi_layout_t *l, void *user_buf, void *packed,
+                                     void *chunks, int count, int unpack)
 {
-    if (mxi_layout_contiguous(pk->layout)) { /* 256-byte pieces, a warp each */
-        uint64_t total = mxi_layout_bytes(pk->layout, pk->count);
-        return (mxa_pack_args_t){.buf = (uint64_t)(uintptr_t)pk->user_buf,
-                                 .packed = (uint64_t)(uintptr_t)pk->packed,
+    if (mxi_layout_contiguous(l)) { /* 256-byte pieces, a warp each */
+        uint64_t total = mxi_layout_bytes(l, count);
+        return (mxa_pack_args_t){.buf = (uint64_t)(uintptr_t)user_buf,
+                                 .packed = (uint64_t)(uintptr_t)packed,
                                  .chunks = 0,
                                  .nchunks = 1,
                                  .count = (total + 255) / 256,
@@ -409,15 +410,21 @@ static mxa_pack_args_t mxi_pack_args(const mxi_packed_t *pk, int unpack)
                                  .limit = total,
                                  .unpack = unpack};
     }
-    return (mxa_pack_args_t){.buf = (uint64_t)(uintptr_t)pk->user_buf,
-                             .packed = (uint64_t)(uintptr_t)pk->packed,
-                             .chunks = (uint64_t)(uintptr_t)pk->chunks,
-                             .nchunks = pk->layout->n,
-                             .count = (uint64_t)(pk->count > 0 ? pk->count : 0),
-                             .extent = pk->layout->extent,
-                             .size = pk->layout->size,
-                             .limit = mxi_layout_bytes(pk->layout, pk->count),
+    return (mxa_pack_args_t){.buf = (uint64_t)(uintptr_t)user_buf,
+                             .packed = (uint64_t)(uintptr_t)packed,
+                             .chunks = (uint64_t)(uintptr_t)chunks,
+                             .nchunks = l->n,
+                             .count = (uint64_t)(count > 0 ? count : 0),
+                             .extent = l->extent,
+                             .size = l->size,
+                             .limit = mxi_layout_bytes(l, count),
                              .unpack = unpack};
+}
+
+static mxa_pack_args_t mxi_pack_args(const mxi_packed_t *pk, int unpack)
+{
+    return mxi_layout_pack_args(pk->layout, pk->user_buf, pk->packed, pk->chunks, pk->count,
+                                unpack);
 }
 
 /* host-stream unpack behind a stream wait (a host call on the waiting
@@ -579,12 +586,12 @@ static int mxi_packed_layout(MPI_Comm comm, MPI_Datatype dt, int count, mxi_layo
  * kept, like all the library's device memory, to the end). */
 static pthread_mutex_t mxi_chunks_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void *mxi_layout_dev_chunks(mxi_layout_t *l, void *ctx)
+void *mxi_layout_dev_chunks(mxi_layout_t *l, void *ctx, int upload)
 {
     pthread_mutex_lock(&mxi_chunks_lock);
     void *d = l->dev_ctx == ctx ? l->dev_chunks : NULL;
     pthread_mutex_unlock(&mxi_chunks_lock);
-    if (d)
+    if (d || !upload)
         return d;
     mxa_chunk_t *h = malloc(sizeof(*h) * (l->n ? l->n : 1));
     if (!h)
@@ -628,7 +635,7 @@ static int mxi_packed_make(mxa_stream_t *s, MPI_Comm comm, const void *buf, mxi_
         p->ctx = mxa_stream_device_ctx(s);
         /* contiguous bytes need no chunk list (mxi_pack_args) */
         int need_chunks = !mxi_layout_contiguous(l);
-        p->chunks = p->ctx && need_chunks ? mxi_layout_dev_chunks(l, p->ctx) : NULL;
+        p->chunks = p->ctx && need_chunks ? mxi_layout_dev_chunks(l, p->ctx, 1) : NULL;
         if (!p->ctx || (need_chunks && !p->chunks) ||
             mxa_dev_temp_get(p->ctx, s, bytes ? (size_t)bytes : 1, host_block, &p->packed, &p->got,
                              &p->limit) != MXU_OK) {

@@ -21,6 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "accel/pack_proto.h"
+
 typedef struct {
     int64_t off;  /* from the element's start (the buffer argument), may be < 0 */
     uint64_t len; /* bytes */
@@ -61,6 +63,14 @@ static inline uint64_t mxi_layout_bytes(const mxi_layout_t *l, int count)
 void mxi_layout_pack(const mxi_layout_t *l, const void *buf, int count, void *packed);
 void mxi_layout_unpack(const mxi_layout_t *l, const void *packed, uint64_t bytes, void *buf,
                        int count);
+/* Device packing (p2p.c): the layout's chunks in device memory of ctx --
+ * uploaded at its first use there when `upload`, else NULL unless they
+ * are there already (a stream being captured allocates nothing) -- and the
+ * pack kernel's arguments for count elements of user_buf and the packed
+ * bytes (chunks NULL for a contiguous layout). */
+void *mxi_layout_dev_chunks(mxi_layout_t *l, void *ctx, int upload);
+mxa_pack_args_t mxi_layout_pack_args(const mxi_layout_t *l, void *user_buf, void *packed,
+                                     void *chunks, int count, int unpack);
 /* The keyval's life (init.c). */
 void mxi_layout_init(void);
 void mxi_layout_finalize(void);

@@ -11,7 +11,9 @@
  * exists -- never a graph that would replay wrongly.
  *
  * For each capture mode (global, thread-local, relaxed) and each kind of
- * call (MPIX_Acc_Isend of a vector datatype, MPIX_Acc_Allreduce on a stream
+ * call (MPIX_Acc_Isend of a vector datatype never used outside a capture --
+ * its chunk list and packed buffer would be set up inside it --,
+ * MPIX_Acc_Allreduce on a stream
  * without the scratch it needs -- set-up inside a capture is refused --,
  * MPIX_Acc_Wait on a request made before the capture, MPI_Allreduce (no
  * scratch either) and an MPI_Send of a vector datatype on a stream

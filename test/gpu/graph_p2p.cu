@@ -35,9 +35,18 @@
  *      MPIX_Acc_Barrier captured (global mode; one plain call of each
  *      first: the stream's scratch exists before the capture); 200
  *      launches, every launch's results checked on the device.
+ *   T: non-contiguous datatypes captured (pack and unpack kernel nodes around
+ *      the fire and wait nodes): a ring of MPIX_Acc_Irecv of 2 elements and
+ *      MPIX_Acc_Isend of 1 element of an MPI_Type_vector (16 blocks of 64
+ *      bytes, stride 128) -- one plain exchange first, which is the set-up --,
+ *      the type freed after the capture; 500 launches (at most --launches),
+ *      every launch's blocks
+ *      checked on the device, the gaps and the second element untouched, the
+ *      last status's counts (1 element, 1024 bytes); a plain exchange after.
  *   E: errors: a host MPI_Wait on a captured request returns
- *      MPI_ERR_REQUEST at once; an MPIX_Acc_Isend of a vector datatype in a
- *      capture returns MPI_ERR_UNSUPPORTED_OPERATION and invalidates it
+ *      MPI_ERR_REQUEST at once; an MPIX_Acc_Isend of a vector datatype never
+ *      used outside a capture (its set-up would happen inside it) returns
+ *      MPI_ERR_UNSUPPORTED_OPERATION and invalidates the capture
  *      (cudaStreamEndCapture fails); the stream works on afterwards.
  *
  * Options: --launches=N (A's count), --timeout=S
@@ -113,6 +122,21 @@ __global__ void ccheck_kernel(const int *r, const int *b, int n, int p, const un
             cbad(err, (unsigned long long)i, kk, want, r[i]);
         if (b[i] != 7 * kk + i)
             cbad(err, (unsigned long long)(n + i), kk, 7 * kk + i, b[i]);
+    }
+}
+
+/* T: the receive buffer of 2 elements of the vector type (16 blocks of 64
+ * bytes, stride 128): element 0's blocks hold launch *k's pattern of the
+ * sender's buffer (the same offsets), everything else `keep` */
+__global__ void vcheck_kernel(const uint8_t *buf, size_t n, size_t ext, int src, int tag,
+                              uint8_t keep, const unsigned long long *k, gt_err_t *err)
+{
+    uint64_t seed = gt_seed(src, (long)*k, tag);
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        uint8_t e = i < ext && i % 128 < 64 ? t_pat(seed, i) : keep, g = buf[i];
+        if (g != e)
+            cbad(err, (unsigned long long)i, (long long)*k, e, g);
     }
 }
 
@@ -447,6 +471,73 @@ int main(int argc, char **argv)
                    nk);
     }
 
+    /* ---- T ---- */
+    t_phase("T: non-contiguous datatypes captured");
+    {
+        MPI_Datatype vec; /* 16 blocks of 64 bytes, stride 128: 1984 bytes of extent */
+        T_MPI(MPI_Type_vector(16, 64, 128, MPI_BYTE, &vec));
+        T_MPI(MPI_Type_commit(&vec));
+        const size_t ext = 15 * 128 + 64, rn = 2 * ext;
+        const uint8_t keep = 0xa5;
+        const int nt = launches < 500 ? (int)launches : 500, tag = 81;
+        GT_CUDA(cudaMemset(rbuf2, keep, rn));
+        /* the set-up: one plain exchange (the type's chunk list in device
+         * memory, packed-message blocks of both sizes in the pool) */
+        MPI_Request req[2];
+        T_MPI(MPIX_Acc_Irecv(s, rbuf2, 2, vec, prev, tag, MPI_COMM_WORLD, &req[0]));
+        T_MPI(MPIX_Acc_Isend(s, sbuf2, 1, vec, next, tag, MPI_COMM_WORLD, &req[1]));
+        T_MPI(MPIX_Acc_Waitall(s, 2, req, MPI_STATUSES_IGNORE));
+        GT_CUDA(cudaStreamSynchronize(s));
+        T_MPI(MPI_Barrier(MPI_COMM_WORLD));
+        unsigned long long k0 = read_counter(k);
+        cudaGraph_t g;
+        GT_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+        bump_kernel<<<1, 1, 0, s>>>(k);
+        kfill(sbuf2, ext, t_rank, tag, k, s);
+        T_MPI(MPIX_Acc_Irecv(s, rbuf2, 2, vec, prev, tag, MPI_COMM_WORLD, &req[0]));
+        T_MPI(MPIX_Acc_Isend(s, sbuf2, 1, vec, next, tag, MPI_COMM_WORLD, &req[1]));
+        T_MPI(MPIX_Acc_Waitall(s, 2, req, st2));
+        vcheck_kernel<<<4, 256, 0, s>>>(rbuf2, rn, ext, prev, tag, keep, k, chk.dev);
+        GT_CUDA(cudaGetLastError());
+        cudaGraphExec_t ge = end_capture(s, &g, "T");
+        T_MPI(MPI_Type_free(&vec)); /* the graph keeps its layout */
+        for (int i = 0; i < nt; i++) {
+            GT_CUDA(cudaGraphLaunch(ge, s));
+            if ((i + 1) % 100 == 0)
+                GT_CUDA(cudaStreamSynchronize(s));
+        }
+        GT_CUDA(cudaStreamSynchronize(s));
+        gt_checker_verify(&chk, "T");
+        T_CHECK(read_counter(k) == k0 + (unsigned long long)nt, "T: %llu launches ran",
+                read_counter(k) - k0);
+        MPI_Datatype vec2; /* the same shape: MPI_Get_count of the status */
+        T_MPI(MPI_Type_vector(16, 64, 128, MPI_BYTE, &vec2));
+        T_MPI(MPI_Type_commit(&vec2));
+        int ce = -1, cb = -1;
+        T_MPI(MPI_Get_count(&st2[0], vec2, &ce));
+        T_MPI(MPI_Get_count(&st2[0], MPI_BYTE, &cb));
+        T_CHECK(ce == 1 && cb == 1024 && st2[0].MPI_SOURCE == prev && st2[0].MPI_TAG == tag,
+                "T: the last launch's receive status: %d elements, %d bytes, source %d, tag %d", ce,
+                cb, st2[0].MPI_SOURCE, st2[0].MPI_TAG);
+        GT_CUDA(cudaGraphExecDestroy(ge));
+        GT_CUDA(cudaGraphDestroy(g));
+        /* a plain exchange of the type after the graph is gone */
+        T_MPI(MPI_Barrier(MPI_COMM_WORLD));
+        kfill(sbuf2, ext, t_rank, tag, k, s);
+        T_MPI(MPIX_Acc_Irecv(s, rbuf2, 2, vec2, prev, tag, MPI_COMM_WORLD, &req[0]));
+        T_MPI(MPIX_Acc_Isend(s, sbuf2, 1, vec2, next, tag, MPI_COMM_WORLD, &req[1]));
+        T_MPI(MPIX_Acc_Waitall(s, 2, req, MPI_STATUSES_IGNORE));
+        vcheck_kernel<<<4, 256, 0, s>>>(rbuf2, rn, ext, prev, tag, keep, k, chk.dev);
+        GT_CUDA(cudaStreamSynchronize(s));
+        gt_checker_verify(&chk, "T, the plain exchange after");
+        T_MPI(MPI_Type_free(&vec2));
+        T_MPI(MPI_Barrier(MPI_COMM_WORLD));
+        if (t_rank == 0)
+            printf("[graph_p2p] ok T: %d launches of a captured vector-type ring, every launch "
+                   "checked (blocks, gaps, the second element), status counts\n",
+                   nt);
+    }
+
     /* ---- E ---- */
     t_phase("E: errors");
     {
@@ -468,7 +559,8 @@ int main(int argc, char **argv)
         T_CHECK(ce == cudaSuccess && g, "E: a capture with a send that is never launched: %s",
                 cudaGetErrorName(ce));
         GT_CUDA(cudaGraphDestroy(g)); /* never launched: nothing was sent */
-        /* a vector datatype in a capture: refused, the capture invalidated */
+        /* a vector datatype never used outside a capture: its set-up would
+         * happen inside it -- refused, the capture invalidated */
         MPI_Datatype vec;
         T_MPI(MPI_Type_vector(16, 64, 128, MPI_BYTE, &vec));
         T_MPI(MPI_Type_commit(&vec));
