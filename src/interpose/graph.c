@@ -919,6 +919,34 @@ static int mxi_gpack_dev_new(mxa_stream_t *s, mxi_graph_state_t *gs, mxi_layout_
     return MPI_SUCCESS;
 }
 
+/* The request of something captured on s: op (a local op never submitted,
+ * one reference: the request's), complete with MXU_ERR_CAPTURED for any
+ * wait but a captured stream wait; flag says what it is (MXI_OPF_TEMPLATE:
+ * op->user is the template; MXI_OPF_ORDERED: nothing to wait for on s). */
+static int mxi_placeholder_request(mxa_stream_t *s, mxi_origin_t origin, MPI_Comm comm,
+                                   mxe_op_t *op, unsigned flag, MPI_Request *req)
+{
+    op->user_flags |= flag;
+    op->user_origin = (int)origin;
+    op->stream = s; /* (never submitted: where a stream communicator's wait looks) */
+    op->result.error = MXU_ERR_CAPTURED;
+    atomic_store_explicit(&op->state, MXE_STATE_COMPLETE, memory_order_release);
+    memcpy(&op->user_aux, &comm,
+           sizeof(comm) < sizeof(op->user_aux) ? sizeof(comm) : sizeof(op->user_aux));
+    MPI_Request greq;
+    int rc = PMPI_Grequest_start(mxi_greq_query, mxi_greq_free, mxi_greq_cancel, op, &greq);
+    if (rc != MPI_SUCCESS) {
+        mxe_op_release(op); /* (a template's: drops its request reference) */
+        return mxi_raise_code(comm, rc);
+    }
+    atomic_fetch_add_explicit(&mxi.greqs_alive, 1, memory_order_relaxed);
+    memcpy(&op->user_handle, &greq,
+           sizeof(greq) < sizeof(op->user_handle) ? sizeof(greq) : sizeof(op->user_handle));
+    mxi_request_track(greq, op);
+    *req = greq;
+    return MPI_SUCCESS;
+}
+
 int mxi_graph_p2p(mxa_stream_t *s, mxi_origin_t origin, int is_send, void *buf, size_t bytes,
                   struct mxi_layout *layout, int count, int peer, int tag, MPI_Comm comm,
                   mxi_comm_t *c, int synchronous, MPI_Request *req)
@@ -1000,13 +1028,6 @@ int mxi_graph_p2p(mxa_stream_t *s, mxi_origin_t origin, int is_send, void *buf, 
     mxe_op_release(op); /* never submitted: the engine's reference */
     op->user = t;
     op->user_free = mxi_tmpl_req_gone;
-    op->user_flags |= MXI_OPF_TEMPLATE;
-    op->user_origin = (int)origin;
-    op->stream = s; /* (never submitted: where a stream communicator's wait looks) */
-    op->result.error = MXU_ERR_CAPTURED;
-    atomic_store_explicit(&op->state, MXE_STATE_COMPLETE, memory_order_release);
-    memcpy(&op->user_aux, &comm,
-           sizeof(comm) < sizeof(op->user_aux) ? sizeof(comm) : sizeof(op->user_aux));
     mxi_tmpl_link(gs, t);
     /* Captured and plain operations on one (communicator, peer, tag) are
      * defined on one stream (api.md 3): a launch's operations match in the
@@ -1022,18 +1043,18 @@ int mxi_graph_p2p(mxa_stream_t *s, mxi_origin_t origin, int is_send, void *buf, 
                 "communicator matches in start order from now on (mpix_acc_match=dynamic)",
                 (unsigned)c->ec.ctx_id);
     }
-    MPI_Request greq;
-    int rc = PMPI_Grequest_start(mxi_greq_query, mxi_greq_free, mxi_greq_cancel, op, &greq);
-    if (rc != MPI_SUCCESS) {
-        mxe_op_release(op); /* drops the template's request reference */
-        return mxi_raise_code(comm, rc);
+    return mxi_placeholder_request(s, origin, comm, op, MXI_OPF_TEMPLATE, req);
+}
+
+int mxi_graph_ordered_request(mxa_stream_t *s, mxi_origin_t origin, MPI_Comm comm, MPI_Request *req)
+{
+    mxe_op_t *op = NULL;
+    if (mxe_op_create_local(mxa_none_stream(), MXE_OP_RECV, 0, &op) != MXU_OK) {
+        mxi_graph_break(s, "out of memory recording a nonblocking collective");
+        return mxi_raise(comm, MXI_E_NO_MEM, "the request of a captured nonblocking collective");
     }
-    atomic_fetch_add_explicit(&mxi.greqs_alive, 1, memory_order_relaxed);
-    memcpy(&op->user_handle, &greq,
-           sizeof(greq) < sizeof(op->user_handle) ? sizeof(greq) : sizeof(op->user_handle));
-    mxi_request_track(greq, op);
-    *req = greq;
-    return MPI_SUCCESS;
+    mxe_op_release(op); /* never submitted: the engine's reference */
+    return mxi_placeholder_request(s, origin, comm, op, MXI_OPF_ORDERED, req);
 }
 
 /* A request a captured stream wait passes over: MPI_REQUEST_NULL, or a
@@ -1064,6 +1085,13 @@ int mxi_graph_wait(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *s
             continue;
         mxe_op_t *op = mxi_request_op(reqs[k]);
         mxi_tmpl_t *t = op && (op->user_flags & MXI_OPF_TEMPLATE) ? op->user : NULL;
+        if (op && (op->user_flags & MXI_OPF_ORDERED)) {
+            /* a nonblocking collective captured on s is complete here */
+            if (op->stream != s)
+                bad = "a stream wait, captured into a graph, on a nonblocking collective "
+                      "captured on another stream (wait for it on that stream)";
+            continue;
+        }
         if (!t)
             bad = "a stream wait, captured into a graph, on a request made outside the "
                   "capture";
@@ -1109,7 +1137,15 @@ int mxi_graph_wait(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *s
             continue;
         }
         mxe_op_t *op = mxi_request_op(reqs[k]);
-        ((mxi_tmpl_t *)op->user)->waited = 1;
+        if (op->user_flags & MXI_OPF_ORDERED) {
+            if (statuses) { /* a collective's: nothing to tell */
+                statuses[k].MPI_SOURCE = MPI_ANY_SOURCE;
+                statuses[k].MPI_TAG = MPI_ANY_TAG;
+                statuses[k].MPI_ERROR = MPI_SUCCESS;
+            }
+        } else {
+            ((mxi_tmpl_t *)op->user)->waited = 1;
+        }
         mxi_request_retire(&reqs[k], op);
     }
     return MPI_SUCCESS;

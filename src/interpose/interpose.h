@@ -31,6 +31,7 @@ typedef enum {
 #define MXI_OPF_GREQ_COMPLETED 0x1 /* PMPI_Grequest_complete was called */
 #define MXI_OPF_STATUS_TO_USER 0x2 /* stream-waited with a status: its error reaches the user */
 #define MXI_OPF_TEMPLATE 0x4 /* the request of an operation captured into a host graph (graph.c) */
+#define MXI_OPF_ORDERED 0x8 /* a nonblocking collective's request captured into a graph (graph.c) */
 
 /* One info key as the user set it (returned by MPI_Comm_get_info). */
 typedef struct {
@@ -320,13 +321,20 @@ int mxi_graph_stats(unsigned long long *states, unsigned long long *made, unsign
  * recorded as a template; *req its placeholder request. layout: NULL for
  * contiguous data, else the layout of count elements of a non-contiguous
  * datatype at buf, `bytes` packed bytes (the reference is the call's: kept
- * with the graph, or dropped on failure) -- a host stream's graph packs a
- * send before its fire and unpacks a receive after its captured wait; a
- * CUDA capture refuses it. */
+ * with the graph, or dropped on failure) -- the graph packs a send before
+ * its fire and unpacks a receive after its captured wait (host streams: in
+ * heap memory; CUDA: device buffers only, with the pack kernel, in a block
+ * of accel's pool that the same call made before the capture left). */
 struct mxi_layout;
 int mxi_graph_p2p(mxa_stream_t *s, mxi_origin_t origin, int is_send, void *buf, size_t bytes,
                   struct mxi_layout *layout, int count, int peer, int tag, MPI_Comm comm,
                   mxi_comm_t *c, int synchronous, MPI_Request *req);
+/* The request of a nonblocking collective captured on s (its blocking form
+ * recorded just before): a stream wait captured on s takes it with nothing
+ * to wait for -- s's order completes it --, one on another stream fails;
+ * a host wait gets MPI_ERR_REQUEST. */
+int mxi_graph_ordered_request(mxa_stream_t *s, mxi_origin_t origin, MPI_Comm comm,
+                              MPI_Request *req);
 /* A stream wait on a capturing stream: recorded; the requests are retired.
  * Its count requests are reqs[at[i]] (at NULL: reqs[0..count-1]), their
  * statuses the same elements of statuses (NULL: none wanted). */

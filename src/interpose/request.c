@@ -241,7 +241,7 @@ static int mxi_request_finish(MPI_Request *req, mxe_op_t *op, MPI_Status *status
     mxi_fill_status(op, status);
     int err = mxi_op_error(op);
     MPI_Comm comm = mxi_op_comm(op);
-    int tmpl = (op->user_flags & MXI_OPF_TEMPLATE) != 0;
+    int tmpl = (op->user_flags & (MXI_OPF_TEMPLATE | MXI_OPF_ORDERED)) != 0;
     mxe_op_release(op);
     if (rc == MPI_SUCCESS && tmpl)
         rc = mxi_raise(comm, MXI_E_REQUEST,
@@ -413,7 +413,7 @@ int mxi_req_Request_free(MPI_Request *req)
     if (mxi_is_taken(v))
         return mxi_stale_handle(MPI_COMM_SELF, "MPI_Request_free");
     mxe_op_t *op = v;
-    if (op->user_flags & MXI_OPF_TEMPLATE) { /* a captured operation's: it goes unwaited */
+    if (op->user_flags & (MXI_OPF_TEMPLATE | MXI_OPF_ORDERED)) { /* a captured operation's */
         mxi_request_retire(req, op);
         return MPI_SUCCESS;
     }

@@ -783,13 +783,11 @@ static int sc_request(MPIX_Acc_stream stream, MPI_Comm comm, mxi_origin_t origin
     rc = mxi_stream_resolve(stream, comm, &s);
     if (rc != MPI_SUCCESS)
         return rc;
-    /* its request cannot be recorded (the blocking form can: it is as
-     * stream-ordered); the collective recorded just now goes with the
-     * broken capture */
-    mxu_status_t st = mxa_stream_refuse_capture(
-        s, "a nonblocking collective (its blocking form is stream-ordered too and can be)");
-    if (st != MXU_OK)
-        return mxi_raise_code(comm, mxi_status_to_mpi(st));
+    /* captured: the collective was recorded just now, complete where the
+     * capture stream passes it -- its request a placeholder that a stream
+     * wait captured on that stream takes */
+    if (mxi_graph_capturing(s))
+        return mxi_graph_ordered_request(s, origin, comm, request);
     mxe_op_t *op = NULL;
     if (mxe_op_create_local(s, MXE_OP_RECV, 0, &op) != MXU_OK)
         return mxi_raise(comm, MXI_E_NO_MEM, "the request of a nonblocking collective");

@@ -34,7 +34,9 @@
  *   K: MPIX_Acc_Allreduce (MPI_INT sum, 1000 elements), MPIX_Acc_Bcast and
  *      MPIX_Acc_Barrier captured (global mode; one plain call of each
  *      first: the stream's scratch exists before the capture); 200
- *      launches, every launch's results checked on the device.
+ *      launches, every launch's results checked on the device. Then
+ *      MPIX_Acc_Iallreduce and MPIX_Acc_Ibcast with one MPIX_Acc_Waitall
+ *      captured, 100 launches checked.
  *   T: non-contiguous datatypes captured (pack and unpack kernel nodes around
  *      the fire and wait nodes): a ring of MPIX_Acc_Irecv of 2 elements and
  *      MPIX_Acc_Isend of 1 element of an MPI_Type_vector (16 blocks of 64
@@ -461,14 +463,37 @@ int main(int argc, char **argv)
         gt_checker_verify(&chk, "K, the plain Allreduce after");
         GT_CUDA(cudaGraphExecDestroy(ge));
         GT_CUDA(cudaGraphDestroy(g));
+        /* the nonblocking forms captured, completed by one stream Waitall
+         * (their requests complete in the capture stream's order) */
+        const int nn = 100;
+        GT_CUDA(cudaMemset(k, 0, sizeof(*k)));
+        GT_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+        bump_kernel<<<1, 1, 0, s>>>(k);
+        cfill_kernel<<<4, 256, 0, s>>>(ka, kb, cnt, t_rank, root, k);
+        MPI_Request kq[2];
+        T_MPI(MPIX_Acc_Iallreduce(s, ka, kr, cnt, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &kq[0]));
+        T_MPI(MPIX_Acc_Ibcast(s, kb, cnt, MPI_INT, root, MPI_COMM_WORLD, &kq[1]));
+        T_MPI(MPIX_Acc_Waitall(s, 2, kq, MPI_STATUSES_IGNORE));
+        T_CHECK(kq[0] == MPI_REQUEST_NULL && kq[1] == MPI_REQUEST_NULL,
+                "K: a captured Waitall left requests of nonblocking collectives");
+        ccheck_kernel<<<4, 256, 0, s>>>(kr, kb, cnt, t_size, k, chk.dev);
+        ge = end_capture(s, &g, "K (nonblocking)");
+        for (int i = 0; i < nn; i++)
+            GT_CUDA(cudaGraphLaunch(ge, s));
+        GT_CUDA(cudaStreamSynchronize(s));
+        gt_checker_verify(&chk, "K (nonblocking)");
+        T_CHECK(read_counter(k) == (unsigned long long)nn, "K (nonblocking): %llu launches ran",
+                read_counter(k));
+        GT_CUDA(cudaGraphExecDestroy(ge));
+        GT_CUDA(cudaGraphDestroy(g));
         gt_free(GT_DEVICE, ka);
         gt_free(GT_DEVICE, kr);
         gt_free(GT_DEVICE, kb);
         T_MPI(MPI_Barrier(MPI_COMM_WORLD));
         if (t_rank == 0)
             printf("[graph_p2p] ok K: %d launches of a captured Allreduce (sum), Bcast and "
-                   "Barrier, every launch checked\n",
-                   nk);
+                   "Barrier, %d of Iallreduce and Ibcast with a Waitall, every launch checked\n",
+                   nk, nn);
     }
 
     /* ---- T ---- */

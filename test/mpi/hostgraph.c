@@ -56,10 +56,15 @@
  *      on the same stream and communicator between the launches (checked
  *      too); then a stream communicator's MPI_Allreduce captured (100
  *      launches).
+ *      Then the nonblocking forms captured: a stream communicator's
+ *      MPI_Iallreduce, MPI_Ibcast and MPI_Iallgather completed by one
+ *      MPI_Waitall, and MPIX_Acc_Iallreduce with MPIX_Acc_Wait (100
+ *      launches, checked).
  *   E: errors: a host wait on a captured request (MPI_ERR_REQUEST, no
- *      hang), a nonblocking collective and a stream communicator's
+ *      hang; a captured Iallreduce's too -- the graph still runs it), a
+ *      stream communicator's
  *      collective that runs as the MPI library's (MPI_BAND) on a capturing
- *      stream break the capture (its end fails with
+ *      stream breaks the capture (its end fails with
  *      MPI_ERR_UNSUPPORTED_OPERATION), a request left active
  *      (end fails MPI_ERR_REQUEST), freeing a graph with launches in flight
  *      (error; the graph stays and is freed after the synchronize),
@@ -726,6 +731,40 @@ int main(int argc, char **argv)
                 atomic_load(&sa.check_k));
         no_graph_errors(g, "G (stream communicator)");
         T_MPI(MPIX_Acc_Hostgraph_free(&g));
+
+        /* the nonblocking forms captured: the stream communicator's
+         * MPI_Iallreduce, MPI_Ibcast and MPI_Iallgather completed by one
+         * MPI_Waitall (a stream wait), and MPIX_Acc_Iallreduce completed by
+         * MPIX_Acc_Wait -- their requests complete in the capture stream's
+         * order */
+        t_phase("G: nonblocking collectives captured");
+        coll_arg_t na = {.root = 1 % t_size};
+        na.ag = ca.ag;
+        long nsum[CN], nin[CN];
+        MPI_Request nr[3], r;
+        MPI_Status nst[3];
+        T_MPI(MPIX_Acc_Hoststream_begin_capture(cs));
+        T_MPI(MPIX_Acc_Hoststream_launch(cs, coll_fill, &na));
+        T_MPI(MPI_Iallreduce(na.sb, na.ar, CN, MPI_LONG, MPI_SUM, sc, &nr[0]));
+        T_MPI(MPI_Ibcast(na.bc, CN, MPI_LONG, na.root, sc, &nr[1]));
+        T_MPI(MPI_Iallgather(na.sb, CN, MPI_LONG, na.ag, CN, MPI_LONG, sc, &nr[2]));
+        T_MPI(MPI_Waitall(3, nr, nst));
+        T_CHECK(nr[0] == MPI_REQUEST_NULL && nr[1] == MPI_REQUEST_NULL && nr[2] == MPI_REQUEST_NULL,
+                "G: a captured MPI_Waitall left requests of nonblocking collectives");
+        T_MPI(MPIX_Acc_Hoststream_launch(cs, coll_check, &na));
+        for (int i = 0; i < CN; i++)
+            nin[i] = t_rank + i;
+        T_MPI(MPIX_Acc_Iallreduce(cs, nin, nsum, CN, MPI_LONG, MPI_SUM, W, &r));
+        T_MPI(MPIX_Acc_Wait(cs, &r, MPI_STATUS_IGNORE));
+        T_MPI(MPIX_Acc_Hoststream_end_capture(cs, &g));
+        launch_n(g, cs, 100);
+        T_CHECK(atomic_load(&na.check_k) == 100, "G: nonblocking: checked %ld launches",
+                atomic_load(&na.check_k));
+        for (int i = 0; i < CN; i++)
+            T_CHECK(nsum[i] == (long)t_size * (t_size - 1) / 2 + (long)t_size * i,
+                    "G: MPIX_Acc_Iallreduce element %d: %ld", i, nsum[i]);
+        no_graph_errors(g, "G (nonblocking collectives)");
+        T_MPI(MPIX_Acc_Hostgraph_free(&g));
         t_stream_comm_free(&sc, &cs);
         free(ca.ag);
         free(ca.as);
@@ -804,16 +843,26 @@ int main(int argc, char **argv)
         T_CHECK(g == NULL, "a failed end_capture left a graph");
         T_MPI(MPI_Request_free(&r));
 
-        /* a nonblocking collective on a capturing stream breaks the capture */
+        /* a captured nonblocking collective's request waited for on the
+         * host: MPI_ERR_REQUEST, the request freed, the collective stays
+         * in the graph (each launch runs it) */
         MPI_Comm sc;
         T_MPI(MPI_Comm_dup(W, &sc));
         T_MPI(MPI_Comm_set_errhandler(sc, MPI_ERRORS_RETURN));
         T_MPI(MPIX_Acc_Hoststream_begin_capture(s));
         int in = 1, out = 0;
-        expect_class(MPIX_Acc_Iallreduce(s, &in, &out, 1, MPI_INT, MPI_SUM, sc, &r),
-                     MPI_ERR_UNSUPPORTED_OPERATION, "an Iallreduce on a capturing stream");
-        expect_class(MPIX_Acc_Hoststream_end_capture(s, &g), MPI_ERR_UNSUPPORTED_OPERATION,
-                     "end_capture of a broken capture (Iallreduce)");
+        T_MPI(MPIX_Acc_Iallreduce(s, &in, &out, 1, MPI_INT, MPI_SUM, sc, &r));
+        expect_class(MPI_Wait(&r, MPI_STATUS_IGNORE), MPI_ERR_REQUEST,
+                     "a host wait on a captured Iallreduce");
+        T_CHECK(r == MPI_REQUEST_NULL, "a host wait on a captured Iallreduce left its request");
+        T_MPI(MPIX_Acc_Hoststream_end_capture(s, &g));
+        T_CHECK(out == 0, "a captured Iallreduce ran at the call (out %d)", out);
+        T_MPI(MPIX_Acc_Hostgraph_launch(g, s));
+        T_MPI(MPIX_Acc_Hoststream_synchronize(s));
+        T_CHECK(out == t_size, "the graph's Iallreduce: %d, expected %d", out, t_size);
+        no_graph_errors(g, "E (Iallreduce)");
+        T_MPI(MPIX_Acc_Hostgraph_free(&g));
+        out = 0;
         T_MPI(MPI_Comm_free(&sc));
         /* ... and so does a stream communicator's collective that would run
          * as the MPI library's call (MPI_BAND: not a stream-ordered op) */
