@@ -62,9 +62,10 @@ typedef struct mxi_graph_state mxi_graph_state_t;
 /* A captured send or receive of a non-contiguous datatype: the graph's
  * packed buffer, which its template moves; a send's pack entry runs before
  * its fire, a receive's unpack entry after its captured wait (of the `got`
- * bytes that launch received). Kept with the graph. Host streams: heap
- * memory, the entries run mxi_layout_pack/_unpack. CUDA captures (device
- * and managed buffers): a block of accel's packed-message pool taken at the
+ * bytes that launch received). Kept with the graph. Host buffers: heap
+ * memory, the entries run mxi_layout_pack/_unpack (a host graph's entries,
+ * a CUDA graph's host nodes). CUDA captures of device and managed
+ * buffers: a block of accel's packed-message pool taken at the
  * capture (none is allocated there), the pack kernel as the entries -- the
  * graph's kernel nodes --, the chunk list the type's (uploaded before the
  * capture), and the received length in a host-visible word the unpack
@@ -872,6 +873,14 @@ static mxu_status_t mxi_gpack_take(mxa_stream_t *s, void *ctx, size_t bytes, mxi
     return mxa_dev_temp_take(ctx, s, want, 0, &gp->packed, &gp->block, &gp->word);
 }
 
+/* a pack or unpack entry fn(gp) of a host buffer: a host graph's entry, or
+ * on a CUDA stream a host node (cuLaunchHostFunc captured) */
+static mxu_status_t mxi_gpack_host_entry(mxa_stream_t *s, const mxi_graph_state_t *gs,
+                                         void (*fn)(void *), mxi_gpack_t *gp)
+{
+    return gs->cuda ? mxa_stream_host_call(s, fn, gp) : mxa_host_capture_add(s, fn, gp);
+}
+
 /* A CUDA capture's packed buffer for count elements of layout at buf (the
  * layout reference passes to *out, or is dropped on failure): made of what
  * exists before the capture -- the type's chunk list in the stream's
@@ -887,8 +896,6 @@ static int mxi_gpack_dev_new(mxa_stream_t *s, mxi_graph_state_t *gs, mxi_layout_
     mxi_gpack_t *gp = calloc(1, sizeof(*gp));
     if (!gp)
         why = "out of memory";
-    else if (!buf || mxa_memtype(buf, bytes) == MXA_MEM_HOST)
-        why = "its buffer is host memory (a CUDA graph packs device and managed buffers only)";
     else if (!ctx)
         why = "the stream has no device context";
     else if (!mxi_layout_contiguous(layout) && !(chunks = mxi_layout_dev_chunks(layout, ctx, 0)))
@@ -959,9 +966,10 @@ int mxi_graph_p2p(mxa_stream_t *s, mxi_origin_t origin, int is_send, void *buf, 
         return mxi_raise(comm, MXI_E_INTERN, "captured %s: the stream's capture is unknown", what);
     }
     /* a non-contiguous datatype: the template moves the graph's packed
-     * buffer */
+     * buffer (a CUDA capture's of a device or managed buffer: device
+     * memory and the pack kernel; else heap memory and host entries) */
     mxi_gpack_t *gp = NULL;
-    if (layout && gs->cuda) {
+    if (layout && gs->cuda && buf && mxa_memtype(buf, bytes) != MXA_MEM_HOST) {
         int rc = mxi_gpack_dev_new(s, gs, layout, buf, count, bytes, what, comm, &gp);
         if (rc != MPI_SUCCESS)
             return rc;
@@ -1013,7 +1021,7 @@ int mxi_graph_p2p(mxa_stream_t *s, mxi_origin_t origin, int is_send, void *buf, 
      * mxi_proc_null_request makes none, and the wait writes its status
      * (nor a pack entry) */
     if (st == MXU_OK && t->peer != MXE_PROC_NULL && gp && is_send)
-        st = gp->ctx ? mxi_gpack_kernel(s, gp, 0) : mxa_host_capture_add(s, mxi_gpack_pack, gp);
+        st = gp->ctx ? mxi_gpack_kernel(s, gp, 0) : mxi_gpack_host_entry(s, gs, mxi_gpack_pack, gp);
     if (st == MXU_OK && t->peer != MXE_PROC_NULL)
         st = mxi_rec_fire(s, gs, t);
     if (st != MXU_OK) {
@@ -1116,8 +1124,8 @@ int mxi_graph_wait(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *s
             mxi_gpack_t *gp = w->t[i]->pack;
             if (!gp || w->t[i]->is_send || w->t[i]->peer == MXE_PROC_NULL)
                 continue;
-            if (gp->ctx ? mxi_gpack_kernel(s, gp, 1) != MXU_OK
-                        : mxa_host_capture_add(s, mxi_gpack_unpack, gp) != MXU_OK)
+            if ((gp->ctx ? mxi_gpack_kernel(s, gp, 1)
+                         : mxi_gpack_host_entry(s, gs, mxi_gpack_unpack, gp)) != MXU_OK)
                 bad = "the unpack of a non-contiguous receive could not be recorded (see above)";
         }
     }

@@ -323,8 +323,9 @@ int mxi_graph_stats(unsigned long long *states, unsigned long long *made, unsign
  * datatype at buf, `bytes` packed bytes (the reference is the call's: kept
  * with the graph, or dropped on failure) -- the graph packs a send before
  * its fire and unpacks a receive after its captured wait (host streams: in
- * heap memory; CUDA: device buffers only, with the pack kernel, in a block
- * of accel's pool that the same call made before the capture left). */
+ * heap memory; CUDA: device buffers with the pack kernel, in a block of
+ * accel's pool that the same call made before the capture left, host ones
+ * in host nodes). */
 struct mxi_layout;
 int mxi_graph_p2p(mxa_stream_t *s, mxi_origin_t origin, int is_send, void *buf, size_t bytes,
                   struct mxi_layout *layout, int count, int peer, int tag, MPI_Comm comm,

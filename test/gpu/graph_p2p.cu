@@ -42,7 +42,8 @@
  *      MPIX_Acc_Isend of 1 element of an MPI_Type_vector (16 blocks of 64
  *      bytes, stride 128) -- one plain exchange first, which is the set-up --,
  *      the type freed after the capture; 500 launches (at most --launches),
- *      every launch's blocks
+ *      on device buffers (pack and unpack kernel nodes), then 200 on pinned
+ *      host buffers (host nodes); every launch's blocks
  *      checked on the device, the gaps and the second element untouched, the
  *      last status's counts (1 element, 1024 bytes); a plain exchange after.
  *   E: errors: a host MPI_Wait on a captured request returns
@@ -189,6 +190,78 @@ static void capture_ring(cudaStream_t s, cudaStreamCaptureMode mode, MPI_Comm co
     T_CHECK(req[0] == MPI_REQUEST_NULL && req[1] == MPI_REQUEST_NULL,
             "a captured Waitall left its requests");
     kcheck(chk, rbuf, n, prev, tag, k, s);
+}
+
+/* T: a ring of MPIX_Acc_Irecv of 2 and MPIX_Acc_Isend of 1 element of an
+ * MPI_Type_vector (16 blocks of 64 bytes, stride 128) on sb/rb (>= 2
+ * extents), captured after one plain exchange (the set-up), the type freed
+ * after the capture, nt launches with every launch's blocks, gaps and
+ * second element checked on the device, the last status's counts, then a
+ * plain exchange of a new type of the same shape */
+static void vector_ring_graph(cudaStream_t s, unsigned long long *k, gt_checker_t *chk, uint8_t *sb,
+                              uint8_t *rb, int nt, int tag, const char *kind)
+{
+    int next = (t_rank + 1) % t_size, prev = (t_rank - 1 + t_size) % t_size;
+    MPI_Datatype vec; /* 1984 bytes of extent */
+    T_MPI(MPI_Type_vector(16, 64, 128, MPI_BYTE, &vec));
+    T_MPI(MPI_Type_commit(&vec));
+    const size_t ext = 15 * 128 + 64, rn = 2 * ext;
+    const uint8_t keep = 0xa5;
+    static MPI_Status st[2];
+    GT_CUDA(cudaMemset(rb, keep, rn));
+    MPI_Request req[2];
+    T_MPI(MPIX_Acc_Irecv(s, rb, 2, vec, prev, tag, MPI_COMM_WORLD, &req[0]));
+    T_MPI(MPIX_Acc_Isend(s, sb, 1, vec, next, tag, MPI_COMM_WORLD, &req[1]));
+    T_MPI(MPIX_Acc_Waitall(s, 2, req, MPI_STATUSES_IGNORE));
+    GT_CUDA(cudaStreamSynchronize(s));
+    T_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    unsigned long long k0 = read_counter(k);
+    cudaGraph_t g;
+    GT_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    bump_kernel<<<1, 1, 0, s>>>(k);
+    kfill(sb, ext, t_rank, tag, k, s);
+    T_MPI(MPIX_Acc_Irecv(s, rb, 2, vec, prev, tag, MPI_COMM_WORLD, &req[0]));
+    T_MPI(MPIX_Acc_Isend(s, sb, 1, vec, next, tag, MPI_COMM_WORLD, &req[1]));
+    T_MPI(MPIX_Acc_Waitall(s, 2, req, st));
+    vcheck_kernel<<<4, 256, 0, s>>>(rb, rn, ext, prev, tag, keep, k, chk->dev);
+    GT_CUDA(cudaGetLastError());
+    cudaGraphExec_t ge = end_capture(s, &g, "T");
+    T_MPI(MPI_Type_free(&vec)); /* the graph keeps its layout */
+    for (int i = 0; i < nt; i++) {
+        GT_CUDA(cudaGraphLaunch(ge, s));
+        if ((i + 1) % 100 == 0)
+            GT_CUDA(cudaStreamSynchronize(s));
+    }
+    GT_CUDA(cudaStreamSynchronize(s));
+    gt_checker_verify(chk, "T");
+    T_CHECK(read_counter(k) == k0 + (unsigned long long)nt, "T (%s): %llu launches ran", kind,
+            read_counter(k) - k0);
+    MPI_Datatype vec2; /* the same shape: MPI_Get_count of the status */
+    T_MPI(MPI_Type_vector(16, 64, 128, MPI_BYTE, &vec2));
+    T_MPI(MPI_Type_commit(&vec2));
+    int ce = -1, cb = -1;
+    T_MPI(MPI_Get_count(&st[0], vec2, &ce));
+    T_MPI(MPI_Get_count(&st[0], MPI_BYTE, &cb));
+    T_CHECK(ce == 1 && cb == 1024 && st[0].MPI_SOURCE == prev && st[0].MPI_TAG == tag,
+            "T (%s): the last launch's receive status: %d elements, %d bytes, source %d, tag %d",
+            kind, ce, cb, st[0].MPI_SOURCE, st[0].MPI_TAG);
+    GT_CUDA(cudaGraphExecDestroy(ge));
+    GT_CUDA(cudaGraphDestroy(g));
+    /* a plain exchange of the type after the graph is gone */
+    T_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    kfill(sb, ext, t_rank, tag, k, s);
+    T_MPI(MPIX_Acc_Irecv(s, rb, 2, vec2, prev, tag, MPI_COMM_WORLD, &req[0]));
+    T_MPI(MPIX_Acc_Isend(s, sb, 1, vec2, next, tag, MPI_COMM_WORLD, &req[1]));
+    T_MPI(MPIX_Acc_Waitall(s, 2, req, MPI_STATUSES_IGNORE));
+    vcheck_kernel<<<4, 256, 0, s>>>(rb, rn, ext, prev, tag, keep, k, chk->dev);
+    GT_CUDA(cudaStreamSynchronize(s));
+    gt_checker_verify(chk, "T, the plain exchange after");
+    T_MPI(MPI_Type_free(&vec2));
+    T_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    if (t_rank == 0)
+        printf("[graph_p2p] ok T: %d launches of a captured vector-type ring on %s buffers, every "
+               "launch checked (blocks, gaps, the second element), status counts\n",
+               nt, kind);
 }
 
 int main(int argc, char **argv)
@@ -497,70 +570,16 @@ int main(int argc, char **argv)
     }
 
     /* ---- T ---- */
-    t_phase("T: non-contiguous datatypes captured");
+    t_phase("T: non-contiguous datatypes captured (device buffers)");
+    vector_ring_graph(s, k, &chk, sbuf2, rbuf2, launches < 500 ? (int)launches : 500, 81, "device");
+    t_phase("T: non-contiguous datatypes captured (pinned host buffers)");
     {
-        MPI_Datatype vec; /* 16 blocks of 64 bytes, stride 128: 1984 bytes of extent */
-        T_MPI(MPI_Type_vector(16, 64, 128, MPI_BYTE, &vec));
-        T_MPI(MPI_Type_commit(&vec));
-        const size_t ext = 15 * 128 + 64, rn = 2 * ext;
-        const uint8_t keep = 0xa5;
-        const int nt = launches < 500 ? (int)launches : 500, tag = 81;
-        GT_CUDA(cudaMemset(rbuf2, keep, rn));
-        /* the set-up: one plain exchange (the type's chunk list in device
-         * memory, packed-message blocks of both sizes in the pool) */
-        MPI_Request req[2];
-        T_MPI(MPIX_Acc_Irecv(s, rbuf2, 2, vec, prev, tag, MPI_COMM_WORLD, &req[0]));
-        T_MPI(MPIX_Acc_Isend(s, sbuf2, 1, vec, next, tag, MPI_COMM_WORLD, &req[1]));
-        T_MPI(MPIX_Acc_Waitall(s, 2, req, MPI_STATUSES_IGNORE));
-        GT_CUDA(cudaStreamSynchronize(s));
-        T_MPI(MPI_Barrier(MPI_COMM_WORLD));
-        unsigned long long k0 = read_counter(k);
-        cudaGraph_t g;
-        GT_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-        bump_kernel<<<1, 1, 0, s>>>(k);
-        kfill(sbuf2, ext, t_rank, tag, k, s);
-        T_MPI(MPIX_Acc_Irecv(s, rbuf2, 2, vec, prev, tag, MPI_COMM_WORLD, &req[0]));
-        T_MPI(MPIX_Acc_Isend(s, sbuf2, 1, vec, next, tag, MPI_COMM_WORLD, &req[1]));
-        T_MPI(MPIX_Acc_Waitall(s, 2, req, st2));
-        vcheck_kernel<<<4, 256, 0, s>>>(rbuf2, rn, ext, prev, tag, keep, k, chk.dev);
-        GT_CUDA(cudaGetLastError());
-        cudaGraphExec_t ge = end_capture(s, &g, "T");
-        T_MPI(MPI_Type_free(&vec)); /* the graph keeps its layout */
-        for (int i = 0; i < nt; i++) {
-            GT_CUDA(cudaGraphLaunch(ge, s));
-            if ((i + 1) % 100 == 0)
-                GT_CUDA(cudaStreamSynchronize(s));
-        }
-        GT_CUDA(cudaStreamSynchronize(s));
-        gt_checker_verify(&chk, "T");
-        T_CHECK(read_counter(k) == k0 + (unsigned long long)nt, "T: %llu launches ran",
-                read_counter(k) - k0);
-        MPI_Datatype vec2; /* the same shape: MPI_Get_count of the status */
-        T_MPI(MPI_Type_vector(16, 64, 128, MPI_BYTE, &vec2));
-        T_MPI(MPI_Type_commit(&vec2));
-        int ce = -1, cb = -1;
-        T_MPI(MPI_Get_count(&st2[0], vec2, &ce));
-        T_MPI(MPI_Get_count(&st2[0], MPI_BYTE, &cb));
-        T_CHECK(ce == 1 && cb == 1024 && st2[0].MPI_SOURCE == prev && st2[0].MPI_TAG == tag,
-                "T: the last launch's receive status: %d elements, %d bytes, source %d, tag %d", ce,
-                cb, st2[0].MPI_SOURCE, st2[0].MPI_TAG);
-        GT_CUDA(cudaGraphExecDestroy(ge));
-        GT_CUDA(cudaGraphDestroy(g));
-        /* a plain exchange of the type after the graph is gone */
-        T_MPI(MPI_Barrier(MPI_COMM_WORLD));
-        kfill(sbuf2, ext, t_rank, tag, k, s);
-        T_MPI(MPIX_Acc_Irecv(s, rbuf2, 2, vec2, prev, tag, MPI_COMM_WORLD, &req[0]));
-        T_MPI(MPIX_Acc_Isend(s, sbuf2, 1, vec2, next, tag, MPI_COMM_WORLD, &req[1]));
-        T_MPI(MPIX_Acc_Waitall(s, 2, req, MPI_STATUSES_IGNORE));
-        vcheck_kernel<<<4, 256, 0, s>>>(rbuf2, rn, ext, prev, tag, keep, k, chk.dev);
-        GT_CUDA(cudaStreamSynchronize(s));
-        gt_checker_verify(&chk, "T, the plain exchange after");
-        T_MPI(MPI_Type_free(&vec2));
-        T_MPI(MPI_Barrier(MPI_COMM_WORLD));
-        if (t_rank == 0)
-            printf("[graph_p2p] ok T: %d launches of a captured vector-type ring, every launch "
-                   "checked (blocks, gaps, the second element), status counts\n",
-                   nt);
+        uint8_t *hs = (uint8_t *)gt_alloc(GT_PINNED, 4096),
+                *hr = (uint8_t *)gt_alloc(GT_PINNED, 4096);
+        vector_ring_graph(s, k, &chk, hs, hr, launches < 200 ? (int)launches : 200, 82,
+                          "pinned host");
+        gt_free(GT_PINNED, hs);
+        gt_free(GT_PINNED, hr);
     }
 
     /* ---- E ---- */
