@@ -282,6 +282,11 @@ void mxi_request_track(MPI_Request req, mxe_op_t *op);
 extern mxu_trace_name_t mxi_tn_wait;
 int mxi_stream_waitall(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *statuses,
                        MPI_Comm err_comm);
+/* The same with the status of request i at status_at[i] (NULL: none):
+ * one stream wait for requests whose statuses are not an array
+ * (MPI_Sendrecv: the receive's only). */
+int mxi_stream_wait_each(mxa_stream_t *s, int count, MPI_Request reqs[],
+                         MPI_Status *const *status_at, MPI_Comm err_comm);
 /* Complete and free library-owned handles whose ops are done. */
 void mxi_reap(int all);
 /* Wait while MPIX_ACC_MAX_PENDING operations are alive (new_request) or s

@@ -1117,9 +1117,9 @@ static int mxi_sendrecv_on_stream(mxa_stream_t *s, mxi_origin_t origin, const vo
         mxi_stream_waitall(s, 1, &reqs[1], NULL, comm);
         return rc;
     }
-    rc = mxi_stream_waitall(s, 1, &reqs[0], NULL, comm);
-    int rc2 = mxi_stream_waitall(s, 1, &reqs[1], status == MPI_STATUS_IGNORE ? NULL : status, comm);
-    return rc != MPI_SUCCESS ? rc : rc2;
+    /* one stream wait for both (the receive's status only) */
+    MPI_Status *at[2] = {NULL, status == MPI_STATUS_IGNORE ? NULL : status};
+    return mxi_stream_wait_each(s, 2, reqs, at, comm);
 }
 
 int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,

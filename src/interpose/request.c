@@ -267,21 +267,43 @@ static void mxi_empty_status(MPI_Status *st)
 /* ------------------------------------------------------------ stream wait */
 
 static int mxi_stream_waitall_(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *statuses,
-                               MPI_Comm err_comm);
+                               MPI_Status *const *status_at, MPI_Comm err_comm);
 
 int mxi_stream_waitall(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *statuses,
                        MPI_Comm err_comm)
 {
     uint64_t t = mxu_ct_begin();
     mxu_trace_push(&mxi_tn_wait, count > 0 ? (uint64_t)count : 0);
-    int rc = mxi_stream_waitall_(s, count, reqs, statuses, err_comm);
+    int rc = mxi_stream_waitall_(s, count, reqs, statuses, NULL, err_comm);
     mxu_trace_pop();
     mxu_ct_end(MXU_CT_STREAM_WAIT, t);
     return rc;
 }
 
+int mxi_stream_wait_each(mxa_stream_t *s, int count, MPI_Request reqs[],
+                         MPI_Status *const *status_at, MPI_Comm err_comm)
+{
+    if (mxi_graph_capturing(s)) { /* a captured wait takes a status array */
+        int rc = MPI_SUCCESS;
+        for (int i = 0; i < count; i++) {
+            int r = mxi_stream_waitall(s, 1, &reqs[i], status_at[i], err_comm);
+            if (rc == MPI_SUCCESS)
+                rc = r;
+        }
+        return rc;
+    }
+    uint64_t t = mxu_ct_begin();
+    mxu_trace_push(&mxi_tn_wait, count > 0 ? (uint64_t)count : 0);
+    int rc = mxi_stream_waitall_(s, count, reqs, NULL, status_at, err_comm);
+    mxu_trace_pop();
+    mxu_ct_end(MXU_CT_STREAM_WAIT, t);
+    return rc;
+}
+
+/* statuses: an array of count, or NULL; status_at (statuses NULL): the
+ * status of each request, or NULL for none */
 static int mxi_stream_waitall_(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *statuses,
-                               MPI_Comm err_comm)
+                               MPI_Status *const *status_at, MPI_Comm err_comm)
 {
     if (mxi_graph_capturing(s))
         return mxi_graph_wait(s, count, reqs, statuses, NULL, err_comm);
@@ -301,14 +323,15 @@ static int mxi_stream_waitall_(mxa_stream_t *s, int count, MPI_Request reqs[], M
     int rc = MPI_SUCCESS, n = 0, stale = 0;
     mxi_reap(0);
     for (int i = 0; i < count; i++) {
-        MPI_Status *st = statuses ? &statuses[i] : MPI_STATUS_IGNORE;
+        MPI_Status *want = statuses ? &statuses[i] : status_at ? status_at[i] : NULL;
+        MPI_Status *st = want ? want : MPI_STATUS_IGNORE;
         void *v = mxi_request_lookup(reqs[i]);
         mxe_op_t *op = mxi_is_taken(v) ? NULL : v;
         if (op) {
             ops[n] = op;
             /* no status wanted: no target (MPI_STATUS_IGNORE is not NULL),
              * so an op the stream finishes itself needs no wait point */
-            targets[n] = statuses ? st : NULL;
+            targets[n] = want;
             n++;
         } else if (v) {
             rc = mxi_stale_handle(err_comm, "stream wait");
@@ -332,7 +355,7 @@ static int mxi_stream_waitall_(mxa_stream_t *s, int count, MPI_Request reqs[], M
     } else {
         for (int i = 0; i < count; i++) {
             mxe_op_t *op = mxi_request_op(reqs[i]);
-            if (op && statuses)
+            if (op && (statuses || (status_at && status_at[i])))
                 op->user_flags |= MXI_OPF_STATUS_TO_USER;
             if (op)
                 mxi_request_release(&reqs[i], op);
