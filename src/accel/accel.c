@@ -376,21 +376,28 @@ mxu_status_t mxa_stream_refuse_capture(mxa_stream_t *s, const char *what)
              what, s->handle);
 }
 
-mxu_status_t mxa_stream_pack_at(mxa_stream_t *s, const mxa_pack_args_t *args, void *limit_word)
+static mxu_status_t stream_pack(mxa_stream_t *s, const mxa_pack_args_t *args, int captured,
+                                void *limit_word)
 {
     if (args->count == 0 || args->nchunks == 0)
         return MXU_OK;
 #ifdef MPIXACC_HAVE_CUDA
     if (s->kind == MXA_KIND_CUDA)
-        return mxa_cuda_stream_pack(s, args, limit_word);
+        return mxa_cuda_stream_pack(s, args, captured, limit_word);
 #endif
-    (void)s, (void)limit_word;
+    (void)s, (void)captured, (void)limit_word;
     return MXU_ERR_UNSUPPORTED;
 }
 
 mxu_status_t mxa_stream_pack(mxa_stream_t *s, const mxa_pack_args_t *args)
 {
-    return mxa_stream_pack_at(s, args, NULL);
+    return stream_pack(s, args, 0, NULL);
+}
+
+mxu_status_t mxa_stream_pack_captured(mxa_stream_t *s, const mxa_pack_args_t *args,
+                                      void *limit_word)
+{
+    return stream_pack(s, args, 1, limit_word);
 }
 
 mxu_status_t mxa_dev_pack_start(void *ctx, const mxa_pack_args_t *args, mxa_dev_job_t **job)

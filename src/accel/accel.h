@@ -221,12 +221,14 @@ void mxa_dev_temp_put(void *ctx, void *p, size_t got, int host, uint64_t *word,
 mxu_status_t mxa_dev_upload(void *ctx, const void *host, size_t bytes, void **dptr);
 /* The pack kernel in s's order (a CUDA stream). */
 mxu_status_t mxa_stream_pack(mxa_stream_t *s, const mxa_pack_args_t *args);
-/* The same; an unpack whose limit is a host word (args->limit_at, not
- * limit_dev) has it copied in s's order into limit_word (8 bytes of device
- * memory of s's context, the caller's) and read there -- not into the
- * stream's own word, which an unpack of a CUDA graph launched on another
- * stream would share. */
-mxu_status_t mxa_stream_pack_at(mxa_stream_t *s, const mxa_pack_args_t *args, void *limit_word);
+/* The same into a CUDA graph being captured on s (interpose/graph.c): a
+ * plain kernel node (no programmatic dependent launch), and an unpack
+ * whose limit is a host word (args->limit_at, not limit_dev) has it copied
+ * in s's order into limit_word (8 bytes of device memory of s's context,
+ * the caller's; NULL for a pack) and read there -- not into the stream's
+ * own word, which the graph launched on another stream would share. */
+mxu_status_t mxa_stream_pack_captured(mxa_stream_t *s, const mxa_pack_args_t *args,
+                                      void *limit_word);
 /* The pack kernel on ctx's library stream, not waited for (any thread, the
  * progress thread too): *job is NULL when there was nothing to do, else
  * ask mxa_dev_job_done until it is done. */

@@ -66,7 +66,8 @@ void mxa_cuda_temp_put(void *ctx, void *p, size_t got, int host, uint64_t *word,
                        const void *stream);
 mxu_status_t mxa_cuda_temp_take(void *ctx, const void *stream, size_t bytes, int host, void **p,
                                 size_t *got, uint64_t **word);
-mxu_status_t mxa_cuda_stream_pack(mxa_stream_t *s, const mxa_pack_args_t *args, void *limit_word);
+mxu_status_t mxa_cuda_stream_pack(mxa_stream_t *s, const mxa_pack_args_t *args, int captured,
+                                  void *limit_word);
 mxu_status_t mxa_cuda_pack_start(void *ctx, const mxa_pack_args_t *args, mxa_dev_job_t **job);
 mxu_status_t mxa_cuda_job_done(mxa_dev_job_t *j, int block);
 mxu_status_t mxa_cuda_dev_upload(void *ctx, const void *host, size_t bytes, void **dptr);

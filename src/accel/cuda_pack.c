@@ -147,7 +147,8 @@ static mxu_status_t stream_limit_word(cuda_stream_t *cs, CUdeviceptr *out)
     return st;
 }
 
-mxu_status_t mxa_cuda_stream_pack(mxa_stream_t *s, const mxa_pack_args_t *args, void *limit_word_of)
+mxu_status_t mxa_cuda_stream_pack(mxa_stream_t *s, const mxa_pack_args_t *args, int captured,
+                                  void *limit_word_of)
 {
     cuda_stream_t *cs = (cuda_stream_t *)s;
     cuda_ctx_t *cx = cs->ctx;
@@ -188,13 +189,9 @@ mxu_status_t mxa_cuda_stream_pack(mxa_stream_t *s, const mxa_pack_args_t *args, 
      * the kernel ahead -- a receive step lets its dependents start at
      * once -- and the kernel waits for it; not into a graph being captured
      * (a plain kernel node there) */
-    int pdl = cx->sx_pdl;
-    CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
-    if (pdl && cu_capture_status(cs->cu, &cap) == CUDA_SUCCESS &&
-        cap != CU_STREAM_CAPTURE_STATUS_NONE)
-        pdl = 0;
     if (r == CUDA_SUCCESS)
-        r = mxa_cuda_launch(cx->fn_pack, blocks, threads, cs->cu, pdl, kargs, NULL);
+        r = mxa_cuda_launch(cx->fn_pack, blocks, threads, cs->cu, captured ? 0 : cx->sx_pdl, kargs,
+                            NULL);
     ctx_leave(entered);
     if (r != CUDA_SUCCESS)
         MXU_FAIL(cu_err_is_bad_handle(r) ? MXU_ERR_INVALID_STREAM : MXU_ERR_NO_DEVICE,

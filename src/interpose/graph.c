@@ -398,10 +398,9 @@ static mxu_status_t mxi_gpack_kernel(mxa_stream_t *s, const mxi_gpack_t *gp, int
 {
     mxa_pack_args_t a =
         mxi_layout_pack_args(gp->layout, gp->user_buf, gp->packed, gp->chunks, gp->count, unpack);
-    if (!unpack)
-        return mxa_stream_pack(s, &a);
-    a.limit_at = (uint64_t)(uintptr_t)gp->word;
-    return mxa_stream_pack_at(s, &a, (char *)gp->packed + gp->block);
+    if (unpack)
+        a.limit_at = (uint64_t)(uintptr_t)gp->word;
+    return mxa_stream_pack_captured(s, &a, unpack ? (char *)gp->packed + gp->block : NULL);
 }
 
 /* a non-contiguous send's pack entry (the stream's thread, before its fire) */

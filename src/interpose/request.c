@@ -269,15 +269,23 @@ static void mxi_empty_status(MPI_Status *st)
 static int mxi_stream_waitall_(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *statuses,
                                MPI_Status *const *status_at, MPI_Comm err_comm);
 
-int mxi_stream_waitall(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *statuses,
-                       MPI_Comm err_comm)
+/* mxi_stream_waitall_ inside the stream wait's trace range and call timer */
+static int mxi_stream_wait_timed(mxa_stream_t *s, int count, MPI_Request reqs[],
+                                 MPI_Status *statuses, MPI_Status *const *status_at,
+                                 MPI_Comm err_comm)
 {
     uint64_t t = mxu_ct_begin();
     mxu_trace_push(&mxi_tn_wait, count > 0 ? (uint64_t)count : 0);
-    int rc = mxi_stream_waitall_(s, count, reqs, statuses, NULL, err_comm);
+    int rc = mxi_stream_waitall_(s, count, reqs, statuses, status_at, err_comm);
     mxu_trace_pop();
     mxu_ct_end(MXU_CT_STREAM_WAIT, t);
     return rc;
+}
+
+int mxi_stream_waitall(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *statuses,
+                       MPI_Comm err_comm)
+{
+    return mxi_stream_wait_timed(s, count, reqs, statuses, NULL, err_comm);
 }
 
 int mxi_stream_wait_each(mxa_stream_t *s, int count, MPI_Request reqs[],
@@ -292,12 +300,7 @@ int mxi_stream_wait_each(mxa_stream_t *s, int count, MPI_Request reqs[],
         }
         return rc;
     }
-    uint64_t t = mxu_ct_begin();
-    mxu_trace_push(&mxi_tn_wait, count > 0 ? (uint64_t)count : 0);
-    int rc = mxi_stream_waitall_(s, count, reqs, NULL, status_at, err_comm);
-    mxu_trace_pop();
-    mxu_ct_end(MXU_CT_STREAM_WAIT, t);
-    return rc;
+    return mxi_stream_wait_timed(s, count, reqs, NULL, status_at, err_comm);
 }
 
 /* statuses: an array of count, or NULL; status_at (statuses NULL): the
