@@ -551,6 +551,96 @@ static void sx_packed(int rounds)
     T_MPI(MPIX_Acc_Hoststream_free(&sx_stream));
 }
 
+static int t_err_class(int rc)
+{
+    int cls = MPI_SUCCESS;
+    MPI_Error_class(rc, &cls);
+    return cls;
+}
+
+/* 2c. The textbook step on a non-periodic line (issue 20): the edge ranks'
+ * MPI_Sendrecv have an MPI_PROC_NULL side, and a row exchange across a
+ * dimension of one process has two. A PROC_NULL side makes nothing (no
+ * request, no operation, nothing on the stream), its arguments are still
+ * checked, and a PROC_NULL receive's status is MPI's. Results against the
+ * plain MPI library's; test/mpi/stats.sh counts what the library made. */
+static void proc_null_edges(int rounds)
+{
+    t_phase("2c. MPI_Sendrecv with MPI_PROC_NULL sides on an SX stream communicator");
+    MPI_Datatype col = column_type();
+    static double ref[NX * NY], gs[NX * NY];
+    int west = t_rank > 0 ? t_rank - 1 : MPI_PROC_NULL;
+    int east = t_rank < t_size - 1 ? t_rank + 1 : MPI_PROC_NULL;
+    MPI_Comm plain, xsc;
+    T_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &plain));
+    MPIX_Acc_stream hs;
+    T_MPI(MPIX_Acc_Hoststream_create(&hs));
+    MPI_Info info;
+    T_MPI(MPI_Info_create(&info));
+    T_MPI(MPIX_Acc_Info_set_stream(info, hs));
+    T_MPI(MPI_Info_set(info, "mpi_assert_no_any_source", "true"));
+    T_MPI(MPI_Info_set(info, "mpi_assert_no_any_tag", "true"));
+    T_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &xsc));
+    T_MPI(MPI_Comm_set_info(xsc, info));
+    T_MPI(MPI_Info_free(&info));
+    T_MPI(MPI_Comm_set_errhandler(xsc, MPI_ERRORS_RETURN));
+    for (int round = 0; round < rounds; round++) {
+        MPI_Status st_e, st_w, st_row;
+        memset(&st_e, 0x5a, sizeof(st_e));
+        memset(&st_w, 0x5a, sizeof(st_w));
+        memset(&st_row, 0x5a, sizeof(st_row));
+        for (int which = 0; which < 2; which++) {
+            double *g = which ? gs : ref;
+            MPI_Comm c = which ? xsc : plain;
+            grid_init(g, t_rank + round);
+            /* east ghost column from the east, west ghost from the west */
+            T_MPI(MPI_Sendrecv(&g[1], 1, col, west, 7, &g[NY - 1], 1, col, east, 7, c,
+                               which && east == MPI_PROC_NULL ? &st_e : MPI_STATUS_IGNORE));
+            T_MPI(MPI_Sendrecv(&g[NY - 2], 1, col, east, 9, &g[0], 1, col, west, 9, c,
+                               which && west == MPI_PROC_NULL ? &st_w : MPI_STATUS_IGNORE));
+            /* rows: one process across that dimension, both sides null */
+            T_MPI(MPI_Sendrecv(&g[NY], NY, MPI_DOUBLE, MPI_PROC_NULL, 11, &g[0], NY, MPI_DOUBLE,
+                               MPI_PROC_NULL, 11, c, which ? &st_row : MPI_STATUS_IGNORE));
+        }
+        T_MPI(MPIX_Acc_Hoststream_synchronize(hs));
+        T_CHECK(memcmp(ref, gs, sizeof(ref)) == 0,
+                "MPI_Sendrecv with MPI_PROC_NULL sides, round %d: grid differs from plain MPI's",
+                round);
+        MPI_Status *null_st[3] = {east == MPI_PROC_NULL ? &st_e : NULL,
+                                  west == MPI_PROC_NULL ? &st_w : NULL, &st_row};
+        for (int i = 0; i < 3; i++) {
+            if (!null_st[i])
+                continue;
+            int cnt = -1;
+            T_MPI(MPI_Get_count(null_st[i], MPI_DOUBLE, &cnt));
+            T_CHECK(null_st[i]->MPI_SOURCE == MPI_PROC_NULL && null_st[i]->MPI_TAG == MPI_ANY_TAG &&
+                        cnt == 0,
+                    "MPI_Sendrecv's MPI_PROC_NULL receive %d: status source %d tag %d count %d "
+                    "(MPI: MPI_PROC_NULL, MPI_ANY_TAG, 0)",
+                    i, null_st[i]->MPI_SOURCE, null_st[i]->MPI_TAG, cnt);
+        }
+    }
+    /* a PROC_NULL side's arguments are checked all the same */
+    double x[4] = {0};
+    int rc = MPI_Sendrecv(x, 1, MPI_DOUBLE, MPI_PROC_NULL, -3, x + 1, 1, MPI_DOUBLE, MPI_PROC_NULL,
+                          0, xsc, MPI_STATUS_IGNORE);
+    T_CHECK(t_err_class(rc) == MPI_ERR_TAG, "Sendrecv to MPI_PROC_NULL with tag -3: class %d",
+            t_err_class(rc));
+    rc = MPI_Sendrecv(x, 1, MPI_DOUBLE, MPI_PROC_NULL, 0, x + 1, -1, MPI_DOUBLE, MPI_PROC_NULL, 0,
+                      xsc, MPI_STATUS_IGNORE);
+    T_CHECK(t_err_class(rc) == MPI_ERR_COUNT, "Sendrecv from MPI_PROC_NULL with count -1: class %d",
+            t_err_class(rc));
+    rc = MPI_Sendrecv(x, 1, MPI_DOUBLE, MPI_PROC_NULL, 0, NULL, 1, MPI_DOUBLE, MPI_PROC_NULL, 0,
+                      xsc, MPI_STATUS_IGNORE);
+    T_CHECK(t_err_class(rc) == MPI_ERR_BUFFER, "Sendrecv from MPI_PROC_NULL into NULL: class %d",
+            t_err_class(rc));
+    T_MPI(MPIX_Acc_Hoststream_synchronize(hs));
+    T_MPI(MPI_Comm_free(&xsc));
+    T_MPI(MPI_Comm_free(&plain));
+    T_MPI(MPI_Type_free(&col));
+    T_MPI(MPIX_Acc_Hoststream_free(&hs));
+}
+
 int main(int argc, char **argv)
 {
     t_init(&argc, &argv, "derived_types", 120);
@@ -561,8 +651,13 @@ int main(int argc, char **argv)
         sx_packed(20);
         return t_finish();
     }
+    if (mode && strcmp(mode, "proc-null") == 0) { /* test/mpi/stats.sh */
+        proc_null_edges(20);
+        return t_finish();
+    }
     halo();
     sx_packed(4);
+    proc_null_edges(4);
     MPIX_Acc_stream s;
     T_MPI(MPIX_Acc_Hoststream_create(&s));
     MPI_Comm c = t_comm_dup(1);

@@ -23,6 +23,8 @@
 # MPIX_ACC_UNPACK_OFFLOAD_BYTES=0: both ranks count completions after the
 # library stream's work. One run of derived_types' SX phase alone: 20 of its
 # 60 receives keep a stream wait for the host (those asking for a status).
+# One run of its MPI_PROC_NULL phase alone: a null side of MPI_Sendrecv
+# makes no operation, no request and no stream wait.
 set -u
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 if [[ ${1:-} =~ ^[0-9]+$ ]]; then shift; fi
@@ -114,6 +116,23 @@ if [ -x "$dt" ]; then
         fails=$((fails + 1))
     fi
 fi
+# MPI_Sendrecv with MPI_PROC_NULL sides (derived_types' phase 2c alone, 20
+# rounds of a non-periodic column exchange and a row exchange with two
+# null sides): a null side makes nothing -- per rank 20 sends, 20 receives,
+# 40 operations, 40 stream waits (none for the two-null row), no host wait
+if [ -x "$dt" ]; then
+    MPIX_ACC_STATS=1 MPIXACC_TEST_MODE=proc-null timeout 120 mpiexec -n 2 "$dt" >"$log" 2>&1
+    rc=$?
+    f='[0-9]+\.[0-9]+/[0-9]+\.[0-9]+/[0-9]+\.[0-9]+'
+    no=$(grep -cE 'stats: ops submitted 40 completed 40 failed 0; waits 0 released 0;' "$log")
+    nc=$(grep -cE "stats: host us per call on application threads, p50/p99/mean \(count\): send $f \(20\); receive $f \(20\); stream wait $f \(40\);" "$log")
+    if [ $rc -ne 0 ] || [ "$no" -ne 2 ] || [ "$nc" -ne 2 ] || ! grep -q PASS "$log" ||
+        grep -q ERROR "$log"; then
+        echo "[stats] PROC_NULL sides FAIL: exit $rc, $no of 2 ranks with 40 operations and no host wait, $nc of 2 with 20 sends, 20 receives, 40 stream waits"
+        sed 's/^/    | /' "$log" | grep -E 'stats: ops|host us|ERROR|FAIL' | head -10
+        fails=$((fails + 1))
+    fi
+fi
 # MPIX_ACC_NET_STAGE=all: pingpong's messages of at most 8192 bytes (4 of
 # its 8 sizes, 30 round trips each way) go through host memory on both ranks
 MPIX_ACC_STATS=1 MPIX_ACC_NET_STAGE=all timeout 120 mpiexec -n 2 "$prog" >"$log" 2>&1
@@ -126,7 +145,7 @@ if [ $rc -ne 0 ] || [ "$ns" -ne 2 ] || ! grep -q PASS "$log" || grep -q ERROR "$
 fi
 rm -f "$log"
 if [ $fails -eq 0 ]; then
-    echo "[stats] PASS: $runs runs, counters, paths, matching and phase timers on both ranks at INFO, no error at finalize; one file per rank with MPIX_ACC_LOG_FILE; unpacks offloaded to the library host stream counted; SX packed receives without host waits; staged messages counted (auto: none here; all: 120 each way)"
+    echo "[stats] PASS: $runs runs, counters, paths, matching and phase timers on both ranks at INFO, no error at finalize; one file per rank with MPIX_ACC_LOG_FILE; unpacks offloaded to the library host stream counted; SX packed receives without host waits; MPI_PROC_NULL sides make nothing; staged messages counted (auto: none here; all: 120 each way)"
     exit 0
 fi
 echo "[stats] FAIL: $fails of $runs runs"
