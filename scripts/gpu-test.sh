@@ -511,6 +511,13 @@ run_test "dt/derived" 200 'PASS' -- env MPIX_ACC_LOG=warn \
     "$MPIEXEC" $LAUNCH -n 2 "$BIN/derived" --timeout=180
 run_test "dt/derived-sx" 200 'PASS' -- env MPIX_ACC_LOG=warn \
     "$MPIEXEC" $LAUNCH -n 2 "$BIN/derived" --sx --timeout=180
+# the SX send steps pack and the receive steps of MPI_Sendrecv unpack
+# themselves (phase E; the stats line counts them), and the same test with
+# separate pack and unpack kernels (MPIX_ACC_SX_FUSE_PACK=0)
+run_test "dt/derived-sx-fused" 200 'steps with a fused pack [1-9][0-9]*, unpack [1-9]' -- \
+    env MPIX_ACC_LOG=warn MPIX_ACC_STATS=1 "$MPIEXEC" $LAUNCH -n 2 "$BIN/derived" --sx --timeout=180
+run_test "dt/derived-sx-unfused" 200 'PASS' -- env MPIX_ACC_LOG=warn MPIX_ACC_SX_FUSE_PACK=0 \
+    "$MPIEXEC" $LAUNCH -n 2 "$BIN/derived" --sx --timeout=180
 
 # stream-ordered calls that cannot be captured into a CUDA graph (derived
 # datatypes, collectives, a wait on a request made before) are refused and
@@ -566,6 +573,9 @@ if [ "$SANITIZER" = 1 ]; then
                 --timeout=380
             run_test "sanitizer-$tool/derived" 300 "$ok" -- env MPIX_ACC_MEMOPS=1 \
                 "$MPIEXEC" $LAUNCH -n 2 $SAN --tool $tool "$BIN/derived" --timeout=280
+            run_test "sanitizer-$tool/derived-sx" 300 "$ok" -- env MPIX_ACC_MEMOPS=1 \
+                MPIX_ACC_SX=on "$MPIEXEC" $LAUNCH -n 2 $SAN --tool $tool "$BIN/derived" --sx \
+                --timeout=280
             run_test "sanitizer-$tool/stream_comm" 400 "$ok" -- \
                 env MPIX_ACC_MEMOPS=1 "$MPIEXEC" $LAUNCH -n 2 $SAN --tool $tool \
                 "$BIN/stream_comm" --max-size=65536 --scale=$SAN_SCALE --timeout=380

@@ -85,6 +85,93 @@ extern "C" __global__ void mxa_flag_wait_set_kernel(const mxa_u64 *wait_word, mx
  * host executor in sx.c). One block per step; the sender's payload goes
  * straight into the receiver's ring (mapped by CUDA IPC), the receiver's
  * block scans its ring for its message and copies it out. */
+/* The pieces of a pack or unpack (pack_proto.h) that warp `warp` of
+ * `warps` moves: a warp per chunk instance (element e, chunk k), only the
+ * first `limit` packed bytes; 8-byte copies where both sides are aligned,
+ * else bytes. The pack kernel runs it over its grid; an SX send or receive
+ * step over its block (a fused pack or unpack, sx_proto.h). */
+static __device__ __forceinline__ void mxa_pack_warps(const mxa_pack_args_t &a, mxa_u64 limit,
+                                                      mxa_u64 warp, mxa_u64 warps)
+{
+    const mxa_u64 lane = threadIdx.x & 31;
+    const mxa_u64 total = a.count * a.nchunks;
+    /* no chunk list: contiguous bytes, as elements of `size` bytes */
+    const mxa_chunk_t flat = {0, a.size, 0};
+    const mxa_chunk_t *ch = a.chunks ? (const mxa_chunk_t *)a.chunks : &flat;
+    for (mxa_u64 ci = warp; ci < total; ci += warps) {
+        const mxa_u64 e = ci / a.nchunks, k = ci % a.nchunks;
+        unsigned char *user = (unsigned char *)a.buf + (long long)e * a.extent + ch[k].off;
+        unsigned char *pk = (unsigned char *)a.packed + e * a.size + ch[k].pos;
+        mxa_u64 len = ch[k].len, at = e * a.size + ch[k].pos;
+        if (at >= limit) /* a short message, or the last piece of contiguous bytes */
+            continue;
+        if (len > limit - at)
+            len = limit - at;
+        unsigned char *dst = a.unpack ? user : pk;
+        const unsigned char *src = a.unpack ? pk : user;
+        if ((((uintptr_t)dst | (uintptr_t)src | len) & 7) == 0) {
+            for (mxa_u64 i = lane; i < len / 8; i += 32)
+                ((mxa_u64 *)dst)[i] = ((const mxa_u64 *)src)[i];
+        } else {
+            for (mxa_u64 i = lane; i < len; i += 32)
+                dst[i] = src[i];
+        }
+    }
+}
+
+/* A fused pack or unpack over one block, then a barrier: the block's
+ * later reads see the bytes. Every thread of the block calls it. A thread
+ * per 8 packed bytes, not a warp per chunk (a column halo is thousands of
+ * 8-byte chunks and a step has 2-16 warps: one 8-byte copy per round and
+ * warp would take a round per chunk): the unit's chunk by binary search
+ * of the packed positions, one 8-byte copy when the unit lies in one
+ * chunk and both sides are aligned, else bytes, walking into the next
+ * chunk (or element). */
+static __device__ __forceinline__ void mxa_pack_block(const mxa_pack_args_t &a, mxa_u64 limit)
+{
+    const mxa_chunk_t flat = {0, a.size, 0};
+    const mxa_chunk_t *ch = a.chunks ? (const mxa_chunk_t *)a.chunks : &flat;
+    const mxa_u64 nch = a.chunks ? a.nchunks : 1;
+    const mxa_u64 total = a.count * a.size;
+    if (limit > total)
+        limit = total;
+    for (mxa_u64 q = (mxa_u64)threadIdx.x * 8; q < limit; q += (mxa_u64)blockDim.x * 8) {
+        const mxa_u64 end = q + 8 < limit ? q + 8 : limit;
+        mxa_u64 e = q / a.size, r = q % a.size, lo = 0, hi = nch - 1;
+        while (lo < hi) { /* the last chunk whose packed position is <= r */
+            mxa_u64 mid = (lo + hi + 1) / 2;
+            if (ch[mid].pos <= r)
+                lo = mid;
+            else
+                hi = mid - 1;
+        }
+        mxa_u64 k = lo;
+        for (mxa_u64 at = q; at < end;) {
+            mxa_u64 in = r - ch[k].pos, n = ch[k].len - in;
+            if (n > end - at)
+                n = end - at;
+            unsigned char *user = (unsigned char *)a.buf + (long long)e * a.extent + ch[k].off + in;
+            unsigned char *pk = (unsigned char *)a.packed + at;
+            unsigned char *dst = a.unpack ? user : pk;
+            const unsigned char *src = a.unpack ? pk : user;
+            if (n == 8 && (((uintptr_t)dst | (uintptr_t)src) & 7) == 0) {
+                *(mxa_u64 *)dst = *(const mxa_u64 *)src;
+            } else {
+                for (mxa_u64 b = 0; b < n; b++)
+                    dst[b] = src[b];
+            }
+            at += n;
+            r += n;
+            if (r >= ch[k].pos + ch[k].len && ++k == nch) { /* the element's last chunk */
+                k = 0;
+                e++;
+                r = 0;
+            }
+        }
+    }
+    __syncthreads();
+}
+
 #include "accel/sx_proto.h"
 
 /* Block-wide copy: 16-byte words when both ends allow it. Loads bypass L1
@@ -389,6 +476,8 @@ extern "C" __global__ void mxa_sx_send_kernel(mxa_sx_send_desc_t d)
     uint64_t *h = (uint64_t *)(size_t)d.slot;
     MXA_SX_TM_DECL(t0 = mxa_sx_tm_now(), t1 = 0, t2 = 0);
     int in_ring = mxa_sx_send_claim(&d);
+    if (d.pack.buf) /* a non-contiguous buffer: gather it into src first */
+        mxa_pack_block(d.pack, d.pack.limit);
     MXA_SX_TM(t1 = mxa_sx_tm_now());
     if (in_ring) {
         /* LL words, header and payload, in one pass without a fence: each
@@ -670,6 +759,15 @@ template <typename P> static __device__ __forceinline__ void mxa_sx_recv_body(co
     /* the copy's stores happen before thread 0's consume and record
      * releases (barrier; releases are cumulative) */
     __syncthreads();
+    if (d->unpack.buf && !s_gave_up) {
+        /* a fused unpack (one block: sx_proto.h): the received bytes from
+         * dst into the user's non-contiguous buffer, before the record; a
+         * message UCX delivered into dst was published by the host's
+         * release of desc, which lane 0 acquired */
+        if (outcome == MXA_SX_DELIVERED)
+            mxa_sx_fence();
+        mxa_pack_block(d->unpack, mxa_sx_recv_len(rec, outcome, take));
+    }
     MXA_SX_TM(tr3 = mxa_sx_tm_now());
     if (threadIdx.x == 0) {
         int in_slot = (outcome == MXA_SX_OK || outcome == MXA_SX_TRUNCATED) && s_slot >= 0;
@@ -1076,33 +1174,10 @@ extern "C" __global__ void mxa_pack_kernel(mxa_pack_args_t a)
      * what it reads) before any load. No-ops without PDL. */
     mxa_pdl_launch_dependents();
     mxa_pdl_wait();
-    const mxa_u64 lane = threadIdx.x & 31;
-    const mxa_u64 warp = ((mxa_u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    const mxa_u64 warps = ((mxa_u64)gridDim.x * blockDim.x) >> 5;
-    const mxa_u64 total = a.count * a.nchunks;
-    /* no chunk list: contiguous bytes, as elements of `size` bytes */
-    const mxa_chunk_t flat = {0, a.size, 0};
-    const mxa_chunk_t *ch = a.chunks ? (const mxa_chunk_t *)a.chunks : &flat;
     mxa_u64 limit = a.limit;
     if (a.unpack && a.limit_at)
         limit = *(volatile const mxa_u64 *)a.limit_at;
-    for (mxa_u64 ci = warp; ci < total; ci += warps) {
-        const mxa_u64 e = ci / a.nchunks, k = ci % a.nchunks;
-        unsigned char *user = (unsigned char *)a.buf + (long long)e * a.extent + ch[k].off;
-        unsigned char *pk = (unsigned char *)a.packed + e * a.size + ch[k].pos;
-        mxa_u64 len = ch[k].len, at = e * a.size + ch[k].pos;
-        if (at >= limit) /* a short message, or the last piece of contiguous bytes */
-            continue;
-        if (len > limit - at)
-            len = limit - at;
-        unsigned char *dst = a.unpack ? user : pk;
-        const unsigned char *src = a.unpack ? pk : user;
-        if ((((uintptr_t)dst | (uintptr_t)src | len) & 7) == 0) {
-            for (mxa_u64 i = lane; i < len / 8; i += 32)
-                ((mxa_u64 *)dst)[i] = ((const mxa_u64 *)src)[i];
-        } else {
-            for (mxa_u64 i = lane; i < len; i += 32)
-                dst[i] = src[i];
-        }
-    }
+    const mxa_u64 warp = ((mxa_u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const mxa_u64 warps = ((mxa_u64)gridDim.x * blockDim.x) >> 5;
+    mxa_pack_warps(a, limit, warp, warps);
 }

@@ -31,4 +31,37 @@ typedef struct {
     int32_t limit_dev; /* limit_at is device memory already (an SX step wrote it) */
 } mxa_pack_args_t;
 
+/* Limit of a fused pack or unpack (a send step's pack before it writes the
+ * message, a receive step's unpack after it copied it out: sx_proto.h):
+ * packed bytes of at most this many are fused; the chunk list must be in
+ * memory the step's executor reads (device memory for CUDA steps, host
+ * memory for host steps). */
+#ifndef __CUDACC__
+#include <string.h>
+/* Host executors: gather (a->unpack 0) or scatter the first `limit` packed
+ * bytes of a (chunks in host memory; 0: contiguous elements), in the order
+ * of the CUDA kernel's pieces. */
+static inline void mxa_pack_host(const mxa_pack_args_t *a, uint64_t limit)
+{
+    const mxa_chunk_t flat = {0, a->size, 0};
+    const mxa_chunk_t *ch = a->chunks ? (const mxa_chunk_t *)(uintptr_t)a->chunks : &flat;
+    uint64_t nch = a->chunks ? a->nchunks : 1;
+    for (uint64_t e = 0; e < a->count; e++)
+        for (uint64_t k = 0; k < nch; k++) {
+            uint64_t at = e * a->size + ch[k].pos, len = ch[k].len;
+            if (at >= limit)
+                return; /* pieces are in packed order */
+            if (len > limit - at)
+                len = limit - at;
+            unsigned char *user =
+                (unsigned char *)(uintptr_t)a->buf + (int64_t)e * a->extent + ch[k].off;
+            unsigned char *pk = (unsigned char *)(uintptr_t)a->packed + at;
+            if (a->unpack)
+                memcpy(user, pk, (size_t)len);
+            else
+                memcpy(pk, user, (size_t)len);
+        }
+}
+#endif
+
 #endif

@@ -1201,6 +1201,8 @@ static void host_send_step(void *arg)
 {
     host_send_t *hs = arg;
     mxa_sx_send_desc_t *d = &hs->d;
+    if (d->pack.buf) /* a fused pack: the non-contiguous buffer into src */
+        mxa_pack_host(&d->pack, d->pack.limit);
     int in_ring = mxa_sx_slot_claim(d);
     if (in_ring)
         sx_host_write(d);
@@ -1227,6 +1229,11 @@ typedef struct {
 static void host_recv_finish(const mxa_sx_recv_desc_t *d, mxa_sx_record_t *rec, uint64_t take,
                              int outcome, int32_t slot)
 {
+    if (d->unpack.buf) { /* a fused unpack: dst into the user's buffer */
+        if (outcome == MXA_SX_DELIVERED)
+            mxa_sx_fence();
+        mxa_pack_host(&d->unpack, mxa_sx_recv_len(rec, outcome, take));
+    }
     if (d->len_word)
         __atomic_store_n((uint64_t *)(uintptr_t)d->len_word, mxa_sx_recv_len(rec, outcome, take),
                          __ATOMIC_RELEASE);
@@ -1352,6 +1359,8 @@ mxu_status_t mxa_sx_enqueue_send(mxa_stream_t *s, mxa_sx_send_t *m)
                                    sizeof(uint64_t) * MXA_SX_LL_HDR_WORDS * slot)
                      : 0,
     };
+    if (m->pack && !m->bulk)
+        d.pack = *m->pack;
     if (m->bulk) {
         /* bulk slot n % bulk_slots of the device ring (the engine asked
          * mxa_sx_link_bulk_limit: mapped, with scratch) */
@@ -1422,6 +1431,8 @@ static void sx_recv_desc(const mxa_stream_t *s, const mxa_sx_recv_t *r, mxa_sx_r
         d->after_seq = r->after_seq;
     }
     d->blocks = 1;
+    if (r->unpack && r->cap <= MXA_SX_FUSE_UNPACK_MAX)
+        d->unpack = *r->unpack;
     if (d->dring && l->ctrl->bulk_slots > 0 && l->ctrl->bulk_slots <= MXA_SX_MAX_BULK) {
         d->bulk = l->dr_base + l->ctrl->bulk_off;
         d->bulk_bytes = l->ctrl->bulk_bytes;

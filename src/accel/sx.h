@@ -115,6 +115,10 @@ typedef struct {
     int early_claim;         /* the slot's previous message came from another stream (or none) */
     int bulk;     /* a bulk message (mxa_sx_link_bulk_limit): the device ring's bulk slot */
     int in_dring; /* out: the step writes into the device ring */
+    /* NULL, or (not bulk) a fused pack: the step gathers pack->buf's
+     * non-contiguous bytes into src (pack->packed) before it sends them;
+     * the chunk list in memory the stream's executor reads */
+    const mxa_pack_args_t *pack;
 } mxa_sx_send_t;
 mxu_status_t mxa_sx_enqueue_send(mxa_stream_t *s, mxa_sx_send_t *m);
 /* Sender's progress thread: a send step of this link ran (in_dring: the
@@ -161,7 +165,15 @@ typedef struct {
      * (what it copied; a message UCX delivered: the length the host gives
      * in the record; 0 if it gave up) */
     uint64_t *len_word;
+    /* NULL, or a fused unpack (cap at most MXA_SX_FUSE_UNPACK_MAX): after
+     * the copy-out into dst (unpack->packed) the step scatters the received
+     * length into unpack->buf, before its record and len_word */
+    const mxa_pack_args_t *unpack;
 } mxa_sx_recv_t;
+/* Largest receive whose unpack a step fuses: a CUDA step copies larger
+ * bulk messages with several blocks (MXA_SX_BULK_RECV_CHUNK each); the
+ * fused unpack needs the whole message in one block's view. */
+#define MXA_SX_FUSE_UNPACK_MAX MXA_SX_BULK_RECV_CHUNK
 mxu_status_t mxa_sx_enqueue_recv(mxa_stream_t *s, const mxa_sx_recv_t *r, int n);
 /* Stream s waits until other's trigger word reaches seq (same kind). */
 mxu_status_t mxa_sx_enqueue_after(mxa_stream_t *s, mxa_stream_t *other, uint64_t seq);

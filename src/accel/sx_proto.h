@@ -49,6 +49,8 @@
 #include <string.h>
 #endif
 
+#include "accel/pack_proto.h"
+
 #define MXA_SX_MAX_SLOTS 64
 #define MXA_SX_MAX_BULK 8 /* bulk slots of a device ring */
 /* Bulk messages: the header's bytes field carries this bit */
@@ -178,6 +180,10 @@ typedef struct {
     uint64_t bulk_written;
     uint64_t bulk_consumed;
     uint64_t scratch;
+    /* pack.buf != 0 (LL messages only): the step first gathers a
+     * non-contiguous buffer into src (pack.packed == src) itself, one
+     * launch instead of a pack kernel and a send step (issue 20) */
+    mxa_pack_args_t pack;
 } mxa_sx_send_desc_t;
 
 /* Receive flags (mxa_sx_recv_desc_t.flags). */
@@ -209,6 +215,10 @@ typedef struct {
     uint32_t blocks;   /* CUDA: blocks of this receive (1 without counters) */
     uint64_t serial;   /* the record's serial */
     uint64_t len_word; /* 0, or where the step writes the received length at its end */
+    /* unpack.buf != 0 (one block): after the copy-out into dst
+     * (unpack.packed == dst) the step scatters the received length into
+     * the user's non-contiguous buffer itself, before its record */
+    mxa_pack_args_t unpack;
 } mxa_sx_recv_desc_t;
 
 /* Process-wide parameters of a receive step. */

@@ -488,6 +488,13 @@ mxu_status_t mxe_op_submit(mxe_op_t *op)
         else
             mxe_sx_bind_recv(op);
     }
+    if (sx == -2)
+        MXU_FAIL(MXU_ERR_NO_DEVICE, "the pack of a send could not be enqueued");
+    if (sx != 1 && op->type == MXE_OP_SEND && op->sx_pack && op->sx_pack_state == 0) {
+        /* not fused into a send step: the pack goes before the point */
+        MXU_TRY(op->user_prepare(op));
+        op->sx_pack_state = 2;
+    }
     if (sx == 1) {
         /* the send step raises the trigger word itself */
     } else if (sx == -1) {

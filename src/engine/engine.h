@@ -226,7 +226,18 @@ struct mxe_op {
      * (a derived type's unpack); with it the stream finishes the op alone
      * even though it has a user_complete */
     uint64_t *sx_len_word;
-    int sx_len_stepped;    /* recv: a receive step that writes sx_len_word was enqueued */
+    int sx_len_stepped; /* recv: a receive step that writes sx_len_word was enqueued */
+    /* set by its maker for a non-contiguous buffer packed by the library
+     * (issue 20): the pack (send) or unpack (recv) an SX step may fuse,
+     * one launch fewer. A send's is done one of two ways, before anything
+     * reads the packed bytes: fused into its LL send step, or by
+     * user_prepare, which enqueues the pack on the op's stream (called
+     * before the op's stream point or bulk step). A receive's is fused only
+     * into a receive step enqueued by a stream wait (sx_pack_state 1 then;
+     * the user_stream_wait hook sees it); otherwise its maker unpacks. */
+    const mxa_pack_args_t *sx_pack;
+    mxu_status_t (*user_prepare)(struct mxe_op *op);
+    int sx_pack_state;     /* 0: not done yet, 1: fused into the step, 2: prepared */
     int sx_env_sx;         /* recv: its envelope said the data came by SX */
     int sx_watched;        /* progress thread: the step's record is being watched */
     int sx_delivered;      /* progress thread: completed another way (UCX, error) */
@@ -420,6 +431,8 @@ typedef struct {
     uint64_t sx_drings_mapped;    /* peers' device rings mapped here (sender) */
     uint64_t sx_dring_sent;       /* messages sent into peers' device rings */
     uint64_t sx_bulk_sent;        /* ... of them bulk (a device ring's bulk slot) */
+    uint64_t sx_fused_packs;      /* send steps that packed a non-contiguous buffer themselves */
+    uint64_t sx_fused_unpacks;    /* receive steps that unpacked one themselves */
     int ucx_endpoints;            /* endpoints to other processes made so far */
     char ucx_endpoint_kinds[256]; /* by their transports: "tcp/eth0 x3, ..." */
 } mxe_stats_t;

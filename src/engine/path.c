@@ -96,6 +96,7 @@ static struct {
     long job;
     _Atomic uint64_t fallback[SXF_COUNT];
     _Atomic uint64_t links_in, ring_bytes, staged, dring_sent, bulk_sent;
+    _Atomic uint64_t fused_packs, fused_unpacks;
 } px;
 
 void mxe_set_node(const int *world_ranks, int n, long node_job_id)
@@ -279,6 +280,8 @@ void mxe_sx_stats(mxe_stats_t *out)
     out->sx_staged = atomic_load(&px.staged);
     out->sx_dring_sent = atomic_load(&px.dring_sent);
     out->sx_bulk_sent = atomic_load(&px.bulk_sent);
+    out->sx_fused_packs = atomic_load(&px.fused_packs);
+    out->sx_fused_unpacks = atomic_load(&px.fused_unpacks);
     mxa_sx_dring_counts(&out->sx_drings_made, &out->sx_drings_mapped);
 }
 
@@ -363,7 +366,9 @@ static int sx_slot_pending_elsewhere(mxa_stream_t *prev, uint64_t seq, const mxa
 
 /* A send on an SX communicator: its ordinal, and its path. Returns 1 when
  * the send step was enqueued (op->trigger_seq set: the step raises the
- * stream's trigger word after the message), 0 for the UCX path. */
+ * stream's trigger word after the message), 0 for the UCX path, -1 when
+ * the step failed to enqueue after the trigger number was taken, -2 when a
+ * bulk send's pack (op->user_prepare) failed (nothing enqueued). */
 int mxe_sx_submit_send(mxe_op_t *op)
 {
     mxe_sx_peer_t *p = sx_peer_of(op);
@@ -435,6 +440,21 @@ int mxe_sx_submit_send(mxe_op_t *op)
         sx_fallback((mxe_sx_fallback_t)why);
         return 0;
     }
+    /* a non-contiguous buffer: an LL step packs it itself; a bulk step
+     * (several blocks) reads it packed by the pack kernel ahead of it */
+    const mxa_pack_args_t *fuse = NULL;
+    if (op->sx_pack && op->sx_pack_state == 0) {
+        if (!bulk) {
+            fuse = op->sx_pack;
+        } else if (op->user_prepare(op) != MXU_OK) {
+            pthread_mutex_unlock(&p->lock);
+            mxa_sx_record_free(rec);
+            mxa_sx_bounce_free(bounce, op->bytes);
+            return -2;
+        } else {
+            op->sx_pack_state = 2;
+        }
+    }
     uint64_t seq = atomic_fetch_add_explicit(&s->next_trigger_seq, 1, memory_order_relaxed) + 1;
     mxa_sx_send_t m = {.early_claim =
                            p->slot_stream[slot] != s && (bslot < 0 || p->bulk_stream[bslot] != s),
@@ -448,7 +468,8 @@ int mxe_sx_submit_send(mxe_op_t *op)
                        .tag = op->tag,
                        .k = op->sx_k,
                        .n = p->next_n,
-                       .trigger_seq = seq};
+                       .trigger_seq = seq,
+                       .pack = fuse};
     if (mxa_sx_enqueue_send(s, &m) != MXU_OK) {
         /* the trigger number is taken: raise it the ordinary way */
         pthread_mutex_unlock(&p->lock);
@@ -457,6 +478,10 @@ int mxe_sx_submit_send(mxe_op_t *op)
         sx_fallback(SXF_ENQUEUE);
         op->trigger_seq = seq;
         return -1;
+    }
+    if (fuse) {
+        op->sx_pack_state = 1;
+        atomic_fetch_add_explicit(&px.fused_packs, 1, memory_order_relaxed);
     }
     p->slot_stream[slot] = s;
     p->slot_seq[slot] = seq;
@@ -570,7 +595,13 @@ void mxe_sx_stream_wait(mxa_stream_t *s, mxe_op_t **ops, void **targets, int n, 
                                  .after = op->stream != s ? op->stream : NULL,
                                  .after_seq = op->trigger_seq,
                                  .fence = op->memtype != MXA_MEM_DEVICE || op->recv_fence,
-                                 .len_word = op->sx_len_word};
+                                 .len_word = op->sx_len_word,
+                                 .unpack = op->sx_pack && op->sx_pack_state == 0 &&
+                                                   op->bytes <= MXA_SX_FUSE_UNPACK_MAX
+                                               ? op->sx_pack
+                                               : NULL};
+        if (rv[nr].unpack)
+            op->sx_pack_state = 1;
         rops[nr++] = op;
         op->sx_len_stepped = op->sx_len_word != NULL;
         /* the stream finishes it alone unless a status is wanted or the
@@ -584,6 +615,8 @@ void mxe_sx_stream_wait(mxa_stream_t *s, mxe_op_t **ops, void **targets, int n, 
     if (mxa_sx_enqueue_recv(s, rv, nr) != MXU_OK) {
         /* logged: the library steps them, the host waits for them */
         for (int j = 0; j < nr; j++) {
+            if (rv[j].unpack) /* the maker unpacks */
+                rops[j]->sx_pack_state = 0;
             mxa_sx_record_free(rops[j]->sx_rec);
             rops[j]->sx_rec = NULL;
             atomic_store(&rops[j]->sx_stepped, 0);
@@ -595,8 +628,11 @@ void mxe_sx_stream_wait(mxa_stream_t *s, mxe_op_t **ops, void **targets, int n, 
                 drop[i] = 0;
         return;
     }
-    for (int j = 0; j < nr; j++)
+    for (int j = 0; j < nr; j++) {
+        if (rv[j].unpack)
+            atomic_fetch_add_explicit(&px.fused_unpacks, 1, memory_order_relaxed);
         sx_push(MXE_CMD_SX_WATCH, rops[j]);
+    }
 }
 
 /* ------------------------------------------------------ progress thread */

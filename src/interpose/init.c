@@ -358,11 +358,12 @@ static void mxi_print_stats(void)
             MXU_LOG_INFO,
             "stats: sx: rings published %llu (%llu bytes), sends that took UCX: %s; received "
             "by UCX into staging %llu; device rings made %llu, mapped %llu, messages sent into "
-            "them %llu (bulk %llu)",
+            "them %llu (bulk %llu); steps with a fused pack %llu, unpack %llu",
             (unsigned long long)st.sx_links_in, (unsigned long long)st.sx_ring_bytes, fb,
             (unsigned long long)st.sx_staged, (unsigned long long)st.sx_drings_made,
             (unsigned long long)st.sx_drings_mapped, (unsigned long long)st.sx_dring_sent,
-            (unsigned long long)st.sx_bulk_sent);
+            (unsigned long long)st.sx_bulk_sent, (unsigned long long)st.sx_fused_packs,
+            (unsigned long long)st.sx_fused_unpacks);
     }
 #define MXI_MEAN_US(sum, n) ((n) ? (double)(sum) / (double)(n) / 1e3 : 0.0)
     MXU_LOG_FORCED(MXU_LOG_INFO,

@@ -373,6 +373,9 @@ typedef struct {
     int dev_lost;         /* device: the job never finished: the block is not reused */
     size_t job_bytes;     /* host: the received length */
     _Atomic int job_done; /* host: set by the library host stream's step */
+    /* the pack (send) or unpack (receive) an SX step may fuse (op->sx_pack):
+     * the chunks in the memory of the stream's executor */
+    mxa_pack_args_t fuse;
 } mxi_packed_t;
 
 static void mxi_packed_put(void *p)
@@ -532,7 +535,12 @@ static void mxi_unpack_on_stream_wait(mxe_op_t *op, mxa_stream_t *s)
     int from = 0, reserved = 3;
     if (!atomic_compare_exchange_strong(&pk->unpack_state, &from, 1) &&
         !atomic_compare_exchange_strong(&pk->unpack_state, &reserved, 1))
-        return; /* the progress thread unpacked it already */
+        return;                   /* the progress thread unpacked it already */
+    if (op->sx_pack_state == 1) { /* the receive step on s unpacks */
+        if (pk->dev)
+            pk->order = s;
+        return;
+    }
     mxu_status_t st;
     if (pk->dev) {
         mxa_pack_args_t a = mxi_pack_args(pk, 1);
@@ -586,14 +594,12 @@ static int mxi_packed_layout(MPI_Comm comm, MPI_Datatype dt, int count, mxi_layo
  * kept, like all the library's device memory, to the end). */
 static pthread_mutex_t mxi_chunks_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void *mxi_layout_dev_chunks(mxi_layout_t *l, void *ctx, int upload)
+void *mxi_layout_host_chunks(mxi_layout_t *l)
 {
-    pthread_mutex_lock(&mxi_chunks_lock);
-    void *d = l->dev_ctx == ctx ? l->dev_chunks : NULL;
-    pthread_mutex_unlock(&mxi_chunks_lock);
-    if (d || !upload)
-        return d;
-    mxa_chunk_t *h = malloc(sizeof(*h) * (l->n ? l->n : 1));
+    mxa_chunk_t *h = __atomic_load_n((mxa_chunk_t **)&l->host_chunks, __ATOMIC_ACQUIRE);
+    if (h)
+        return h;
+    h = malloc(sizeof(*h) * (l->n ? l->n : 1));
     if (!h)
         return NULL;
     uint64_t pos = 0;
@@ -601,9 +607,27 @@ void *mxi_layout_dev_chunks(mxi_layout_t *l, void *ctx, int upload)
         h[i] = (mxa_chunk_t){.off = l->c[i].off, .len = l->c[i].len, .pos = pos};
         pos += l->c[i].len;
     }
+    void *none = NULL;
+    if (!__atomic_compare_exchange_n(&l->host_chunks, &none, h, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE)) {
+        free(h); /* another thread's is there */
+        return none;
+    }
+    return h;
+}
+
+void *mxi_layout_dev_chunks(mxi_layout_t *l, void *ctx, int upload)
+{
+    pthread_mutex_lock(&mxi_chunks_lock);
+    void *d = l->dev_ctx == ctx ? l->dev_chunks : NULL;
+    pthread_mutex_unlock(&mxi_chunks_lock);
+    if (d || !upload)
+        return d;
+    mxa_chunk_t *h = mxi_layout_host_chunks(l);
+    if (!h)
+        return NULL;
     if (mxa_dev_upload(ctx, h, sizeof(*h) * (l->n ? l->n : 1), &d) != MXU_OK)
         d = NULL;
-    free(h);
     pthread_mutex_lock(&mxi_chunks_lock);
     if (d && !l->dev_ctx) {
         l->dev_ctx = ctx;
@@ -819,6 +843,51 @@ static int mxi_graph_p2p_typed(mxa_stream_t *s, mxi_origin_t origin, int is_send
                          req);
 }
 
+/* A send's pack on its stream, before the send's own point (op->user is
+ * its mxi_packed_t): the pack kernel for device buffers, a host call for
+ * host ones. */
+static mxu_status_t mxi_pack_prepare(mxe_op_t *op)
+{
+    mxi_packed_t *pk = op->user;
+    if (pk->dev) {
+        mxa_pack_args_t a = mxi_pack_args(pk, 0);
+        return mxa_stream_pack(op->stream, &a);
+    }
+    __atomic_fetch_add(&pk->refs, 1, __ATOMIC_RELAXED);
+    mxu_status_t st = mxa_stream_host_call(op->stream, mxi_pack_step, pk);
+    if (st != MXU_OK)
+        mxi_packed_put(pk); /* the step's reference: no step */
+    return st;
+}
+
+/* Can an SX step on s do pk's pack (send) or unpack (receive) itself --
+ * one launch instead of two (issue 20: a column halo's send cost a pack
+ * kernel launch and a send step launch, its receive a receive step and an
+ * unpack kernel, ~3.5 us of host time each on the GPU machine)? Device
+ * blocks on CUDA streams (chunks in device memory) and host streams'
+ * buffers (chunks in host memory); a receive only when its unpack is
+ * reserved for the stream wait that follows (the library's blocking
+ * calls). Sets pk->fuse. */
+static int mxi_pack_fusable(const mxa_stream_t *s, mxi_packed_t *pk, int unpack)
+{
+    if (!mxu_config.sx_fuse_pack)
+        return 0;
+    void *chunks = NULL;
+    if (pk->dev && !pk->host_block && s->kind == MXA_KIND_CUDA)
+        chunks = pk->chunks;
+    else if (!pk->dev && s->kind == MXA_KIND_HOST)
+        chunks = mxi_layout_contiguous(pk->layout) ? NULL : mxi_layout_host_chunks(pk->layout);
+    else
+        return 0;
+    if (!chunks && !mxi_layout_contiguous(pk->layout))
+        return 0;
+    if (unpack && atomic_load_explicit(&pk->unpack_state, memory_order_relaxed) != 3)
+        return 0;
+    pk->fuse =
+        mxi_layout_pack_args(pk->layout, pk->user_buf, pk->packed, chunks, pk->count, unpack);
+    return 1;
+}
+
 /* The memory type of an operation's buffer: a packed buffer's is known
  * (accel's device block, a pinned host block or a heap buffer), so the
  * engine asks the driver only for the user's own buffers (-1). */
@@ -872,18 +941,16 @@ static int mxi_isend_(mxa_stream_t *s, mxi_origin_t origin, const void *buf, int
         atomic_fetch_add_explicit(&mxi_net_staged_sent, 1, memory_order_relaxed);
     op->synchronous = synchronous;
     if (pk) {
-        /* the pack step goes on the stream before the send's own point */
+        /* the pack goes on the stream before the send's own point, or into
+         * its SX step (mxi_pack_fusable) */
         op->user = pk;
         op->user_free = mxi_packed_put;
-        if (pk->dev) {
-            mxa_pack_args_t a = mxi_pack_args(pk, 0);
-            st = dest == MPI_PROC_NULL ? MXU_OK : mxa_stream_pack(s, &a);
-        } else {
-            __atomic_fetch_add(&pk->refs, 1, __ATOMIC_RELAXED);
-            st = dest == MPI_PROC_NULL ? MXU_OK : mxa_stream_host_call(s, mxi_pack_step, pk);
-            if (dest == MPI_PROC_NULL || st != MXU_OK)
-                mxi_packed_put(pk); /* the step's reference: no step */
-        }
+        op->user_prepare = mxi_pack_prepare;
+        st = MXU_OK;
+        if (dest != MPI_PROC_NULL && mxi_pack_fusable(s, pk, 0))
+            op->sx_pack = &pk->fuse; /* the engine fuses it or calls mxi_pack_prepare */
+        else if (dest != MPI_PROC_NULL)
+            st = mxi_pack_prepare(op);
         if (st != MXU_OK) {
             mxe_op_release(op);
             mxe_op_release(op);
@@ -950,6 +1017,8 @@ static int mxi_irecv_(mxa_stream_t *s, mxi_origin_t origin, void *buf, int count
             op->sx_len_word = pk->limit;
         if (pk->dev && !reserved)
             op->recv_fence = 1;
+        if (op->sx_len_word && mxi_pack_fusable(s, pk, 1))
+            op->sx_pack = &pk->fuse; /* the receive step may unpack */
     }
     return mxi_submit(op, origin, comm, req);
 }

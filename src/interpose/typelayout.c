@@ -231,7 +231,7 @@ static mxi_layout_t *mxi_layout_build(MPI_Datatype dt, int *rc)
         __atomic_store_n(&l->refs, 1, __ATOMIC_RELAXED);
         l->size = (uint64_t)size;
         l->extent = (int64_t)ext;
-        l->dev_ctx = l->dev_chunks = NULL;
+        l->dev_ctx = l->dev_chunks = l->host_chunks = NULL;
         l->n = v.n;
         if (v.n)
             memcpy(l->c, v.c, v.n * sizeof(mxi_chunk_t));
@@ -307,8 +307,10 @@ int mxi_layout_get(MPI_Datatype dt, mxi_layout_t **out)
 
 void mxi_layout_put(mxi_layout_t *l)
 {
-    if (l && __atomic_sub_fetch(&l->refs, 1, __ATOMIC_ACQ_REL) == 0)
+    if (l && __atomic_sub_fetch(&l->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+        free(l->host_chunks);
         free(l);
+    }
 }
 
 int mxi_layout_contiguous(const mxi_layout_t *l)

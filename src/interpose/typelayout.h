@@ -29,13 +29,14 @@ typedef struct {
 } mxi_chunk_t;
 
 typedef struct mxi_layout {
-    int refs;         /* atomic */
-    uint64_t size;    /* bytes of one element (MPI_Type_size) */
-    int64_t extent;   /* stride between elements (MPI_Type_get_extent) */
-    void *dev_ctx;    /* the device context of dev_chunks (p2p.c), or NULL */
-    void *dev_chunks; /* the chunks as accel's mxa_chunk_t, in that context's memory */
-    size_t n;         /* chunks of one element */
-    mxi_chunk_t c[];  /* n chunks */
+    int refs;          /* atomic */
+    uint64_t size;     /* bytes of one element (MPI_Type_size) */
+    int64_t extent;    /* stride between elements (MPI_Type_get_extent) */
+    void *dev_ctx;     /* the device context of dev_chunks (p2p.c), or NULL */
+    void *dev_chunks;  /* the chunks as accel's mxa_chunk_t, in that context's memory */
+    void *host_chunks; /* the same in host memory (host steps' fused packs), or NULL */
+    size_t n;          /* chunks of one element */
+    mxi_chunk_t c[];   /* n chunks */
 } mxi_layout_t;
 
 /* The layout of datatype dt (committed), with one reference for the caller
@@ -69,6 +70,9 @@ void mxi_layout_unpack(const mxi_layout_t *l, const void *packed, uint64_t bytes
  * pack kernel's arguments for count elements of user_buf and the packed
  * bytes (chunks NULL for a contiguous layout). */
 void *mxi_layout_dev_chunks(mxi_layout_t *l, void *ctx, int upload);
+/* The layout's chunks as accel's mxa_chunk_t in host memory (made at the
+ * first call, kept with the layout; NULL when out of memory). */
+void *mxi_layout_host_chunks(mxi_layout_t *l);
 mxa_pack_args_t mxi_layout_pack_args(const mxi_layout_t *l, void *user_buf, void *packed,
                                      void *chunks, int count, int unpack);
 /* The keyval's life (init.c). */

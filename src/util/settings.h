@@ -127,6 +127,11 @@
       "with 128 x the communicator's eager limit (the smaller; 512k: bulk steps beat UCX's "     \
       "CUDA IPC copy up to 512 KiB and lose at 1 MiB on 2 x H100); device memory per peer and "  \
       "direction grows by MPIX_ACC_SX_BULK_SLOTS x this")                                        \
+    X(SX_FUSE_PACK, BOOL, sx_fuse_pack, "1", "",                                                 \
+      "Non-contiguous datatypes on the stream-executed path: a send step packs the buffer "       \
+      "itself and a receive step of the library's blocking calls (MPI_Recv, MPI_Sendrecv on a "  \
+      "stream) unpacks it, one launch per message instead of two; 0 launches the pack and "      \
+      "unpack kernels (host calls on host streams) on their own")                                \
     X(SX_PDL, BOOL, sx_pdl, "1", "",                                                             \
       "Launch the stream-executed path's CUDA steps with programmatic dependent launch "       \
       "(compute capability 9.0 and up): a send step starts while the kernel before it on its "   \

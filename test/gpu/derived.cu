@@ -21,7 +21,10 @@
  *      written, MPI_Get_count says count - 1;
  *   D  managed and pinned host buffers;
  *   E  MPI_Sendrecv and MPI_Sendrecv_replace on a stream communicator of
- *      the stream.
+ *      the stream, a short Sendrecv (4 into 5, its status), and 200
+ *      Sendrecv of a column with a kernel changing it between them and no
+ *      host synchronization (with --sx the send and receive steps pack and
+ *      unpack themselves: MPIX_ACC_SX_FUSE_PACK).
  *
  * Options: --timeout=S, --sx (the communicator asserts no wildcards: the
  * stream-executed path carries the packed messages)
@@ -245,6 +248,53 @@ int main(int argc, char **argv)
             snprintf(what, sizeof what, "MPI_Sendrecv_replace %s", tname[ti]);
             check(sb, GT_DEVICE, expect(ti, 5, 5, 100 + prev * 10 + ti, 100 + t_rank * 10 + ti),
                   what);
+            /* short: 4 elements into room for 5, with a status (on the SX
+             * path the receive step unpacks the 4 itself) */
+            GT_CUDA(cudaMemcpy(sb, hs.data(), span[ti], cudaMemcpyHostToDevice));
+            GT_CUDA(cudaMemcpy(rb, hr.data(), span[ti], cudaMemcpyHostToDevice));
+            MPI_Status st;
+            T_MPI(MPI_Sendrecv(sb, 4, types[ti], next, 11, rb, 5, types[ti], prev, 11, sc, &st));
+            GT_CUDA(cudaStreamSynchronize(s));
+            snprintf(what, sizeof what, "MPI_Sendrecv %s, 4 into 5", tname[ti]);
+            check(rb, GT_DEVICE, expect(ti, 4, 5, 100 + prev * 10 + ti, 900 + t_rank), what);
+            int got = -1;
+            T_MPI(MPI_Get_count(&st, types[ti], &got));
+            T_CHECK(got == 4 && st.MPI_SOURCE == prev && st.MPI_TAG == 11,
+                    "%s: status count %d source %d tag %d, want 4, %d, 11", what, got,
+                    st.MPI_SOURCE, st.MPI_TAG, prev);
+            gt_free(GT_DEVICE, sb);
+            gt_free(GT_DEVICE, rb);
+        }
+        /* the textbook loop: 200 MPI_Sendrecv of a column, a kernel changing
+         * the data between them, no host synchronization */
+        {
+            int ti = 0, count = 5;
+            std::vector<unsigned char> hs(span[ti]), hr(span[ti]);
+            pattern(hs, 100 + t_rank * 10);
+            pattern(hr, 900 + t_rank);
+            unsigned char *sb = (unsigned char *)gt_alloc(GT_DEVICE, span[ti]),
+                          *rb = (unsigned char *)gt_alloc(GT_DEVICE, span[ti]);
+            GT_CUDA(cudaMemcpy(sb, hs.data(), span[ti], cudaMemcpyHostToDevice));
+            GT_CUDA(cudaMemcpy(rb, hr.data(), span[ti], cudaMemcpyHostToDevice));
+            const int iters = 200;
+            for (int it = 1; it <= iters; it++) {
+                bump_kernel<<<8, 256, 0, s>>>(sb, span[ti], 1);
+                T_MPI(MPI_Sendrecv(sb, count, types[ti], next, 12, rb, count, types[ti], prev, 12,
+                                   sc, MPI_STATUS_IGNORE));
+            }
+            GT_CUDA(cudaStreamSynchronize(s));
+            std::vector<unsigned char> snd(span[ti]), want(span[ti]);
+            pattern(snd, 100 + prev * 10);
+            for (auto &b : snd)
+                b = (unsigned char)(b + iters);
+            pattern(want, 900 + t_rank);
+            int psz = 0, pos = 0, upos = 0;
+            T_MPI(MPI_Pack_size(count, types[ti], MPI_COMM_WORLD, &psz));
+            std::vector<unsigned char> packed(psz + 1);
+            T_MPI(MPI_Pack(snd.data(), count, types[ti], packed.data(), psz, &pos, MPI_COMM_WORLD));
+            T_MPI(MPI_Unpack(packed.data(), pos, &upos, want.data(), count, types[ti],
+                             MPI_COMM_WORLD));
+            check(rb, GT_DEVICE, want, "MPI_Sendrecv, 200 iterations");
             gt_free(GT_DEVICE, sb);
             gt_free(GT_DEVICE, rb);
         }

@@ -22,7 +22,9 @@
 # rank and none on stderr. One run of derived_types with
 # MPIX_ACC_UNPACK_OFFLOAD_BYTES=0: both ranks count completions after the
 # library stream's work. One run of derived_types' SX phase alone: 20 of its
-# 60 receives keep a stream wait for the host (those asking for a status).
+# 60 receives keep a stream wait for the host (those asking for a status),
+# all 60 send steps pack their column themselves and all 60 receive steps
+# unpack theirs (and none with MPIX_ACC_SX_FUSE_PACK=0, same results).
 # One run of its MPI_PROC_NULL phase alone: a null side of MPI_Sendrecv
 # makes no operation, no request and no stream wait.
 set -u
@@ -109,10 +111,24 @@ if [ -x "$dt" ]; then
     rc=$?
     nw=$(grep -cE 'stats: ops submitted [0-9]+ completed [0-9]+ failed 0; waits 20 released 20;' "$log")
     nx=$(grep -cE 'stats: path sx: sent 60 messages [0-9]+ bytes; received 60 messages' "$log")
-    if [ $rc -ne 0 ] || [ "$nw" -ne 2 ] || [ "$nx" -ne 2 ] || ! grep -q PASS "$log" ||
+    # every send step packs its column itself, every receive step unpacks
+    nf=$(grep -cE 'steps with a fused pack 60, unpack 60$' "$log")
+    if [ $rc -ne 0 ] || [ "$nw" -ne 2 ] || [ "$nx" -ne 2 ] || [ "$nf" -ne 2 ] ||
+        ! grep -q PASS "$log" || grep -q ERROR "$log"; then
+        echo "[stats] SX packed receives FAIL: exit $rc, $nw of 2 ranks with 20 waits, $nx of 2 with 60 SX messages, $nf of 2 with 60 fused packs and unpacks"
+        sed 's/^/    | /' "$log" | grep -E 'stats: ops|path sx|fused|ERROR|FAIL' | head -10
+        fails=$((fails + 1))
+    fi
+    # MPIX_ACC_SX_FUSE_PACK=0: the same results by separate pack and unpack steps
+    MPIX_ACC_STATS=1 MPIX_ACC_SX_FUSE_PACK=0 MPIXACC_TEST_MODE=sx-packed timeout 120 \
+        mpiexec -n 2 "$dt" >"$log" 2>&1
+    rc=$?
+    nf=$(grep -cE 'steps with a fused pack 0, unpack 0$' "$log")
+    nw=$(grep -cE 'stats: ops submitted [0-9]+ completed [0-9]+ failed 0; waits 20 released 20;' "$log")
+    if [ $rc -ne 0 ] || [ "$nf" -ne 2 ] || [ "$nw" -ne 2 ] || ! grep -q PASS "$log" ||
         grep -q ERROR "$log"; then
-        echo "[stats] SX packed receives FAIL: exit $rc, $nw of 2 ranks with 20 waits, $nx of 2 with 60 SX messages"
-        sed 's/^/    | /' "$log" | grep -E 'stats: ops|path sx|ERROR|FAIL' | head -10
+        echo "[stats] SX packed receives, MPIX_ACC_SX_FUSE_PACK=0, FAIL: exit $rc, $nf of 2 ranks with no fused step, $nw of 2 with 20 waits"
+        sed 's/^/    | /' "$log" | grep -E 'stats: ops|fused|ERROR|FAIL' | head -10
         fails=$((fails + 1))
     fi
 fi
@@ -126,9 +142,10 @@ if [ -x "$dt" ]; then
     f='[0-9]+\.[0-9]+/[0-9]+\.[0-9]+/[0-9]+\.[0-9]+'
     no=$(grep -cE 'stats: ops submitted 40 completed 40 failed 0; waits 0 released 0;' "$log")
     nc=$(grep -cE "stats: host us per call on application threads, p50/p99/mean \(count\): send $f \(20\); receive $f \(20\); stream wait $f \(40\);" "$log")
-    if [ $rc -ne 0 ] || [ "$no" -ne 2 ] || [ "$nc" -ne 2 ] || ! grep -q PASS "$log" ||
+    nf=$(grep -cE 'steps with a fused pack 20, unpack 20$' "$log")
+    if [ $rc -ne 0 ] || [ "$no" -ne 2 ] || [ "$nc" -ne 2 ] || [ "$nf" -ne 2 ] || ! grep -q PASS "$log" ||
         grep -q ERROR "$log"; then
-        echo "[stats] PROC_NULL sides FAIL: exit $rc, $no of 2 ranks with 40 operations and no host wait, $nc of 2 with 20 sends, 20 receives, 40 stream waits"
+        echo "[stats] PROC_NULL sides FAIL: exit $rc, $no of 2 ranks with 40 operations and no host wait, $nc of 2 with 20 sends, 20 receives, 40 stream waits, $nf of 2 with 20 fused packs and unpacks"
         sed 's/^/    | /' "$log" | grep -E 'stats: ops|host us|ERROR|FAIL' | head -10
         fails=$((fails + 1))
     fi
@@ -145,7 +162,7 @@ if [ $rc -ne 0 ] || [ "$ns" -ne 2 ] || ! grep -q PASS "$log" || grep -q ERROR "$
 fi
 rm -f "$log"
 if [ $fails -eq 0 ]; then
-    echo "[stats] PASS: $runs runs, counters, paths, matching and phase timers on both ranks at INFO, no error at finalize; one file per rank with MPIX_ACC_LOG_FILE; unpacks offloaded to the library host stream counted; SX packed receives without host waits; MPI_PROC_NULL sides make nothing; staged messages counted (auto: none here; all: 120 each way)"
+    echo "[stats] PASS: $runs runs, counters, paths, matching and phase timers on both ranks at INFO, no error at finalize; one file per rank with MPIX_ACC_LOG_FILE; unpacks offloaded to the library host stream counted; SX packed receives without host waits, packed and unpacked by the SX steps; MPI_PROC_NULL sides make nothing; staged messages counted (auto: none here; all: 120 each way)"
     exit 0
 fi
 echo "[stats] FAIL: $fails of $runs runs"
