@@ -29,6 +29,12 @@ typedef struct {
     uint64_t limit_at; /* unpack: 0, or a host-visible word holding the limit */
     int32_t unpack;    /* 0: gather buf -> packed; 1: scatter packed -> buf */
     int32_t limit_dev; /* limit_at is device memory already (an SX step wrote it) */
+    /* reg_len != 0: the chunks are regular -- chunk k is reg_len bytes at
+     * reg_off + k * reg_stride (a vector of a basic type: a column) -- so
+     * a fused pack finds a byte's chunk by division, not by search */
+    uint64_t reg_len;
+    int64_t reg_off;
+    int64_t reg_stride;
 } mxa_pack_args_t;
 
 /* Limit of a fused pack or unpack (a send step's pack before it writes the

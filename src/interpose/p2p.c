@@ -421,7 +421,10 @@ mxa_pack_args_t mxi_layout_pack_args(const mxi_layout_t *l, void *user_buf, void
                              .extent = l->extent,
                              .size = l->size,
                              .limit = mxi_layout_bytes(l, count),
-                             .unpack = unpack};
+                             .unpack = unpack,
+                             .reg_len = l->reg_len,
+                             .reg_off = l->reg_off,
+                             .reg_stride = l->reg_stride};
 }
 
 static mxa_pack_args_t mxi_pack_args(const mxi_packed_t *pk, int unpack)

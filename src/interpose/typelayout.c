@@ -202,6 +202,23 @@ static int mxi_flatten(MPI_Datatype t, int64_t base, mxi_chunks_t *v, int depth)
 
 /* ------------------------------------------------------------ layouts */
 
+/* Are l's chunks regular (equal lengths at a constant stride)? Sets
+ * reg_len (0: no), reg_off and reg_stride. */
+static void mxi_layout_regular(mxi_layout_t *l)
+{
+    l->reg_len = 0;
+    l->reg_off = l->reg_stride = 0;
+    if (l->n == 0 || l->c[0].len == 0)
+        return;
+    int64_t stride = l->n > 1 ? l->c[1].off - l->c[0].off : 0;
+    for (size_t i = 1; i < l->n; i++)
+        if (l->c[i].len != l->c[0].len || l->c[i].off - l->c[i - 1].off != stride)
+            return;
+    l->reg_len = l->c[0].len;
+    l->reg_off = l->c[0].off;
+    l->reg_stride = stride;
+}
+
 static mxi_layout_t *mxi_layout_build(MPI_Datatype dt, int *rc)
 {
     int size;
@@ -235,6 +252,7 @@ static mxi_layout_t *mxi_layout_build(MPI_Datatype dt, int *rc)
         l->n = v.n;
         if (v.n)
             memcpy(l->c, v.c, v.n * sizeof(mxi_chunk_t));
+        mxi_layout_regular(l);
     }
     free(v.c);
     return l;
@@ -329,6 +347,7 @@ mxi_layout_t *mxi_layout_bytes_get(void)
         l->extent = 1;
         l->n = 1;
         l->c[0] = (mxi_chunk_t){.off = 0, .len = 1};
+        mxi_layout_regular(l);
         mxi_layout_t *none = NULL;
         if (!__atomic_compare_exchange_n(&mxi_bytes_layout, &none, l, 0, __ATOMIC_ACQ_REL,
                                          __ATOMIC_ACQUIRE))

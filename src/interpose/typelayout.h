@@ -35,8 +35,12 @@ typedef struct mxi_layout {
     void *dev_ctx;     /* the device context of dev_chunks (p2p.c), or NULL */
     void *dev_chunks;  /* the chunks as accel's mxa_chunk_t, in that context's memory */
     void *host_chunks; /* the same in host memory (host steps' fused packs), or NULL */
-    size_t n;          /* chunks of one element */
-    mxi_chunk_t c[];   /* n chunks */
+    /* reg_len != 0: every chunk is reg_len bytes, chunk k at reg_off +
+     * k * reg_stride (regular: a vector of a basic type, one chunk) */
+    uint64_t reg_len;
+    int64_t reg_off, reg_stride;
+    size_t n;        /* chunks of one element */
+    mxi_chunk_t c[]; /* n chunks */
 } mxi_layout_t;
 
 /* The layout of datatype dt (committed), with one reference for the caller
