@@ -195,7 +195,9 @@ int mxi_submit(mxe_op_t *op, mxi_origin_t origin, MPI_Comm comm, MPI_Request *re
            sizeof(greq) < sizeof(op->user_handle) ? sizeof(greq) : sizeof(op->user_handle));
     mxi_request_track(greq, op);
     mxu_ct_inner_end(MXU_CT_REQUEST, t);
+    t = mxu_ct_inner_begin();
     mxu_status_t st = mxe_op_submit(op);
+    mxu_ct_inner_end(MXU_CT_SUBMIT, t);
     if (st != MXU_OK) {
         mxu_locked_map_remove(&mxi.requests, MXI_REQ_KEY(greq));
         mxe_op_release(op); /* the engine's reference: it never got the op */
@@ -773,9 +775,9 @@ static int mxi_net_stage(const mxa_stream_t *s, mxi_comm_t *c, const void *buf, 
 /* The packed buffer of a call whose arguments passed (rc MPI_SUCCESS): a
  * non-contiguous type's, or a staged contiguous message's (*staged), or
  * none (*pk NULL). */
-static int mxi_packing_begin(mxa_stream_t *s, mxi_comm_t *c, MPI_Comm comm, const void *buf,
-                             int count, MPI_Datatype dt, size_t bytes, int contiguous, int peer,
-                             mxi_packed_t **pk, int *staged)
+static int mxi_packing_begin_(mxa_stream_t *s, mxi_comm_t *c, MPI_Comm comm, const void *buf,
+                              int count, MPI_Datatype dt, size_t bytes, int contiguous, int peer,
+                              mxi_packed_t **pk, int *staged)
 {
     *pk = NULL;
     *staged = contiguous && mxi_net_stage(s, c, buf, bytes, peer);
@@ -787,6 +789,17 @@ static int mxi_packing_begin(mxa_stream_t *s, mxi_comm_t *c, MPI_Comm comm, cons
     if (!l)
         return mxi_raise(comm, MXI_E_NO_MEM, "a message staged through host memory");
     return mxi_packed_make(s, comm, buf, l, (int)bytes, bytes, 1, pk);
+}
+
+/* mxi_packing_begin_, timed (MPIX_ACC_STATS) */
+static int mxi_packing_begin(mxa_stream_t *s, mxi_comm_t *c, MPI_Comm comm, const void *buf,
+                             int count, MPI_Datatype dt, size_t bytes, int contiguous, int peer,
+                             mxi_packed_t **pk, int *staged)
+{
+    uint64_t t = mxu_ct_inner_begin();
+    int rc = mxi_packing_begin_(s, c, comm, buf, count, dt, bytes, contiguous, peer, pk, staged);
+    mxu_ct_inner_end(MXU_CT_PACKING, t);
+    return rc;
 }
 
 /* An operation with MPI_PROC_NULL (arguments checked) on a communicator

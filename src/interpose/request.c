@@ -150,10 +150,20 @@ static void mxi_reap_push(mxe_op_t *op)
     pthread_mutex_unlock(&mxi.reap_lock);
 }
 
+static void mxi_reap_(int all);
+
+/* mxi_reap_, timed (MPIX_ACC_STATS) when there is something to reap */
 void mxi_reap(int all)
 {
     if (atomic_load_explicit(&mxi.reap_pending, memory_order_relaxed) == 0)
         return;
+    uint64_t t = mxu_ct_inner_begin();
+    mxi_reap_(all);
+    mxu_ct_inner_end(MXU_CT_REAP, t);
+}
+
+static void mxi_reap_(int all)
+{
     if (pthread_mutex_trylock(&mxi.reap_lock) != 0) {
         if (!all)
             return; /* another thread is reaping */

@@ -27,6 +27,9 @@ static const char *const ct_names[MXU_CT_COUNT] = {"send",
                                                    "CUDA pointer query",
                                                    "CUDA capture query",
                                                    "request handle",
+                                                   "packed-buffer set-up",
+                                                   "reap",
+                                                   "engine submit",
                                                    "throttle wait"};
 
 const char *mxu_ct_name(mxu_ct_kind_t k) { return (unsigned)k < MXU_CT_COUNT ? ct_names[k] : "?"; }

@@ -35,6 +35,9 @@ typedef enum {
     MXU_CT_CU_QUERY,   /* the CUDA driver's pointer attributes of a buffer (its memory type) */
     MXU_CT_CU_CAPTURE, /* the CUDA driver's capture status of a stream (SX steps) */
     MXU_CT_REQUEST,    /* the MPI request handle of an operation (generalized request + table) */
+    MXU_CT_PACKING,    /* a non-contiguous (or staged) buffer's packed block and layout */
+    MXU_CT_REAP,       /* freeing the handles of released operations that completed */
+    MXU_CT_SUBMIT,     /* handing an operation to the engine (its SX send step launch too) */
     MXU_CT_THROTTLE,   /* waiting because the stream is too far ahead (MPIX_ACC_STREAM_DEPTH,
                       * MPIX_ACC_MAX_PENDING): not the library's cost, left out of the outer
                       * kinds' times */
