@@ -488,6 +488,8 @@ mxu_status_t mxe_op_submit(mxe_op_t *op)
         else
             mxe_sx_bind_recv(op);
     }
+    if (op->sx_untriggered) /* its receive step is its stream point */
+        needs_trigger = 0;
     if (sx == -2)
         MXU_FAIL(MXU_ERR_NO_DEVICE, "the pack of a send could not be enqueued");
     if (sx != 1 && op->type == MXE_OP_SEND && op->sx_pack && op->sx_pack_state == 0) {

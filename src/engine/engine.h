@@ -237,13 +237,20 @@ struct mxe_op {
      * the user_stream_wait hook sees it); otherwise its maker unpacks. */
     const mxa_pack_args_t *sx_pack;
     mxu_status_t (*user_prepare)(struct mxe_op *op);
-    int sx_pack_state;     /* 0: not done yet, 1: fused into the step, 2: prepared */
-    int sx_env_sx;         /* recv: its envelope said the data came by SX */
-    int sx_watched;        /* progress thread: the step's record is being watched */
-    int sx_delivered;      /* progress thread: completed another way (UCX, error) */
-    int sx_ucx_posted;     /* progress thread: its receive was posted to UCX */
-    int sx_in_dring;       /* send: its step writes into the peer's device ring */
-    int sx_step_pending;   /* progress thread: a library step waits for the trigger */
+    int sx_pack_state;   /* 0: not done yet, 1: fused into the step, 2: prepared */
+    int sx_env_sx;       /* recv: its envelope said the data came by SX */
+    int sx_watched;      /* progress thread: the step's record is being watched */
+    int sx_delivered;    /* progress thread: completed another way (UCX, error) */
+    int sx_ucx_posted;   /* progress thread: its receive was posted to UCX */
+    int sx_in_dring;     /* send: its step writes into the peer's device ring */
+    int sx_step_pending; /* progress thread: a library step waits for the trigger */
+    /* recv, set by its maker: a stream wait on its own stream follows at
+     * once (the library's blocking calls on a stream) */
+    int stream_waited;
+    /* recv: bound with no stream point of its own (mxe_sx_bind_recv): that
+     * wait's receive step on the stream is the only writer of its buffer,
+     * so a message that comes by UCX is always staged */
+    int sx_untriggered;
     void *sx_staging;      /* recv: host-visible buffer UCX receives the message into */
     size_t sx_staging_cap; /* its size class's request (the message's length) */
     size_t sx_staged_len;  /* progress thread: bytes UCX put there */

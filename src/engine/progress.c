@@ -536,6 +536,13 @@ void mxe_recv_post_data(mxe_op_t *op)
     void *staging = op->sx ? mxe_sx_recv_staging(op) : NULL;
     void *buf = staging ? staging : op->buf;
     size_t cap = staging ? op->sx_staging_cap : op->bytes;
+    if (!staging && op->sx_untriggered && op->msg_bytes > 0) {
+        /* no staging for it (larger than any bounce buffer, so longer
+         * than the receive takes): the buffer may still be in use on the
+         * stream -- receive nothing, truncated */
+        buf = NULL;
+        cap = 0;
+    }
     mxa_memtype_t memtype = staging ? MXA_MEM_HOST : op->memtype;
     op->transport_active = 1;
     if (op->sx)

@@ -32,6 +32,9 @@ typedef enum {
 #define MXI_OPF_STATUS_TO_USER 0x2 /* stream-waited with a status: its error reaches the user */
 #define MXI_OPF_TEMPLATE 0x4 /* the request of an operation captured into a host graph (graph.c) */
 #define MXI_OPF_ORDERED 0x8 /* a nonblocking collective's request captured into a graph (graph.c) */
+/* an operation of the library's own blocking call on a stream (MPI_Send,
+ * MPI_Recv, MPI_Sendrecv): no MPI handle; the reaper releases it */
+#define MXI_OPF_INTERNAL 0x10
 
 /* One info key as the user set it (returned by MPI_Comm_get_info). */
 typedef struct {
@@ -256,8 +259,11 @@ void mxi_part_init(void);
  * waits on its stream) -- and, where the host waits, an op in its place. */
 int mxi_part_prepare(int count, MPI_Request reqs[], mxa_stream_t *s);
 void mxi_part_free(mxi_part_t *part);
-/* p2p.c: hand op to the engine with a generalized request for it */
+/* p2p.c: hand op to the engine with a generalized request for it -- or,
+ * while *mxi_internal_op is set on this thread, without one: op goes
+ * there (MXI_OPF_INTERNAL) and *req is MPI_REQUEST_NULL */
 int mxi_submit(mxe_op_t *op, mxi_origin_t origin, MPI_Comm comm, MPI_Request *req);
+extern _Thread_local mxe_op_t **mxi_internal_op;
 /* rc = call, a completion call on (count, reqs), between mxi_persist_in
  * and mxi_persist_out (reqs is evaluated more than once), after
  * mxi_part_prepare for a stream wait on s. */
@@ -287,6 +293,11 @@ int mxi_stream_waitall(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Statu
  * (MPI_Sendrecv: the receive's only). */
 int mxi_stream_wait_each(mxa_stream_t *s, int count, MPI_Request reqs[],
                          MPI_Status *const *status_at, MPI_Comm err_comm);
+/* One stream wait on n operations without handles (MXI_OPF_INTERNAL;
+ * NULL entries skipped), the status of op i at status_at[i] (NULL: none);
+ * the reaper releases them. */
+int mxi_stream_wait_ops(mxa_stream_t *s, int n, mxe_op_t *const *ops, MPI_Status *const *status_at,
+                        MPI_Comm err_comm);
 /* Complete and free library-owned handles whose ops are done. */
 void mxi_reap(int all);
 /* Wait while MPIX_ACC_MAX_PENDING operations are alive (new_request) or s

@@ -170,6 +170,28 @@ static int mxi_throttle_wait(MPI_Comm comm, mxa_stream_t *s, long limit, long de
     return MPI_SUCCESS;
 }
 
+_Thread_local mxe_op_t **mxi_internal_op;
+
+/* op without an MPI handle (mxi_internal_op): the caller's reference goes
+ * to *out, which its stream wait hands to the reaper */
+static int mxi_submit_internal(mxe_op_t *op, MPI_Comm comm, mxe_op_t **out, MPI_Request *req)
+{
+    op->user_flags |= MXI_OPF_INTERNAL | MXI_OPF_GREQ_COMPLETED;
+    atomic_fetch_add_explicit(&mxi.greqs_alive, 1, memory_order_relaxed);
+    uint64_t t = mxu_ct_inner_begin();
+    mxu_status_t st = mxe_op_submit(op);
+    mxu_ct_inner_end(MXU_CT_SUBMIT, t);
+    if (st != MXU_OK) {
+        atomic_fetch_sub_explicit(&mxi.greqs_alive, 1, memory_order_relaxed);
+        mxe_op_release(op); /* the engine's: it never got the op */
+        mxe_op_release(op);
+        return mxi_raise_code(comm, mxi_status_to_mpi(st));
+    }
+    *out = op;
+    *req = MPI_REQUEST_NULL;
+    return MPI_SUCCESS;
+}
+
 /* Create the generalized request for op and hand op to the engine. */
 int mxi_submit(mxe_op_t *op, mxi_origin_t origin, MPI_Comm comm, MPI_Request *req)
 {
@@ -183,6 +205,11 @@ int mxi_submit(mxe_op_t *op, mxi_origin_t origin, MPI_Comm comm, MPI_Request *re
     op->user_origin = (int)origin;
     memcpy(&op->user_aux, &comm,
            sizeof(comm) < sizeof(op->user_aux) ? sizeof(comm) : sizeof(op->user_aux));
+    if (mxi_internal_op) {
+        mxe_op_t **out = mxi_internal_op;
+        mxi_internal_op = NULL; /* one op per request for it */
+        return mxi_submit_internal(op, comm, out, req);
+    }
     uint64_t t = mxu_ct_inner_begin();
     int rc = PMPI_Grequest_start(mxi_greq_query, mxi_greq_free, mxi_greq_cancel, op, &greq);
     if (rc != MPI_SUCCESS) {
@@ -1010,6 +1037,7 @@ static int mxi_irecv_(mxa_stream_t *s, mxi_origin_t origin, void *buf, int count
     }
     if (staged)
         atomic_fetch_add_explicit(&mxi_net_staged_received, 1, memory_order_relaxed);
+    op->stream_waited = mxi_recv_stream_waited; /* (before the engine binds it) */
     if (pk) {
         /* unpacked as the receive completes (host memory; device memory
          * when no stream wait came first) or behind a stream wait */
@@ -1125,14 +1153,60 @@ int MPIX_Acc_Recv(MPIX_Acc_stream stream, void *buf, int count, MPI_Datatype dat
 
 /* Blocking sends and receives on a stream: the non-blocking call and a
  * stream wait (returns at once). */
+/* The operation of a blocking call on a stream (its non-blocking call):
+ * without an MPI handle where it is an engine operation and s is not
+ * being captured (an MPICH generalized request cost ~0.3 us to make and
+ * ~1.7 us to complete and free on the GPU machine's host, issue 20), else
+ * with its request. */
+static int mxi_blocking_op(mxa_stream_t *s, mxi_origin_t origin, int is_send, const void *buf,
+                           int count, MPI_Datatype dt, int peer, int tag, MPI_Comm comm, int sync,
+                           mxe_op_t **op, MPI_Request *req)
+{
+    *op = NULL;
+    *req = MPI_REQUEST_NULL;
+    int internal = !mxi_graph_capturing(s);
+    if (internal)
+        mxi_internal_op = op;
+    if (!is_send)
+        mxi_recv_stream_waited = 1;
+    int rc = is_send
+                 ? mxi_isend(s, origin, buf, count, dt, peer, tag, comm, sync, req)
+                 : mxi_irecv(s, origin, (void *)(uintptr_t)buf, count, dt, peer, tag, comm, req);
+    mxi_recv_stream_waited = 0;
+    mxi_internal_op = NULL; /* (not taken: an error, or no engine operation) */
+    return rc;
+}
+
+/* One stream wait for the blocking call's operations (mxi_blocking_op):
+ * those without a handle together, any with one after them. */
+static int mxi_blocking_wait(mxa_stream_t *s, int n, mxe_op_t *const *ops, MPI_Request *reqs,
+                             MPI_Status *const *status_at, MPI_Comm comm)
+{
+    int rc = MPI_SUCCESS, any = 0;
+    for (int i = 0; i < n; i++)
+        any |= ops[i] != NULL;
+    if (any)
+        rc = mxi_stream_wait_ops(s, n, ops, status_at, comm);
+    for (int i = 0; i < n; i++)
+        if (!ops[i] && reqs[i] != MPI_REQUEST_NULL) {
+            int r = mxi_stream_waitall(s, 1, &reqs[i], status_at ? status_at[i] : NULL, comm);
+            if (rc == MPI_SUCCESS)
+                rc = r;
+        } else if (!ops[i] && status_at && status_at[i]) {
+            mxi_proc_null_status(status_at[i]); /* no operation: nothing to receive */
+        }
+    return rc;
+}
+
 static int mxi_send_on_stream(mxa_stream_t *s, mxi_origin_t origin, const void *buf, int count,
                               MPI_Datatype dt, int dest, int tag, MPI_Comm comm, int sync)
 {
     MPI_Request req;
-    int rc = mxi_isend(s, origin, buf, count, dt, dest, tag, comm, sync, &req);
+    mxe_op_t *op;
+    int rc = mxi_blocking_op(s, origin, 1, buf, count, dt, dest, tag, comm, sync, &op, &req);
     if (rc != MPI_SUCCESS)
         return rc;
-    return mxi_stream_waitall(s, 1, &req, NULL, comm);
+    return mxi_blocking_wait(s, 1, &op, &req, NULL, comm);
 }
 
 static int mxi_recv_on_stream(mxa_stream_t *s, mxi_origin_t origin, void *buf, int count,
@@ -1140,12 +1214,12 @@ static int mxi_recv_on_stream(mxa_stream_t *s, mxi_origin_t origin, void *buf, i
                               MPI_Status *status)
 {
     MPI_Request req;
-    mxi_recv_stream_waited = 1;
-    int rc = mxi_irecv(s, origin, buf, count, dt, source, tag, comm, &req);
-    mxi_recv_stream_waited = 0;
+    mxe_op_t *op;
+    int rc = mxi_blocking_op(s, origin, 0, buf, count, dt, source, tag, comm, 0, &op, &req);
     if (rc != MPI_SUCCESS)
         return rc;
-    return mxi_stream_waitall(s, 1, &req, status == MPI_STATUS_IGNORE ? NULL : status, comm);
+    MPI_Status *at = status == MPI_STATUS_IGNORE ? NULL : status;
+    return mxi_blocking_wait(s, 1, &op, &req, &at, comm);
 }
 
 /* Nonblocking sends: one body, the mode decides synchronous matching. */
@@ -1224,16 +1298,18 @@ static int mxi_sendrecv_proc_null(mxa_stream_t *s, mxi_origin_t origin, const vo
         (rc = mxi_recv_args(recvbuf, recvcount, recvtype, source, recvtag, comm, &dummy, &c, &bytes,
                             &contiguous)) != MPI_SUCCESS)
         return rc;
+    mxe_op_t *op;
     if (dest != MPI_PROC_NULL) {
-        rc = mxi_isend(s, origin, sendbuf, sendcount, sendtype, dest, sendtag, comm, 0, &req);
+        rc = mxi_blocking_op(s, origin, 1, sendbuf, sendcount, sendtype, dest, sendtag, comm, 0,
+                             &op, &req);
         if (rc == MPI_SUCCESS)
-            rc = mxi_stream_waitall(s, 1, &req, NULL, comm);
+            rc = mxi_blocking_wait(s, 1, &op, &req, NULL, comm);
     } else if (source != MPI_PROC_NULL) {
-        mxi_recv_stream_waited = 1;
-        rc = mxi_irecv(s, origin, recvbuf, recvcount, recvtype, source, recvtag, comm, &req);
-        mxi_recv_stream_waited = 0;
+        rc = mxi_blocking_op(s, origin, 0, recvbuf, recvcount, recvtype, source, recvtag, comm, 0,
+                             &op, &req);
+        MPI_Status *at = status == MPI_STATUS_IGNORE ? NULL : status;
         if (rc == MPI_SUCCESS)
-            rc = mxi_stream_waitall(s, 1, &req, status == MPI_STATUS_IGNORE ? NULL : status, comm);
+            rc = mxi_blocking_wait(s, 1, &op, &req, &at, comm);
         return rc;
     } else {
         rc = MPI_SUCCESS;
@@ -1258,20 +1334,23 @@ static int mxi_sendrecv_on_stream(mxa_stream_t *s, mxi_origin_t origin, const vo
             return rc;
     }
     MPI_Request reqs[2];
-    mxi_recv_stream_waited = 1;
-    int rc = mxi_irecv(s, origin, recvbuf, recvcount, recvtype, source, recvtag, comm, &reqs[1]);
-    mxi_recv_stream_waited = 0;
+    mxe_op_t *ops[2];
+    int rc = mxi_blocking_op(s, origin, 0, recvbuf, recvcount, recvtype, source, recvtag, comm, 0,
+                             &ops[1], &reqs[1]);
     if (rc != MPI_SUCCESS)
         return rc;
-    rc = mxi_isend(s, origin, sendbuf, sendcount, sendtype, dest, sendtag, comm, 0, &reqs[0]);
+    rc = mxi_blocking_op(s, origin, 1, sendbuf, sendcount, sendtype, dest, sendtag, comm, 0,
+                         &ops[0], &reqs[0]);
     if (rc != MPI_SUCCESS) {
         /* Keep the stream consistent: the receive is still waited for. */
-        mxi_stream_waitall(s, 1, &reqs[1], NULL, comm);
+        mxi_blocking_wait(s, 1, &ops[1], &reqs[1], NULL, comm);
         return rc;
     }
-    /* one stream wait for both (the receive's status only) */
     MPI_Status *at[2] = {NULL, status == MPI_STATUS_IGNORE ? NULL : status};
-    return mxi_stream_wait_each(s, 2, reqs, at, comm);
+    if (!ops[0] && !ops[1]) /* captured: one wait per request (graph.c) */
+        return mxi_stream_wait_each(s, 2, reqs, at, comm);
+    /* one stream wait for both (the receive's status only) */
+    return mxi_blocking_wait(s, 2, ops, reqs, at, comm);
 }
 
 int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,

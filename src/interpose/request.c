@@ -136,6 +136,11 @@ static void mxi_reap_push(mxe_op_t *op)
             /* Cannot track it: wait for it here rather than lose it. */
             MXU_LOG(MXU_LOG_WARN, "reap list full; completing a request synchronously");
             mxe_op_wait_host(op, -1);
+            if (op->user_flags & MXI_OPF_INTERNAL) {
+                atomic_fetch_sub_explicit(&mxi.greqs_alive, 1, memory_order_relaxed);
+                mxe_op_release(op);
+                return;
+            }
             mxi_greq_sync(op);
             MPI_Request h = mxi_op_handle(op);
             mxu_locked_map_remove(&mxi.requests, MXI_REQ_KEY(h));
@@ -201,6 +206,11 @@ static void mxi_reap_(int all)
             mxi.released_errors++;
             MXU_LOG(MXU_LOG_WARN, "stream-waited receive from %d (tag %d) was truncated",
                     op->result.source, op->result.tag);
+        }
+        if (op->user_flags & MXI_OPF_INTERNAL) { /* no handle: the maker's reference */
+            atomic_fetch_sub_explicit(&mxi.greqs_alive, 1, memory_order_relaxed);
+            mxe_op_release(op);
+            continue;
         }
         mxi_greq_sync(op);
         MPI_Request h = mxi_op_handle(op);
@@ -378,6 +388,34 @@ static int mxi_stream_waitall_(mxa_stream_t *s, int count, MPI_Request reqs[], M
         free(ops);
         free(targets);
     }
+    return rc;
+}
+
+int mxi_stream_wait_ops(mxa_stream_t *s, int n, mxe_op_t *const *ops, MPI_Status *const *status_at,
+                        MPI_Comm err_comm)
+{
+    uint64_t t = mxu_ct_begin();
+    mxu_trace_push(&mxi_tn_wait, n > 0 ? (uint64_t)n : 0);
+    mxe_op_t *w[8];
+    void *targets[8];
+    int m = 0;
+    for (int i = 0; i < n && m < 8; i++)
+        if (ops[i]) {
+            w[m] = ops[i];
+            targets[m++] = status_at ? status_at[i] : NULL;
+        }
+    mxi_reap(0);
+    int rc = mxi_throttle(err_comm, s, 0);
+    mxu_status_t est = MXU_OK;
+    if (rc == MPI_SUCCESS && (est = mxe_stream_wait(s, w, targets, m)) != MXU_OK)
+        rc = mxi_raise_code(err_comm, mxi_status_to_mpi(est));
+    for (int i = 0; i < m; i++) {
+        if (rc == MPI_SUCCESS && targets[i])
+            w[i]->user_flags |= MXI_OPF_STATUS_TO_USER;
+        mxi_reap_push(w[i]); /* released once complete; errors reported there */
+    }
+    mxu_trace_pop();
+    mxu_ct_end(MXU_CT_STREAM_WAIT, t);
     return rc;
 }
 

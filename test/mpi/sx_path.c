@@ -23,6 +23,13 @@
  *     one tag; order kept.
  *  7. other streams: receive on s1, stream wait on s2; send on s1, stream
  *     wait on s2; self-send; MPI_PROC_NULL.
+ *  8. blocking calls on a stream communicator (their receives have no
+ *     stream point: the receive step is the buffer's only writer): behind a
+ *     held receiving stream that writes the buffer first, MPI_Recv of an
+ *     MPI_Ssend (UCX: staged, then copied by the step), of an MPI_Send (the
+ *     ring) and MPI_Sendrecv; the message, not the earlier write, must be
+ *     there after the stream ran; 100 bytes by MPI_Ssend into MPI_Recv of
+ *     50: MPI_ERR_TRUNCATE in the status, byte 50 untouched.
  */
 #include "common.h"
 
@@ -302,6 +309,82 @@ static void other_streams(MPI_Comm comm, const char *what)
     T_MPI(MPIX_Acc_Hoststream_free(&s2));
 }
 
+/* ------------------------------------- 8. blocking calls on a stream */
+
+static void blocking_calls(int sx, const char *what)
+{
+    int to = (t_rank + 1) % t_size, from = (t_rank + t_size - 1) % t_size;
+    MPIX_Acc_stream s;
+    T_MPI(MPIX_Acc_Hoststream_create(&s));
+    MPI_Comm sc;
+    MPI_Info info;
+    T_MPI(MPI_Info_create(&info));
+    T_MPI(MPIX_Acc_Info_set_stream(info, s));
+    if (sx) {
+        T_MPI(MPI_Info_set(info, "mpi_assert_no_any_source", "true"));
+        T_MPI(MPI_Info_set(info, "mpi_assert_no_any_tag", "true"));
+    }
+    T_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &sc));
+    T_MPI(MPI_Comm_set_info(sc, info));
+    T_MPI(MPI_Info_free(&info));
+    T_MPI(MPI_Comm_set_errhandler(sc, MPI_ERRORS_RETURN));
+    enum { N = 3000 };
+    unsigned char *out = malloc(N), *in = malloc(N);
+    for (int way = 0; way < 3; way++) {
+        char w[96];
+        snprintf(w, sizeof w, "%s, blocking %s", what,
+                 way == 0   ? "MPI_Ssend/MPI_Recv"
+                 : way == 1 ? "MPI_Send/MPI_Recv"
+                            : "MPI_Sendrecv");
+        t_fill(out, N, (uint64_t)(t_rank * 7 + way));
+        memset(in, 0, N);
+        /* the receiving stream is held, then writes the buffer itself */
+        t_gate_t g;
+        t_gate_init(&g);
+        t_fill_arg_t fa = {.buf = in, .n = N, .seed = 999 + (uint64_t)way, .sleep_ms = 20};
+        T_MPI(MPIX_Acc_Hoststream_launch(s, t_gate_fn, &g));
+        T_MPI(MPIX_Acc_Hoststream_launch(s, t_fill_fn, &fa));
+        MPI_Status st;
+        if (way == 2) {
+            T_MPI(MPI_Sendrecv(out, N, MPI_BYTE, to, 30, in, N, MPI_BYTE, from, 30, sc, &st));
+        } else if (t_rank % 2 == 0) { /* a blocking send returns at once on a stream */
+            T_MPI(way == 0 ? MPI_Ssend(out, N, MPI_BYTE, to, 30 + way, sc)
+                           : MPI_Send(out, N, MPI_BYTE, to, 30 + way, sc));
+            T_MPI(MPI_Recv(in, N, MPI_BYTE, from, 30 + way, sc, &st));
+        } else {
+            T_MPI(MPI_Recv(in, N, MPI_BYTE, from, 30 + way, sc, &st));
+            T_MPI(way == 0 ? MPI_Ssend(out, N, MPI_BYTE, to, 30 + way, sc)
+                           : MPI_Send(out, N, MPI_BYTE, to, 30 + way, sc));
+        }
+        T_MPI(MPI_Barrier(MPI_COMM_WORLD)); /* every message sent or staged meanwhile */
+        t_sleep_ms(50);
+        atomic_store(&g.open, 1);
+        sync_stream(s);
+        t_expect_pattern(in, N, (uint64_t)(from * 7 + way), w);
+        t_expect_status(&st, from, way == 2 ? 30 : 30 + way, N, MPI_BYTE, w);
+    }
+    /* truncation by a synchronous (UCX) send */
+    memset(in, 0, N);
+    MPI_Status st;
+    if (t_rank % 2 == 0) {
+        T_MPI(MPI_Ssend(out, 100, MPI_BYTE, to, 40, sc));
+        T_MPI(MPI_Recv(in, 50, MPI_BYTE, from, 40, sc, &st));
+    } else {
+        T_MPI(MPI_Recv(in, 50, MPI_BYTE, from, 40, sc, &st));
+        T_MPI(MPI_Ssend(out, 100, MPI_BYTE, to, 40, sc));
+    }
+    sync_stream(s);
+    int cls = -1;
+    MPI_Error_class(st.MPI_ERROR, &cls);
+    T_CHECK(cls == MPI_ERR_TRUNCATE, "%s: MPI_Ssend of 100 bytes into MPI_Recv of 50: class %d",
+            what, cls);
+    T_CHECK(in[50] == 0, "%s: blocking truncation wrote byte 50 (%d)", what, in[50]);
+    free(out);
+    free(in);
+    T_MPI(MPI_Comm_free(&sc));
+    T_MPI(MPIX_Acc_Hoststream_free(&s));
+}
+
 int main(int argc, char **argv)
 {
     t_init(&argc, &argv, "sx_path", 120);
@@ -324,6 +407,8 @@ int main(int argc, char **argv)
         mixed(c, what);
         t_phase("7. other streams");
         other_streams(c, what);
+        t_phase("8. blocking calls on a stream");
+        blocking_calls(sx, what);
         T_MPI(MPI_Barrier(c));
         T_MPI(MPI_Comm_free(&c));
     }
