@@ -551,6 +551,70 @@ static void sx_packed(int rounds)
     T_MPI(MPIX_Acc_Hoststream_free(&sx_stream));
 }
 
+/* 2d. Columns too long for one LL message on the SX path (issue 20): a
+ * 20000-row column is 160000 packed bytes -- a bulk message into the
+ * receiver's device ring where MPIX_ACC_SX_DRING=on (its send step reads
+ * the buffer packed by the pack step ahead of it, not a fused pack), else
+ * UCX; the receive is above the fused unpack's bound (64 KiB). MPI_Send /
+ * MPI_Recv and MPI_Sendrecv against plain MPI, and a short message (half
+ * the column) with its count. */
+static void long_columns(void)
+{
+    t_phase("2d. long columns on an SX stream communicator");
+    enum { ROWS = 20000, W = 3 };
+    MPI_Datatype col, half;
+    T_MPI(MPI_Type_vector(ROWS, 1, W, MPI_DOUBLE, &col));
+    T_MPI(MPI_Type_commit(&col));
+    T_MPI(MPI_Type_vector(ROWS / 2, 1, W, MPI_DOUBLE, &half));
+    T_MPI(MPI_Type_commit(&half));
+    double *ref = malloc(sizeof(double) * ROWS * W), *gs = malloc(sizeof(double) * ROWS * W);
+    MPIX_Acc_stream hs;
+    T_MPI(MPIX_Acc_Hoststream_create(&hs));
+    MPI_Comm plain, xsc;
+    T_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &plain));
+    MPI_Info info;
+    T_MPI(MPI_Info_create(&info));
+    T_MPI(MPIX_Acc_Info_set_stream(info, hs));
+    T_MPI(MPI_Info_set(info, "mpi_assert_no_any_source", "true"));
+    T_MPI(MPI_Info_set(info, "mpi_assert_no_any_tag", "true"));
+    T_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &xsc));
+    T_MPI(MPI_Comm_set_info(xsc, info));
+    T_MPI(MPI_Info_free(&info));
+    for (int round = 0; round < 3; round++) {
+        MPI_Status st;
+        for (int which = 0; which < 2; which++) {
+            double *g = which ? gs : ref;
+            MPI_Comm c = which ? xsc : plain;
+            for (int i = 0; i < ROWS * W; i++)
+                g[i] = t_rank * 1e6 + round * 1e5 + i;
+            /* column 0 to the next rank's column 2 */
+            T_MPI(MPI_Sendrecv(&g[0], 1, col, next, 20, &g[2], 1, col, prev, 20, c,
+                               MPI_STATUS_IGNORE));
+            /* column 1, half of it, to the previous rank's column 1 */
+            if (t_rank % 2 == 0) {
+                T_MPI(MPI_Send(&g[1], 1, half, prev, 21, c));
+                T_MPI(MPI_Recv(&g[1], 1, col, next, 21, c, which ? &st : MPI_STATUS_IGNORE));
+            } else {
+                T_MPI(MPI_Recv(&g[1], 1, col, next, 21, c, which ? &st : MPI_STATUS_IGNORE));
+                T_MPI(MPI_Send(&g[1], 1, half, prev, 21, c));
+            }
+        }
+        T_MPI(MPIX_Acc_Hoststream_synchronize(hs));
+        T_CHECK(memcmp(ref, gs, sizeof(double) * ROWS * W) == 0,
+                "long columns, round %d: grid differs from plain MPI's", round);
+        int cnt = -1;
+        T_MPI(MPI_Get_elements(&st, MPI_DOUBLE, &cnt));
+        T_CHECK(cnt == ROWS / 2, "long columns: half a column received, %d doubles counted", cnt);
+    }
+    T_MPI(MPI_Comm_free(&xsc));
+    T_MPI(MPI_Comm_free(&plain));
+    T_MPI(MPIX_Acc_Hoststream_free(&hs));
+    T_MPI(MPI_Type_free(&col));
+    T_MPI(MPI_Type_free(&half));
+    free(ref);
+    free(gs);
+}
+
 static int t_err_class(int rc)
 {
     int cls = MPI_SUCCESS;
@@ -658,6 +722,7 @@ int main(int argc, char **argv)
     halo();
     sx_packed(4);
     proc_null_edges(4);
+    long_columns();
     MPIX_Acc_stream s;
     T_MPI(MPIX_Acc_Hoststream_create(&s));
     MPI_Comm c = t_comm_dup(1);
