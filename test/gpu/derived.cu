@@ -24,7 +24,9 @@
  *      the stream, a short Sendrecv (4 into 5, its status), and 200
  *      Sendrecv of a column with a kernel changing it between them and no
  *      host synchronization (with --sx the send and receive steps pack and
- *      unpack themselves: MPIX_ACC_SX_FUSE_PACK).
+ *      unpack themselves: MPIX_ACC_SX_FUSE_PACK);
+ *   F  a 20000-row column by MPI_Sendrecv (with --sx a bulk message: the
+ *      pack and unpack kernels around the multi-block steps).
  *
  * Options: --timeout=S, --sx (the communicator asserts no wildcards: the
  * stream-executed path carries the packed messages)
@@ -311,6 +313,42 @@ int main(int argc, char **argv)
             check(rb, GT_DEVICE, want, "MPI_Sendrecv, 200 iterations");
             gt_free(GT_DEVICE, sb);
             gt_free(GT_DEVICE, rb);
+        }
+        /* F: a long column (160000 packed bytes: a bulk message with --sx,
+         * packed by the pack kernel ahead of the multi-block step, and
+         * unpacked by the unpack kernel behind the receive step) */
+        t_phase("F: a 20000-row column by MPI_Sendrecv");
+        {
+            const int rows = 20000, w = 3;
+            MPI_Datatype lc;
+            T_MPI(MPI_Type_vector(rows, 1, w, MPI_DOUBLE, &lc));
+            T_MPI(MPI_Type_commit(&lc));
+            std::vector<double> hs((size_t)rows * w), hr((size_t)rows * w), got((size_t)rows * w);
+            for (size_t i = 0; i < hs.size(); i++) {
+                hs[i] = t_rank * 1e6 + (double)i;
+                hr[i] = -1.0 - (double)i;
+            }
+            size_t bytes = hs.size() * sizeof(double);
+            double *sb = (double *)gt_alloc(GT_DEVICE, bytes),
+                   *rb = (double *)gt_alloc(GT_DEVICE, bytes);
+            GT_CUDA(cudaMemcpy(sb, hs.data(), bytes, cudaMemcpyHostToDevice));
+            GT_CUDA(cudaMemcpy(rb, hr.data(), bytes, cudaMemcpyHostToDevice));
+            MPI_Status st;
+            for (int it = 0; it < 3; it++)
+                T_MPI(MPI_Sendrecv(sb, 1, lc, next, 13, rb, 1, lc, prev, 13, sc, &st));
+            GT_CUDA(cudaStreamSynchronize(s));
+            GT_CUDA(cudaMemcpy(got.data(), rb, bytes, cudaMemcpyDeviceToHost));
+            for (size_t i = 0; i < got.size(); i++) {
+                double want = i % w == 0 ? prev * 1e6 + (double)i : -1.0 - (double)i;
+                if (got[i] != want)
+                    t_fail("F: element %zu is %g, want %g", i, got[i], want);
+            }
+            int cnt = -1;
+            T_MPI(MPI_Get_count(&st, lc, &cnt));
+            T_CHECK(cnt == 1, "F: MPI_Get_count %d, want 1", cnt);
+            gt_free(GT_DEVICE, sb);
+            gt_free(GT_DEVICE, rb);
+            T_MPI(MPI_Type_free(&lc));
         }
         T_MPI(MPI_Comm_free(&sc));
     }
