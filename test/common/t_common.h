@@ -266,6 +266,26 @@ T_UNUSED static MPI_Comm t_comm_dup(int no_wildcards)
     return c;
 }
 
+/* A duplicate of MPI_COMM_WORLD on stream s (mpix_acc_stream: a stream
+ * communicator), with the MPI-4 no-wildcard assertions when no_wildcards
+ * (its messages within a node take the stream-executed path), errors
+ * returned. */
+T_UNUSED static MPI_Comm t_stream_comm_dup(MPIX_Acc_stream s, int no_wildcards)
+{
+    MPI_Info info;
+    MPI_Comm c;
+    T_MPI(MPI_Info_create(&info));
+    T_MPI(MPIX_Acc_Info_set_stream(info, s));
+    if (no_wildcards) {
+        T_MPI(MPI_Info_set(info, "mpi_assert_no_any_source", "true"));
+        T_MPI(MPI_Info_set(info, "mpi_assert_no_any_tag", "true"));
+    }
+    T_MPI(MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &c));
+    T_MPI(MPI_Info_free(&info));
+    T_MPI(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN));
+    return c;
+}
+
 static inline void t_need_ranks(int n)
 {
     if (t_size < n)

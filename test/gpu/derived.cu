@@ -142,6 +142,53 @@ __global__ void bump_kernel(unsigned char *b, size_t n, int it)
         b[i] = (unsigned char)(b[i] + it);
 }
 
+/* 200 exchanges of 5 columns around the ring with a kernel changing the
+ * data between them and no host synchronization (the stream's order: the
+ * last iteration's data checked): MPIX_Acc_Irecv/Isend/Waitall, or
+ * (sendrecv) MPI_Sendrecv on a stream communicator */
+static void iterations_case(cudaStream_t s, MPI_Comm comm, int sendrecv)
+{
+    int ti = 0, count = 5, next = (t_rank + 1) % t_size, prev = (t_rank - 1 + t_size) % t_size;
+    std::vector<unsigned char> hs(span[ti]), hr(span[ti]);
+    pattern(hs, 100 + t_rank * 10);
+    pattern(hr, 900 + t_rank);
+    unsigned char *sb = (unsigned char *)gt_alloc(GT_DEVICE, span[ti]),
+                  *rb = (unsigned char *)gt_alloc(GT_DEVICE, span[ti]);
+    GT_CUDA(cudaMemcpy(sb, hs.data(), span[ti], cudaMemcpyHostToDevice));
+    GT_CUDA(cudaMemcpy(rb, hr.data(), span[ti], cudaMemcpyHostToDevice));
+    const int iters = 200;
+    for (int it = 1; it <= iters; it++) {
+        bump_kernel<<<8, 256, 0, s>>>(sb, span[ti], 1); /* the data changes every iteration */
+        if (sendrecv) {
+            T_MPI(MPI_Sendrecv(sb, count, types[ti], next, 12, rb, count, types[ti], prev, 12, comm,
+                               MPI_STATUS_IGNORE));
+        } else {
+            MPI_Request rq[2];
+            T_MPI(MPIX_Acc_Irecv(s, rb, count, types[ti], prev, 8, comm, &rq[0]));
+            T_MPI(MPIX_Acc_Isend(s, sb, count, types[ti], next, 8, comm, &rq[1]));
+            T_MPI(MPIX_Acc_Waitall(s, 2, rq, MPI_STATUSES_IGNORE));
+        }
+    }
+    GT_CUDA(cudaStreamSynchronize(s));
+    /* the sender's pattern bumped iters times, packed and unpacked over
+     * the receiver's */
+    std::vector<unsigned char> snd(span[ti]);
+    pattern(snd, 100 + prev * 10);
+    for (auto &b : snd)
+        b = (unsigned char)(b + iters);
+    std::vector<unsigned char> want(span[ti]);
+    pattern(want, 900 + t_rank);
+    int psz = 0, pos = 0, upos = 0;
+    T_MPI(MPI_Pack_size(count, types[ti], MPI_COMM_WORLD, &psz));
+    std::vector<unsigned char> packed(psz + 1);
+    T_MPI(MPI_Pack(snd.data(), count, types[ti], packed.data(), psz, &pos, MPI_COMM_WORLD));
+    T_MPI(MPI_Unpack(packed.data(), pos, &upos, want.data(), count, types[ti], MPI_COMM_WORLD));
+    check(rb, GT_DEVICE, want,
+          sendrecv ? "MPI_Sendrecv, 200 iterations" : "200 iterations, no host synchronization");
+    gt_free(GT_DEVICE, sb);
+    gt_free(GT_DEVICE, rb);
+}
+
 int main(int argc, char **argv)
 {
     gt_init(&argc, &argv, "derived", 240);
@@ -173,41 +220,7 @@ int main(int argc, char **argv)
             ring_case(s, comm, ti, count, GT_DEVICE, 0, count);
 
     t_phase("A: 200 iterations, no host synchronization");
-    {
-        int ti = 0, count = 5, next = (t_rank + 1) % t_size, prev = (t_rank - 1 + t_size) % t_size;
-        std::vector<unsigned char> hs(span[ti]), hr(span[ti]);
-        pattern(hs, 100 + t_rank * 10);
-        pattern(hr, 900 + t_rank);
-        unsigned char *sb = (unsigned char *)gt_alloc(GT_DEVICE, span[ti]),
-                      *rb = (unsigned char *)gt_alloc(GT_DEVICE, span[ti]);
-        GT_CUDA(cudaMemcpy(sb, hs.data(), span[ti], cudaMemcpyHostToDevice));
-        GT_CUDA(cudaMemcpy(rb, hr.data(), span[ti], cudaMemcpyHostToDevice));
-        const int iters = 200;
-        for (int it = 1; it <= iters; it++) {
-            bump_kernel<<<8, 256, 0, s>>>(sb, span[ti], 1); /* the data changes every iteration */
-            MPI_Request rq[2];
-            T_MPI(MPIX_Acc_Irecv(s, rb, count, types[ti], prev, 8, comm, &rq[0]));
-            T_MPI(MPIX_Acc_Isend(s, sb, count, types[ti], next, 8, comm, &rq[1]));
-            T_MPI(MPIX_Acc_Waitall(s, 2, rq, MPI_STATUSES_IGNORE));
-        }
-        GT_CUDA(cudaStreamSynchronize(s));
-        /* the sender's pattern bumped iters times, packed and unpacked over
-         * the receiver's */
-        std::vector<unsigned char> snd(span[ti]);
-        pattern(snd, 100 + prev * 10);
-        for (auto &b : snd)
-            b = (unsigned char)(b + iters);
-        std::vector<unsigned char> want(span[ti]);
-        pattern(want, 900 + t_rank);
-        int psz = 0, pos = 0, upos = 0;
-        T_MPI(MPI_Pack_size(count, types[ti], MPI_COMM_WORLD, &psz));
-        std::vector<unsigned char> packed(psz + 1);
-        T_MPI(MPI_Pack(snd.data(), count, types[ti], packed.data(), psz, &pos, MPI_COMM_WORLD));
-        T_MPI(MPI_Unpack(packed.data(), pos, &upos, want.data(), count, types[ti], MPI_COMM_WORLD));
-        check(rb, GT_DEVICE, want, "200 iterations");
-        gt_free(GT_DEVICE, sb);
-        gt_free(GT_DEVICE, rb);
-    }
+    iterations_case(s, comm, 0);
 
     t_phase("B: host waits");
     for (int ti = 0; ti < NT; ti++)
@@ -230,18 +243,7 @@ int main(int argc, char **argv)
         /* with --sx the stream communicator asserts no wildcards too: its
          * messages take the stream-executed path, whose steps pack and
          * unpack the buffers themselves */
-        MPI_Comm sc;
-        {
-            MPI_Info info;
-            T_MPI(MPI_Info_create(&info));
-            T_MPI(MPIX_Acc_Info_set_stream(info, s));
-            if (gt_opt_long("--sx", 0)) {
-                T_MPI(MPI_Info_set(info, "mpi_assert_no_any_source", "true"));
-                T_MPI(MPI_Info_set(info, "mpi_assert_no_any_tag", "true"));
-            }
-            T_MPI(MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &sc));
-            T_MPI(MPI_Info_free(&info));
-        }
+        MPI_Comm sc = t_stream_comm_dup((MPIX_Acc_stream)s, (int)gt_opt_long("--sx", 0));
         int next = (t_rank + 1) % t_size, prev = (t_rank - 1 + t_size) % t_size;
         for (int ti = 0; ti < NT; ti++) {
             std::vector<unsigned char> hs(span[ti]), hr(span[ti]);
@@ -281,39 +283,8 @@ int main(int argc, char **argv)
             gt_free(GT_DEVICE, sb);
             gt_free(GT_DEVICE, rb);
         }
-        /* the textbook loop: 200 MPI_Sendrecv of a column, a kernel changing
-         * the data between them, no host synchronization */
-        {
-            int ti = 0, count = 5;
-            std::vector<unsigned char> hs(span[ti]), hr(span[ti]);
-            pattern(hs, 100 + t_rank * 10);
-            pattern(hr, 900 + t_rank);
-            unsigned char *sb = (unsigned char *)gt_alloc(GT_DEVICE, span[ti]),
-                          *rb = (unsigned char *)gt_alloc(GT_DEVICE, span[ti]);
-            GT_CUDA(cudaMemcpy(sb, hs.data(), span[ti], cudaMemcpyHostToDevice));
-            GT_CUDA(cudaMemcpy(rb, hr.data(), span[ti], cudaMemcpyHostToDevice));
-            const int iters = 200;
-            for (int it = 1; it <= iters; it++) {
-                bump_kernel<<<8, 256, 0, s>>>(sb, span[ti], 1);
-                T_MPI(MPI_Sendrecv(sb, count, types[ti], next, 12, rb, count, types[ti], prev, 12,
-                                   sc, MPI_STATUS_IGNORE));
-            }
-            GT_CUDA(cudaStreamSynchronize(s));
-            std::vector<unsigned char> snd(span[ti]), want(span[ti]);
-            pattern(snd, 100 + prev * 10);
-            for (auto &b : snd)
-                b = (unsigned char)(b + iters);
-            pattern(want, 900 + t_rank);
-            int psz = 0, pos = 0, upos = 0;
-            T_MPI(MPI_Pack_size(count, types[ti], MPI_COMM_WORLD, &psz));
-            std::vector<unsigned char> packed(psz + 1);
-            T_MPI(MPI_Pack(snd.data(), count, types[ti], packed.data(), psz, &pos, MPI_COMM_WORLD));
-            T_MPI(MPI_Unpack(packed.data(), pos, &upos, want.data(), count, types[ti],
-                             MPI_COMM_WORLD));
-            check(rb, GT_DEVICE, want, "MPI_Sendrecv, 200 iterations");
-            gt_free(GT_DEVICE, sb);
-            gt_free(GT_DEVICE, rb);
-        }
+        /* the textbook loop: 200 MPI_Sendrecv of a column */
+        iterations_case(s, sc, 1);
         /* F: a long column (160000 packed bytes: a bulk message with --sx,
          * packed by the pack kernel ahead of the multi-block step, and
          * unpacked by the unpack kernel behind the receive step) */

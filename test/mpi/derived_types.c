@@ -502,17 +502,7 @@ static void sx_packed(int rounds)
     T_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &plain));
     MPIX_Acc_stream sx_stream;
     T_MPI(MPIX_Acc_Hoststream_create(&sx_stream));
-    {
-        MPI_Info info;
-        T_MPI(MPI_Info_create(&info));
-        T_MPI(MPIX_Acc_Info_set_stream(info, sx_stream));
-        T_MPI(MPI_Info_set(info, "mpi_assert_no_any_source", "true"));
-        T_MPI(MPI_Info_set(info, "mpi_assert_no_any_tag", "true"));
-        T_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &xsc));
-        T_MPI(MPI_Comm_set_info(xsc, info));
-        T_MPI(MPI_Info_free(&info));
-        T_MPI(MPI_Comm_set_errhandler(xsc, MPI_ERRORS_RETURN));
-    }
+    xsc = t_stream_comm_dup(sx_stream, 1);
     MPI_Status st;
     int cnt = -1;
     for (int round = 0; round < rounds; round++) {
@@ -572,14 +562,7 @@ static void long_columns(void)
     T_MPI(MPIX_Acc_Hoststream_create(&hs));
     MPI_Comm plain, xsc;
     T_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &plain));
-    MPI_Info info;
-    T_MPI(MPI_Info_create(&info));
-    T_MPI(MPIX_Acc_Info_set_stream(info, hs));
-    T_MPI(MPI_Info_set(info, "mpi_assert_no_any_source", "true"));
-    T_MPI(MPI_Info_set(info, "mpi_assert_no_any_tag", "true"));
-    T_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &xsc));
-    T_MPI(MPI_Comm_set_info(xsc, info));
-    T_MPI(MPI_Info_free(&info));
+    xsc = t_stream_comm_dup(hs, 1);
     for (int round = 0; round < 3; round++) {
         MPI_Status st;
         for (int which = 0; which < 2; which++) {
@@ -639,15 +622,7 @@ static void proc_null_edges(int rounds)
     T_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &plain));
     MPIX_Acc_stream hs;
     T_MPI(MPIX_Acc_Hoststream_create(&hs));
-    MPI_Info info;
-    T_MPI(MPI_Info_create(&info));
-    T_MPI(MPIX_Acc_Info_set_stream(info, hs));
-    T_MPI(MPI_Info_set(info, "mpi_assert_no_any_source", "true"));
-    T_MPI(MPI_Info_set(info, "mpi_assert_no_any_tag", "true"));
-    T_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &xsc));
-    T_MPI(MPI_Comm_set_info(xsc, info));
-    T_MPI(MPI_Info_free(&info));
-    T_MPI(MPI_Comm_set_errhandler(xsc, MPI_ERRORS_RETURN));
+    xsc = t_stream_comm_dup(hs, 1);
     for (int round = 0; round < rounds; round++) {
         MPI_Status st_e, st_w, st_row;
         memset(&st_e, 0x5a, sizeof(st_e));

@@ -316,18 +316,7 @@ static void blocking_calls(int sx, const char *what)
     int to = (t_rank + 1) % t_size, from = (t_rank + t_size - 1) % t_size;
     MPIX_Acc_stream s;
     T_MPI(MPIX_Acc_Hoststream_create(&s));
-    MPI_Comm sc;
-    MPI_Info info;
-    T_MPI(MPI_Info_create(&info));
-    T_MPI(MPIX_Acc_Info_set_stream(info, s));
-    if (sx) {
-        T_MPI(MPI_Info_set(info, "mpi_assert_no_any_source", "true"));
-        T_MPI(MPI_Info_set(info, "mpi_assert_no_any_tag", "true"));
-    }
-    T_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &sc));
-    T_MPI(MPI_Comm_set_info(sc, info));
-    T_MPI(MPI_Info_free(&info));
-    T_MPI(MPI_Comm_set_errhandler(sc, MPI_ERRORS_RETURN));
+    MPI_Comm sc = t_stream_comm_dup(s, sx);
     enum { N = 3000 };
     unsigned char *out = malloc(N), *in = malloc(N);
     for (int way = 0; way < 3; way++) {
