@@ -119,6 +119,53 @@ static __device__ __forceinline__ void mxa_pack_warps(const mxa_pack_args_t &a, 
     }
 }
 
+/* A regular layout of whole aligned words (a column: reg_len, sizes,
+ * strides and the buffer all multiples of 8): an 8-byte-aligned packed
+ * word never straddles two chunks, and its user address is arithmetic */
+static __device__ __forceinline__ bool mxa_pack_regular8(const mxa_pack_args_t &a)
+{
+    return a.buf && a.reg_len &&
+           ((a.reg_len | a.size | a.buf | (mxa_u64)a.extent | (mxa_u64)a.reg_off |
+             (mxa_u64)a.reg_stride) &
+            7) == 0;
+}
+/* The user's address of packed byte q of a regular layout */
+static __device__ __forceinline__ unsigned char *mxa_pack_addr(const mxa_pack_args_t &a, mxa_u64 q)
+{
+    const mxa_u64 e = q / a.size, r = q % a.size, k = r / a.reg_len, in = r % a.reg_len;
+    return (unsigned char *)a.buf + (long long)e * a.extent + a.reg_off +
+           (long long)k * a.reg_stride + in;
+}
+/* n <= 8 packed bytes at q of a regular8 layout (in one chunk: q is a
+ * multiple of 4 and chunks end at multiples of 8), as a little-endian
+ * value (gather), or stored from one (scatter) */
+static __device__ __forceinline__ mxa_u64 mxa_pack_load(const mxa_pack_args_t &a, mxa_u64 q,
+                                                        mxa_u64 n)
+{
+    const unsigned char *p = mxa_pack_addr(a, q);
+    if (n == 8 && ((uintptr_t)p & 7) == 0)
+        return *(const mxa_u64 *)p;
+    mxa_u64 v = 0;
+    for (mxa_u64 b = 0; b < n; b++)
+        v |= (mxa_u64)p[b] << (8 * b);
+    return v;
+}
+static __device__ __forceinline__ void mxa_pack_store(const mxa_pack_args_t &a, mxa_u64 q,
+                                                      mxa_u64 n, mxa_u64 v)
+{
+    unsigned char *p = mxa_pack_addr(a, q);
+    if (n == 8 && ((uintptr_t)p & 7) == 0) {
+        *(mxa_u64 *)p = v;
+        return;
+    }
+    if (n == 4 && ((uintptr_t)p & 3) == 0) {
+        *(unsigned int *)p = (unsigned int)v;
+        return;
+    }
+    for (mxa_u64 b = 0; b < n; b++)
+        p[b] = (unsigned char)(v >> (8 * b));
+}
+
 /* A fused pack or unpack over one block, then a barrier: the block's
  * later reads see the bytes. Every thread of the block calls it. A thread
  * per 8 packed bytes, not a warp per chunk (a column halo is thousands of
@@ -515,7 +562,11 @@ extern "C" __global__ void mxa_sx_send_kernel(mxa_sx_send_desc_t d)
     uint64_t *h = (uint64_t *)(size_t)d.slot;
     MXA_SX_TM_DECL(t0 = mxa_sx_tm_now(), t1 = 0, t2 = 0);
     int in_ring = mxa_sx_send_claim(&d);
-    if (d.pack.buf) /* a non-contiguous buffer: gather it into src first */
+    /* a non-contiguous buffer: gathered into src first -- except a regular
+     * one going into the ring, whose LL words are read straight from it
+     * (no packed block in between) */
+    const bool direct = in_ring && mxa_pack_regular8(d.pack);
+    if (d.pack.buf && !direct)
         mxa_pack_block(d.pack, d.pack.limit);
     MXA_SX_TM(t1 = mxa_sx_tm_now());
     if (in_ring) {
@@ -528,10 +579,20 @@ extern "C" __global__ void mxa_sx_send_kernel(mxa_sx_send_desc_t d)
         uint64_t npairs = (nw + 1) / 2;
         uint64_t *pay = h + MXA_SX_HDR_BYTES / sizeof(uint64_t);
         for (uint64_t j = threadIdx.x; j < npairs; j += blockDim.x) {
-            uint64_t a = mxa_sx_ll_word(mxa_sx_ll_gather(src, d.bytes, 2 * j), f);
+            uint32_t lo, hi = 0;
+            if (direct) {
+                const uint64_t q = 8 * j, n = d.bytes - q < 8 ? d.bytes - q : 8;
+                const uint64_t v = mxa_pack_load(d.pack, q, n);
+                lo = (uint32_t)v;
+                hi = (uint32_t)(v >> 32);
+            } else {
+                lo = mxa_sx_ll_gather(src, d.bytes, 2 * j);
+                if (2 * j + 1 < nw)
+                    hi = mxa_sx_ll_gather(src, d.bytes, 2 * j + 1);
+            }
+            uint64_t a = mxa_sx_ll_word(lo, f);
             if (2 * j + 1 < nw)
-                mxa_ll_store2(pay + 2 * j, a,
-                              mxa_sx_ll_word(mxa_sx_ll_gather(src, d.bytes, 2 * j + 1), f));
+                mxa_ll_store2(pay + 2 * j, a, mxa_sx_ll_word(hi, f));
             else
                 mxa_sx_store_relaxed(pay + 2 * j, a);
         }
@@ -741,6 +802,10 @@ template <typename P> static __device__ __forceinline__ void mxa_sx_recv_body(co
     if (outcome == -2)
         return; /* a helper whose leader finished alone */
     uint64_t take = 0;
+    /* a fused unpack of a regular layout from an LL message: the words go
+     * straight into the user's buffer (no packed block, no second pass) */
+    const bool direct = (outcome == MXA_SX_OK || outcome == MXA_SX_TRUNCATED) && s_slot >= 0 &&
+                        !s_bulk && mxa_pack_regular8(d->unpack);
     if (outcome == MXA_SX_OK || outcome == MXA_SX_TRUNCATED) {
         take = s_bytes <= d->cap ? s_bytes : d->cap;
         unsigned char *dst = (unsigned char *)(size_t)d->dst;
@@ -756,8 +821,13 @@ template <typename P> static __device__ __forceinline__ void mxa_sx_recv_body(co
             /* an LL message: the leader copies it */
         } else if (s_slot >= 0 && s_inline) {
             uint64_t nw = mxa_sx_ll_words(take);
-            if (threadIdx.x < nw)
+            if (threadIdx.x < nw && direct) {
+                const uint64_t q = 4 * (uint64_t)threadIdx.x;
+                mxa_pack_store(d->unpack, q, take - q < 4 ? take - q : 4,
+                               mxa_sx_ll_data_of(s_pw[threadIdx.x]));
+            } else if (threadIdx.x < nw) {
                 mxa_sx_ll_scatter(dst, take, threadIdx.x, mxa_sx_ll_data_of(s_pw[threadIdx.x]));
+            }
         } else if (s_slot >= 0) {
             /* LL words: wait for each word's flag (they may land after
              * the header), bounded like the scan */
@@ -786,6 +856,13 @@ template <typename P> static __device__ __forceinline__ void mxa_sx_recv_body(co
                 }
                 if (s_gave_up)
                     break;
+                if (direct) {
+                    const uint64_t q = 8 * j, n = take - q < 8 ? take - q : 8;
+                    mxa_pack_store(d->unpack, q, n,
+                                   (uint64_t)mxa_sx_ll_data_of(a) | (uint64_t)mxa_sx_ll_data_of(b)
+                                                                        << 32);
+                    continue;
+                }
                 mxa_sx_ll_scatter(dst, take, 2 * j, mxa_sx_ll_data_of(a));
                 if (2 * j + 1 < nw)
                     mxa_sx_ll_scatter(dst, take, 2 * j + 1, mxa_sx_ll_data_of(b));
@@ -798,7 +875,7 @@ template <typename P> static __device__ __forceinline__ void mxa_sx_recv_body(co
     /* the copy's stores happen before thread 0's consume and record
      * releases (barrier; releases are cumulative) */
     __syncthreads();
-    if (d->unpack.buf && !s_gave_up) {
+    if (d->unpack.buf && !s_gave_up && !direct) {
         /* a fused unpack (one block: sx_proto.h): the received bytes from
          * dst into the user's non-contiguous buffer, before the record; a
          * message UCX delivered into dst was published by the host's
