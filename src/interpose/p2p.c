@@ -962,8 +962,12 @@ static int mxi_isend_(mxa_stream_t *s, mxi_origin_t origin, const void *buf, int
     if (rc == MPI_SUCCESS && mxi_graph_capturing(s))
         return mxi_graph_p2p_typed(s, origin, 1, (void *)(uintptr_t)buf, count, dt, bytes,
                                    contiguous, dest, tag, comm, c, synchronous, req);
-    if (rc == MPI_SUCCESS && dest == MPI_PROC_NULL && !c->ec.match_dynamic)
-        return mxi_proc_null_request(comm, req);
+    if (rc == MPI_SUCCESS && dest == MPI_PROC_NULL && !c->ec.match_dynamic) {
+        /* the MPI library's own request, complete at once (MPICH's costs
+         * no generalized request); a send's status says nothing */
+        rc = PMPI_Isend(buf, count, dt, MPI_PROC_NULL, tag, comm, req);
+        return rc == MPI_SUCCESS ? rc : mxi_raise_code(comm, rc);
+    }
     int staged = 0;
     if (rc == MPI_SUCCESS)
         rc = mxi_packing_begin(s, c, comm, buf, count, dt, bytes, contiguous, dest, &pk, &staged);
