@@ -177,9 +177,7 @@ static __device__ __forceinline__ void mxa_pack_store(const mxa_pack_args_t &a, 
 static __device__ __forceinline__ void mxa_pack_block(const mxa_pack_args_t &a, mxa_u64 limit)
 {
     mxa_u64 from = 0; /* packed bytes before it are done */
-    if (a.reg_len && ((a.reg_len | a.size | a.buf | a.packed | (mxa_u64)a.extent |
-                       (mxa_u64)a.reg_off | (mxa_u64)a.reg_stride) &
-                      7) == 0) {
+    if (mxa_pack_regular8(a) && (a.packed & 7) == 0) {
         /* regular chunks of whole aligned words (a column): a unit's
          * address by division; four units' loads in flight per thread
          * before their stores (a search per unit was a chain of dependent
@@ -195,11 +193,8 @@ static __device__ __forceinline__ void mxa_pack_block(const mxa_pack_args_t &a, 
                 to[j] = NULL;
                 if (w >= words)
                     continue;
-                const mxa_u64 q = 8 * w, e = q / a.size, r = q % a.size;
-                const mxa_u64 k = r / a.reg_len, in = r % a.reg_len;
-                mxa_u64 *user = (mxa_u64 *)((unsigned char *)a.buf + (long long)e * a.extent +
-                                            a.reg_off + (long long)k * a.reg_stride + in);
-                mxa_u64 *pk = (mxa_u64 *)((unsigned char *)a.packed + q);
+                mxa_u64 *user = (mxa_u64 *)mxa_pack_addr(a, 8 * w);
+                mxa_u64 *pk = (mxa_u64 *)((unsigned char *)a.packed + 8 * w);
                 v[j] = a.unpack ? *pk : *user;
                 to[j] = a.unpack ? user : pk;
             }

@@ -37,16 +37,12 @@ typedef struct {
     int64_t reg_stride;
 } mxa_pack_args_t;
 
-/* Limit of a fused pack or unpack (a send step's pack before it writes the
- * message, a receive step's unpack after it copied it out: sx_proto.h):
- * packed bytes of at most this many are fused; the chunk list must be in
- * memory the step's executor reads (device memory for CUDA steps, host
- * memory for host steps). */
 #ifndef __CUDACC__
 #include <string.h>
-/* Host executors: gather (a->unpack 0) or scatter the first `limit` packed
- * bytes of a (chunks in host memory; 0: contiguous elements), in the order
- * of the CUDA kernel's pieces. */
+/* Host memory: gather (a->unpack 0) or scatter the first `limit` packed
+ * bytes of a (chunks in host memory; 0: contiguous elements), piece by
+ * piece in packed order -- the host executors' fused packs (sx_proto.h)
+ * and the interposition layer's host packing (typelayout.c). */
 static inline void mxa_pack_host(const mxa_pack_args_t *a, uint64_t limit)
 {
     const mxa_chunk_t flat = {0, a->size, 0};

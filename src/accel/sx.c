@@ -1431,7 +1431,7 @@ static void sx_recv_desc(const mxa_stream_t *s, const mxa_sx_recv_t *r, mxa_sx_r
         d->after_seq = r->after_seq;
     }
     d->blocks = 1;
-    if (r->unpack && r->cap <= MXA_SX_FUSE_UNPACK_MAX)
+    if (r->unpack) /* (cap at most MXA_SX_FUSE_UNPACK_MAX: one block) */
         d->unpack = *r->unpack;
     if (d->dring && l->ctrl->bulk_slots > 0 && l->ctrl->bulk_slots <= MXA_SX_MAX_BULK) {
         d->bulk = l->dr_base + l->ctrl->bulk_off;

@@ -165,7 +165,8 @@ typedef struct {
      * (what it copied; a message UCX delivered: the length the host gives
      * in the record; 0 if it gave up) */
     uint64_t *len_word;
-    /* NULL, or a fused unpack (cap at most MXA_SX_FUSE_UNPACK_MAX): after
+    /* NULL, or a fused unpack (the caller keeps cap at most
+     * MXA_SX_FUSE_UNPACK_MAX): after
      * the copy-out into dst (unpack->packed) the step scatters the received
      * length into unpack->buf, before its record and len_word */
     const mxa_pack_args_t *unpack;

@@ -502,10 +502,10 @@ int mxe_sx_submit_send(mxe_op_t *op)
     return 1;
 }
 
-/* A receive on an SX communicator: bind it (its ordinal); publish our ring
- * for its stream's executor at the first receive from that peer. */
 static size_t sx_stage_most(void);
 
+/* A receive on an SX communicator: bind it (its ordinal); publish our ring
+ * for its stream's executor at the first receive from that peer. */
 void mxe_sx_bind_recv(mxe_op_t *op)
 {
     mxe_sx_peer_t *p = sx_peer_of(op);

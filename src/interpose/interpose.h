@@ -288,14 +288,10 @@ void mxi_request_track(MPI_Request req, mxe_op_t *op);
 extern mxu_trace_name_t mxi_tn_wait;
 int mxi_stream_waitall(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *statuses,
                        MPI_Comm err_comm);
-/* The same with the status of request i at status_at[i] (NULL: none):
- * one stream wait for requests whose statuses are not an array
- * (MPI_Sendrecv: the receive's only). */
-int mxi_stream_wait_each(mxa_stream_t *s, int count, MPI_Request reqs[],
-                         MPI_Status *const *status_at, MPI_Comm err_comm);
-/* One stream wait on n operations without handles (MXI_OPF_INTERNAL;
- * NULL entries skipped), the status of op i at status_at[i] (NULL: none);
- * the reaper releases them. */
+/* One stream wait on n (at most MXI_WAIT_OPS_MAX: a blocking call's)
+ * operations without handles (MXI_OPF_INTERNAL; NULL entries skipped), the
+ * status of op i at status_at[i] (NULL: none); the reaper releases them. */
+#define MXI_WAIT_OPS_MAX 2
 int mxi_stream_wait_ops(mxa_stream_t *s, int n, mxe_op_t *const *ops, MPI_Status *const *status_at,
                         MPI_Comm err_comm);
 /* Complete and free library-owned handles whose ops are done. */

@@ -626,28 +626,6 @@ static int mxi_packed_layout(MPI_Comm comm, MPI_Datatype dt, int count, mxi_layo
  * kept, like all the library's device memory, to the end). */
 static pthread_mutex_t mxi_chunks_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void *mxi_layout_host_chunks(mxi_layout_t *l)
-{
-    mxa_chunk_t *h = __atomic_load_n((mxa_chunk_t **)&l->host_chunks, __ATOMIC_ACQUIRE);
-    if (h)
-        return h;
-    h = malloc(sizeof(*h) * (l->n ? l->n : 1));
-    if (!h)
-        return NULL;
-    uint64_t pos = 0;
-    for (size_t i = 0; i < l->n; i++) {
-        h[i] = (mxa_chunk_t){.off = l->c[i].off, .len = l->c[i].len, .pos = pos};
-        pos += l->c[i].len;
-    }
-    void *none = NULL;
-    if (!__atomic_compare_exchange_n(&l->host_chunks, &none, h, 0, __ATOMIC_ACQ_REL,
-                                     __ATOMIC_ACQUIRE)) {
-        free(h); /* another thread's is there */
-        return none;
-    }
-    return h;
-}
-
 void *mxi_layout_dev_chunks(mxi_layout_t *l, void *ctx, int upload)
 {
     pthread_mutex_lock(&mxi_chunks_lock);
@@ -655,10 +633,7 @@ void *mxi_layout_dev_chunks(mxi_layout_t *l, void *ctx, int upload)
     pthread_mutex_unlock(&mxi_chunks_lock);
     if (d || !upload)
         return d;
-    mxa_chunk_t *h = mxi_layout_host_chunks(l);
-    if (!h)
-        return NULL;
-    if (mxa_dev_upload(ctx, h, sizeof(*h) * (l->n ? l->n : 1), &d) != MXU_OK)
+    if (mxa_dev_upload(ctx, l->c, sizeof(l->c[0]) * (l->n ? l->n : 1), &d) != MXU_OK)
         d = NULL;
     pthread_mutex_lock(&mxi_chunks_lock);
     if (d && !l->dev_ctx) {
@@ -915,14 +890,12 @@ static int mxi_pack_fusable(const mxa_stream_t *s, mxi_packed_t *pk, int unpack)
 {
     if (!mxu_config.sx_fuse_pack)
         return 0;
-    void *chunks = NULL;
+    void *chunks; /* (a contiguous layout needs none: mxi_layout_pack_args) */
     if (pk->dev && !pk->host_block && s->kind == MXA_KIND_CUDA)
-        chunks = pk->chunks;
+        chunks = pk->chunks; /* uploaded by mxi_packed_make */
     else if (!pk->dev && s->kind == MXA_KIND_HOST)
-        chunks = mxi_layout_contiguous(pk->layout) ? NULL : mxi_layout_host_chunks(pk->layout);
+        chunks = pk->layout->c;
     else
-        return 0;
-    if (!chunks && !mxi_layout_contiguous(pk->layout))
         return 0;
     if (unpack && atomic_load_explicit(&pk->unpack_state, memory_order_relaxed) != 3)
         return 0;
@@ -1182,7 +1155,9 @@ static int mxi_blocking_op(mxa_stream_t *s, mxi_origin_t origin, int is_send, co
 }
 
 /* One stream wait for the blocking call's operations (mxi_blocking_op):
- * those without a handle together, any with one after them. */
+ * those without a handle together, any with one (a capture's, a
+ * PROC_NULL's) after them; a side with neither made nothing (an
+ * MPI_PROC_NULL side of MPI_Sendrecv): its status is MPI's PROC_NULL one. */
 static int mxi_blocking_wait(mxa_stream_t *s, int n, mxe_op_t *const *ops, MPI_Request *reqs,
                              MPI_Status *const *status_at, MPI_Comm comm)
 {
@@ -1197,7 +1172,7 @@ static int mxi_blocking_wait(mxa_stream_t *s, int n, mxe_op_t *const *ops, MPI_R
             if (rc == MPI_SUCCESS)
                 rc = r;
         } else if (!ops[i] && status_at && status_at[i]) {
-            mxi_proc_null_status(status_at[i]); /* no operation: nothing to receive */
+            mxi_proc_null_status(status_at[i]);
         }
     return rc;
 }
@@ -1271,89 +1246,46 @@ int MPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Com
                      PMPI_Recv(buf, count, dt, source, tag, comm, status));
 }
 
-/* MPI_Sendrecv on a stream with an MPI_PROC_NULL side (the edges of every
- * non-periodic halo exchange: half of a 2-rank stencil's Sendrecvs have
- * two): that side's arguments are checked and it makes nothing -- no
- * request, no operation, nothing on the stream; the other side is the
- * usual operation and stream wait, and a PROC_NULL receive's status is
- * MPI's (source MPI_PROC_NULL, tag MPI_ANY_TAG, count 0). Two PROC_NULL
- * sides return at once (issue 20: each had cost two request handles and a
- * stream wait, ~2.4 us of host time on the GPU machine). Communicators
- * that match in start order (mpix_acc_match=dynamic, captures) keep the
- * ordinary path. MXI_SENDRECV_BOTH: neither side is PROC_NULL there. */
-#define MXI_SENDRECV_BOTH (-1)
-static int mxi_sendrecv_proc_null(mxa_stream_t *s, mxi_origin_t origin, const void *sendbuf,
-                                  int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
-                                  void *recvbuf, int recvcount, MPI_Datatype recvtype, int source,
-                                  int recvtag, MPI_Comm comm, MPI_Status *status)
-{
-    mxi_comm_t *c = mxi_comm_find(comm);
-    if (!c || c->ec.match_dynamic)
-        return MXI_SENDRECV_BOTH;
-    MPI_Request dummy, req;
-    size_t bytes;
-    int contiguous, rc;
-    /* the arguments of both sides first, as the ordinary path checks them */
-    if (dest == MPI_PROC_NULL &&
-        (rc = mxi_send_args(sendbuf, sendcount, sendtype, dest, sendtag, comm, &dummy, &c, &bytes,
-                            &contiguous)) != MPI_SUCCESS)
-        return rc;
-    if (source == MPI_PROC_NULL &&
-        (rc = mxi_recv_args(recvbuf, recvcount, recvtype, source, recvtag, comm, &dummy, &c, &bytes,
-                            &contiguous)) != MPI_SUCCESS)
-        return rc;
-    mxe_op_t *op;
-    if (dest != MPI_PROC_NULL) {
-        rc = mxi_blocking_op(s, origin, 1, sendbuf, sendcount, sendtype, dest, sendtag, comm, 0,
-                             &op, &req);
-        if (rc == MPI_SUCCESS)
-            rc = mxi_blocking_wait(s, 1, &op, &req, NULL, comm);
-    } else if (source != MPI_PROC_NULL) {
-        rc = mxi_blocking_op(s, origin, 0, recvbuf, recvcount, recvtype, source, recvtag, comm, 0,
-                             &op, &req);
-        MPI_Status *at = status == MPI_STATUS_IGNORE ? NULL : status;
-        if (rc == MPI_SUCCESS)
-            rc = mxi_blocking_wait(s, 1, &op, &req, &at, comm);
-        return rc;
-    } else {
-        rc = MPI_SUCCESS;
-    }
-    if (rc == MPI_SUCCESS && status != MPI_STATUS_IGNORE)
-        mxi_proc_null_status(status);
-    return rc;
-}
-
-/* MPI_Sendrecv on a stream: receive, send, a stream wait on each (the
- * receive's with the status); returns at once. */
+/* MPI_Sendrecv on a stream: receive, send, one stream wait for both (the
+ * receive's with the status); returns at once. An MPI_PROC_NULL side (the
+ * edges of every non-periodic halo exchange: half of a 2-rank stencil's
+ * Sendrecvs have two) is argument-checked and makes nothing -- no request,
+ * no operation, nothing on the stream -- and a PROC_NULL receive's status
+ * is MPI's (mxi_blocking_wait); two such sides return at once (issue 20:
+ * each had cost two request handles and a stream wait, ~2.4 us of host
+ * time on the GPU machine). Communicators that match in start order
+ * (mpix_acc_match=dynamic, captures) make their PROC_NULL operations. */
 static int mxi_sendrecv_on_stream(mxa_stream_t *s, mxi_origin_t origin, const void *sendbuf,
                                   int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
                                   void *recvbuf, int recvcount, MPI_Datatype recvtype, int source,
                                   int recvtag, MPI_Comm comm, MPI_Status *status)
 {
-    if (dest == MPI_PROC_NULL || source == MPI_PROC_NULL) {
-        int rc =
-            mxi_sendrecv_proc_null(s, origin, sendbuf, sendcount, sendtype, dest, sendtag, recvbuf,
-                                   recvcount, recvtype, source, recvtag, comm, status);
-        if (rc != MXI_SENDRECV_BOTH)
-            return rc;
-    }
-    MPI_Request reqs[2];
-    mxe_op_t *ops[2];
-    int rc = mxi_blocking_op(s, origin, 0, recvbuf, recvcount, recvtype, source, recvtag, comm, 0,
+    mxi_comm_t *c = mxi_comm_find(comm);
+    int null_free = c && !c->ec.match_dynamic;
+    MPI_Request reqs[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    mxe_op_t *ops[2] = {NULL, NULL};
+    size_t bytes;
+    int contiguous, rc;
+    if (null_free && source == MPI_PROC_NULL)
+        rc = mxi_recv_args(recvbuf, recvcount, recvtype, source, recvtag, comm, &reqs[1], &c,
+                           &bytes, &contiguous);
+    else
+        rc = mxi_blocking_op(s, origin, 0, recvbuf, recvcount, recvtype, source, recvtag, comm, 0,
                              &ops[1], &reqs[1]);
     if (rc != MPI_SUCCESS)
         return rc;
-    rc = mxi_blocking_op(s, origin, 1, sendbuf, sendcount, sendtype, dest, sendtag, comm, 0,
-                         &ops[0], &reqs[0]);
+    if (null_free && dest == MPI_PROC_NULL)
+        rc = mxi_send_args(sendbuf, sendcount, sendtype, dest, sendtag, comm, &reqs[0], &c, &bytes,
+                           &contiguous);
+    else
+        rc = mxi_blocking_op(s, origin, 1, sendbuf, sendcount, sendtype, dest, sendtag, comm, 0,
+                             &ops[0], &reqs[0]);
+    MPI_Status *at[2] = {NULL, status == MPI_STATUS_IGNORE ? NULL : status};
     if (rc != MPI_SUCCESS) {
         /* Keep the stream consistent: the receive is still waited for. */
         mxi_blocking_wait(s, 1, &ops[1], &reqs[1], NULL, comm);
         return rc;
     }
-    MPI_Status *at[2] = {NULL, status == MPI_STATUS_IGNORE ? NULL : status};
-    if (!ops[0] && !ops[1]) /* captured: one wait per request (graph.c) */
-        return mxi_stream_wait_each(s, 2, reqs, at, comm);
-    /* one stream wait for both (the receive's status only) */
     return mxi_blocking_wait(s, 2, ops, reqs, at, comm);
 }
 

@@ -125,6 +125,14 @@ static void mxi_greq_sync(mxe_op_t *op)
 
 /* ----------------------------------------------------------------- reaping */
 
+/* A released operation without a handle (MXI_OPF_INTERNAL): its maker's
+ * reference, counted like a live handle */
+static void mxi_internal_release(mxe_op_t *op)
+{
+    atomic_fetch_sub_explicit(&mxi.greqs_alive, 1, memory_order_relaxed);
+    mxe_op_release(op);
+}
+
 static void mxi_reap_push(mxe_op_t *op)
 {
     pthread_mutex_lock(&mxi.reap_lock);
@@ -137,8 +145,7 @@ static void mxi_reap_push(mxe_op_t *op)
             MXU_LOG(MXU_LOG_WARN, "reap list full; completing a request synchronously");
             mxe_op_wait_host(op, -1);
             if (op->user_flags & MXI_OPF_INTERNAL) {
-                atomic_fetch_sub_explicit(&mxi.greqs_alive, 1, memory_order_relaxed);
-                mxe_op_release(op);
+                mxi_internal_release(op);
                 return;
             }
             mxi_greq_sync(op);
@@ -207,9 +214,8 @@ static void mxi_reap_(int all)
             MXU_LOG(MXU_LOG_WARN, "stream-waited receive from %d (tag %d) was truncated",
                     op->result.source, op->result.tag);
         }
-        if (op->user_flags & MXI_OPF_INTERNAL) { /* no handle: the maker's reference */
-            atomic_fetch_sub_explicit(&mxi.greqs_alive, 1, memory_order_relaxed);
-            mxe_op_release(op);
+        if (op->user_flags & MXI_OPF_INTERNAL) {
+            mxi_internal_release(op);
             continue;
         }
         mxi_greq_sync(op);
@@ -287,46 +293,23 @@ static void mxi_empty_status(MPI_Status *st)
 /* ------------------------------------------------------------ stream wait */
 
 static int mxi_stream_waitall_(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *statuses,
-                               MPI_Status *const *status_at, MPI_Comm err_comm);
+                               MPI_Comm err_comm);
 
 /* mxi_stream_waitall_ inside the stream wait's trace range and call timer */
-static int mxi_stream_wait_timed(mxa_stream_t *s, int count, MPI_Request reqs[],
-                                 MPI_Status *statuses, MPI_Status *const *status_at,
-                                 MPI_Comm err_comm)
+int mxi_stream_waitall(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *statuses,
+                       MPI_Comm err_comm)
 {
     uint64_t t = mxu_ct_begin();
     mxu_trace_push(&mxi_tn_wait, count > 0 ? (uint64_t)count : 0);
-    int rc = mxi_stream_waitall_(s, count, reqs, statuses, status_at, err_comm);
+    int rc = mxi_stream_waitall_(s, count, reqs, statuses, err_comm);
     mxu_trace_pop();
     mxu_ct_end(MXU_CT_STREAM_WAIT, t);
     return rc;
 }
 
-int mxi_stream_waitall(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *statuses,
-                       MPI_Comm err_comm)
-{
-    return mxi_stream_wait_timed(s, count, reqs, statuses, NULL, err_comm);
-}
-
-int mxi_stream_wait_each(mxa_stream_t *s, int count, MPI_Request reqs[],
-                         MPI_Status *const *status_at, MPI_Comm err_comm)
-{
-    if (mxi_graph_capturing(s)) { /* a captured wait takes a status array */
-        int rc = MPI_SUCCESS;
-        for (int i = 0; i < count; i++) {
-            int r = mxi_stream_waitall(s, 1, &reqs[i], status_at[i], err_comm);
-            if (rc == MPI_SUCCESS)
-                rc = r;
-        }
-        return rc;
-    }
-    return mxi_stream_wait_timed(s, count, reqs, NULL, status_at, err_comm);
-}
-
-/* statuses: an array of count, or NULL; status_at (statuses NULL): the
- * status of each request, or NULL for none */
+/* statuses: an array of count, or NULL */
 static int mxi_stream_waitall_(mxa_stream_t *s, int count, MPI_Request reqs[], MPI_Status *statuses,
-                               MPI_Status *const *status_at, MPI_Comm err_comm)
+                               MPI_Comm err_comm)
 {
     if (mxi_graph_capturing(s))
         return mxi_graph_wait(s, count, reqs, statuses, NULL, err_comm);
@@ -346,7 +329,7 @@ static int mxi_stream_waitall_(mxa_stream_t *s, int count, MPI_Request reqs[], M
     int rc = MPI_SUCCESS, n = 0, stale = 0;
     mxi_reap(0);
     for (int i = 0; i < count; i++) {
-        MPI_Status *want = statuses ? &statuses[i] : status_at ? status_at[i] : NULL;
+        MPI_Status *want = statuses ? &statuses[i] : NULL;
         MPI_Status *st = want ? want : MPI_STATUS_IGNORE;
         void *v = mxi_request_lookup(reqs[i]);
         mxe_op_t *op = mxi_is_taken(v) ? NULL : v;
@@ -378,7 +361,7 @@ static int mxi_stream_waitall_(mxa_stream_t *s, int count, MPI_Request reqs[], M
     } else {
         for (int i = 0; i < count; i++) {
             mxe_op_t *op = mxi_request_op(reqs[i]);
-            if (op && (statuses || (status_at && status_at[i])))
+            if (op && statuses)
                 op->user_flags |= MXI_OPF_STATUS_TO_USER;
             if (op)
                 mxi_request_release(&reqs[i], op);
@@ -396,10 +379,12 @@ int mxi_stream_wait_ops(mxa_stream_t *s, int n, mxe_op_t *const *ops, MPI_Status
 {
     uint64_t t = mxu_ct_begin();
     mxu_trace_push(&mxi_tn_wait, n > 0 ? (uint64_t)n : 0);
-    mxe_op_t *w[8];
-    void *targets[8];
+    mxe_op_t *w[MXI_WAIT_OPS_MAX];
+    void *targets[MXI_WAIT_OPS_MAX];
     int m = 0;
-    for (int i = 0; i < n && m < 8; i++)
+    if (n > MXI_WAIT_OPS_MAX)
+        return mxi_raise(err_comm, MXI_E_INTERN, "stream wait of %d operations without handles", n);
+    for (int i = 0; i < n; i++)
         if (ops[i]) {
             w[m] = ops[i];
             targets[m++] = status_at ? status_at[i] : NULL;

@@ -16,7 +16,7 @@ static int mxi_layout_keyval = MPI_KEYVAL_INVALID;
 /* ------------------------------------------------------------ chunks */
 
 typedef struct {
-    mxi_chunk_t *c;
+    mxa_chunk_t *c;
     size_t n, cap;
     int err; /* MPI error code once something failed */
 } mxi_chunks_t;
@@ -31,7 +31,7 @@ static void mxi_chunks_add(mxi_chunks_t *v, int64_t off, uint64_t len)
     }
     if (v->n == v->cap) {
         size_t cap = v->cap ? 2 * v->cap : 16;
-        mxi_chunk_t *c = realloc(v->c, cap * sizeof(*c));
+        mxa_chunk_t *c = realloc(v->c, cap * sizeof(*c));
         if (!c) {
             v->err = MPI_ERR_NO_MEM;
             return;
@@ -39,7 +39,9 @@ static void mxi_chunks_add(mxi_chunks_t *v, int64_t off, uint64_t len)
         v->c = c;
         v->cap = cap;
     }
-    v->c[v->n++] = (mxi_chunk_t){off, len};
+    /* packed right after the previous chunk (MPI_Pack's order) */
+    uint64_t pos = v->n ? v->c[v->n - 1].pos + v->c[v->n - 1].len : 0;
+    v->c[v->n++] = (mxa_chunk_t){.off = off, .len = len, .pos = pos};
 }
 
 static int mxi_type_is_named(MPI_Datatype t)
@@ -240,7 +242,7 @@ static mxi_layout_t *mxi_layout_build(MPI_Datatype dt, int *rc)
     }
     mxi_layout_t *l = NULL;
     if (*rc == MPI_SUCCESS) {
-        l = malloc(sizeof(*l) + v.n * sizeof(mxi_chunk_t));
+        l = malloc(sizeof(*l) + v.n * sizeof(mxa_chunk_t));
         if (!l)
             *rc = MPI_ERR_NO_MEM;
     }
@@ -248,10 +250,10 @@ static mxi_layout_t *mxi_layout_build(MPI_Datatype dt, int *rc)
         __atomic_store_n(&l->refs, 1, __ATOMIC_RELAXED);
         l->size = (uint64_t)size;
         l->extent = (int64_t)ext;
-        l->dev_ctx = l->dev_chunks = l->host_chunks = NULL;
+        l->dev_ctx = l->dev_chunks = NULL;
         l->n = v.n;
         if (v.n)
-            memcpy(l->c, v.c, v.n * sizeof(mxi_chunk_t));
+            memcpy(l->c, v.c, v.n * sizeof(mxa_chunk_t));
         mxi_layout_regular(l);
     }
     free(v.c);
@@ -325,10 +327,8 @@ int mxi_layout_get(MPI_Datatype dt, mxi_layout_t **out)
 
 void mxi_layout_put(mxi_layout_t *l)
 {
-    if (l && __atomic_sub_fetch(&l->refs, 1, __ATOMIC_ACQ_REL) == 0) {
-        free(l->host_chunks);
+    if (l && __atomic_sub_fetch(&l->refs, 1, __ATOMIC_ACQ_REL) == 0)
         free(l);
-    }
 }
 
 int mxi_layout_contiguous(const mxi_layout_t *l)
@@ -339,14 +339,14 @@ int mxi_layout_contiguous(const mxi_layout_t *l)
 mxi_layout_t *mxi_layout_bytes_get(void)
 {
     if (!__atomic_load_n(&mxi_bytes_layout, __ATOMIC_ACQUIRE)) {
-        mxi_layout_t *l = calloc(1, sizeof(*l) + sizeof(mxi_chunk_t));
+        mxi_layout_t *l = calloc(1, sizeof(*l) + sizeof(mxa_chunk_t));
         if (!l)
             return NULL;
         l->refs = 1; /* mxi_bytes_layout's, dropped at finalize */
         l->size = 1;
         l->extent = 1;
         l->n = 1;
-        l->c[0] = (mxi_chunk_t){.off = 0, .len = 1};
+        l->c[0] = (mxa_chunk_t){.off = 0, .len = 1, .pos = 0};
         mxi_layout_regular(l);
         mxi_layout_t *none = NULL;
         if (!__atomic_compare_exchange_n(&mxi_bytes_layout, &none, l, 0, __ATOMIC_ACQ_REL,
@@ -359,40 +359,30 @@ mxi_layout_t *mxi_layout_bytes_get(void)
     return l;
 }
 
-void mxi_layout_pack(const mxi_layout_t *l, const void *buf, int count, void *packed)
+/* Host memory: the host executors' chunk walk (pack_proto.h), on the
+ * layout's own chunks; contiguous bytes at once. */
+static void mxi_layout_move(const mxi_layout_t *l, void *buf, void *packed, int count,
+                            uint64_t bytes, int unpack)
 {
-    const unsigned char *b = buf;
-    unsigned char *p = packed;
+    uint64_t all = mxi_layout_bytes(l, count);
+    if (bytes > all)
+        bytes = all;
     if (mxi_layout_contiguous(l)) {
-        if (count > 0)
-            memcpy(p, b, (size_t)l->size * (size_t)count);
+        if (bytes)
+            memcpy(unpack ? buf : packed, unpack ? packed : buf, (size_t)bytes);
         return;
     }
-    for (int e = 0; e < count; e++)
-        for (size_t i = 0; i < l->n; i++) {
-            memcpy(p, b + (int64_t)e * l->extent + l->c[i].off, (size_t)l->c[i].len);
-            p += l->c[i].len;
-        }
+    mxa_pack_args_t a = mxi_layout_pack_args(l, buf, packed, (void *)l->c, count, unpack);
+    mxa_pack_host(&a, bytes);
+}
+
+void mxi_layout_pack(const mxi_layout_t *l, const void *buf, int count, void *packed)
+{
+    mxi_layout_move(l, (void *)(uintptr_t)buf, packed, count, UINT64_MAX, 0);
 }
 
 void mxi_layout_unpack(const mxi_layout_t *l, const void *packed, uint64_t bytes, void *buf,
                        int count)
 {
-    unsigned char *b = buf;
-    const unsigned char *p = packed;
-    if (mxi_layout_contiguous(l)) {
-        uint64_t all = l->size * (uint64_t)(count > 0 ? count : 0);
-        if (bytes > all)
-            bytes = all;
-        if (bytes)
-            memcpy(b, p, (size_t)bytes);
-        return;
-    }
-    for (int e = 0; e < count && bytes > 0; e++)
-        for (size_t i = 0; i < l->n && bytes > 0; i++) {
-            uint64_t n = l->c[i].len < bytes ? l->c[i].len : bytes;
-            memcpy(b + (int64_t)e * l->extent + l->c[i].off, p, (size_t)n);
-            p += n;
-            bytes -= n;
-        }
+    mxi_layout_move(l, buf, (void *)(uintptr_t)packed, count, bytes, 1);
 }

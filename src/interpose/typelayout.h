@@ -23,24 +23,18 @@
 
 #include "accel/pack_proto.h"
 
-typedef struct {
-    int64_t off;  /* from the element's start (the buffer argument), may be < 0 */
-    uint64_t len; /* bytes */
-} mxi_chunk_t;
-
 typedef struct mxi_layout {
-    int refs;          /* atomic */
-    uint64_t size;     /* bytes of one element (MPI_Type_size) */
-    int64_t extent;    /* stride between elements (MPI_Type_get_extent) */
-    void *dev_ctx;     /* the device context of dev_chunks (p2p.c), or NULL */
-    void *dev_chunks;  /* the chunks as accel's mxa_chunk_t, in that context's memory */
-    void *host_chunks; /* the same in host memory (host steps' fused packs), or NULL */
+    int refs;         /* atomic */
+    uint64_t size;    /* bytes of one element (MPI_Type_size) */
+    int64_t extent;   /* stride between elements (MPI_Type_get_extent) */
+    void *dev_ctx;    /* the device context of dev_chunks (p2p.c), or NULL */
+    void *dev_chunks; /* c uploaded into that context's memory */
     /* reg_len != 0: every chunk is reg_len bytes, chunk k at reg_off +
      * k * reg_stride (regular: a vector of a basic type, one chunk) */
     uint64_t reg_len;
     int64_t reg_off, reg_stride;
     size_t n;        /* chunks of one element */
-    mxi_chunk_t c[]; /* n chunks */
+    mxa_chunk_t c[]; /* n chunks (offset, length, packed position; pack_proto.h) */
 } mxi_layout_t;
 
 /* The layout of datatype dt (committed), with one reference for the caller
@@ -74,9 +68,6 @@ void mxi_layout_unpack(const mxi_layout_t *l, const void *packed, uint64_t bytes
  * pack kernel's arguments for count elements of user_buf and the packed
  * bytes (chunks NULL for a contiguous layout). */
 void *mxi_layout_dev_chunks(mxi_layout_t *l, void *ctx, int upload);
-/* The layout's chunks as accel's mxa_chunk_t in host memory (made at the
- * first call, kept with the layout; NULL when out of memory). */
-void *mxi_layout_host_chunks(mxi_layout_t *l);
 mxa_pack_args_t mxi_layout_pack_args(const mxi_layout_t *l, void *user_buf, void *packed,
                                      void *chunks, int count, int unpack);
 /* The keyval's life (init.c). */
