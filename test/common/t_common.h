@@ -286,6 +286,14 @@ T_UNUSED static MPI_Comm t_stream_comm_dup(MPIX_Acc_stream s, int no_wildcards)
     return c;
 }
 
+/* The MPI error class of an error code */
+T_UNUSED static int t_err_class(int rc)
+{
+    int cls = MPI_SUCCESS;
+    MPI_Error_class(rc, &cls);
+    return cls;
+}
+
 static inline void t_need_ranks(int n)
 {
     if (t_size < n)

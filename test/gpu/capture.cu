@@ -111,8 +111,8 @@ int main(int argc, char **argv)
             cudaGraph_t g = NULL;
             cudaError_t ce = cudaStreamEndCapture(s, &g);
             (void)cudaGetLastError(); /* the capture's error is the expected one */
-            T_CHECK(gt_err_class(rc) == cclass[c], "%s: returned %d (class %d), expected class %d",
-                    what, rc, gt_err_class(rc), cclass[c]);
+            T_CHECK(t_err_class(rc) == cclass[c], "%s: returned %d (class %d), expected class %d",
+                    what, rc, t_err_class(rc), cclass[c]);
             T_CHECK(mine == MPI_REQUEST_NULL, "%s: a request was made", what);
             T_CHECK(band == 0x5a, "%s: the MPI library's Allreduce ran during the capture", what);
             T_CHECK(ce != cudaSuccess && g == NULL,

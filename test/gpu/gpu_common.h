@@ -432,14 +432,6 @@ static inline void gt_ring_step(cudaStream_t ks, MPIX_Acc_stream post, MPIX_Acc_
     gt_check(chk, GT_DEVICE, rbuf, n, gt_seed(prev, it, tag), it, ks);
 }
 
-/* The MPI error class of a return code. */
-static inline int gt_err_class(int rc)
-{
-    int cls = MPI_SUCCESS;
-    MPI_Error_class(rc, &cls);
-    return cls;
-}
-
 /* MPI_Status fields as text. */
 static inline const char *gt_status_str(const MPI_Status *st)
 {

@@ -592,10 +592,10 @@ int main(int argc, char **argv)
         T_MPI(MPIX_Acc_Isend(s, sbuf, (int)n, MPI_BYTE, next, 71, MPI_COMM_WORLD, &r));
         int rc = MPI_Wait(&r, MPI_STATUS_IGNORE);
         snprintf(what, sizeof what, "E: host MPI_Wait on a captured send");
-        T_CHECK(gt_err_class(rc) == MPI_ERR_REQUEST,
+        T_CHECK(t_err_class(rc) == MPI_ERR_REQUEST,
                 "%s returned class %d, expected "
                 "MPI_ERR_REQUEST",
-                what, gt_err_class(rc));
+                what, t_err_class(rc));
         if (r != MPI_REQUEST_NULL)
             T_MPI(MPI_Request_free(&r));
         cudaGraph_t g = NULL;
@@ -613,8 +613,8 @@ int main(int argc, char **argv)
         g = NULL;
         ce = cudaStreamEndCapture(s, &g);
         (void)cudaGetLastError();
-        T_CHECK(gt_err_class(rc) == MPI_ERR_UNSUPPORTED_OPERATION,
-                "E: a vector datatype's Isend in a capture returned class %d", gt_err_class(rc));
+        T_CHECK(t_err_class(rc) == MPI_ERR_UNSUPPORTED_OPERATION,
+                "E: a vector datatype's Isend in a capture returned class %d", t_err_class(rc));
         T_CHECK(ce != cudaSuccess && g == NULL,
                 "E: the capture with a refused call ended with %s and %s graph",
                 cudaGetErrorName(ce), g ? "a" : "no");

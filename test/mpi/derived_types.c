@@ -598,13 +598,6 @@ static void long_columns(void)
     free(gs);
 }
 
-static int t_err_class(int rc)
-{
-    int cls = MPI_SUCCESS;
-    MPI_Error_class(rc, &cls);
-    return cls;
-}
-
 /* 2c. The textbook step on a non-periodic line (issue 20): the edge ranks'
  * MPI_Sendrecv have an MPI_PROC_NULL side, and a row exchange across a
  * dimension of one process has two. A PROC_NULL side makes nothing (no

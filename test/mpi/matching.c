@@ -247,13 +247,6 @@ static void proc_null(void)
     T_CHECK(buf[0] == 11 && buf[3] == 44, "PROC_NULL receive wrote the buffer");
 }
 
-static int err_class(int code)
-{
-    int c = -1;
-    MPI_Error_class(code, &c);
-    return c;
-}
-
 static void truncation(void)
 {
     MPI_Comm comm;
@@ -278,7 +271,7 @@ static void truncation(void)
         T_MPI(MPIX_Acc_Wait(S, &rq[1], &st));
         T_MPI(MPIX_Acc_Wait(S, &rq[0], MPI_STATUS_IGNORE));
         T_MPI(MPIX_Acc_Hoststream_synchronize(S));
-        T_CHECK(err_class(st.MPI_ERROR) == MPI_ERR_TRUNCATE,
+        T_CHECK(t_err_class(st.MPI_ERROR) == MPI_ERR_TRUNCATE,
                 "%s: status.MPI_ERROR expected class MPI_ERR_TRUNCATE (%d), got %s", what,
                 MPI_ERR_TRUNCATE, t_errstr(st.MPI_ERROR));
         T_CHECK(st.MPI_SOURCE == prev && st.MPI_TAG == 30,
@@ -296,7 +289,8 @@ static void truncation(void)
         T_MPI(MPIX_Acc_Irecv(S, rbuf, rn, MPI_BYTE, prev, 31, comm, &rq[1]));
         st.MPI_ERROR = MPI_SUCCESS;
         int rc = MPI_Wait(&rq[1], &st);
-        T_CHECK(err_class(rc) == MPI_ERR_TRUNCATE || err_class(st.MPI_ERROR) == MPI_ERR_TRUNCATE,
+        T_CHECK(t_err_class(rc) == MPI_ERR_TRUNCATE ||
+                    t_err_class(st.MPI_ERROR) == MPI_ERR_TRUNCATE,
                 "%s: MPI_Wait returned %s; status.MPI_ERROR %d: expected class MPI_ERR_TRUNCATE",
                 what, t_errstr(rc), st.MPI_ERROR);
         rc = MPI_Wait(&rq[0], MPI_STATUS_IGNORE);
@@ -335,7 +329,7 @@ static void truncation(void)
                 what, after_r, prev + 500);
         T_CHECK(okr == prev, "%s: the good receive in the same Waitall got %d expected %d", what,
                 okr, prev);
-        T_CHECK(err_class(s4[3].MPI_ERROR) == MPI_ERR_TRUNCATE,
+        T_CHECK(t_err_class(s4[3].MPI_ERROR) == MPI_ERR_TRUNCATE,
                 "%s: statuses[3].MPI_ERROR expected class MPI_ERR_TRUNCATE, got %s", what,
                 t_errstr(s4[3].MPI_ERROR));
         T_CHECK(s4[3].MPI_SOURCE == prev && s4[3].MPI_TAG == 33,

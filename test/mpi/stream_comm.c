@@ -309,19 +309,12 @@ static void count_errors(MPI_Comm *comm, int *code, ...)
     eh_code = *code;
 }
 
-static int err_class(int code)
-{
-    int c = -1;
-    MPI_Error_class(code, &c);
-    return c;
-}
-
 /* Every rank's outcome must be the same: rc of class MPI_ERR_INFO_VALUE
  * (rank 1, whose own value was bad: also MPI_ERR_ARG when allowed), the
  * parent's handler called once with that code. */
 static void expect_collective_error(int rc, int arg_ok, const char *what)
 {
-    int c = err_class(rc);
+    int c = t_err_class(rc);
     T_CHECK(c == MPI_ERR_INFO_VALUE || (arg_ok && t_rank == 1 && c == MPI_ERR_ARG),
             "%s: expected class MPI_ERR_INFO_VALUE (%d) on every rank, got %s", what,
             MPI_ERR_INFO_VALUE, t_errstr(rc));
