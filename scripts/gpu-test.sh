@@ -441,6 +441,17 @@ if selected "sx/sx_path"; then
         MPIX_ACC_STATS=1 MPIX_ACC_LOG=warn "$MPIEXEC" $LAUNCH -n 2 "$BIN/sx_path" --timeout=$GUARD
     sx_mps_stop
 fi
+# the GPU made current after MPI_Init (HPGMG's order): the library meets
+# the context at the first call; the SX path must carry the messages all
+# the same (at 1b6cd0a it was off for the whole run: no context for its
+# abort word at start-up)
+if selected "sx/sx_path-late-device"; then
+    sx_mps_start
+    run_test "sx/sx_path-late-device" 300 'messages sent into them [1-9][0-9]* .bulk [1-9]' -- env \
+        MPIX_ACC_SX=on MPIX_ACC_STATS=1 MPIX_ACC_LOG=warn "$MPIEXEC" $LAUNCH -n 2 "$BIN/sx_path" \
+        --timeout=$GUARD --device-after-init
+    sx_mps_stop
+fi
 # (sizes up to 1 MiB + 1 on the UCX path below: >= 1 MiB peer allocations
 # re-made at one address failed there until the library handed the
 # driver's CUDA_ERROR_ALREADY_MAPPED back to UCX, src/accel/cuda_ipc.c)

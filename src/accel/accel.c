@@ -15,6 +15,7 @@
 #include "accel/accel.h"
 #include "accel/seq_word.h"
 #include "accel/cuda.h"
+#include "accel/sx.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -847,6 +848,8 @@ void mxa_set_context_hook(mxa_context_hook_fn fn) { atomic_store(&context_hook, 
 
 void mxa_run_context_hook(void *ctx)
 {
+    /* the SX abort word, when no context existed at start-up (sx.c) */
+    mxa_sx_context_ready();
     mxa_context_hook_fn fn = atomic_load(&context_hook);
     if (fn != NULL)
         fn(ctx);

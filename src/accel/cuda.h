@@ -93,6 +93,7 @@ mxu_status_t mxa_cuda_graph_on_destroy(void *graph, void (*fn)(void *), void *ar
 /* cuda_sx.c: the stream-executed path's device side (for sx.c) */
 #include "accel/sx_proto.h"
 void *mxa_cuda_sx_host_alloc(size_t bytes); /* pinned, mapped, portable; never freed */
+int mxa_cuda_sx_context_known(void);        /* a context to allocate that in exists */
 void mxa_cuda_sx_host_free(void *p);
 mxu_status_t mxa_cuda_sx_register(void *host, size_t bytes, uint64_t *dptr);
 void *mxa_cuda_sx_stream_ctx(const mxa_stream_t *s);

@@ -40,6 +40,14 @@ static int sx_enter_any(void)
     return ctx_enter(c);
 }
 
+int mxa_cuda_sx_context_known(void)
+{
+    if (atomic_load_explicit(&mxa_cuda_g_first_ctx, memory_order_acquire) != NULL)
+        return 1;
+    CUcontext cur = NULL;
+    return MXA_CU(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && cur != NULL;
+}
+
 void *mxa_cuda_sx_host_alloc(size_t bytes)
 {
     int entered = sx_enter_any();

@@ -77,6 +77,7 @@ static struct {
     size_t nchunks;
     uint64_t record_serial;
     uint64_t *abort_word; /* host-visible, device-mapped with CUDA */
+    _Atomic int abort_deferred; /* mxa_sx_setup found no context to make it in */
     mxa_sx_limits_t limits;
     int lib_host_used; /* a link took the library's host stream */
     /* receiver: the socket that hands out device-ring fds, and the links
@@ -194,25 +195,67 @@ void mxa_sx_record_free(mxa_sx_record_t *r)
     pthread_mutex_unlock(&sx.lock);
 }
 
-mxu_status_t mxa_sx_setup(double timeout_s)
+/* The abort word: with CUDA, pinned memory that needs a context to be
+ * allocated in. An application that makes its GPU current after MPI_Init
+ * (HPGMG does) has none at start-up: the word is then made when the
+ * library meets its first context (mxa_sx_context_ready, before any step
+ * of that context is enqueued). Until then steps have no abort word (their
+ * waits still end at the deadline); readers load the pointer atomically. */
+static uint64_t *sx_abort_word(void) { return __atomic_load_n(&sx.abort_word, __ATOMIC_ACQUIRE); }
+
+static mxu_status_t sx_abort_word_make(void)
 {
-    sx.limits.timeout_ns = timeout_s > 0 ? (uint64_t)(timeout_s * 1e9) : 0;
-    if (!sx.abort_word) {
-        sx.abort_word = sx_host_visible(64);
-        if (!sx.abort_word)
-            MXU_FAIL(MXU_ERR_NO_MEMORY, "SX: no host-visible memory for the abort word");
-    }
-    __atomic_store_n(sx.abort_word, 0, __ATOMIC_RELEASE);
-    sx.limits.abort_word = (uint64_t)(uintptr_t)sx.abort_word;
+    if (sx_abort_word())
+        return MXU_OK;
+    uint64_t *w = sx_host_visible(64);
+    if (!w)
+        MXU_FAIL(MXU_ERR_NO_MEMORY, "SX: no host-visible memory for the abort word");
+    __atomic_store_n(w, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&sx.limits.abort_word, (uint64_t)(uintptr_t)w, __ATOMIC_RELEASE);
+    __atomic_store_n(&sx.abort_word, w, __ATOMIC_RELEASE);
     return MXU_OK;
 }
 
-uint64_t mxa_sx_abort_word_addr(void) { return sx.limits.abort_word; }
+mxu_status_t mxa_sx_setup(double timeout_s)
+{
+    sx.limits.timeout_ns = timeout_s > 0 ? (uint64_t)(timeout_s * 1e9) : 0;
+    uint64_t *w = sx_abort_word();
+    if (w) {
+        __atomic_store_n(w, 0, __ATOMIC_RELEASE);
+        return MXU_OK;
+    }
+#ifdef MPIXACC_HAVE_CUDA
+    if (mxa_cuda_active() && !mxa_cuda_sx_context_known()) {
+        MXU_LOG(MXU_LOG_DEBUG, "SX: no CUDA context yet: the abort word waits for the first");
+        atomic_store(&sx.abort_deferred, 1);
+        return MXU_OK;
+    }
+#endif
+    pthread_mutex_lock(&sx.lock);
+    mxu_status_t st = sx_abort_word_make();
+    pthread_mutex_unlock(&sx.lock);
+    return st;
+}
+
+void mxa_sx_context_ready(void)
+{
+    if (!atomic_load(&sx.abort_deferred) || sx_abort_word())
+        return;
+    pthread_mutex_lock(&sx.lock);
+    (void)sx_abort_word_make(); /* logged; steps then end at their deadline */
+    pthread_mutex_unlock(&sx.lock);
+}
+
+uint64_t mxa_sx_abort_word_addr(void)
+{
+    return __atomic_load_n(&sx.limits.abort_word, __ATOMIC_ACQUIRE);
+}
 
 void mxa_sx_abort_all(void)
 {
-    if (sx.abort_word)
-        __atomic_store_n(sx.abort_word, 1, __ATOMIC_RELEASE);
+    uint64_t *w = sx_abort_word();
+    if (w)
+        __atomic_store_n(w, 1, __ATOMIC_RELEASE);
 }
 
 void mxa_sx_shutdown(void)
@@ -231,9 +274,11 @@ void mxa_sx_shutdown(void)
     sx.nchunks = 0;
     sx.free_records = NULL;
     sx.nexports = 0;
-    if (sx.abort_word)
-        sx_host_visible_free(sx.abort_word);
-    sx.abort_word = NULL;
+    uint64_t *w = sx_abort_word();
+    __atomic_store_n(&sx.abort_word, NULL, __ATOMIC_RELEASE);
+    __atomic_store_n(&sx.limits.abort_word, 0, __ATOMIC_RELEASE);
+    if (w)
+        sx_host_visible_free(w);
     pthread_mutex_unlock(&sx.lock);
 }
 
@@ -1061,7 +1106,7 @@ static int sx_ll_copy_out_dev(const mxa_sx_link_t *l, uint64_t payload, uint32_t
             free(w);
             return 1;
         }
-        if ((sx.abort_word && mxa_sx_load_acquire(sx.abort_word)) ||
+        if ((sx_abort_word() && mxa_sx_load_acquire(sx_abort_word())) ||
             (deadline_ns && sx_now_ns() > deadline_ns))
             break;
         sx_backoff(&spins);
@@ -1154,7 +1199,7 @@ static int sx_ll_copy_out(const uint64_t *payload, uint32_t f, uint64_t bytes, u
         uint64_t w = mxa_sx_load_relaxed(payload + i);
         unsigned spins = 0;
         while (mxa_sx_ll_flag_of(w) != f) {
-            if (sx.abort_word && mxa_sx_load_acquire(sx.abort_word))
+            if (sx_abort_word() && mxa_sx_load_acquire(sx_abort_word()))
                 return 0;
             if (deadline_ns && sx_now_ns() > deadline_ns)
                 return 0;

@@ -17,6 +17,9 @@ typedef struct mxa_sx_link mxa_sx_link_t;
 /* Process-wide: records, the abort word, the deadline of every wait
  * (timeout_s, 0: none). mxa_sx_shutdown after every link is closed. */
 mxu_status_t mxa_sx_setup(double timeout_s);
+/* The accelerator layer met a device context (its first, in a process that
+ * had none at mxa_sx_setup): the abort word is made now. */
+void mxa_sx_context_ready(void);
 void mxa_sx_shutdown(void);
 /* Every receive step waiting anywhere stops (MXA_SX_ABORTED). */
 void mxa_sx_abort_all(void);

@@ -6,7 +6,8 @@
  * test/common/t_common.h. Every test program:
  *   - calls gt_init(): picks its GPU (local rank modulo the visible devices)
  *     and creates the context BEFORE MPI_Init, so the library sets that
- *     context up at init (its kernels load eagerly); arms a hard SIGALRM
+ *     context up at init (its kernels load eagerly; --device-after-init:
+ *     after MPI_Init, the library meets it at first use); arms a hard SIGALRM
  *     guard; MPI_Init; MPI_ERRORS_RETURN on MPI_COMM_WORLD;
  *   - warms up its own kernels with gt_warmup() before the first stream wait
  *     (a lazily loaded module behind a blocked stream can deadlock);
@@ -105,7 +106,11 @@ static inline void gt_init(int *argc, char ***argv, const char *name, int timeou
         exit(2);
     }
     gt_dev = lr % gt_ndev;
-    if (cudaSetDevice(gt_dev) != cudaSuccess || cudaFree(0) != cudaSuccess) {
+    /* --device-after-init: the GPU is made current after MPI_Init, as HPGMG
+     * and many applications do: the library meets the context at its first
+     * stream-ordered call (set-up at first use) */
+    const int late = gt_opt_long("--device-after-init", 0) != 0;
+    if (!late && (cudaSetDevice(gt_dev) != cudaSuccess || cudaFree(0) != cudaSuccess)) {
         fprintf(stderr, "[%s] FAIL: cannot use GPU %d\n", name, gt_dev);
         exit(2);
     }
@@ -114,6 +119,10 @@ static inline void gt_init(int *argc, char ***argv, const char *name, int timeou
 
     t_phase("MPI_Init");
     T_MPI(MPI_Init(argc, argv));
+    if (late && (cudaSetDevice(gt_dev) != cudaSuccess || cudaFree(0) != cudaSuccess)) {
+        fprintf(stderr, "[%s] FAIL: cannot use GPU %d after MPI_Init\n", name, gt_dev);
+        exit(2);
+    }
     MPI_Comm_rank(MPI_COMM_WORLD, &t_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &t_size);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
