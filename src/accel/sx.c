@@ -76,7 +76,7 @@ static struct {
     void **chunks;
     size_t nchunks;
     uint64_t record_serial;
-    uint64_t *abort_word; /* host-visible, device-mapped with CUDA */
+    uint64_t *abort_word;       /* host-visible, device-mapped with CUDA */
     _Atomic int abort_deferred; /* mxa_sx_setup found no context to make it in */
     mxa_sx_limits_t limits;
     int lib_host_used; /* a link took the library's host stream */
