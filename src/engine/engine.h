@@ -431,15 +431,19 @@ typedef struct {
     /* stream-executed path: sends that could have taken it and did not,
      * by reason (mxe_sx_fallback_name) */
     uint64_t sx_fallback[8];
-    uint64_t sx_links_in;         /* rings made here (one per peer process of the node) */
-    uint64_t sx_ring_bytes;       /* device or shared memory of the published rings */
-    uint64_t sx_staged;           /* messages of bound receives UCX put into host staging */
-    uint64_t sx_drings_made;      /* device rings made here (receiver) */
-    uint64_t sx_drings_mapped;    /* peers' device rings mapped here (sender) */
-    uint64_t sx_dring_sent;       /* messages sent into peers' device rings */
-    uint64_t sx_bulk_sent;        /* ... of them bulk (a device ring's bulk slot) */
-    uint64_t sx_fused_packs;      /* send steps that packed a non-contiguous buffer themselves */
-    uint64_t sx_fused_unpacks;    /* receive steps that unpacked one themselves */
+    uint64_t sx_links_in;      /* rings made here (one per peer process of the node) */
+    uint64_t sx_ring_bytes;    /* device or shared memory of the published rings */
+    uint64_t sx_staged;        /* messages of bound receives UCX put into host staging */
+    uint64_t sx_drings_made;   /* device rings made here (receiver) */
+    uint64_t sx_drings_mapped; /* peers' device rings mapped here (sender) */
+    uint64_t sx_dring_sent;    /* messages sent into peers' device rings */
+    uint64_t sx_bulk_sent;     /* ... of them bulk (a device ring's bulk slot) */
+    uint64_t sx_fused_packs;   /* send steps that packed a non-contiguous buffer themselves */
+    uint64_t sx_fused_unpacks; /* receive steps that unpacked one themselves */
+    /* receives without a stream point of their own: late points given to
+     * their stream (a stream wait on another stream), and receive steps put
+     * on their stream by host interest (MPI_Test, host waits, freed requests) */
+    uint64_t sx_late_points, sx_host_interest_steps;
     int ucx_endpoints;            /* endpoints to other processes made so far */
     char ucx_endpoint_kinds[256]; /* by their transports: "tcp/eth0 x3, ..." */
 } mxe_stats_t;

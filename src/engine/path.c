@@ -97,6 +97,7 @@ static struct {
     _Atomic uint64_t fallback[SXF_COUNT];
     _Atomic uint64_t links_in, ring_bytes, staged, dring_sent, bulk_sent;
     _Atomic uint64_t fused_packs, fused_unpacks;
+    _Atomic uint64_t late_points, host_interest_steps; /* receives without a point */
 } px;
 
 void mxe_set_node(const int *world_ranks, int n, long node_job_id)
@@ -279,6 +280,8 @@ void mxe_sx_stats(mxe_stats_t *out)
     out->sx_ring_bytes = atomic_load(&px.ring_bytes);
     out->sx_staged = atomic_load(&px.staged);
     out->sx_dring_sent = atomic_load(&px.dring_sent);
+    out->sx_late_points = atomic_load(&px.late_points);
+    out->sx_host_interest_steps = atomic_load(&px.host_interest_steps);
     out->sx_bulk_sent = atomic_load(&px.bulk_sent);
     out->sx_fused_packs = atomic_load(&px.fused_packs);
     out->sx_fused_unpacks = atomic_load(&px.fused_unpacks);
@@ -526,18 +529,24 @@ void mxe_sx_bind_recv(mxe_op_t *op)
     if (mxa_sx_link_ring_kind(p->in) != MXA_SX_RING_NONE &&
         (op->stream->kind == MXA_KIND_HOST || mxa_sx_link_published_for(p->in, op->stream)))
         mxa_sx_link_want_dring(p->in, op->stream);
-    /* A receive whose stream wait on its own stream follows at once (the
-     * library's blocking calls) gets its receive step on the stream there
-     * (mxe_sx_stream_wait: the ring is published for the stream and the
-     * step reaches the buffer), and that step is the only writer of its
-     * buffer if a message that comes by UCX is staged: then it needs no
-     * stream point of its own -- the point told the progress thread that
-     * the buffer was free (issue 20: one memop per received halo, 1.1-1.9
-     * us of host time on 2 x H100). Small receives only (staging's bound),
-     * and not where staging is off. */
-    if (op->stream_waited && op->stream->kind != MXA_KIND_NONE && !op->post_early &&
-        strcmp(mxu_config.sx_stage, "off") != 0 && op->bytes <= sx_stage_most() &&
-        mxa_sx_link_published_for(p->in, op->stream) &&
+    /* A receive whose buffer only a receive step on its own stream writes
+     * needs no stream point of its own -- the point told the progress
+     * thread that the buffer was free (issue 20: one memop per received
+     * halo, 1.1-1.9 us of host time on 2 x H100). That holds when a
+     * message that comes by UCX is staged and every consumer of the
+     * receive puts its step in its stream's order: a stream wait on its
+     * own stream enqueues it there (mxe_sx_stream_wait: the ring is
+     * published for the stream and the step reaches the buffer); a stream
+     * wait on another stream gives the receive's stream a point then (a
+     * late one: after the receive in stream order) and its step waits for
+     * it; host interest (MPI_Test, a host wait, a freed request) enqueues
+     * the step on the receive's own stream (mxe_op_host_interest). Small
+     * receives only (staging's bound), not where staging is off, and for
+     * non-blocking receives not those of derived types (their unpack at
+     * completion). */
+    if ((op->stream_waited || !op->user_complete) && op->stream->kind != MXA_KIND_NONE &&
+        !op->post_early && strcmp(mxu_config.sx_stage, "off") != 0 &&
+        op->bytes <= sx_stage_most() && mxa_sx_link_published_for(p->in, op->stream) &&
         (op->bytes == 0 || mxa_sx_stream_reaches(op->stream, op->memtype)))
         op->sx_untriggered = 1;
     pthread_mutex_unlock(&p->lock);
@@ -557,10 +566,100 @@ static void sx_push(mxe_cmd_kind_t kind, mxe_op_t *op)
     mxe_wake();
 }
 
+/* The receive step's parameters of bound receive op on stream s; after_seq:
+ * the point of op's own stream the step waits for when s is another one. */
+static mxa_sx_recv_t sx_recv_of(mxe_op_t *op, mxa_stream_t *s, mxa_sx_record_t *rec,
+                                uint64_t after_seq)
+{
+    mxa_sx_recv_t rv = {.link = op->sx_peer->in,
+                        .dst = op->buf,
+                        .cap = op->bytes,
+                        .ctx = op->ctx_id,
+                        .tag = op->tag,
+                        .k = op->sx_k,
+                        .record = rec,
+                        .after = op->stream != s ? op->stream : NULL,
+                        .after_seq = after_seq,
+                        .fence = op->memtype != MXA_MEM_DEVICE || op->recv_fence,
+                        .len_word = op->sx_len_word,
+                        .unpack = op->sx_pack && op->sx_pack_state == 0 &&
+                                          op->bytes <= MXA_SX_FUSE_UNPACK_MAX
+                                      ? op->sx_pack
+                                      : NULL};
+    return rv;
+}
+
+/* A late stream point of op's own stream (op has none: sx_untriggered),
+ * after the receive in stream order: *seq. -1 while the stream captures
+ * or when the point cannot be enqueued. */
+static int sx_late_point(mxe_op_t *op, uint64_t *seq)
+{
+    mxa_stream_t *s = op->stream;
+    if (mxa_stream_capturing(s))
+        return -1;
+    uint64_t q = atomic_fetch_add_explicit(&s->next_trigger_seq, 1, memory_order_relaxed) + 1;
+    if (s->backend->enqueue_trigger(s, q) != MXU_OK)
+        return -1;
+    atomic_fetch_add_explicit(&px.late_points, 1, memory_order_relaxed);
+    *seq = q;
+    return 0;
+}
+
+/* Host interest in a receive without a stream point (application thread):
+ * its receive step goes on its own stream now, the only place that may
+ * write its buffer; the progress thread watches the step's record. 0:
+ * done (or done before); -1: the stream captures (a later call retries). */
+static int sx_step_untriggered(mxe_op_t *op)
+{
+    if (mxa_stream_capturing(op->stream)) {
+        static _Atomic int warned;
+        if (!atomic_exchange(&warned, 1))
+            MXU_LOG(MXU_LOG_WARN,
+                    "SX: a receive is tested or waited for on the host while its stream "
+                    "captures: it completes after the capture ends and it is asked again");
+        return -1;
+    }
+    if (atomic_exchange(&op->sx_stepped, 1))
+        return 0;
+    mxa_sx_record_t *rec = mxa_sx_record_alloc();
+    mxa_sx_recv_t rv;
+    if (rec) {
+        op->sx_rec = rec;
+        rv = sx_recv_of(op, op->stream, rec, 0);
+        if (rv.unpack)
+            op->sx_pack_state = 1;
+        op->sx_len_stepped = op->sx_len_word != NULL;
+    }
+    if (!rec || mxa_sx_enqueue_recv(op->stream, &rv, 1) != MXU_OK) {
+        /* no record or no launch (the device is failing): a library step
+         * delivers it, out of its stream's order */
+        if (rec) {
+            if (rv.unpack)
+                op->sx_pack_state = 0;
+            op->sx_rec = NULL;
+            op->sx_len_stepped = 0;
+            mxa_sx_record_free(rec);
+        }
+        MXU_LOG(MXU_LOG_ERROR, "SX: a receive step could not be enqueued on its stream: the "
+                               "library delivers the message out of the stream's order");
+        sx_push(MXE_CMD_SX_STEP, op);
+        return 0;
+    }
+    if (rv.unpack)
+        atomic_fetch_add_explicit(&px.fused_unpacks, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&px.host_interest_steps, 1, memory_order_relaxed);
+    sx_push(MXE_CMD_SX_WATCH, op);
+    return 0;
+}
+
 void mxe_op_host_interest(mxe_op_t *op)
 {
     if (op->type != MXE_OP_RECV || !op->sx || mxe_op_is_complete(op))
         return;
+    if (op->sx_untriggered) {
+        (void)sx_step_untriggered(op);
+        return;
+    }
     if (atomic_exchange(&op->sx_stepped, 1))
         return;
     sx_push(MXE_CMD_SX_STEP, op);
@@ -595,27 +694,20 @@ void mxe_sx_stream_wait(mxa_stream_t *s, mxe_op_t **ops, void **targets, int n, 
         }
         if (atomic_exchange(&op->sx_stepped, 1))
             continue;
+        uint64_t after_seq = op->trigger_seq;
+        if (op->sx_untriggered && op->stream != s && sx_late_point(op, &after_seq) != 0) {
+            atomic_store(&op->sx_stepped, 0);
+            mxe_op_host_interest(op); /* its step on its own stream; the host waits */
+            continue;
+        }
         mxa_sx_record_t *rec = mxa_sx_record_alloc();
         if (!rec) {
             atomic_store(&op->sx_stepped, 0);
+            mxe_op_host_interest(op);
             continue;
         }
         op->sx_rec = rec;
-        rv[nr] = (mxa_sx_recv_t){.link = op->sx_peer->in,
-                                 .dst = op->buf,
-                                 .cap = op->bytes,
-                                 .ctx = op->ctx_id,
-                                 .tag = op->tag,
-                                 .k = op->sx_k,
-                                 .record = rec,
-                                 .after = op->stream != s ? op->stream : NULL,
-                                 .after_seq = op->trigger_seq,
-                                 .fence = op->memtype != MXA_MEM_DEVICE || op->recv_fence,
-                                 .len_word = op->sx_len_word,
-                                 .unpack = op->sx_pack && op->sx_pack_state == 0 &&
-                                                   op->bytes <= MXA_SX_FUSE_UNPACK_MAX
-                                               ? op->sx_pack
-                                               : NULL};
+        rv[nr] = sx_recv_of(op, s, rec, after_seq);
         if (rv[nr].unpack)
             op->sx_pack_state = 1;
         rops[nr++] = op;

@@ -358,12 +358,14 @@ static void mxi_print_stats(void)
             MXU_LOG_INFO,
             "stats: sx: rings published %llu (%llu bytes), sends that took UCX: %s; received "
             "by UCX into staging %llu; device rings made %llu, mapped %llu, messages sent into "
-            "them %llu (bulk %llu); steps with a fused pack %llu, unpack %llu",
+            "them %llu (bulk %llu); steps with a fused pack %llu, unpack %llu; receives "
+            "without a stream point: late points %llu, steps for host interest %llu",
             (unsigned long long)st.sx_links_in, (unsigned long long)st.sx_ring_bytes, fb,
             (unsigned long long)st.sx_staged, (unsigned long long)st.sx_drings_made,
             (unsigned long long)st.sx_drings_mapped, (unsigned long long)st.sx_dring_sent,
             (unsigned long long)st.sx_bulk_sent, (unsigned long long)st.sx_fused_packs,
-            (unsigned long long)st.sx_fused_unpacks);
+            (unsigned long long)st.sx_fused_unpacks, (unsigned long long)st.sx_late_points,
+            (unsigned long long)st.sx_host_interest_steps);
     }
 #define MXI_MEAN_US(sum, n) ((n) ? (double)(sum) / (double)(n) / 1e3 : 0.0)
     MXU_LOG_FORCED(MXU_LOG_INFO,

@@ -114,7 +114,7 @@ if [ -x "$dt" ]; then
     nw=$(grep -cE 'stats: ops submitted [0-9]+ completed [0-9]+ failed 0; waits 20 released 20;' "$log")
     nx=$(grep -cE 'stats: path sx: sent 60 messages [0-9]+ bytes; received 60 messages' "$log")
     # every send step packs its column itself, every receive step unpacks
-    nf=$(grep -cE 'steps with a fused pack 60, unpack 60$' "$log")
+    nf=$(grep -cE 'steps with a fused pack 60, unpack 60;' "$log")
     if [ $rc -ne 0 ] || [ "$nw" -ne 2 ] || [ "$nx" -ne 2 ] || [ "$nf" -ne 2 ] ||
         ! grep -q PASS "$log" || grep -q ERROR "$log"; then
         echo "[stats] SX packed receives FAIL: exit $rc, $nw of 2 ranks with 20 waits, $nx of 2 with 60 SX messages, $nf of 2 with 60 fused packs and unpacks"
@@ -125,7 +125,7 @@ if [ -x "$dt" ]; then
     MPIX_ACC_STATS=1 MPIX_ACC_SX_FUSE_PACK=0 MPIXACC_TEST_MODE=sx-packed timeout 120 \
         mpiexec -n 2 "$dt" >"$log" 2>&1
     rc=$?
-    nf=$(grep -cE 'steps with a fused pack 0, unpack 0$' "$log")
+    nf=$(grep -cE 'steps with a fused pack 0, unpack 0;' "$log")
     nw=$(grep -cE 'stats: ops submitted [0-9]+ completed [0-9]+ failed 0; waits 20 released 20;' "$log")
     if [ $rc -ne 0 ] || [ "$nf" -ne 2 ] || [ "$nw" -ne 2 ] || ! grep -q PASS "$log" ||
         grep -q ERROR "$log"; then
@@ -144,7 +144,7 @@ if [ -x "$dt" ]; then
     f='[0-9]+\.[0-9]+/[0-9]+\.[0-9]+/[0-9]+\.[0-9]+'
     no=$(grep -cE 'stats: ops submitted 40 completed 40 failed 0; waits 0 released 0;' "$log")
     nc=$(grep -cE "stats: host us per call on application threads, p50/p99/mean \(count\): send $f \(20\); receive $f \(20\); stream wait $f \(40\);" "$log")
-    nf=$(grep -cE 'steps with a fused pack 20, unpack 20$' "$log")
+    nf=$(grep -cE 'steps with a fused pack 20, unpack 20;' "$log")
     # the blocking calls' operations make no MPI request handle
     nh=$(grep -cE "; request handle $f \(0\);" "$log")
     [ "$nh" -eq 2 ] || nf=0

@@ -30,6 +30,15 @@
  *     ring) and MPI_Sendrecv; the message, not the earlier write, must be
  *     there after the stream ran; 100 bytes by MPI_Ssend into MPI_Recv of
  *     50: MPI_ERR_TRUNCATE in the status, byte 50 untouched.
+ *  9. non-blocking receives on a stream communicator (no stream point of
+ *     their own either: a stream wait on their stream, a stream wait on
+ *     another stream -- a late point -- or host interest puts their receive
+ *     step in order), in pairs: behind a held receiving stream that writes
+ *     the buffer first, MPI_Irecv + MPI_Waitall of an MPI_Issend (UCX,
+ *     staged) and of an MPIX_Acc_Isend (the ring), MPIX_Acc_Irecv +
+ *     MPIX_Acc_Waitall on another stream, MPI_Irecv + MPI_Test (not done
+ *     while the stream is held), and a 3000-byte message into 1500:
+ *     MPI_ERR_TRUNCATE, the bytes past the receive untouched.
  */
 #include "common.h"
 
@@ -374,6 +383,99 @@ static void blocking_calls(int sx, const char *what)
     T_MPI(MPIX_Acc_Hoststream_free(&s));
 }
 
+/* --------------------- 9. non-blocking receives without a stream point */
+
+/* Ranks in pairs (rank ^ 1; a last odd rank only joins the barriers): the
+ * even one sends on an ungated stream, the odd one receives on a stream
+ * held by a gate, behind a host function that writes the buffer first.
+ * The message is sent (ring or UCX) before the gate opens; after the
+ * stream ran the buffer must hold the message. */
+static void nonblocking_calls(int sx, const char *what)
+{
+    int partner = t_rank ^ 1;
+    int active = partner < t_size;
+    int sender = t_rank % 2 == 0;
+    MPIX_Acc_stream s, s2;
+    T_MPI(MPIX_Acc_Hoststream_create(&s));
+    T_MPI(MPIX_Acc_Hoststream_create(&s2));
+    MPI_Comm sc = t_stream_comm_dup(s, sx);
+    enum { N = 3000 };
+    unsigned char *buf = malloc(N);
+    static const char *ways[] = {"MPI_Issend, MPI_Irecv + MPI_Waitall (staged from UCX)",
+                                 "MPI_Isend, MPI_Irecv + MPI_Waitall",
+                                 "MPIX_Acc_Irecv + MPIX_Acc_Waitall on another stream",
+                                 "MPI_Irecv + MPI_Test until done",
+                                 "MPI_Irecv + MPI_Waitall, a message longer than the receive"};
+    for (int way = 0; way < 5; way++) {
+        char w[160];
+        snprintf(w, sizeof w, "%s, non-blocking %s", what, ways[way]);
+        int tag = 50 + way, rcount = way == 4 ? N / 2 : N;
+        MPI_Request r = MPI_REQUEST_NULL;
+        MPI_Status st;
+        int flag = 0;
+        t_gate_t g;
+        t_gate_init(&g);
+        t_fill_arg_t fa = {.buf = buf, .n = N, .seed = 999 + (uint64_t)way, .sleep_ms = 20};
+        if (active && sender) {
+            t_fill(buf, N, (uint64_t)(t_rank * 11 + way));
+            if (way == 0)
+                T_MPI(MPI_Issend(buf, N, MPI_BYTE, partner, tag, sc, &r));
+            else
+                T_MPI(MPIX_Acc_Isend(s2, buf, N, MPI_BYTE, partner, tag, sc, &r));
+            T_MPI(MPIX_Acc_Wait(way == 0 ? s : s2, &r, MPI_STATUS_IGNORE));
+        } else if (active) {
+            memset(buf, 0, N);
+            T_MPI(MPIX_Acc_Hoststream_launch(s, t_gate_fn, &g));
+            T_MPI(MPIX_Acc_Hoststream_launch(s, t_fill_fn, &fa));
+            if (way == 2)
+                T_MPI(MPIX_Acc_Irecv(s, buf, N, MPI_BYTE, partner, tag, sc, &r));
+            else
+                T_MPI(MPI_Irecv(buf, rcount, MPI_BYTE, partner, tag, sc, &r));
+            if (way == 2)
+                T_MPI(MPIX_Acc_Waitall(s2, 1, &r, &st));
+            else if (way == 3)
+                T_MPI(MPI_Test(&r, &flag, &st)); /* the stream is held: not done */
+            else
+                T_MPI(MPI_Waitall(1, &r, &st));
+            T_CHECK(!flag, "%s: done while its stream is held", w);
+        }
+        T_MPI(MPI_Barrier(MPI_COMM_WORLD)); /* every message sent or staged meanwhile */
+        t_sleep_ms(50);
+        atomic_store(&g.open, 1);
+        if (active && !sender) {
+            if (way == 3) {
+                double t0 = t_now();
+                while (!flag && t_now() - t0 < T_SLOW(20.0))
+                    T_MPI(MPI_Test(&r, &flag, &st));
+                T_CHECK(flag, "%s: MPI_Test never saw it done", w);
+            }
+            sync_stream(s);
+            sync_stream(s2);
+            if (way == 4) {
+                T_CHECK(t_err_class(st.MPI_ERROR) == MPI_ERR_TRUNCATE,
+                        "%s: error class %d, expected MPI_ERR_TRUNCATE", w,
+                        t_err_class(st.MPI_ERROR));
+                /* the fill's bytes past the receive stay */
+                unsigned char *ref = malloc(N);
+                t_fill(ref, N, 999 + (uint64_t)way);
+                T_CHECK(memcmp(buf + rcount, ref + rcount, (size_t)(N - rcount)) == 0,
+                        "%s: bytes past the receive written", w);
+                free(ref);
+            } else {
+                t_expect_pattern(buf, N, (uint64_t)(partner * 11 + way), w);
+                t_expect_status(&st, partner, tag, N, MPI_BYTE, w);
+            }
+        } else {
+            sync_stream(s);
+            sync_stream(s2);
+        }
+    }
+    free(buf);
+    T_MPI(MPI_Comm_free(&sc));
+    T_MPI(MPIX_Acc_Hoststream_free(&s));
+    T_MPI(MPIX_Acc_Hoststream_free(&s2));
+}
+
 int main(int argc, char **argv)
 {
     t_init(&argc, &argv, "sx_path", 120);
@@ -398,6 +500,8 @@ int main(int argc, char **argv)
         other_streams(c, what);
         t_phase("8. blocking calls on a stream");
         blocking_calls(sx, what);
+        t_phase("9. non-blocking receives behind a held stream");
+        nonblocking_calls(sx, what);
         T_MPI(MPI_Barrier(c));
         T_MPI(MPI_Comm_free(&c));
     }
