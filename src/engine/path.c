@@ -506,6 +506,7 @@ int mxe_sx_submit_send(mxe_op_t *op)
 }
 
 static size_t sx_stage_most(void);
+static size_t sx_untriggered_most(const mxa_sx_link_t *l);
 
 /* A receive on an SX communicator: bind it (its ordinal); publish our ring
  * for its stream's executor at the first receive from that peer. */
@@ -540,13 +541,13 @@ void mxe_sx_bind_recv(mxe_op_t *op)
      * wait on another stream gives the receive's stream a point then (a
      * late one: after the receive in stream order) and its step waits for
      * it; host interest (MPI_Test, a host wait, a freed request) enqueues
-     * the step on the receive's own stream (mxe_op_host_interest). Small
-     * receives only (staging's bound), not where staging is off, and for
-     * non-blocking receives not those of derived types (their unpack at
-     * completion). */
+     * the step on the receive's own stream (mxe_op_host_interest). Up to
+     * the largest LL message of the ring (sx_untriggered_most: hpgmg's
+     * 20 KiB halos), not where staging is off, and for non-blocking
+     * receives not those of derived types (their unpack at completion). */
     if ((op->stream_waited || !op->user_complete) && op->stream->kind != MXA_KIND_NONE &&
         !op->post_early && strcmp(mxu_config.sx_stage, "off") != 0 &&
-        op->bytes <= sx_stage_most() && mxa_sx_link_published_for(p->in, op->stream) &&
+        op->bytes <= sx_untriggered_most(p->in) && mxa_sx_link_published_for(p->in, op->stream) &&
         (op->bytes == 0 || mxa_sx_stream_reaches(op->stream, op->memtype)))
         op->sx_untriggered = 1;
     pthread_mutex_unlock(&p->lock);
@@ -671,13 +672,59 @@ void mxe_op_host_interest(mxe_op_t *op)
  * its trigger word), and bound receives, for which a receive step is
  * enqueued on s here. A bound receive whose status is wanted stays for the
  * host wait too (the host writes statuses). */
+/* The receive steps of one stream wait, enqueued in batches of up to
+ * MXA_SX_RECV_BATCH in the wait's order. */
+typedef struct {
+    mxa_sx_recv_t rv[MXA_SX_RECV_BATCH];
+    mxe_op_t *op[MXA_SX_RECV_BATCH];
+    int at[MXA_SX_RECV_BATCH]; /* the op's index in the wait */
+    int n;
+} sx_batch_t;
+
+static void sx_batch_flush(mxa_stream_t *s, sx_batch_t *b, unsigned char *drop)
+{
+    int n = b->n;
+    b->n = 0;
+    if (!n)
+        return;
+    if (mxa_sx_enqueue_recv(s, b->rv, n) != MXU_OK) {
+        /* logged: the library steps them, the host waits for them */
+        for (int j = 0; j < n; j++) {
+            mxe_op_t *op = b->op[j];
+            if (b->rv[j].unpack) /* the maker unpacks */
+                op->sx_pack_state = 0;
+            mxa_sx_record_free(op->sx_rec);
+            op->sx_rec = NULL;
+            atomic_store(&op->sx_stepped, 0);
+            op->sx_len_stepped = 0;
+            drop[b->at[j]] = 0;
+            mxe_op_host_interest(op);
+        }
+        return;
+    }
+    for (int j = 0; j < n; j++) {
+        if (b->rv[j].unpack)
+            atomic_fetch_add_explicit(&px.fused_unpacks, 1, memory_order_relaxed);
+        sx_push(MXE_CMD_SX_WATCH, b->op[j]);
+    }
+}
+
+/* A receive the wait does not step: host interest. One without a stream
+ * point gets its step on its own stream there, which may be s: the steps
+ * batched so far go first (a channel's steps run in its order). */
+static void sx_wait_not_stepped(mxa_stream_t *s, sx_batch_t *b, mxe_op_t *op, unsigned char *drop)
+{
+    if (op->sx_untriggered)
+        sx_batch_flush(s, b, drop);
+    mxe_op_host_interest(op); /* a step; the host waits for it */
+}
+
 void mxe_sx_stream_wait(mxa_stream_t *s, mxe_op_t **ops, void **targets, int n, unsigned char *drop)
 {
     if (!px.on)
         return;
-    mxa_sx_recv_t rv[MXA_SX_RECV_BATCH];
-    mxe_op_t *rops[MXA_SX_RECV_BATCH];
-    int nr = 0;
+    sx_batch_t b;
+    b.n = 0;
     for (int i = 0; i < n; i++) {
         mxe_op_t *op = ops[i];
         if (op->type == MXE_OP_SEND && op->sx) {
@@ -687,9 +734,9 @@ void mxe_sx_stream_wait(mxa_stream_t *s, mxe_op_t **ops, void **targets, int n, 
         }
         if (op->type != MXE_OP_RECV || !op->sx)
             continue;
-        if (nr == MXA_SX_RECV_BATCH || !mxa_sx_link_published_for(op->sx_peer->in, s) ||
+        if (!mxa_sx_link_published_for(op->sx_peer->in, s) ||
             (op->bytes > 0 && !mxa_sx_stream_reaches(s, op->memtype))) {
-            mxe_op_host_interest(op); /* a library step; the host waits for it */
+            sx_wait_not_stepped(s, &b, op, drop);
             continue;
         }
         if (atomic_exchange(&op->sx_stepped, 1))
@@ -697,20 +744,23 @@ void mxe_sx_stream_wait(mxa_stream_t *s, mxe_op_t **ops, void **targets, int n, 
         uint64_t after_seq = op->trigger_seq;
         if (op->sx_untriggered && op->stream != s && sx_late_point(op, &after_seq) != 0) {
             atomic_store(&op->sx_stepped, 0);
-            mxe_op_host_interest(op); /* its step on its own stream; the host waits */
+            sx_wait_not_stepped(s, &b, op, drop);
             continue;
         }
         mxa_sx_record_t *rec = mxa_sx_record_alloc();
         if (!rec) {
             atomic_store(&op->sx_stepped, 0);
-            mxe_op_host_interest(op);
+            sx_wait_not_stepped(s, &b, op, drop);
             continue;
         }
+        if (b.n == MXA_SX_RECV_BATCH)
+            sx_batch_flush(s, &b, drop);
         op->sx_rec = rec;
-        rv[nr] = sx_recv_of(op, s, rec, after_seq);
-        if (rv[nr].unpack)
+        b.rv[b.n] = sx_recv_of(op, s, rec, after_seq);
+        if (b.rv[b.n].unpack)
             op->sx_pack_state = 1;
-        rops[nr++] = op;
+        b.op[b.n] = op;
+        b.at[b.n++] = i;
         op->sx_len_stepped = op->sx_len_word != NULL;
         /* the stream finishes it alone unless a status is wanted or the
          * host has work at its completion that the stream must wait for
@@ -718,29 +768,7 @@ void mxe_sx_stream_wait(mxa_stream_t *s, mxe_op_t **ops, void **targets, int n, 
          * writes: sx_len_word) */
         drop[i] = targets[i] == NULL && (!op->user_complete || op->sx_len_word);
     }
-    if (!nr)
-        return;
-    if (mxa_sx_enqueue_recv(s, rv, nr) != MXU_OK) {
-        /* logged: the library steps them, the host waits for them */
-        for (int j = 0; j < nr; j++) {
-            if (rv[j].unpack) /* the maker unpacks */
-                rops[j]->sx_pack_state = 0;
-            mxa_sx_record_free(rops[j]->sx_rec);
-            rops[j]->sx_rec = NULL;
-            atomic_store(&rops[j]->sx_stepped, 0);
-            rops[j]->sx_len_stepped = 0;
-            mxe_op_host_interest(rops[j]);
-        }
-        for (int i = 0; i < n; i++)
-            if (ops[i]->type == MXE_OP_RECV)
-                drop[i] = 0;
-        return;
-    }
-    for (int j = 0; j < nr; j++) {
-        if (rv[j].unpack)
-            atomic_fetch_add_explicit(&px.fused_unpacks, 1, memory_order_relaxed);
-        sx_push(MXE_CMD_SX_WATCH, rops[j]);
-    }
+    sx_batch_flush(s, &b, drop);
 }
 
 /* ------------------------------------------------------ progress thread */
@@ -773,6 +801,22 @@ static size_t sx_stage_most(void)
     size_t most =
         mxu_config.eager_limit > MXE_SX_STAGE_FLOOR ? mxu_config.eager_limit : MXE_SX_STAGE_FLOOR;
     return most > mxu_config.sx_slot_bytes ? mxu_config.sx_slot_bytes : most;
+}
+
+/* The largest receive that goes without a stream point: what the link's
+ * LL steps carry once the ring is in the receiver's GPU memory (four times
+ * the eager limit, up to a slot), at least staging's bound. A message of
+ * that size still comes by UCX now and then (the sender's slot taken, the
+ * device ring not mapped yet): it is staged then, two bus crossings. */
+static size_t sx_untriggered_most(const mxa_sx_link_t *l)
+{
+    size_t most = sx_stage_most(), slot = mxa_sx_link_slot_bytes(l);
+    size_t ll = mxu_config.eager_limit > SIZE_MAX / MXA_SX_DRING_EAGER_FACTOR
+                    ? SIZE_MAX
+                    : mxu_config.eager_limit * MXA_SX_DRING_EAGER_FACTOR;
+    if (ll > slot)
+        ll = slot;
+    return ll > most ? ll : most;
 }
 
 void *mxe_sx_recv_staging(mxe_op_t *op)

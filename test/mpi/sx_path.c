@@ -37,8 +37,9 @@
  *     the buffer first, MPI_Irecv + MPI_Waitall of an MPI_Issend (UCX,
  *     staged) and of an MPIX_Acc_Isend (the ring), MPIX_Acc_Irecv +
  *     MPIX_Acc_Waitall on another stream, MPI_Irecv + MPI_Test (not done
- *     while the stream is held), and a 3000-byte message into 1500:
- *     MPI_ERR_TRUNCATE, the bytes past the receive untouched.
+ *     while the stream is held), a 3000-byte message into 1500:
+ *     MPI_ERR_TRUNCATE, the bytes past the receive untouched, and a
+ *     20000-byte one (above the host ring's limit: by UCX, staged).
  */
 #include "common.h"
 
@@ -399,16 +400,18 @@ static void nonblocking_calls(int sx, const char *what)
     T_MPI(MPIX_Acc_Hoststream_create(&s));
     T_MPI(MPIX_Acc_Hoststream_create(&s2));
     MPI_Comm sc = t_stream_comm_dup(s, sx);
-    enum { N = 3000 };
-    unsigned char *buf = malloc(N);
+    enum { NMAX = 20000 };
+    unsigned char *buf = malloc(NMAX);
     static const char *ways[] = {"MPI_Issend, MPI_Irecv + MPI_Waitall (staged from UCX)",
                                  "MPI_Isend, MPI_Irecv + MPI_Waitall",
                                  "MPIX_Acc_Irecv + MPIX_Acc_Waitall on another stream",
                                  "MPI_Irecv + MPI_Test until done",
-                                 "MPI_Irecv + MPI_Waitall, a message longer than the receive"};
-    for (int way = 0; way < 5; way++) {
+                                 "MPI_Irecv + MPI_Waitall, a message longer than the receive",
+                                 "MPI_Isend of 20000 bytes (UCX on host streams, staged)"};
+    for (int way = 0; way < 6; way++) {
         char w[160];
         snprintf(w, sizeof w, "%s, non-blocking %s", what, ways[way]);
+        const int N = way == 5 ? NMAX : 3000;
         int tag = 50 + way, rcount = way == 4 ? N / 2 : N;
         MPI_Request r = MPI_REQUEST_NULL;
         MPI_Status st;
