@@ -129,9 +129,11 @@ mxu_status_t mxe_start(const void *blob, const size_t *offsets, int nranks, cons
     int with_cuda = feat.cuda_active;
     /* device memory only in a context: an application that makes its GPU
      * current after MPI_Init has none yet (UCX logged an error per
-     * allocation); the context hook warms that device up (mxe_warm_context) */
-    int with_device_memory = with_cuda && mxa_current_pci_busid() != NULL;
-    MXU_TRY(mxt_warm_up(with_device_memory, with_cuda && nranks <= MXE_EAGER_CONNECT_MAX,
+     * allocation); the context hook warms that device up (mxe_warm_context)
+     * and the node peers' rounds use host memory (every process of the
+     * node takes part in them) */
+    int device_memory = with_cuda && mxa_current_pci_busid() != NULL;
+    MXU_TRY(mxt_warm_up(with_cuda, device_memory, with_cuda && nranks <= MXE_EAGER_CONNECT_MAX,
                         node_peers, npeers));
 
     mxe.epoll_fd = epoll_create1(EPOLL_CLOEXEC);

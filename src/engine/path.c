@@ -910,6 +910,9 @@ void mxe_sx_staged(mxe_op_t *op, size_t length)
     atomic_fetch_add_explicit(&px.staged, 1, memory_order_relaxed);
     if (op->sx_watched)
         sx_tell_copy(op); /* a step on a stream waits for it */
+    else if (op->sx_untriggered)
+        ; /* only a step in its stream's order may write the buffer: the
+           * stream wait's or host interest's, which sx_watch tells */
     else if (op->sx_host_copy || !atomic_exchange(&op->sx_stepped, 1))
         sx_copy_step(op);
     /* else a step's command is on its way: sx_watch / mxe_sx_handle_step */

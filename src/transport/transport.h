@@ -115,7 +115,11 @@ mxu_status_t mxt_arm(void);
  * probing allocations, which synchronize the device, happen here rather
  * than under a stream wait. Progress-thread (or pre-start) only. */
 mxu_status_t mxt_warm_memory(int with_cuda);
-mxu_status_t mxt_warm_up(int with_cuda, int connect_all, const int *node_peers, int npeers);
+/* device_memory: a device context is current (device memory can be
+ * allocated); node peers (with_cuda) exchange messages with host memory
+ * otherwise: every process of the node takes part in every round */
+mxu_status_t mxt_warm_up(int with_cuda, int device_memory, int connect_all, const int *node_peers,
+                         int npeers);
 
 /* Flush all endpoints and close them (finalize). */
 /* Flush the worker and close every endpoint, progressing until all closes

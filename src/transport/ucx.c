@@ -817,7 +817,7 @@ static void *mxt_warm_alloc(ucs_memory_type_t mt, size_t len, ucp_mem_h *memh)
  * round that does not finish within 30 s (a peer that never came) is
  * abandoned with a warning: the buffer then stays mapped until finalize. */
 #define MXT_IPC_WARM_LEN (256 * 1024)
-static void mxt_warm_node_peers(const int *peers, int npeers)
+static void mxt_warm_node_peers(const int *peers, int npeers, int device_memory)
 {
     int me = -1;
     for (int i = 0; i < npeers; i++)
@@ -830,7 +830,7 @@ static void mxt_warm_node_peers(const int *peers, int npeers)
      * messages in every round. */
     ucs_memory_type_t mt = UCS_MEMORY_TYPE_CUDA;
     char *buf = NULL;
-    if (mxt.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA))
+    if (device_memory && (mxt.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)))
         buf = mxt_warm_alloc(mt, 2 * MXT_IPC_WARM_LEN, &mxt.ipc_warm_memh);
     if (!buf) {
         mt = UCS_MEMORY_TYPE_HOST;
@@ -944,7 +944,8 @@ mxu_status_t mxt_warm_memory(int with_cuda)
     return MXU_OK;
 }
 
-mxu_status_t mxt_warm_up(int with_cuda, int connect_all, const int *node_peers, int npeers)
+mxu_status_t mxt_warm_up(int with_cuda, int device_memory, int connect_all, const int *node_peers,
+                         int npeers)
 {
     /* Endpoints: creating one selects protocols for its configuration. */
     int n = connect_all ? mxt.world_size : 0;
@@ -952,9 +953,9 @@ mxu_status_t mxt_warm_up(int with_cuda, int connect_all, const int *node_peers, 
         ucp_ep_h ep;
         MXU_TRY(mxt_get_ep(r, &ep));
     }
-    MXU_TRY(mxt_warm_memory(with_cuda));
+    MXU_TRY(mxt_warm_memory(with_cuda && device_memory));
     if (with_cuda && node_peers)
-        mxt_warm_node_peers(node_peers, npeers);
+        mxt_warm_node_peers(node_peers, npeers, device_memory);
     MXU_LOG(MXU_LOG_DEBUG, "UCX warm-up done (%d endpoints connected eagerly)", n);
     return MXU_OK;
 }

@@ -39,7 +39,10 @@
  *     MPIX_Acc_Waitall on another stream, MPI_Irecv + MPI_Test (not done
  *     while the stream is held), a 3000-byte message into 1500:
  *     MPI_ERR_TRUNCATE, the bytes past the receive untouched, and a
- *     20000-byte one (above the host ring's limit: by UCX, staged).
+ *     20000-byte one (above the host ring's limit: by UCX, staged); each
+ *     once with the wait (or test) right after MPI_Irecv and once after
+ *     the message arrived (a message staged before any step existed is
+ *     still the step's to copy, not a library step's at once).
  */
 #include "common.h"
 
@@ -391,6 +394,20 @@ static void blocking_calls(int sx, const char *what)
  * held by a gate, behind a host function that writes the buffer first.
  * The message is sent (ring or UCX) before the gate opens; after the
  * stream ran the buffer must hold the message. */
+/* the receiving side of phase 9: the held stream that writes the buffer
+ * first, then the receive */
+static void nb_post(MPIX_Acc_stream s, MPI_Comm sc, t_gate_t *g, t_fill_arg_t *fa, int way,
+                    unsigned char *buf, int n, int rcount, int partner, int tag, MPI_Request *r)
+{
+    memset(buf, 0, (size_t)n);
+    T_MPI(MPIX_Acc_Hoststream_launch(s, t_gate_fn, g));
+    T_MPI(MPIX_Acc_Hoststream_launch(s, t_fill_fn, fa));
+    if (way == 2)
+        T_MPI(MPIX_Acc_Irecv(s, buf, n, MPI_BYTE, partner, tag, sc, r));
+    else
+        T_MPI(MPI_Irecv(buf, rcount, MPI_BYTE, partner, tag, sc, r));
+}
+
 static void nonblocking_calls(int sx, const char *what)
 {
     int partner = t_rank ^ 1;
@@ -408,9 +425,14 @@ static void nonblocking_calls(int sx, const char *what)
                                  "MPI_Irecv + MPI_Test until done",
                                  "MPI_Irecv + MPI_Waitall, a message longer than the receive",
                                  "MPI_Isend of 20000 bytes (UCX on host streams, staged)"};
-    for (int way = 0; way < 6; way++) {
+    /* late: the receiver's wait (or test) comes after the message arrived
+     * (the barrier and a sleep between MPI_Irecv and it): a message staged
+     * from UCX before any step was enqueued is still the step's to copy */
+    for (int k = 0; k < 12; k++) {
+        const int way = k % 6, late = k / 6;
         char w[160];
-        snprintf(w, sizeof w, "%s, non-blocking %s", what, ways[way]);
+        snprintf(w, sizeof w, "%s, non-blocking %s%s", what, ways[way],
+                 late ? ", waited for after it arrived" : "");
         const int N = way == 5 ? NMAX : 3000;
         int tag = 50 + way, rcount = way == 4 ? N / 2 : N;
         MPI_Request r = MPI_REQUEST_NULL;
@@ -419,6 +441,10 @@ static void nonblocking_calls(int sx, const char *what)
         t_gate_t g;
         t_gate_init(&g);
         t_fill_arg_t fa = {.buf = buf, .n = N, .seed = 999 + (uint64_t)way, .sleep_ms = 20};
+        if (active && !sender && late)
+            nb_post(s, sc, &g, &fa, way, buf, N, rcount, partner, tag, &r);
+        if (late) /* the receive is posted before the message is sent */
+            T_MPI(MPI_Barrier(MPI_COMM_WORLD));
         if (active && sender) {
             t_fill(buf, N, (uint64_t)(t_rank * 11 + way));
             if (way == 0)
@@ -426,14 +452,14 @@ static void nonblocking_calls(int sx, const char *what)
             else
                 T_MPI(MPIX_Acc_Isend(s2, buf, N, MPI_BYTE, partner, tag, sc, &r));
             T_MPI(MPIX_Acc_Wait(way == 0 ? s : s2, &r, MPI_STATUS_IGNORE));
-        } else if (active) {
-            memset(buf, 0, N);
-            T_MPI(MPIX_Acc_Hoststream_launch(s, t_gate_fn, &g));
-            T_MPI(MPIX_Acc_Hoststream_launch(s, t_fill_fn, &fa));
-            if (way == 2)
-                T_MPI(MPIX_Acc_Irecv(s, buf, N, MPI_BYTE, partner, tag, sc, &r));
-            else
-                T_MPI(MPI_Irecv(buf, rcount, MPI_BYTE, partner, tag, sc, &r));
+        }
+        if (active && !sender && !late)
+            nb_post(s, sc, &g, &fa, way, buf, N, rcount, partner, tag, &r);
+        if (late) {
+            T_MPI(MPI_Barrier(MPI_COMM_WORLD)); /* sent */
+            t_sleep_ms(50);                     /* arrived, staged if by UCX */
+        }
+        if (active && !sender) {
             if (way == 2)
                 T_MPI(MPIX_Acc_Waitall(s2, 1, &r, &st));
             else if (way == 3)
@@ -443,7 +469,7 @@ static void nonblocking_calls(int sx, const char *what)
             T_CHECK(!flag, "%s: done while its stream is held", w);
         }
         T_MPI(MPI_Barrier(MPI_COMM_WORLD)); /* every message sent or staged meanwhile */
-        t_sleep_ms(50);
+        t_sleep_ms(late ? 5 : 50);
         atomic_store(&g.open, 1);
         if (active && !sender) {
             if (way == 3) {
