@@ -452,6 +452,15 @@ if selected "sx/sx_path-late-device"; then
         --timeout=$GUARD --device-after-init
     sx_mps_stop
 fi
+# non-blocking receives without a stream point (MPIX_ACC_SX_RECV_POINT=lazy):
+# stream waits on their stream step them, others give late points or steps
+if selected "sx/sx_path-lazy"; then
+    sx_mps_start
+    run_test "sx/sx_path-lazy" 300 'messages sent into them [1-9][0-9]* .bulk [1-9]' -- env \
+        MPIX_ACC_SX=on MPIX_ACC_SX_RECV_POINT=lazy MPIX_ACC_STATS=1 MPIX_ACC_LOG=warn \
+        "$MPIEXEC" $LAUNCH -n 2 "$BIN/sx_path" --timeout=$GUARD
+    sx_mps_stop
+fi
 # (sizes up to 1 MiB + 1 on the UCX path below: >= 1 MiB peer allocations
 # re-made at one address failed there until the library handed the
 # driver's CUDA_ERROR_ALREADY_MAPPED back to UCX, src/accel/cuda_ipc.c)

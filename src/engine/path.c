@@ -544,8 +544,14 @@ void mxe_sx_bind_recv(mxe_op_t *op)
      * the step on the receive's own stream (mxe_op_host_interest). Up to
      * the largest LL message of the ring (sx_untriggered_most: hpgmg's
      * 20 KiB halos), not where staging is off, and for non-blocking
-     * receives not those of derived types (their unpack at completion). */
-    if ((op->stream_waited || !op->user_complete) && op->stream->kind != MXA_KIND_NONE &&
+     * receives not those of derived types (their unpack at completion).
+     * Host interest may come while the stream is held behind the receive
+     * by work the host releases later: a host test or wait then completes
+     * only once the stream passes the host's call, not the receive (api.md
+     * §3 says the receive): non-blocking receives go without a point only
+     * with MPIX_ACC_SX_RECV_POINT=lazy. */
+    int lazy = strcmp(mxu_config.sx_recv_point, "lazy") == 0;
+    if ((op->stream_waited || (lazy && !op->user_complete)) && op->stream->kind != MXA_KIND_NONE &&
         !op->post_early && strcmp(mxu_config.sx_stage, "off") != 0 &&
         op->bytes <= sx_untriggered_most(p->in) && mxa_sx_link_published_for(p->in, op->stream) &&
         (op->bytes == 0 || mxa_sx_stream_reaches(op->stream, op->memtype)))
@@ -751,6 +757,14 @@ void mxe_sx_stream_wait(mxa_stream_t *s, mxe_op_t **ops, void **targets, int n, 
         if (!rec) {
             atomic_store(&op->sx_stepped, 0);
             sx_wait_not_stepped(s, &b, op, drop);
+            continue;
+        }
+        if (b.n == MXA_SX_RECV_BATCH && !op->sx_untriggered) {
+            /* past a batch: a library step, the host waits (receives with
+             * points; those without go on in further batches, in order) */
+            mxa_sx_record_free(rec);
+            atomic_store(&op->sx_stepped, 0);
+            mxe_op_host_interest(op);
             continue;
         }
         if (b.n == MXA_SX_RECV_BATCH)

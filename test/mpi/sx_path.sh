@@ -10,7 +10,8 @@
 # takes it), with 1 slot and MPIX_ACC_SX_STAGE=all (UCX-carried messages
 # go through host staging and the receive step), with device rings
 # (MPIX_ACC_SX_DRING=on: memfd rings handed over a socket), and once with
-# MPIX_ACC_SX=off. Each run must PASS with no
+# MPIX_ACC_SX=off, and with MPIX_ACC_SX_RECV_POINT=lazy (late points and
+# host-interest steps counted). Each run must PASS with no
 # ERROR line; with the path on, every rank's "path sx" line shows sent and
 # received messages (> 0), with it off, none.
 set -u
@@ -57,6 +58,13 @@ run() { # ranks expect(on|off) env...
         fi
         [ "$on" -eq "$n" ] || why="${why:+$why, }$on of $n ranks moved messages on the SX path"
     fi
+    if [ "$expect" = lazy ]; then
+        # non-blocking receives without a stream point: waits on another
+        # stream gave their stream late points, host tests enqueued steps
+        local nl
+        nl=$(grep -cE 'receives without a stream point: late points [1-9][0-9]*, steps for host interest [1-9]' "$log")
+        [ "$nl" -ge 1 ] || why="${why:+$why, }no rank made late points and host-interest steps"
+    fi
     if [ "$expect" = off ] && [ "$zero" -ne "$n" ]; then
         why="${why:+$why, }SX path used although off ($zero of $n zero lines)"
     fi
@@ -93,6 +101,10 @@ run 2 dring MPIX_ACC_SX_DRING=on MPIX_ACC_SX_BULK_SLOTS=0
 # steps, truncation) runs here without a GPU.
 run 2 staged MPIX_ACC_SX_SLOTS=1 MPIX_ACC_SX_STAGE=all
 run 3 staged MPIX_ACC_SX_SLOTS=1 MPIX_ACC_SX_SLOT_BYTES=4096 MPIX_ACC_SX_STAGE=all
+# Non-blocking receives without a stream point (MPIX_ACC_SX_RECV_POINT=
+# lazy): every consumer puts the receive step in its stream's order
+run 2 lazy MPIX_ACC_SX_RECV_POINT=lazy
+run 3 lazy MPIX_ACC_SX_RECV_POINT=lazy MPIX_ACC_SX_SLOTS=1 MPIX_ACC_SX_STAGE=all
 
 # Regression (2026-11-23): a receive step on the waiting stream finished
 # before the progress thread saw the receive's own trigger; the trigger then
