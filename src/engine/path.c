@@ -672,12 +672,6 @@ void mxe_op_host_interest(mxe_op_t *op)
     sx_push(MXE_CMD_SX_STEP, op);
 }
 
-/* Stream wait (before its wait point is enqueued): the ops the stream can
- * finish itself get drop[i] = 1 -- SX sends of this stream (their step
- * precedes) or of another stream of the same kind (a cross-stream wait on
- * its trigger word), and bound receives, for which a receive step is
- * enqueued on s here. A bound receive whose status is wanted stays for the
- * host wait too (the host writes statuses). */
 /* The receive steps of one stream wait, enqueued in batches of up to
  * MXA_SX_RECV_BATCH in the wait's order. */
 typedef struct {
@@ -725,6 +719,14 @@ static void sx_wait_not_stepped(mxa_stream_t *s, sx_batch_t *b, mxe_op_t *op, un
     mxe_op_host_interest(op); /* a step; the host waits for it */
 }
 
+/* Stream wait (before its wait point is enqueued): the ops the stream can
+ * finish itself get drop[i] = 1 -- SX sends of this stream (their step
+ * precedes) or of another stream of the same kind (a cross-stream wait on
+ * its trigger word), and bound receives, for which a receive step is
+ * enqueued on s here, in batches in the wait's order (a receive without a
+ * stream point of another stream first gives that stream a late point). A
+ * bound receive whose status is wanted stays for the host wait too (the
+ * host writes statuses). */
 void mxe_sx_stream_wait(mxa_stream_t *s, mxe_op_t **ops, void **targets, int n, unsigned char *drop)
 {
     if (!px.on)
