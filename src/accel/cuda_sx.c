@@ -27,25 +27,30 @@
 #include "util/calltime.h"
 #include "util/log.h"
 
-/* Any context to allocate pinned memory in (PORTABLE: usable from all). */
-static int sx_enter_any(void)
+/* Any context to allocate pinned memory in (PORTABLE: usable from all):
+ * the first the library set up, else the calling thread's (*current). */
+static CUcontext sx_any_ctx(int *current)
 {
     CUcontext c = atomic_load_explicit(&mxa_cuda_g_first_ctx, memory_order_acquire);
-    if (c == NULL) {
-        CUcontext cur = NULL;
-        if (MXA_CU(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && cur != NULL)
-            return 0;
+    *current = 0;
+    if (c == NULL && MXA_CU(cuCtxGetCurrent)(&c) == CUDA_SUCCESS && c != NULL)
+        *current = 1;
+    return c;
+}
+
+static int sx_enter_any(void)
+{
+    int current;
+    CUcontext c = sx_any_ctx(&current);
+    if (c == NULL)
         return -1;
-    }
-    return ctx_enter(c);
+    return current ? 0 : ctx_enter(c);
 }
 
 int mxa_cuda_sx_context_known(void)
 {
-    if (atomic_load_explicit(&mxa_cuda_g_first_ctx, memory_order_acquire) != NULL)
-        return 1;
-    CUcontext cur = NULL;
-    return MXA_CU(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && cur != NULL;
+    int current;
+    return sx_any_ctx(&current) != NULL;
 }
 
 void *mxa_cuda_sx_host_alloc(size_t bytes)

@@ -203,6 +203,12 @@ void mxa_sx_record_free(mxa_sx_record_t *r)
  * waits still end at the deadline); readers load the pointer atomically. */
 static uint64_t *sx_abort_word(void) { return __atomic_load_n(&sx.abort_word, __ATOMIC_ACQUIRE); }
 
+static int sx_aborted(void)
+{
+    uint64_t *w = sx_abort_word();
+    return w && mxa_sx_load_acquire(w);
+}
+
 static mxu_status_t sx_abort_word_make(void)
 {
     if (sx_abort_word())
@@ -1106,8 +1112,7 @@ static int sx_ll_copy_out_dev(const mxa_sx_link_t *l, uint64_t payload, uint32_t
             free(w);
             return 1;
         }
-        if ((sx_abort_word() && mxa_sx_load_acquire(sx_abort_word())) ||
-            (deadline_ns && sx_now_ns() > deadline_ns))
+        if (sx_aborted() || (deadline_ns && sx_now_ns() > deadline_ns))
             break;
         sx_backoff(&spins);
     }
@@ -1199,7 +1204,7 @@ static int sx_ll_copy_out(const uint64_t *payload, uint32_t f, uint64_t bytes, u
         uint64_t w = mxa_sx_load_relaxed(payload + i);
         unsigned spins = 0;
         while (mxa_sx_ll_flag_of(w) != f) {
-            if (sx_abort_word() && mxa_sx_load_acquire(sx_abort_word()))
+            if (sx_aborted())
                 return 0;
             if (deadline_ns && sx_now_ns() > deadline_ns)
                 return 0;

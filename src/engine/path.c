@@ -88,6 +88,8 @@ typedef struct mxe_sx_peer {
 
 static struct {
     int on;
+    int recv_lazy;         /* MPIX_ACC_SX_RECV_POINT=lazy */
+    int stage_off;         /* MPIX_ACC_SX_STAGE=off */
     int listen_watched;    /* progress thread: the device-ring socket is in the epoll set */
     mxe_sx_peer_t **peers; /* world rank -> peer (NULL: not on this node, or self) */
     int npeers_world;
@@ -186,6 +188,8 @@ mxu_status_t mxe_sx_start(void)
 {
     memset((void *)px.fallback, 0, sizeof(px.fallback));
     px.on = 0;
+    px.recv_lazy = strcmp(mxu_config.sx_recv_point, "lazy") == 0;
+    px.stage_off = strcmp(mxu_config.sx_stage, "off") == 0;
     if (px.nnode < 2 || !sx_setting_on(px.nnode))
         return MXU_OK;
     if (mxa_sx_setup(mxu_config.sx_timeout) != MXU_OK)
@@ -550,9 +554,8 @@ void mxe_sx_bind_recv(mxe_op_t *op)
      * only once the stream passes the host's call, not the receive (api.md
      * §3 says the receive): non-blocking receives go without a point only
      * with MPIX_ACC_SX_RECV_POINT=lazy. */
-    int lazy = strcmp(mxu_config.sx_recv_point, "lazy") == 0;
-    if ((op->stream_waited || (lazy && !op->user_complete)) && op->stream->kind != MXA_KIND_NONE &&
-        !op->post_early && strcmp(mxu_config.sx_stage, "off") != 0 &&
+    if ((op->stream_waited || (px.recv_lazy && !op->user_complete)) &&
+        op->stream->kind != MXA_KIND_NONE && !op->post_early && !px.stage_off &&
         op->bytes <= sx_untriggered_most(p->in) && mxa_sx_link_published_for(p->in, op->stream) &&
         (op->bytes == 0 || mxa_sx_stream_reaches(op->stream, op->memtype)))
         op->sx_untriggered = 1;
@@ -596,6 +599,37 @@ static mxa_sx_recv_t sx_recv_of(mxe_op_t *op, mxa_stream_t *s, mxa_sx_record_t *
     return rv;
 }
 
+/* A receive step for op on s is being made: its record and parameters */
+static mxa_sx_recv_t sx_step_begin(mxe_op_t *op, mxa_stream_t *s, mxa_sx_record_t *rec,
+                                   uint64_t after_seq)
+{
+    op->sx_rec = rec;
+    mxa_sx_recv_t rv = sx_recv_of(op, s, rec, after_seq);
+    if (rv.unpack)
+        op->sx_pack_state = 1;
+    op->sx_len_stepped = op->sx_len_word != NULL;
+    return rv;
+}
+
+/* ... and could not be enqueued: op is as it was before (not stepped) */
+static void sx_step_undo(mxe_op_t *op, const mxa_sx_recv_t *rv)
+{
+    if (rv->unpack) /* the maker unpacks */
+        op->sx_pack_state = 0;
+    mxa_sx_record_free(op->sx_rec);
+    op->sx_rec = NULL;
+    op->sx_len_stepped = 0;
+    atomic_store(&op->sx_stepped, 0);
+}
+
+/* ... or was: the progress thread watches its record */
+static void sx_step_enqueued(mxe_op_t *op, const mxa_sx_recv_t *rv)
+{
+    if (rv->unpack)
+        atomic_fetch_add_explicit(&px.fused_unpacks, 1, memory_order_relaxed);
+    sx_push(MXE_CMD_SX_WATCH, op);
+}
+
 /* A late stream point of op's own stream (op has none: sx_untriggered),
  * after the receive in stream order: *seq. -1 while the stream captures
  * or when the point cannot be enqueued. */
@@ -614,9 +648,9 @@ static int sx_late_point(mxe_op_t *op, uint64_t *seq)
 
 /* Host interest in a receive without a stream point (application thread):
  * its receive step goes on its own stream now, the only place that may
- * write its buffer; the progress thread watches the step's record. 0:
- * done (or done before); -1: the stream captures (a later call retries). */
-static int sx_step_untriggered(mxe_op_t *op)
+ * write its buffer; the progress thread watches the step's record. While
+ * the stream captures nothing happens (a later call does it). */
+static void sx_step_untriggered(mxe_op_t *op)
 {
     if (mxa_stream_capturing(op->stream)) {
         static _Atomic int warned;
@@ -624,39 +658,26 @@ static int sx_step_untriggered(mxe_op_t *op)
             MXU_LOG(MXU_LOG_WARN,
                     "SX: a receive is tested or waited for on the host while its stream "
                     "captures: it completes after the capture ends and it is asked again");
-        return -1;
+        return;
     }
     if (atomic_exchange(&op->sx_stepped, 1))
-        return 0;
+        return;
     mxa_sx_record_t *rec = mxa_sx_record_alloc();
-    mxa_sx_recv_t rv;
     if (rec) {
-        op->sx_rec = rec;
-        rv = sx_recv_of(op, op->stream, rec, 0);
-        if (rv.unpack)
-            op->sx_pack_state = 1;
-        op->sx_len_stepped = op->sx_len_word != NULL;
-    }
-    if (!rec || mxa_sx_enqueue_recv(op->stream, &rv, 1) != MXU_OK) {
-        /* no record or no launch (the device is failing): a library step
-         * delivers it, out of its stream's order */
-        if (rec) {
-            if (rv.unpack)
-                op->sx_pack_state = 0;
-            op->sx_rec = NULL;
-            op->sx_len_stepped = 0;
-            mxa_sx_record_free(rec);
+        mxa_sx_recv_t rv = sx_step_begin(op, op->stream, rec, 0);
+        if (mxa_sx_enqueue_recv(op->stream, &rv, 1) == MXU_OK) {
+            atomic_fetch_add_explicit(&px.host_interest_steps, 1, memory_order_relaxed);
+            sx_step_enqueued(op, &rv);
+            return;
         }
-        MXU_LOG(MXU_LOG_ERROR, "SX: a receive step could not be enqueued on its stream: the "
-                               "library delivers the message out of the stream's order");
-        sx_push(MXE_CMD_SX_STEP, op);
-        return 0;
+        sx_step_undo(op, &rv);
+        atomic_store(&op->sx_stepped, 1); /* the library step's, below */
     }
-    if (rv.unpack)
-        atomic_fetch_add_explicit(&px.fused_unpacks, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&px.host_interest_steps, 1, memory_order_relaxed);
-    sx_push(MXE_CMD_SX_WATCH, op);
-    return 0;
+    /* no record or no launch (the device is failing): a library step
+     * delivers it, out of its stream's order */
+    MXU_LOG(MXU_LOG_ERROR, "SX: a receive step could not be enqueued on its stream: the "
+                           "library delivers the message out of the stream's order");
+    sx_push(MXE_CMD_SX_STEP, op);
 }
 
 void mxe_op_host_interest(mxe_op_t *op)
@@ -664,7 +685,7 @@ void mxe_op_host_interest(mxe_op_t *op)
     if (op->type != MXE_OP_RECV || !op->sx || mxe_op_is_complete(op))
         return;
     if (op->sx_untriggered) {
-        (void)sx_step_untriggered(op);
+        sx_step_untriggered(op);
         return;
     }
     if (atomic_exchange(&op->sx_stepped, 1))
@@ -690,23 +711,14 @@ static void sx_batch_flush(mxa_stream_t *s, sx_batch_t *b, unsigned char *drop)
     if (mxa_sx_enqueue_recv(s, b->rv, n) != MXU_OK) {
         /* logged: the library steps them, the host waits for them */
         for (int j = 0; j < n; j++) {
-            mxe_op_t *op = b->op[j];
-            if (b->rv[j].unpack) /* the maker unpacks */
-                op->sx_pack_state = 0;
-            mxa_sx_record_free(op->sx_rec);
-            op->sx_rec = NULL;
-            atomic_store(&op->sx_stepped, 0);
-            op->sx_len_stepped = 0;
+            sx_step_undo(b->op[j], &b->rv[j]);
             drop[b->at[j]] = 0;
-            mxe_op_host_interest(op);
+            mxe_op_host_interest(b->op[j]);
         }
         return;
     }
-    for (int j = 0; j < n; j++) {
-        if (b->rv[j].unpack)
-            atomic_fetch_add_explicit(&px.fused_unpacks, 1, memory_order_relaxed);
-        sx_push(MXE_CMD_SX_WATCH, b->op[j]);
-    }
+    for (int j = 0; j < n; j++)
+        sx_step_enqueued(b->op[j], &b->rv[j]);
 }
 
 /* A receive the wait does not step: host interest. One without a stream
@@ -742,7 +754,10 @@ void mxe_sx_stream_wait(mxa_stream_t *s, mxe_op_t **ops, void **targets, int n, 
         }
         if (op->type != MXE_OP_RECV || !op->sx)
             continue;
-        if (!mxa_sx_link_published_for(op->sx_peer->in, s) ||
+        /* past a batch, receives with points get a library step and the
+         * host waits; those without go on in further batches, in order */
+        if ((b.n == MXA_SX_RECV_BATCH && !op->sx_untriggered) ||
+            !mxa_sx_link_published_for(op->sx_peer->in, s) ||
             (op->bytes > 0 && !mxa_sx_stream_reaches(s, op->memtype))) {
             sx_wait_not_stepped(s, &b, op, drop);
             continue;
@@ -761,23 +776,11 @@ void mxe_sx_stream_wait(mxa_stream_t *s, mxe_op_t **ops, void **targets, int n, 
             sx_wait_not_stepped(s, &b, op, drop);
             continue;
         }
-        if (b.n == MXA_SX_RECV_BATCH && !op->sx_untriggered) {
-            /* past a batch: a library step, the host waits (receives with
-             * points; those without go on in further batches, in order) */
-            mxa_sx_record_free(rec);
-            atomic_store(&op->sx_stepped, 0);
-            mxe_op_host_interest(op);
-            continue;
-        }
         if (b.n == MXA_SX_RECV_BATCH)
             sx_batch_flush(s, &b, drop);
-        op->sx_rec = rec;
-        b.rv[b.n] = sx_recv_of(op, s, rec, after_seq);
-        if (b.rv[b.n].unpack)
-            op->sx_pack_state = 1;
+        b.rv[b.n] = sx_step_begin(op, s, rec, after_seq);
         b.op[b.n] = op;
         b.at[b.n++] = i;
-        op->sx_len_stepped = op->sx_len_word != NULL;
         /* the stream finishes it alone unless a status is wanted or the
          * host has work at its completion that the stream must wait for
          * (a derived type's unpack, unless it reads the length the step
