@@ -50,8 +50,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "util/settings.h"
+#include "util/calltime.h"
 #include "util/hashmap.h"
+#include "util/settings.h"
 #include "util/log.h"
 #include "util/mpsc.h"
 #include "util/waiter.h"
@@ -350,9 +351,15 @@ static uint64_t host_poll_trigger(mxa_stream_t *s)
     return atomic_load_explicit(&hs_of(s)->trigger_word, memory_order_acquire);
 }
 
+/* timed like the CUDA driver's query (MXU_CT_CU_CAPTURE), so that the
+ * host-time statistics count capture queries on host streams too (the CPU
+ * tests check how many a call asks: test/mpi/stats.sh) */
 static int host_capturing(mxa_stream_t *s)
 {
-    return atomic_load_explicit(&hs_of(s)->capturing, memory_order_acquire);
+    uint64_t t = mxu_ct_inner_begin();
+    int c = atomic_load_explicit(&hs_of(s)->capturing, memory_order_acquire);
+    mxu_ct_inner_end(MXU_CT_CU_CAPTURE, t);
+    return c;
 }
 
 static const mxa_backend_t host_backend = {

@@ -652,6 +652,11 @@ static int sx_late_point(mxe_op_t *op, uint64_t *seq)
  * the stream captures nothing happens (a later call does it). */
 static void sx_step_untriggered(mxe_op_t *op)
 {
+    /* stepped already (its stream wait's step, or an earlier interest): a
+     * load, before the capture query (a driver call) -- the reaper asks
+     * every incomplete receive it holds, every library call */
+    if (atomic_load_explicit(&op->sx_stepped, memory_order_relaxed))
+        return;
     if (mxa_stream_capturing(op->stream)) {
         static _Atomic int warned;
         if (!atomic_exchange(&warned, 1))
@@ -688,7 +693,8 @@ void mxe_op_host_interest(mxe_op_t *op)
         sx_step_untriggered(op);
         return;
     }
-    if (atomic_exchange(&op->sx_stepped, 1))
+    if (atomic_load_explicit(&op->sx_stepped, memory_order_relaxed) ||
+        atomic_exchange(&op->sx_stepped, 1))
         return;
     sx_push(MXE_CMD_SX_STEP, op);
 }

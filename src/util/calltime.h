@@ -33,7 +33,7 @@ typedef enum {
     MXU_CT_CU_MEMOP,                  /* a CUDA stream point (memop or its fallback kernel) */
     MXU_CT_WAKE,                      /* a wake-up of the progress thread (eventfd write) */
     MXU_CT_CU_QUERY,   /* the CUDA driver's pointer attributes of a buffer (its memory type) */
-    MXU_CT_CU_CAPTURE, /* the CUDA driver's capture status of a stream (SX steps) */
+    MXU_CT_CU_CAPTURE, /* a stream's capture status (the CUDA driver's, or a host stream's) */
     MXU_CT_REQUEST,    /* the MPI request handle of an operation (generalized request + table) */
     MXU_CT_PACKING,    /* a non-contiguous (or staged) buffer's packed block and layout */
     MXU_CT_REAP,       /* freeing the handles of released operations that completed */
