@@ -252,7 +252,7 @@ JOBS=$(nproc)
 [ "$JOBS" -gt 16 ] && JOBS=16
 # only what the suite needs: other parts of the tree (examples, hpgmg) cannot
 # break or slow down the GPU run (--cpu-suite builds everything)
-TARGETS="src/libmpixacc.la tools/mpixacc_info tools/mpixacc_hangdump.la gpu-tests"
+TARGETS="src/libmpixacc.la tools/mpixacc_info tools/mpixacc_hangdump.la tools/mpixacc_prof.la gpu-tests"
 [ "$CPUSUITE" = 1 ] && TARGETS="all tests gpu-tests"
 [ "$APPS" = 1 ] && TARGETS="$TARGETS examples/stencil2d/stencil2d examples/ping_kernel_pong/ping_kernel_pong examples/bench/mpixacc_bench hpgmg/hpgmg-fv"
 [ "$NOGPU" = 1 ] && TARGETS="$TARGETS test/mpi/ring"

@@ -224,7 +224,16 @@
       "Seconds after which the preloadable watchdog tools/mpixacc_hangdump.so (LD_PRELOAD) "      \
       "prints every thread's backtrace and exits with status 124; 0 never. The watchdog is not "  \
       "linked with the library: it reads the variable itself (getenv, atof) when it is loaded; "  \
-      "the library only lists it")
+      "the library only lists it")                                                               \
+    X(PROF, STRING, prof, "", "*",                                                      \
+      "Where the preloadable sampling profiler tools/mpixacc_prof.so (LD_PRELOAD) writes the "    \
+      "main thread's stack samples at exit (PREFIX.<pid>.prof, for scripts/prof-report.py); "     \
+      "empty: it does nothing. Read by the profiler itself (getenv), like the two below")         \
+    X(PROF_US, INT, prof_us, "200", "1..1000000",                                                 \
+      "Sampling period of tools/mpixacc_prof.so in microseconds")                                 \
+    X(PROF_CLOCK, STRING, prof_clock, "wall", "wall|cpu",                                         \
+      "What tools/mpixacc_prof.so's period counts: wall-clock time (samples where the thread "    \
+      "waits too) or the main thread's CPU time (the kernel's tick bounds the period)")
 /* clang-format on */
 
 typedef enum {
