@@ -405,7 +405,6 @@ static mxu_status_t mxe_op_alloc(mxa_stream_t *s, mxe_op_type_t type, void *buf,
     atomic_init(&op->refs, 2); /* engine + caller */
     op->cmd.kind = MXE_CMD_OP;
     op->cmd.target = op;
-    op->create_ns = mxu_now_ns();
     *op_out = op;
     return MXU_OK;
 }

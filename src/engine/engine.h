@@ -194,7 +194,6 @@ struct mxe_op {
     mxe_wait_t *waiter; /* stream wait depending on this op */
     void *transport_handle;
     void *eager_copy;
-    uint64_t create_ns;
     int peer_failed;  /* recv cancelled because its peer failed (MXU_ERR_PEER) */
     int any_nmembers; /* MPI_ANY_SOURCE recv with MPIX_ACC_PEER_ERRORS: comm size */
     int *any_members; /* its world ranks (copied; NULL: ranks 0..any_nmembers-1) */
