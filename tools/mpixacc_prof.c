@@ -27,6 +27,7 @@
 #endif
 #include <execinfo.h>
 #include <signal.h>
+#include <ucontext.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,7 @@
 
 typedef struct {
     int n;
+    void *at; /* the interrupted instruction (the signal's context), or NULL */
     void *pc[PROF_DEPTH];
 } prof_sample_t;
 
@@ -50,14 +52,27 @@ static timer_t prof_timer;
 static int prof_on;
 static char prof_prefix[512];
 
+static void *prof_context_pc(void *uc)
+{
+#if defined(__x86_64__)
+    return (void *)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+    return (void *)((ucontext_t *)uc)->uc_mcontext.pc;
+#else
+    (void)uc;
+    return NULL;
+#endif
+}
+
 static void prof_handler(int sig, siginfo_t *si, void *uc)
 {
-    (void)sig, (void)si, (void)uc;
+    (void)sig, (void)si;
     int i = atomic_fetch_add_explicit(&prof_count, 1, memory_order_relaxed);
     if (i >= PROF_MAX_SAMPLES) {
         atomic_fetch_add_explicit(&prof_lost, 1, memory_order_relaxed);
         return;
     }
+    prof_samples[i].at = uc ? prof_context_pc(uc) : NULL;
     prof_samples[i].n = backtrace(prof_samples[i].pc, PROF_DEPTH);
 }
 
@@ -83,10 +98,19 @@ static void prof_write(void)
     if (m)
         fclose(m);
     for (int i = 0; i < n; i++) {
+        const prof_sample_t *p = &prof_samples[i];
+        /* the stack from the interrupted instruction on: the frames above
+         * it are the handler's, a sanitizer's wrapper of it and the signal
+         * trampoline (two or more); without the context's address, two */
+        int from = p->n > 2 ? 2 : p->n;
+        for (int k = 0; k < p->n && p->at; k++)
+            if (p->pc[k] == p->at) {
+                from = k;
+                break;
+            }
         fputs("s", f);
-        /* frame 0 and 1 are the handler and the signal trampoline */
-        for (int k = 2; k < prof_samples[i].n; k++)
-            fprintf(f, " %lx", (unsigned long)(size_t)prof_samples[i].pc[k]);
+        for (int k = from; k < p->n; k++)
+            fprintf(f, " %lx", (unsigned long)(size_t)p->pc[k]);
         fputc('\n', f);
     }
     fclose(f);
