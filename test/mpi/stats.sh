@@ -29,7 +29,7 @@
 # makes no operation, no request and no stream wait, and the real sides'
 # operations no MPI request handle. One run of stream_comm: MPI_Waitall of
 # a stream communicator's requests is timed as a stream wait. One run of
-# stencil2d's textbook step on host streams: at most 8 stream capture
+# stencil2d's textbook step on host streams: at most 20 stream capture
 # queries per operation (the reaper asked ~85).
 set -u
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -177,16 +177,17 @@ fi
 # reaper holds until their streams finish them): a call asks a few capture
 # queries, not one per incomplete receive the reaper holds (it asked ~85 per
 # operation: each reaper pass asked every held receive's stream before
-# seeing that its step was enqueued)
+# seeing that its step was enqueued; 3.7 now, most of them in the throttle's
+# loop, which asks once per wake-up: 20 leaves room for slow builds)
 st=$builddir/examples/stencil2d/stencil2d
 if [ -x "$st" ]; then
     MPIX_ACC_STATS=1 timeout 120 mpiexec -n 2 "$st" --backend host --variant streamcomm-classic \
         --sizes 64 --steps 2000 --repeats 1 --no-check >"$log" 2>&1
     rc=$?
     nq=$(grep -oE 'send [0-9.]+/[0-9.]+/[0-9.]+ \(4000\); receive [0-9.]+/[0-9.]+/[0-9.]+ \(4000\);.* stream capture query [0-9.]+/[0-9.]+/[0-9.]+ \([0-9]+\)' "$log" |
-        sed -E 's/.*\(([0-9]+)\)$/\1/' | awk '$1 <= 8 * 8000 { n++ } END { print n + 0 }')
+        sed -E 's/.*\(([0-9]+)\)$/\1/' | awk '$1 <= 20 * 8000 { n++ } END { print n + 0 }')
     if [ $rc -ne 0 ] || [ "$nq" -ne 2 ] || ! grep -q 'RESULT: OK' "$log" || grep -q ERROR "$log"; then
-        echo "[stats] capture queries FAIL: exit $rc, $nq of 2 ranks with 4000 sends, 4000 receives and at most 8 capture queries per operation"
+        echo "[stats] capture queries FAIL: exit $rc, $nq of 2 ranks with 4000 sends, 4000 receives and at most 20 capture queries per operation"
         sed 's/^/    | /' "$log" | grep -E 'host us|ERROR|FAIL|RESULT' | head -10
         fails=$((fails + 1))
     fi
@@ -203,7 +204,7 @@ if [ $rc -ne 0 ] || [ "$ns" -ne 2 ] || ! grep -q PASS "$log" || grep -q ERROR "$
 fi
 rm -f "$log"
 if [ $fails -eq 0 ]; then
-    echo "[stats] PASS: $runs runs, counters, paths, matching and phase timers on both ranks at INFO, no error at finalize; one file per rank with MPIX_ACC_LOG_FILE; unpacks offloaded to the library host stream counted; SX packed receives without host waits, packed and unpacked by the SX steps; MPI_PROC_NULL sides make nothing; a stream communicator's MPI_Waitall timed as a stream wait; at most 8 capture queries per operation of the textbook stencil; staged messages counted (auto: none here; all: 120 each way)"
+    echo "[stats] PASS: $runs runs, counters, paths, matching and phase timers on both ranks at INFO, no error at finalize; one file per rank with MPIX_ACC_LOG_FILE; unpacks offloaded to the library host stream counted; SX packed receives without host waits, packed and unpacked by the SX steps; MPI_PROC_NULL sides make nothing; a stream communicator's MPI_Waitall timed as a stream wait; at most 20 capture queries per operation of the textbook stencil; staged messages counted (auto: none here; all: 120 each way)"
     exit 0
 fi
 echo "[stats] FAIL: $fails of $runs runs"
