@@ -26,6 +26,7 @@
 #define _GNU_SOURCE
 #endif
 #include <execinfo.h>
+#include <pthread.h>
 #include <signal.h>
 #include <ucontext.h>
 #include <stdatomic.h>
@@ -116,6 +117,10 @@ static void prof_write(void)
     fclose(f);
 }
 
+/* a forked child has no timer (POSIX timers are not inherited) and its
+ * copy of the samples is the parent's: it writes nothing */
+static void prof_forked(void) { prof_on = 0; }
+
 __attribute__((constructor)) static void prof_start(void)
 {
     const char *p = getenv("MPIX_ACC_PROF");
@@ -155,6 +160,7 @@ __attribute__((constructor)) static void prof_start(void)
         return;
     }
     prof_on = 1;
+    pthread_atfork(NULL, NULL, prof_forked);
     atexit(prof_write);
 }
 
