@@ -1,5 +1,5 @@
 /*
- * mpixacc_prof.c - a preloadable sampling profiler of one thread's CPU time:
+ * mpixacc_prof.c - a preloadable sampling profiler of the main thread:
  *
  *   LD_PRELOAD=mpixacc_prof.so MPIX_ACC_PROF=PREFIX program ...
  *
@@ -161,7 +161,7 @@ __attribute__((constructor)) static void prof_start(void)
     }
     prof_on = 1;
     pthread_atfork(NULL, NULL, prof_forked);
-    atexit(prof_write);
 }
 
+/* at exit (or unload): the samples and the mappings, once */
 __attribute__((destructor)) static void prof_stop(void) { prof_write(); }

@@ -225,7 +225,7 @@
       "prints every thread's backtrace and exits with status 124; 0 never. The watchdog is not "  \
       "linked with the library: it reads the variable itself (getenv, atof) when it is loaded; "  \
       "the library only lists it")                                                               \
-    X(PROF, STRING, prof, "", "*",                                                      \
+    X(PROF, STRING, prof, "", "*",                                                                \
       "Where the preloadable sampling profiler tools/mpixacc_prof.so (LD_PRELOAD) writes the "    \
       "main thread's stack samples at exit (PREFIX.<pid>.prof, for scripts/prof-report.py); "     \
       "empty: it does nothing. Read by the profiler itself (getenv), like the two below")         \

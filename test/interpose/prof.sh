@@ -5,8 +5,7 @@
 # another gets PREFIX.<pid>.prof written at exit, with samples of the main
 # thread only, and the report names the main thread's function first (self,
 # and with --within main); a forked child writes nothing; without
-# MPIX_ACC_PROF nothing is written; the
-# variables are registry rows.
+# MPIX_ACC_PROF nothing is written; the variables are registry rows.
 #
 #   test/interpose/prof.sh [BUILDDIR]   (default $MPIXACC_BUILDDIR, else <repo>/build)
 set -u
