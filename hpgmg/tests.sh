@@ -30,8 +30,25 @@
 
 BIN=${1:-${HPGMG_FV:-${MPIXACC_BUILDDIR:+$MPIXACC_BUILDDIR/}hpgmg/hpgmg-fv}}
 MPIEXEC=${MPIEXEC:-mpiexec}
-TMO=${HPGMG_TIMEOUT:-300}
+# one run's time limit: scripts/run-tests.sh passes RUN_TIMEOUT (a sixth of
+# the script's own limit, so a hung run leaves time for the rest and its
+# report); the runs take 1-7 s on 2 cores
+TMO=${HPGMG_TIMEOUT:-${RUN_TIMEOUT:-300}}
 here=$(cd "$(dirname "$0")" && pwd)
+# tools' mpixacc_hangdump.so, preloaded into the ranks: a rank still running
+# 10 s before TMO prints every thread's stack into its log (with a sanitizer
+# runtime first in the list when the library was built with one)
+HANGDUMP=${HPGMG_HANGDUMP-}
+if [ -z "$HANGDUMP" ]; then
+  hd=$(dirname "$(dirname "$BIN")")/tools/.libs/mpixacc_hangdump.so
+  [ -f "$hd" ] && HANGDUMP=$hd
+fi
+if [ -n "$HANGDUMP" ] && [ "$TMO" -gt 20 ]; then
+  asan=$(ldd "$HANGDUMP" 2>/dev/null | awk '/libasan/ { print $3; exit }')
+  HANGDUMP="${asan:+$asan }$HANGDUMP"
+else
+  HANGDUMP=
+fi
 
 # one libucp per process (MPICH and mpix-acc), as scripts/mpixacc-env.sh sets up
 if [ -f "$here/../scripts/mpixacc-env.sh" ]; then
@@ -40,8 +57,14 @@ fi
 
 pass=0
 fail=0
+failures=""
 ok() { echo "PASS: $*"; pass=$((pass + 1)); }
-ko() { echo "FAIL: $*"; fail=$((fail + 1)); }
+ko() {
+  echo "FAIL: $*"
+  fail=$((fail + 1))
+  failures="$failures
+FAIL: $*"
+}
 check() { if [ "$1" = 0 ]; then shift; ok "$@"; else shift; ko "$@"; fi; }
 
 if ! features=$("$BIN" --features 2>/dev/null); then
@@ -56,17 +79,61 @@ case "$features" in
 esac
 
 out=$(mktemp -d "${TMPDIR:-/tmp}/hpgmg-tests.XXXXXX")
+# stacks: hangdump's report, one line per thread -- "pid P thread T (name):
+# innermost < ... < outermost" by function (addr2line names the static ones;
+# the watchdog's own frames and the signal trampoline left out)
+stacks() {
+  cur=""
+  while IFS= read -r line; do
+    case "$line" in
+      "[hangdump] pid "*" thread "*)
+        case "$cur" in *:) ;; ?*) echo "$cur" ;; esac
+        cur=$(echo "$line" | sed 's/^\[hangdump\] //; s/ backtrace.*$//'):
+        continue ;;
+      "[hangdump]"*) continue ;;
+    esac
+    [ -n "$cur" ] || continue
+    mod=${line%%(*}
+    fn=${line#*(}
+    fn=${fn%%)*}
+    case "$fn" in
+      +0x*)
+        fn=""
+        if [ -f "$mod" ] && command -v addr2line >/dev/null 2>&1; then
+          fn=$(addr2line -f -e "$mod" "${line#*(+}" 2>/dev/null | head -n 1)
+          fn=${fn%%)*}
+        fi ;;
+      *) fn=${fn%%+*} ;;
+    esac
+    case "$fn" in "" | "??") fn="$(basename "$mod")?" ;; sd_* | hangdump_* | __restore_rt | start_thread | clone3 | __libc_start_* | _start) continue ;; esac
+    cur="$cur $fn <"
+  done
+  case "$cur" in *:) ;; ?*) echo "$cur" ;; esac
+  return 0
+}
 # run NAME RANKS ARGS...: the log is $out/NAME.log
 run() {
   name=$1
   n=$2
   shift 2
-  timeout "$TMO" "$MPIEXEC" -n "$n" "$BIN" "$@" --check --min-solves 1 --min-time 0 >"$out/$name.log" 2>&1
+  if [ -n "$HANGDUMP" ]; then
+    timeout "$TMO" "$MPIEXEC" -n "$n" env LD_PRELOAD="$HANGDUMP" MPIX_ACC_HANGDUMP_AFTER=$((TMO - 10)) \
+      "$BIN" "$@" --check --min-solves 1 --min-time 0 >"$out/$name.log" 2>&1
+  else
+    timeout "$TMO" "$MPIEXEC" -n "$n" "$BIN" "$@" --check --min-solves 1 --min-time 0 >"$out/$name.log" 2>&1
+  fi
   rc=$?
   echo "$rc" >"$out/$name.rc"
   if [ "$rc" != 0 ]; then
     ko "$name: exit status $rc (log: $out/$name.log)"
-    tail -5 "$out/$name.log" | sed 's/^/    /'
+    # a hang: every rank's stacks (hangdump), else the log's end
+    if grep -q '^\[hangdump\]' "$out/$name.log"; then
+      grep -v '^\[mpix-acc' "$out/$name.log" | sed -n '/^\[hangdump\]/,$p' | stacks | sed 's/ <$//' 
+    else
+      tail -5 "$out/$name.log"
+    fi | sed 's/^/    /' | tee "$out/$name.why"
+    failures="$failures
+$(cat "$out/$name.why")"
     return 1
   fi
   return 0
@@ -206,11 +273,11 @@ for op in fv4 7pt; do
         check $? "$op: $be --graph launched its legs as graphs (${gl:-no} launches per solve)"
       fi
     done
-    "$BIN" 4 1 --graph >"$out/${op}_graph_mpi.log" 2>&1
+    timeout "$TMO" "$BIN" 4 1 --graph >"$out/${op}_graph_mpi.log" 2>&1
     rc=$?
     [ "$rc" != 0 ] && grep -q -- '--graph needs a stream-ordered backend' "$out/${op}_graph_mpi.log"
     check $? "$op: --graph with the mpi backend is refused (exit status $rc)"
-    "$BIN" 4 1 --backend ki --graph --ki-runs 7 >"$out/${op}_graph_ki7.log" 2>&1
+    timeout "$TMO" "$BIN" 4 1 --backend ki --graph --ki-runs 7 >"$out/${op}_graph_ki7.log" 2>&1
     rc=$?
     [ "$rc" != 0 ] && grep -q -- '--graph with --backend ki needs --ki-runs >= 8' "$out/${op}_graph_ki7.log"
     check $? "$op: --graph with ki and --ki-runs 7 is refused (exit status $rc)"
@@ -234,5 +301,7 @@ if run fv4_64_n1_mpi 1 5 8; then
 fi
 
 echo "logs: $out"
+# the failures again, last, where a report that shows the output's end sees them
+[ -n "$failures" ] && printf 'failures:%s\n' "$failures"
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
