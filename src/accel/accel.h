@@ -64,6 +64,16 @@ struct mxa_stream {
     /* Operations of this stream not yet completed (host-stream synchronize). */
     _Atomic uint64_t ops_in_flight;
 
+    /* Operations made on this (host) stream's thread while it runs a
+     * graph's entries (graph.c's fire entries): they start from the
+     * engine's command queue, not at a trigger of the stream. The stream's
+     * thread counts them (before its next trigger), the progress thread
+     * counts those it started; while they differ the progress thread starts
+     * none of the stream's triggered operations (engine: start order is
+     * stream order, api.md 3). */
+    _Atomic uint64_t fires_made;
+    uint64_t fires_started; /* progress thread */
+
     /* Engine-private state, owned by the progress thread. */
     void *engine_state;
 
@@ -354,6 +364,9 @@ mxa_stream_t *mxa_library_host_stream(void **handle);
 void mxa_host_shutdown(void);
 /* Internal (mxa_foreach_stream): fn for every live host stream. */
 void mxa_host_foreach_stream(void (*fn)(mxa_stream_t *s, void *arg), void *arg);
+/* Internal: the host stream whose thread calls (running one of its
+ * launches), or NULL on any other thread. */
+mxa_stream_t *mxa_host_current_stream(void);
 
 /* Host graphs (MPIX_Acc_Hoststream_begin_capture(3)): between begin and
  * end, launches on the stream (mxa_host_stream_launch, and the library's

@@ -207,9 +207,15 @@ static void wait_released(host_stream_t *hs, uint64_t seq)
     }
 }
 
+/* the stream a host stream's thread runs (mxa_host_current_stream) */
+static _Thread_local host_stream_t *tl_current;
+
+mxa_stream_t *mxa_host_current_stream(void) { return tl_current ? &tl_current->s : NULL; }
+
 static void *stream_main(void *arg)
 {
     host_stream_t *hs = arg;
+    tl_current = hs;
     for (;;) {
         mxu_mpsc_node_t *n = mxu_mpsc_pop(&hs->queue);
         if (n == NULL) {

@@ -388,6 +388,7 @@ static mxu_status_t mxe_op_alloc(mxa_stream_t *s, mxe_op_type_t type, void *buf,
                                       : (int)mxa_memtype(buf, bytes);
     op->match_dynamic = comm->match_dynamic;
     op->sx_comm = comm->sx && !comm->match_dynamic;
+    op->sx_dynamic = comm->sx && comm->match_dynamic;
     if (type == MXE_OP_RECV && peer == MXE_ANY_SOURCE && mxu_config.peer_errors) {
         /* who may send to it, for the failure rule (mxe_on_peer_failed):
          * the communicator may be freed before the receive completes */
@@ -517,6 +518,22 @@ mxu_status_t mxe_op_submit(mxe_op_t *op)
     atomic_fetch_add_explicit(&mxe.live_ops, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&mxe.st_ops_submitted, 1, memory_order_relaxed);
     mxe_push(&op->cmd);
+    return MXU_OK;
+}
+
+mxu_status_t mxe_op_submit_on(mxe_op_t *op, mxa_stream_t *by)
+{
+    if (by) {
+        op->after_stream = by;
+        /* the triggers this thread has written */
+        op->after_trigger = atomic_load_explicit(by->trigger_word, memory_order_relaxed);
+    }
+    MXU_TRY(mxe_op_submit(op));
+    /* counted after the push (the progress thread may count its start
+     * first: it compares made > started) and before this thread's next
+     * trigger, whose release store publishes it */
+    if (by)
+        atomic_fetch_add_explicit(&by->fires_made, 1, memory_order_relaxed);
     return MXU_OK;
 }
 

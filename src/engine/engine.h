@@ -209,9 +209,14 @@ struct mxe_op {
     size_t msg_bytes;      /* recv: its size */
     mxe_op_t *next_posted; /* recv: posted-receive list of its context */
     mxe_op_t *prev_posted;
+    /* made on the thread of host stream `after_stream` (mxe_op_submit_on):
+     * that stream's ops up to trigger after_trigger start before it */
+    mxa_stream_t *after_stream;
+    uint64_t after_trigger;
 
     /* ---- stream-executed path (path.c) ---- */
     int sx_comm;                 /* made on an SX communicator */
+    int sx_dynamic;              /* ... that matches in start order: MXE_ENV_DYN (match.c) */
     int sx;                      /* send: carried by its SX link; recv: bound to one (sx_k) */
     uint64_t sx_k;               /* ordinal in its channel (context, sender, tag), call order */
     uint64_t sx_n;               /* send: its number on the link */
@@ -349,6 +354,11 @@ long mxe_stream_backlog(mxa_stream_t *s);
 /* Enqueue the op's trigger on its stream (unless it starts at once) and hand
  * it to the progress thread. After this the op may complete at any time. */
 mxu_status_t mxe_op_submit(mxe_op_t *op);
+/* mxe_op_submit of an op of the none stream made on the thread of host
+ * stream `by` while it runs (a graph's fire entry, graph.c): it starts
+ * after the ops of `by` whose triggers that thread has reached, and
+ * before those it reaches later -- in the order of `by`. */
+mxu_status_t mxe_op_submit_on(mxe_op_t *op, mxa_stream_t *by);
 /* A registration of [buf, buf + bytes) with the transport, made by the
  * progress thread while this thread waits; set as an op's `reg` it spares
  * each message's memory type detection (transport.h, mxt_mem_register).

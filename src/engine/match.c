@@ -52,6 +52,13 @@ typedef struct {
 /* the data is in the receiver's SX ring: its bound receive's step takes it
  * there; the envelope itself is only counted */
 #define MXE_ENV_SX 0x2u
+/* sent in start order on an SX communicator (op->sx_dynamic): not counted
+ * in its channel's ordinals, so no receive bound to an ordinal takes it.
+ * Without the flag such a receive, called before its communicator turned
+ * to start order (a capture) and still waiting for its message in the SX
+ * ring -- whose envelope is not matched --, took the first message sent
+ * after the turn (hpgmg-fv --graph with acc-sx hung 1 run in 50) */
+#define MXE_ENV_DYN 0x4u
 
 /* A control message: a header, then count envelopes. */
 typedef struct {
@@ -242,7 +249,8 @@ void mxe_match_send_called(mxe_op_t *op)
     e->ctx = op->ctx_id;
     e->src = op->comm_rank;
     e->tag = op->tag;
-    e->flags = (op->sx_peer ? MXE_ENV_K : 0) | (op->sx_env_sx ? MXE_ENV_SX : 0);
+    e->flags = (op->sx_peer ? MXE_ENV_K : 0) | (op->sx_env_sx ? MXE_ENV_SX : 0) |
+               (op->sx_dynamic ? MXE_ENV_DYN : 0);
     e->pseq = op->pseq;
     e->bytes = op->bytes;
     e->k = op->sx_k;
@@ -257,9 +265,13 @@ static int mxe_envelope_fits(const mxe_op_t *op, const mxe_envelope_t *e)
           (op->tag == MXE_ANY_TAG || op->tag == e->tag)))
         return 0;
     /* a receive bound statically takes exactly its channel's k-th message
-     * (the earlier ones may have completed from the ring already) */
-    if ((e->flags & MXE_ENV_K) && op->sx)
+     * (the earlier ones may have completed from the ring already), and
+     * never one its sender did not count (MXE_ENV_DYN); a message of a
+     * sender without the SX path it may take (MPIX_ACC_SX differs) */
+    if (op->sx && (e->flags & MXE_ENV_K))
         return op->sx_k == e->k;
+    if (op->sx && (e->flags & MXE_ENV_DYN))
+        return 0;
     return 1;
 }
 

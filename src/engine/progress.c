@@ -621,6 +621,8 @@ static void mxe_insert_wait(mxe_sstate_t *st, mxe_wait_t *w)
     }
 }
 
+static void mxe_start_before(mxa_stream_t *s, uint64_t trigger);
+
 static void mxe_handle_op(mxe_op_t *op)
 {
     mxe_live_link(op);
@@ -635,6 +637,8 @@ static void mxe_handle_op(mxe_op_t *op)
             mxe_match_recv_called(op);
         }
     }
+    if (op->after_stream)
+        mxe_start_before(op->after_stream, op->after_trigger);
     if (op->trigger_seq == 0) {
         mxe_op_start(op);
         return;
@@ -844,6 +848,36 @@ static unsigned mxe_drain_commands(void)
 
 /* ------------------------------------------------------- triggers & waits */
 
+/* Start, in order, st's pending ops whose triggers are up to `upto`. */
+static unsigned mxe_start_pending(mxe_sstate_t *st, uint64_t upto)
+{
+    unsigned n = 0;
+    while (st->pending_head && st->pending_head->trigger_seq <= upto) {
+        mxe_op_t *op = st->pending_head;
+        st->pending_head = op->next_pending;
+        if (!st->pending_head)
+            st->pending_tail = NULL;
+        op->next_pending = NULL;
+        mxe_op_start(op);
+        n++;
+    }
+    return n;
+}
+
+/* An op made on host stream s's thread (mxe_op_submit_on) is about to
+ * start: first the ops of s whose triggers that thread wrote before making
+ * it (they are visible: the command queue's pop acquires its push). */
+static void mxe_start_before(mxa_stream_t *s, uint64_t trigger)
+{
+    s->fires_started++;
+    mxe_sstate_t *st = s->engine_state;
+    if (!st)
+        return;
+    if (trigger > st->trigger_seen)
+        st->trigger_seen = trigger;
+    (void)mxe_start_pending(st, trigger);
+}
+
 static unsigned mxe_poll_triggers(void)
 {
     unsigned n = 0;
@@ -851,6 +885,14 @@ static unsigned mxe_poll_triggers(void)
         if (!st->pending_head)
             continue;
         uint64_t v = st->stream->backend->poll_trigger(st->stream);
+        /* an op the stream's thread made before writing v (a graph's fire
+         * entry) is still in the command queue: it starts first, at the
+         * next drain (read after v: v's release store published it) */
+        if (atomic_load_explicit(&st->stream->fires_made, memory_order_relaxed) >
+            st->stream->fires_started) {
+            n++;
+            continue;
+        }
         if (v > st->trigger_seen) {
             st->trigger_seen = v;
             /* the stream passed its last released wait and reached a
@@ -862,15 +904,7 @@ static unsigned mxe_poll_triggers(void)
                 st->t_release_ns = 0;
             }
         }
-        while (st->pending_head && st->pending_head->trigger_seq <= st->trigger_seen) {
-            mxe_op_t *op = st->pending_head;
-            st->pending_head = op->next_pending;
-            if (!st->pending_head)
-                st->pending_tail = NULL;
-            op->next_pending = NULL;
-            mxe_op_start(op);
-            n++;
-        }
+        n += mxe_start_pending(st, st->trigger_seen);
     }
     return n;
 }

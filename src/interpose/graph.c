@@ -432,7 +432,10 @@ static void mxi_tmpl_fire(void *arg)
     if (st == MXU_OK) {
         op->synchronous = t->synchronous;
         op->reg = t->reg;
-        if ((st = mxe_op_submit(op)) != MXU_OK) {
+        /* on a host stream's thread (a launch's entry) in that stream's
+         * order with its other operations; from the poller (counter
+         * protocol) when the poller makes it */
+        if ((st = mxe_op_submit_on(op, mxa_host_current_stream())) != MXU_OK) {
             mxe_op_release(op);
             mxe_op_release(op);
         }
@@ -675,8 +678,9 @@ static mxi_tmpl_t *mxi_tmpl_new(mxi_graph_state_t *gs, int is_send, void *buf, s
     t->eager_limit = eager_limit;
     t->memtype = -1;
     t->ec = *ec;
+    /* start order takes it off the stream-executed path (engine.c); ec.sx
+     * stays, so its envelopes say they were not counted (match.c) */
     t->ec.match_dynamic = 1;
-    t->ec.sx = 0;
     if (ec->world_ranks) {
         t->world_ranks = malloc(sizeof(int) * (size_t)ec->size);
         if (!t->world_ranks) {

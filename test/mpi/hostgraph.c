@@ -20,6 +20,17 @@
  *      a call-order one, plain calls are matched at the call and a launch's
  *      operations when it runs: they cannot share a channel); 300 launches
  *      (60 with tsan), each followed by a plain exchange, all data checked.
+ *   S: the first capture on a communicator on the stream-executed path
+ *      (MPI-4 no-wildcard assertions) turns it to start order while a
+ *      receive called before it waits behind a gate for its message in the
+ *      SX ring; the launch's message sent after the turn goes to the
+ *      launch's receive, not to the waiting one (both data checked).
+ *   P: a plain send and, right after it on the same stream, a launch's
+ *      send on the same channel (nothing waited between them): the
+ *      receiver's two receives get them in that order, 400 times (the
+ *      launch's operation starts from the engine's command queue, the plain
+ *      one at its trigger: the engine orders them as the stream did). Not
+ *      with MPIX_ACC_GRAPH_PROTOCOL=counter (design.md 6d).
  *   O: two messages of one launch on one (peer, tag): two receives
  *      recorded back to back, two sends with a 200 us pause between them;
  *      400 launches (40 with tsan), each message's data checked (with the
@@ -572,6 +583,148 @@ int main(int argc, char **argv)
         T_MPI(MPI_Comm_free(&CW));
         free(sp);
         free(rp);
+    }
+
+    /* ---- S: the turn to start order on a stream-executed communicator. A
+     * receive called before the first capture is bound to its channel's
+     * ordinal and waits, its stream held at a gate, for a message that went
+     * into the SX ring -- whose envelope is not matched. The first message
+     * sent after the turn (a launch's) must not be taken by it: it is the
+     * launch's receive's (hpgmg-fv --graph with acc-sx hung 1 run in 50). ---- */
+    t_phase("S: a capture turns an SX communicator while a receive waits behind a gate");
+    {
+        double *sp = calloc(MSG, sizeof(double)), *rp = calloc(MSG, sizeof(double));
+        T_CHECK(sp && rp, "malloc");
+        MPI_Comm XW;
+        MPI_Info inf;
+        T_MPI(MPI_Info_create(&inf));
+        T_MPI(MPI_Info_set(inf, "mpi_assert_no_any_source", "true"));
+        T_MPI(MPI_Info_set(inf, "mpi_assert_no_any_tag", "true"));
+        T_MPI(MPI_Comm_dup_with_info(W, inf, &XW));
+        T_MPI(MPI_Info_free(&inf));
+        /* plain exchanges first: the links are open (the data says 30) */
+        step_arg_t fw = {.buf = sp, .n = MSG, .rank = t_rank, .tag = 30};
+        step_arg_t cw = {.buf = rp, .n = MSG, .rank = prev, .tag = 30};
+        for (int k = 0; k < 5; k++)
+            ring_step(s, XW, 31, sp, rp, prev, next, &fw, &cw, NULL);
+        T_MPI(MPIX_Acc_Hoststream_synchronize(s));
+        t_check_async();
+        /* all on tag 31; the data says which: 32 the plain message, 33 the launch's */
+        step_arg_t fs = {.buf = sp, .n = MSG, .rank = t_rank, .tag = 32};
+        step_arg_t cs = {.buf = rp, .n = MSG, .rank = prev, .tag = 32};
+        step_arg_t fd = {.buf = sb, .n = MSG, .rank = t_rank, .tag = 33};
+        step_arg_t cd = {.buf = rb, .n = MSG, .rank = prev, .tag = 33};
+        t_gate_t gate;
+        t_gate_init(&gate);
+        MPI_Request r[2];
+        /* the plain receive, behind the gate on s; the plain send on s2 */
+        T_MPI(MPIX_Acc_Hoststream_launch(s, t_gate_fn, &gate));
+        T_MPI(MPIX_Acc_Irecv(s, rp, MSG, MPI_DOUBLE, prev, 31, XW, &r[0]));
+        T_MPI(MPIX_Acc_Wait(s, &r[0], MPI_STATUS_IGNORE));
+        T_MPI(MPIX_Acc_Hoststream_launch(s, check_fn, &cs));
+        T_MPI(MPIX_Acc_Hoststream_launch(s2, fill_fn, &fs));
+        T_MPI(MPIX_Acc_Isend(s2, sp, MSG, MPI_DOUBLE, next, 31, XW, &r[1]));
+        T_MPI(MPIX_Acc_Wait(s2, &r[1], MPI_STATUS_IGNORE));
+        /* the captures (the first turns XW to start order): a send on s2,
+         * a receive on s */
+        MPIX_Acc_hostgraph gs = NULL, gr = NULL;
+        T_MPI(MPIX_Acc_Hoststream_begin_capture(s2));
+        T_MPI(MPIX_Acc_Hoststream_launch(s2, fill_fn, &fd));
+        T_MPI(MPIX_Acc_Isend(s2, sb, MSG, MPI_DOUBLE, next, 31, XW, &r[1]));
+        T_MPI(MPIX_Acc_Wait(s2, &r[1], MPI_STATUS_IGNORE));
+        T_MPI(MPIX_Acc_Hoststream_end_capture(s2, &gs));
+        T_MPI(MPIX_Acc_Hoststream_begin_capture(s));
+        T_MPI(MPIX_Acc_Irecv(s, rb, MSG, MPI_DOUBLE, prev, 31, XW, &r[0]));
+        T_MPI(MPIX_Acc_Wait(s, &r[0], MPI_STATUS_IGNORE));
+        T_MPI(MPIX_Acc_Hoststream_launch(s, check_fn, &cd));
+        T_MPI(MPIX_Acc_Hoststream_end_capture(s, &gr));
+        /* the launch's send goes (eager: it completes alone); its envelope
+         * reaches the receiver while the plain receive is still held */
+        T_MPI(MPIX_Acc_Hostgraph_launch(gs, s2));
+        T_MPI(MPIX_Acc_Hoststream_synchronize(s2));
+        T_MPI(MPI_Barrier(W));
+        t_sleep_ms(T_SLOW(20.0));
+        atomic_store(&gate.open, 1);
+        T_MPI(MPIX_Acc_Hostgraph_launch(gr, s));
+        T_MPI(MPIX_Acc_Hoststream_synchronize(s));
+        t_check_async();
+        T_CHECK(atomic_load(&cs.launch) == 1 && atomic_load(&cd.launch) == 1,
+                "S: checked %ld plain and %ld launched receives of 1 and 1",
+                atomic_load(&cs.launch), atomic_load(&cd.launch));
+        no_graph_errors(gs, "S (send)");
+        no_graph_errors(gr, "S (receive)");
+        T_MPI(MPIX_Acc_Hostgraph_free(&gs));
+        T_MPI(MPIX_Acc_Hostgraph_free(&gr));
+        T_MPI(MPI_Comm_free(&XW));
+        free(sp);
+        free(rp);
+    }
+
+    /* ---- P: a plain send and a launch's on one channel, nothing between
+     * them: they start in the order of their stream (api.md 3), also when
+     * the progress thread sees the launch's operation before the plain
+     * one's trigger ---- */
+    t_phase("P: a plain send, then a launch's, unwaited, on one channel");
+    /* Not with the counter protocol (CUDA graphs' mechanism): its poller
+     * makes a launch's operations after their fire nodes ran, without
+     * knowing how far the stream's own triggers were by then (design.md
+     * 6d, "Start order") -- a known limit, not checked here */
+    const char *proto = getenv("MPIX_ACC_GRAPH_PROTOCOL");
+    if (proto && strcmp(proto, "counter") == 0) {
+        if (t_rank == 0)
+            printf("[hostgraph] P: not run with MPIX_ACC_GRAPH_PROTOCOL=counter (known limit)\n");
+    } else {
+        const int np = tsan ? 40 : 400;
+        double *sp = calloc(MSG, sizeof(double)), *rp = calloc(MSG, sizeof(double));
+        double *rq = calloc(MSG, sizeof(double));
+        T_CHECK(sp && rp && rq, "malloc");
+        MPI_Comm DW;
+        MPI_Info inf;
+        T_MPI(MPI_Info_create(&inf));
+        T_MPI(MPI_Info_set(inf, "mpix_acc_match", "dynamic"));
+        T_MPI(MPI_Comm_dup_with_info(W, inf, &DW));
+        T_MPI(MPI_Info_free(&inf));
+        /* all on tag 41; the data says which: 41 the plain send, 42 the launch's */
+        step_arg_t fp = {.buf = sp, .n = MSG, .rank = t_rank, .tag = 41};
+        step_arg_t cp = {.buf = rp, .n = MSG, .rank = prev, .tag = 41};
+        step_arg_t fl = {.buf = sb, .n = MSG, .rank = t_rank, .tag = 42};
+        step_arg_t cl = {.buf = rq, .n = MSG, .rank = prev, .tag = 42};
+        MPI_Request r[3];
+        T_MPI(MPIX_Acc_Hoststream_begin_capture(s));
+        T_MPI(MPIX_Acc_Hoststream_launch(s, fill_fn, &fl));
+        T_MPI(MPIX_Acc_Isend(s, sb, MSG, MPI_DOUBLE, next, 41, DW, &r[0]));
+        T_MPI(MPIX_Acc_Wait(s, &r[0], MPI_STATUS_IGNORE));
+        T_MPI(MPIX_Acc_Hoststream_end_capture(s, &g));
+        for (int k = 0; k < np; k++) {
+            /* the receives first, on s2: plain, in call order */
+            T_MPI(MPIX_Acc_Irecv(s2, rp, MSG, MPI_DOUBLE, prev, 41, DW, &r[1]));
+            T_MPI(MPIX_Acc_Irecv(s2, rq, MSG, MPI_DOUBLE, prev, 41, DW, &r[2]));
+            T_MPI(MPIX_Acc_Waitall(s2, 2, &r[1], MPI_STATUSES_IGNORE));
+            T_MPI(MPIX_Acc_Hoststream_launch(s2, check_fn, &cp));
+            T_MPI(MPIX_Acc_Hoststream_launch(s2, check_fn, &cl));
+            /* the plain send, then at once the launch's, on s */
+            T_MPI(MPIX_Acc_Hoststream_launch(s, fill_fn, &fp));
+            T_MPI(MPIX_Acc_Isend(s, sp, MSG, MPI_DOUBLE, next, 41, DW, &r[0]));
+            T_MPI(MPIX_Acc_Hostgraph_launch(g, s));
+            T_MPI(MPIX_Acc_Wait(s, &r[0], MPI_STATUS_IGNORE));
+            if (k % 50 == 49) {
+                T_MPI(MPIX_Acc_Hoststream_synchronize(s));
+                T_MPI(MPIX_Acc_Hoststream_synchronize(s2));
+                t_check_async();
+            }
+        }
+        T_MPI(MPIX_Acc_Hoststream_synchronize(s));
+        T_MPI(MPIX_Acc_Hoststream_synchronize(s2));
+        t_check_async();
+        T_CHECK(atomic_load(&cp.launch) == np && atomic_load(&cl.launch) == np,
+                "P: checked %ld plain and %ld launched messages of %d", atomic_load(&cp.launch),
+                atomic_load(&cl.launch), np);
+        no_graph_errors(g, "P");
+        T_MPI(MPIX_Acc_Hostgraph_free(&g));
+        T_MPI(MPI_Comm_free(&DW));
+        free(sp);
+        free(rp);
+        free(rq);
     }
 
     /* ---- O: two messages of a launch on one channel keep their order ---- */
