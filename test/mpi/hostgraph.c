@@ -172,6 +172,21 @@ static void launch_every(MPIX_Acc_hostgraph g, MPIX_Acc_stream s, long n, long e
 /* launch g n times on s, then synchronize s and collect the checks */
 static void launch_n(MPIX_Acc_hostgraph g, MPIX_Acc_stream s, int n) { launch_every(g, s, n, n); }
 
+/* a duplicate of comm with info keys k1 (and k2, unless NULL) set */
+static MPI_Comm dup_with_info(MPI_Comm comm, const char *k1, const char *v1, const char *k2,
+                              const char *v2)
+{
+    MPI_Comm d;
+    MPI_Info inf;
+    T_MPI(MPI_Info_create(&inf));
+    T_MPI(MPI_Info_set(inf, k1, v1));
+    if (k2)
+        T_MPI(MPI_Info_set(inf, k2, v2));
+    T_MPI(MPI_Comm_dup_with_info(comm, inf, &d));
+    T_MPI(MPI_Info_free(&inf));
+    return d;
+}
+
 /* fill -> Irecv from `from` -> Isend to `to` -> Waitall (no statuses) ->
  * check on stream s (communicator comm, tag): enqueued plainly, or, with
  * g, captured into *g */
@@ -515,12 +530,7 @@ int main(int argc, char **argv)
         const int nm = tsan ? 60 : 300;
         double *sp = calloc(MSG, sizeof(double)), *rp = calloc(MSG, sizeof(double));
         T_CHECK(sp && rp, "malloc");
-        MPI_Comm DW;
-        MPI_Info inf;
-        T_MPI(MPI_Info_create(&inf));
-        T_MPI(MPI_Info_set(inf, "mpix_acc_match", "dynamic"));
-        T_MPI(MPI_Comm_dup_with_info(W, inf, &DW));
-        T_MPI(MPI_Info_free(&inf));
+        MPI_Comm DW = dup_with_info(W, "mpix_acc_match", "dynamic", NULL, NULL);
         /* the data says whose it is: tag 15 (graph) and 16 (plain), both on tag 15 */
         step_arg_t fg = {.buf = sb, .n = MSG, .rank = t_rank, .tag = 15};
         step_arg_t cg = {.buf = rb, .n = MSG, .rank = prev, .tag = 15};
@@ -595,13 +605,8 @@ int main(int argc, char **argv)
     {
         double *sp = calloc(MSG, sizeof(double)), *rp = calloc(MSG, sizeof(double));
         T_CHECK(sp && rp, "malloc");
-        MPI_Comm XW;
-        MPI_Info inf;
-        T_MPI(MPI_Info_create(&inf));
-        T_MPI(MPI_Info_set(inf, "mpi_assert_no_any_source", "true"));
-        T_MPI(MPI_Info_set(inf, "mpi_assert_no_any_tag", "true"));
-        T_MPI(MPI_Comm_dup_with_info(W, inf, &XW));
-        T_MPI(MPI_Info_free(&inf));
+        MPI_Comm XW =
+            dup_with_info(W, "mpi_assert_no_any_source", "true", "mpi_assert_no_any_tag", "true");
         /* plain exchanges first: the links are open (the data says 30) */
         step_arg_t fw = {.buf = sp, .n = MSG, .rank = t_rank, .tag = 30};
         step_arg_t cw = {.buf = rp, .n = MSG, .rank = prev, .tag = 30};
@@ -678,12 +683,7 @@ int main(int argc, char **argv)
         double *sp = calloc(MSG, sizeof(double)), *rp = calloc(MSG, sizeof(double));
         double *rq = calloc(MSG, sizeof(double));
         T_CHECK(sp && rp && rq, "malloc");
-        MPI_Comm DW;
-        MPI_Info inf;
-        T_MPI(MPI_Info_create(&inf));
-        T_MPI(MPI_Info_set(inf, "mpix_acc_match", "dynamic"));
-        T_MPI(MPI_Comm_dup_with_info(W, inf, &DW));
-        T_MPI(MPI_Info_free(&inf));
+        MPI_Comm DW = dup_with_info(W, "mpix_acc_match", "dynamic", NULL, NULL);
         /* all on tag 41; the data says which: 41 the plain send, 42 the launch's */
         step_arg_t fp = {.buf = sp, .n = MSG, .rank = t_rank, .tag = 41};
         step_arg_t cp = {.buf = rp, .n = MSG, .rank = prev, .tag = 41};
