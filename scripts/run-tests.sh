@@ -157,7 +157,9 @@ sanitize)
     # MPIX_ACC_DISABLE=1; excluding it in the library's UCX context only
     # (session 27) moved the node peers' bandwidth lanes to TCP, failed
     # test/multinode's 2x2 cases and left sx_path-2x2 in MPI_Finalize. So
-    # the sanitizer runs use UCX's defaults.
+    # the sanitizer runs use UCX's defaults, and a test that dies of exactly
+    # that crash (its log names AddressSanitizer's SEGV and
+    # uct_cma_iface_is_reachable) runs once more (run_one, "RETRY" line).
     ;;
 tsan)
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:history_size=4${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
@@ -189,10 +191,22 @@ run_one() {
     local log
     log="$logdir/$(safe "$name").log"
     echo "+ $*" >"$log"
-    local t0 rc f
+    local t0 rc f attempt
     t0=${EPOCHREALTIME/[.,]/}
-    timeout -k 15 "$tmo" "$@" >>"$log" 2>&1 </dev/null
-    rc=$?
+    for attempt in 1 2; do
+        timeout -k 15 "$tmo" "$@" >>"$log" 2>&1 </dev/null
+        rc=$?
+        # the known crash of ASan's process_vm_readv interceptor in UCX's
+        # CMA probe (above: not our code, no workaround): run it once more,
+        # said in the output, the first run's log kept in the test's log
+        if [ $rc -ne 0 ] && [ $attempt = 1 ] && [ $mode = sanitize ] &&
+            grep -q 'AddressSanitizer: SEGV' "$log" && grep -q 'uct_cma_iface_is_reachable' "$log"; then
+            echo "RETRY $name: ASan crashed in UCX's CMA probe (known, scripts/run-tests.sh); once more"
+            echo "# rc=$rc: the known ASan/UCX CMA crash; the test runs once more" >>"$log"
+            continue
+        fi
+        break
+    done
     # per-process logs (valgrind --log-file=...%p) go into the test's log
     if [ -n "${extra_logs:-}" ]; then
         for f in "$extra_logs".*; do
